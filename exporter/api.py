@@ -1,0 +1,72 @@
+"""The JSON view of runs served at ``GET /api/v1/runs`` (for the CLI and automation).
+
+Pure: snapshots in, JSON-safe dicts out. Non-finite floats become the strings ``"NaN"``,
+``"+Inf"`` and ``"-Inf"`` (as Prometheus' own HTTP API does), since JSON has no NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .tracker import RunSnapshot
+
+
+def json_number(value: float | int | None) -> float | int | str | None:
+    """A JSON-safe number: non-finite floats as Prometheus-style strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            return "NaN"
+        return "+Inf" if value > 0 else "-Inf"
+    return value
+
+
+def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
+    """One run's latest values and state."""
+    numbers = {
+        "step": s.step,
+        "max_steps": s.max_steps,
+        "epoch": s.epoch,
+        "max_epochs": s.max_epochs,
+        "progress_ratio": s.progress,
+        "eta_seconds": s.eta_seconds,
+        "steps_per_second": s.steps_per_second,
+        "loss": s.loss,
+        "eval_loss": s.eval_loss,
+        "learning_rate": s.learning_rate,
+        "grad_norm": s.grad_norm,
+        "best_loss": s.best_loss,
+        "first_report_timestamp_seconds": s.first_report_timestamp,
+        "last_report_timestamp_seconds": s.last_report_timestamp,
+        "last_step_timestamp_seconds": s.last_step_timestamp,
+        "last_improvement_timestamp_seconds": s.last_improvement_timestamp,
+        "gpus": s.gpus,
+        "gpu_seconds": s.gpu_seconds,
+        "stalled_gpu_seconds": s.stalled_gpu_seconds,
+        "deadline_timestamp_seconds": s.meta.deadline_timestamp,
+        "gpu_seconds_budget": s.meta.gpu_seconds_budget,
+    }
+    return {
+        "namespace": s.key.namespace,
+        "pod": s.key.pod,
+        "job_name": s.key.job_name,
+        "state": s.state,
+        "finished": s.finished,
+        "gone": s.gone,
+        "info": {
+            "job_kind": s.meta.job_kind,
+            "framework": s.meta.framework,
+            "source": s.meta.source,
+            "node": s.meta.node,
+            "rank": s.meta.rank,
+            "container": s.meta.container,
+        },
+        **{k: json_number(v) for k, v in numbers.items()},
+        "metrics": {name: json_number(v) for name, v in s.metrics},
+        "loss_history": [[t, v] for t, v in s.loss_history],
+    }
+
+
+def runs_document(snapshots: list[RunSnapshot], now: float) -> dict[str, Any]:
+    """The whole ``/api/v1/runs`` response."""
+    return {"time": now, "runs": [run_to_dict(s) for s in snapshots]}

@@ -1,0 +1,122 @@
+"""Wires one exporter together: tracker, sources, collectors, server and the poll loop.
+
+This is composition only; each piece it builds is tested on its own. Tests build an
+:class:`Exporter` on port 0 with an injected clock and drive ``poll_once`` themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry
+
+from .collector import ExporterCollector, TrainingCollector
+from .config import Config
+from .discovery import Discovery, make_discovery
+from .ingest import Ingestor
+from .server import ExporterHTTPServer, ServerContext, make_server, serve_in_thread
+from .sources import POLLED_SOURCES, PolledSource
+from .stats import ExporterStats
+from .tracker import Tracker
+
+Clock = Callable[[], float]
+
+
+class Exporter:
+    """A running exporter: call :meth:`start`, then :meth:`stop`."""
+
+    def __init__(
+        self, config: Config, clock: Clock = time.time, discovery: Discovery | None = None
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.discovery = discovery or make_discovery(config.mode)
+        self.tracker = Tracker(config.tracker_config())
+        self.stats = ExporterStats()
+        self.ingestor = Ingestor(self.tracker, self.stats, clock)
+        self.sources: list[PolledSource] = []
+        for factory in POLLED_SOURCES.values():
+            source = factory(config, self.ingestor)
+            if source is not None:
+                self.sources.append(source)
+        self_collector = ExporterCollector(self.tracker, self.stats)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(TrainingCollector(self.tracker, clock))
+        self.registry.register(self_collector)
+        self.self_registry = CollectorRegistry(auto_describe=False)
+        self.self_registry.register(self_collector)
+        self.stats.set_up("push", True)
+        host, port = config.listen_address()
+        self.server: ExporterHTTPServer = make_server(
+            host,
+            port,
+            ServerContext(
+                registry=self.registry,
+                self_registry=self.self_registry,
+                tracker=self.tracker,
+                ingestor=self.ingestor,
+                resolver=self.discovery.resolver,
+                clock=clock,
+                ready=self.ready,
+            ),
+        )
+        self._stop = threading.Event()
+        self._polled_once = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        address, port = self.server.server_address[:2]
+        host = str(address)
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{port}"
+
+    def ready(self) -> tuple[bool, str]:
+        """Ready once every source has been polled once."""
+        if not self._polled_once.is_set():
+            return False, "starting: sources not polled yet"
+        return True, f"ok: mode={self.discovery.mode} runs={len(self.tracker)}"
+
+    def poll_once(self) -> None:
+        """Poll every source once, then expire runs past retention."""
+        for source in self.sources:
+            try:
+                source.poll()
+            except Exception:  # a source bug must not stop the others or the loop
+                self.stats.set_up(source.name, False)
+                self.stats.drop(source.name, "poll_error")
+        idle = self.config.push_idle_expiry if self.discovery.push_idle_expiry else None
+        self.tracker.expire(self.clock(), idle)
+        self._polled_once.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.poll_once()
+            self._stop.wait(max(0.05, self.config.poll_interval - (time.monotonic() - started)))
+
+    def start(self, poll_loop: bool = True) -> None:
+        """Serve HTTP; also poll sources on the interval unless ``poll_loop`` is False
+        (tests then call :meth:`poll_once` themselves)."""
+        self._threads.append(serve_in_thread(self.server))
+        if not poll_loop:
+            return
+        poller = threading.Thread(target=self._loop, name="poller", daemon=True)
+        poller.start()
+        self._threads.append(poller)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+        for source in self.sources:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+        for thread in self._threads:
+            thread.join(timeout=5)

@@ -1,0 +1,135 @@
+"""``training-progress-exporter run|demo``: the command line.
+
+Flags override the config file and ``TPE_*`` environment variables (docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="training-progress-exporter",
+        description="Prometheus exporter for ML training progress.",
+    )
+    p.add_argument("--version", action="version", version=__version__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the exporter")
+    run.add_argument(
+        "--listen", metavar="HOST:PORT", help="address to serve on (default 0.0.0.0:9465)"
+    )
+    run.add_argument(
+        "--mode",
+        choices=["auto", "standalone", "kubernetes"],
+        help="auto: kubernetes inside a pod, else standalone (default auto)",
+    )
+    run.add_argument("--config", metavar="FILE", help="YAML config file")
+    run.add_argument("--status-dir", metavar="DIR", help="standalone: read every *.json in DIR")
+    run.add_argument(
+        "--namespace", help="standalone: namespace label for runs (default standalone)"
+    )
+    run.add_argument("--stall-threshold", metavar="DURATION", help="default 30m")
+    run.add_argument("--plateau-window", metavar="DURATION", help="default 1h")
+    run.add_argument(
+        "--retention",
+        metavar="DURATION",
+        help="keep a gone run's final values this long (default 10m)",
+    )
+    run.add_argument(
+        "--poll-interval", metavar="DURATION", help="file/HTTP poll interval (default 1s)"
+    )
+    run.add_argument("--max-custom-metrics", type=int, metavar="N", help="per run (default 32)")
+
+    demo = sub.add_parser("demo", help="run the exporter with simulated runs (no cluster needed)")
+    demo.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9465")
+    demo.add_argument(
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="stop after this long (default: until Ctrl-C)",
+    )
+    return p
+
+
+def _wait(stop: threading.Event, duration: float | None) -> None:
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stop.wait(duration)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .app import Exporter
+    from .config import ConfigError, load
+    from .discovery import DiscoveryError
+
+    flags: dict[str, Any] = {
+        k: getattr(args, k)
+        for k in (
+            "listen",
+            "mode",
+            "config",
+            "status_dir",
+            "namespace",
+            "stall_threshold",
+            "plateau_window",
+            "retention",
+            "poll_interval",
+            "max_custom_metrics",
+        )
+    }
+    try:
+        config = load(flags)
+        exporter = Exporter(config)
+    except (ConfigError, DiscoveryError, OSError) as exc:
+        print(f"training-progress-exporter: {exc}", file=sys.stderr)
+        return 2
+    exporter.start()
+    print(
+        f"training-progress-exporter {__version__} ({exporter.discovery.mode}) serving "
+        f"{exporter.url}/metrics",
+        flush=True,
+    )
+    stop = threading.Event()
+    _wait(stop, None)
+    exporter.stop()
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import Demo
+
+    try:
+        demo = Demo(listen=args.listen)
+    except OSError as exc:
+        print(
+            f"training-progress-exporter demo: cannot listen on {args.listen}: {exc}",
+            file=sys.stderr,
+        )
+        return 2
+    demo.start()
+    print(demo.banner(), flush=True)
+    stop = threading.Event()
+    _wait(stop, args.duration)
+    demo.stop()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    return _demo(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Configuration: defaults, then a YAML file, then ``TPE_*`` environment variables, then flags.
+
+Every setting is documented in docs/configuration.md; ``tests/test_config.py`` checks that
+the doc names every field here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import yaml
+
+from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
+from .tracker import RunKey, RunMeta, TrackerConfig
+
+MODES = ("auto", "standalone", "kubernetes")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names it."""
+
+
+def parse_duration(value: Any, name: str) -> float:
+    """Seconds from a number or a string like ``30m``, ``10s``, ``1.5h``."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if m:
+            return float(m.group(1)) * _UNITS[m.group(2)]
+    raise ConfigError(f"{name}: {value!r} is not a duration (like 30s, 10m, 2h)")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the exporter can be told. Durations are seconds."""
+
+    listen: str = "0.0.0.0:9465"
+    mode: str = "auto"
+    namespace: str = "standalone"
+    status_dir: str | None = None
+    http_targets: tuple[HttpTarget, ...] = ()
+    http_timeout: float = 2.0
+    poll_interval: float = 1.0
+    stall_threshold: float = 1800.0
+    plateau_window: float = 3600.0
+    retention: float = 600.0
+    push_idle_expiry: float = 86400.0
+    max_custom_metrics: int = 32
+    max_runs: int = 10_000
+    node_name: str = ""
+
+    def tracker_config(self) -> TrackerConfig:
+        return TrackerConfig(
+            stall_threshold=self.stall_threshold,
+            plateau_window=self.plateau_window,
+            retention=self.retention,
+            max_custom_metrics=self.max_custom_metrics,
+            max_runs=self.max_runs,
+        )
+
+    def listen_address(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        try:
+            return host.strip("[]") or "0.0.0.0", int(port)
+        except ValueError:
+            raise ConfigError(f"listen: {self.listen!r} is not HOST:PORT") from None
+
+
+_DURATIONS = {
+    "http_timeout",
+    "poll_interval",
+    "stall_threshold",
+    "plateau_window",
+    "retention",
+    "push_idle_expiry",
+}
+_INTS = {"max_custom_metrics", "max_runs"}
+_STRINGS = {"listen", "mode", "namespace", "status_dir", "node_name"}
+SETTINGS = sorted(_DURATIONS | _INTS | _STRINGS | {"http_targets"})
+
+
+def _target(raw: Any, namespace: str) -> HttpTarget:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise ConfigError("http_targets: each target needs a name and a url (or host)")
+    name = raw["name"]
+    ns = raw.get("namespace", namespace)
+    url = raw.get("url")
+    if url is None:
+        if not isinstance(raw.get("host"), str):
+            raise ConfigError(f"http_targets[{name}]: give url, or host (port and path optional)")
+        port = int(raw.get("port", DEFAULT_PORT))
+        url = f"http://{raw['host']}:{port}{raw.get('path', DEFAULT_PATH)}"
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(f"http_targets[{name}]: url must be http:// or https://")
+    meta = RunMeta(
+        source="http",
+        gpus=float(raw["gpus"]) if raw.get("gpus") is not None else None,
+    )
+    return HttpTarget(RunKey(str(ns), name, str(raw.get("job_name", name))), url, meta)
+
+
+def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
+    """A copy of ``config`` with ``values`` applied; unknown keys are an error."""
+    changes: dict[str, Any] = {}
+    known = {f.name for f in fields(Config)}
+    for key, value in values.items():
+        if value is None:
+            continue
+        if key not in known:
+            raise ConfigError(f"{origin}: unknown setting {key!r}")
+        if key in _DURATIONS:
+            changes[key] = parse_duration(value, key)
+        elif key in _INTS:
+            try:
+                changes[key] = int(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{origin}: {key} must be an integer") from None
+        elif key == "http_targets":
+            if not isinstance(value, list):
+                raise ConfigError(f"{origin}: http_targets must be a list")
+            ns = changes.get("namespace", config.namespace)
+            changes[key] = tuple(_target(t, ns) for t in value)
+        else:
+            changes[key] = str(value)
+    result = replace(config, **changes)
+    if result.mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {result.mode!r}")
+    return result
+
+
+def from_file(config: Config, path: str) -> Config:
+    """Apply a YAML config file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of settings")
+    return apply(config, {str(k).replace("-", "_"): v for k, v in data.items()}, path)
+
+
+def from_env(config: Config, environ: Mapping[str, str]) -> Config:
+    """Apply ``TPE_<SETTING>`` variables (``http_targets`` only from a file)."""
+    values = {
+        name: environ[f"TPE_{name.upper()}"]
+        for name in SETTINGS
+        if name != "http_targets" and f"TPE_{name.upper()}" in environ
+    }
+    if "NODE_NAME" in environ and "node_name" not in values:
+        values["node_name"] = environ["NODE_NAME"]
+    return apply(config, values, "environment")
+
+
+def load(flags: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
+    """Defaults, then ``flags['config']`` file, then environment, then the other flags."""
+    config = Config()
+    path = flags.get("config") or (environ or os.environ).get("TPE_CONFIG")
+    if path:
+        config = from_file(config, path)
+    config = from_env(config, os.environ if environ is None else environ)
+    return apply(config, {k: v for k, v in flags.items() if k != "config"}, "flags")

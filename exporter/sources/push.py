@@ -1,0 +1,150 @@
+"""Push source: Kubeflow Trainer status POSTs and our native report POSTs.
+
+The Kubeflow endpoint behaves like the upstream Trainer status server so the unchanged
+Transformers ``KubeflowCallback`` and the Kubeflow SDK can point at it: 200 with the parsed
+body echoed, 413 over 64 KiB, 422 with a ``metav1.Status`` for invalid JSON or values.
+Request handling here is pure (no sockets): the server module does the HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..ingest import Ingestor
+from ..model import (
+    FORMAT_KUBEFLOW,
+    KUBEFLOW_MAX_BODY_BYTES,
+    ReportError,
+    decode_json,
+    parse_any,
+    parse_kubeflow,
+)
+from ..tracker import RunKey, RunMeta
+
+NAME = "push"
+
+KUBEFLOW_PATH = re.compile(
+    r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<namespace>[^/]+)"
+    r"/trainjobs/(?P<name>[^/]+)/status$"
+)
+NATIVE_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/runs/(?P<name>[^/]+)/report$")
+
+# Kubernetes object name rules: namespaces are DNS-1123 labels, job names DNS-1123 subdomains.
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class PushResponse:
+    """Status code and JSON body to send back."""
+
+    status: int
+    body: bytes
+
+
+@dataclass(frozen=True)
+class Denied:
+    """Why a push was refused (403), as a counter reason and a human message."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PushTarget:
+    """The run a push may write to, and what is known about it."""
+
+    key: RunKey
+    meta: RunMeta
+
+
+class PushResolver(Protocol):
+    """Decides which run a push writes to, or denies it. Kubernetes mode checks the caller."""
+
+    def resolve(
+        self, namespace: str, name: str, client_ip: str, authorization: str | None
+    ) -> PushTarget | Denied: ...
+
+
+class StandaloneResolver:
+    """Standalone mode: no pods to check; the path names the run (pod = job name).
+
+    The bearer token that clients send is accepted and not checked here.
+    """
+
+    def resolve(
+        self, namespace: str, name: str, client_ip: str, authorization: str | None
+    ) -> PushTarget | Denied:
+        return PushTarget(RunKey(namespace, name, name), RunMeta(source=NAME))
+
+
+def status_body(code: int, reason: str, message: str) -> bytes:
+    """A Kubernetes ``metav1.Status`` failure body, what the upstream server answers."""
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+    ).encode()
+
+
+def _valid_names(namespace: str, name: str) -> bool:
+    return bool(_DNS_LABEL.match(namespace) and _DNS_SUBDOMAIN.match(name))
+
+
+def handle_push(
+    *,
+    kubeflow: bool,
+    namespace: str,
+    name: str,
+    body: bytes,
+    client_ip: str,
+    authorization: str | None,
+    resolver: PushResolver,
+    ingestor: Ingestor,
+    now: float,
+) -> PushResponse:
+    """Validate, authorize, parse and ingest one push; returns what to answer."""
+    if not _valid_names(namespace, name):
+        ingestor.reject(NAME, ReportError("invalid_name", "invalid name"))
+        return PushResponse(
+            422, status_body(422, "Invalid", "namespace and name must be valid Kubernetes names")
+        )
+    if len(body) > KUBEFLOW_MAX_BODY_BYTES:
+        ingestor.reject(NAME, ReportError("oversize", "oversize"))
+        return PushResponse(
+            413,
+            status_body(
+                413,
+                "RequestEntityTooLarge",
+                f"request body exceeds {KUBEFLOW_MAX_BODY_BYTES} bytes",
+            ),
+        )
+    target = resolver.resolve(namespace, name, client_ip, authorization)
+    if isinstance(target, Denied):
+        ingestor.reject(NAME, ReportError(target.reason, target.message))
+        return PushResponse(403, status_body(403, "Forbidden", target.message))
+    try:
+        obj = decode_json(body)
+        parsed = parse_kubeflow(obj, now) if kubeflow else parse_any(obj, now)
+    except ReportError as err:
+        ingestor.reject(NAME, err)
+        return PushResponse(422, status_body(422, "Invalid", err.message))
+    if not ingestor.accept(NAME, target.key, parsed, target.meta):
+        return PushResponse(
+            429, status_body(429, "TooManyRequests", "the exporter tracks its maximum of runs")
+        )
+    if kubeflow or parsed.report.format == FORMAT_KUBEFLOW:
+        echo = {"trainerStatus": obj.get("trainerStatus")} if isinstance(obj, dict) else {}
+        return PushResponse(200, json.dumps(echo).encode())
+    return PushResponse(
+        200, json.dumps({"status": "ok", "dropped": list(parsed.problems)}).encode()
+    )

@@ -1,0 +1,48 @@
+"""The exporter's own counters: reports by source and outcome, drops by reason, source health.
+
+One instance per exporter, passed to whatever counts; read by the self-metrics collector.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+OUTCOME_ACCEPTED = "accepted"
+OUTCOME_REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class StatsSnapshot:
+    """A consistent copy of all counters at one instant."""
+
+    reports: dict[tuple[str, str], int]
+    drops: dict[tuple[str, str], int]
+    source_up: dict[str, bool]
+
+
+class ExporterStats:
+    """Thread-safe counters. Label values are bounded: sources and reasons are code-defined."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reports: Counter[tuple[str, str]] = Counter()
+        self._drops: Counter[tuple[str, str]] = Counter()
+        self._up: dict[str, bool] = {}
+
+    def report(self, source: str, outcome: str) -> None:
+        with self._lock:
+            self._reports[(source, outcome)] += 1
+
+    def drop(self, source: str, reason: str) -> None:
+        with self._lock:
+            self._drops[(source, reason)] += 1
+
+    def set_up(self, source: str, up: bool) -> None:
+        with self._lock:
+            self._up[source] = up
+
+    def snapshot(self) -> StatsSnapshot:
+        with self._lock:
+            return StatsSnapshot(dict(self._reports), dict(self._drops), dict(self._up))

@@ -1,0 +1,410 @@
+"""Per-run state over time: merge reports, rate, ETA, stall and plateau times, GPU-seconds.
+
+The tracker is the only stateful part between sources and the collector. Every method takes
+``now`` so tests drive time explicitly; nothing here reads a clock or does I/O. It is
+thread-safe: sources report from their own threads while scrapes read snapshots.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+
+from .estimate import (
+    EstimatorConfig,
+    Sample,
+    Throughput,
+    add_sample,
+    eta_seconds,
+    throughput,
+)
+from .model import ProgressReport
+
+STATE_RUNNING = "running"
+STATE_STALLED = "stalled"
+STATE_PLATEAUED = "plateaued"
+STATE_DIVERGED = "diverged"
+STATE_FINISHED = "finished"
+STATE_WAITING = "waiting"  # reported, but no step or progress yet
+
+HISTORY_POINTS = 120
+
+
+class RunKey(NamedTuple):
+    """The identity of a run, and the labels stamped on every per-run series."""
+
+    namespace: str
+    pod: str
+    job_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunMeta:
+    """What discovery (not the report) knows about a run: the ``training_run_info`` labels,
+    allocated GPUs and the deadline and budget annotations."""
+
+    job_kind: str = ""
+    framework: str = ""
+    source: str = ""
+    node: str = ""
+    rank: str = ""
+    container: str = ""
+    gpus: float | None = None
+    deadline_timestamp: float | None = None
+    gpu_seconds_budget: float | None = None
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Thresholds and bounds; defaults are documented in docs/configuration.md."""
+
+    stall_threshold: float = 1800.0
+    plateau_window: float = 3600.0
+    retention: float = 600.0
+    max_custom_metrics: int = 32
+    max_runs: int = 10_000
+    estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSnapshot:
+    """Everything known about one run at one instant; what the collector and API render."""
+
+    key: RunKey
+    meta: RunMeta
+    state: str
+    step: int | None
+    max_steps: int | None
+    epoch: float | None
+    max_epochs: float | None
+    progress: float | None
+    eta_seconds: float | None
+    steps_per_second: float | None
+    loss: float | None
+    eval_loss: float | None
+    learning_rate: float | None
+    grad_norm: float | None
+    best_loss: float | None
+    metrics: tuple[tuple[str, float], ...]
+    first_report_timestamp: float
+    last_report_timestamp: float
+    last_step_timestamp: float | None
+    last_improvement_timestamp: float | None
+    finished: bool
+    gpus: float
+    gpu_seconds: float
+    stalled_gpu_seconds: float
+    gone: bool
+    loss_history: tuple[tuple[float, float], ...]
+
+
+@dataclass
+class _Run:
+    """Mutable per-run state; never leaves the tracker (snapshots are copies)."""
+
+    meta: RunMeta
+    first_report: float
+    last_report: float
+    accrued_at: float
+    step: int | None = None
+    max_steps: int | None = None
+    epoch: float | None = None
+    max_epochs: float | None = None
+    reported_progress: float | None = None
+    reported_eta: float | None = None
+    reported_eta_at: float = 0.0
+    loss: float | None = None
+    eval_loss: float | None = None
+    learning_rate: float | None = None
+    grad_norm: float | None = None
+    best_loss: float | None = None
+    best_is_eval: bool = False
+    report_gpus: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    last_step: float | None = None
+    last_improvement: float | None = None
+    finished: bool = False
+    gpu_seconds: float = 0.0
+    stalled_gpu_seconds: float = 0.0
+    gone_since: float | None = None
+    samples: list[Sample] = field(default_factory=list)
+    # throughput() of the samples, cached until a new sample arrives (scrapes are frequent).
+    tp_cache: tuple[tuple[int, float], Throughput | None] | None = None
+    history: deque[tuple[float, float]] = field(
+        default_factory=lambda: deque(maxlen=HISTORY_POINTS)
+    )
+
+    @property
+    def gpus(self) -> float:
+        if self.meta.gpus is not None:
+            return self.meta.gpus
+        return self.report_gpus or 0.0
+
+
+Problem = Callable[[str], None]
+
+
+def _ignore(_reason: str) -> None:
+    return None
+
+
+def _keep_framework(new: RunMeta, old: RunMeta) -> RunMeta:
+    """Discovery rarely knows the framework; keep the one a report told us."""
+    return new if new.framework else replace(new, framework=old.framework)
+
+
+class Tracker:
+    """Holds every run this exporter knows, merges reports into them and snapshots them."""
+
+    def __init__(self, config: TrackerConfig | None = None) -> None:
+        self.config = config or TrackerConfig()
+        self._runs: dict[RunKey, _Run] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+    def apply(
+        self,
+        key: RunKey,
+        report: ProgressReport,
+        now: float,
+        meta: RunMeta | None = None,
+        problem: Problem = _ignore,
+    ) -> bool:
+        """Merge one report into its run. Returns False if the run cap refused a new run.
+
+        ``problem`` is called with a reason for each value the merge discards or adjusts
+        (a step that went backwards, a custom metric over the per-run cap).
+        """
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                if len(self._runs) >= self.config.max_runs:
+                    problem("run_cap")
+                    return False
+                run = _Run(
+                    meta=meta or RunMeta(), first_report=now, last_report=now, accrued_at=now
+                )
+                self._runs[key] = run
+            elif meta is not None:
+                run.meta = _keep_framework(meta, run.meta)
+            self._accrue(run, now)
+            run.gone_since = None
+            self._merge(run, report, now, problem)
+            return True
+
+    def set_meta(self, key: RunKey, meta: RunMeta, now: float) -> None:
+        """Update what discovery knows about a run that already reported."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is not None:
+                self._accrue(run, now)
+                run.meta = _keep_framework(meta, run.meta)
+
+    def mark_gone(self, key: RunKey, now: float) -> None:
+        """The run's pod (or file, or target) is gone: freeze it and start retention."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is not None and run.gone_since is None:
+                self._accrue(run, now)
+                run.gone_since = now
+
+    def keys(self) -> list[RunKey]:
+        with self._lock:
+            return list(self._runs)
+
+    def expire(self, now: float, idle_after: float | None = None) -> list[RunKey]:
+        """Drop runs gone for longer than the retention; also mark runs with no report for
+        ``idle_after`` seconds as gone (standalone pushes have no pod to watch)."""
+        removed = []
+        with self._lock:
+            for key, run in list(self._runs.items()):
+                idle = idle_after is not None and now - run.last_report > idle_after
+                if run.gone_since is None and idle:
+                    self._accrue(run, now)
+                    run.gone_since = now
+                if run.gone_since is not None and now - run.gone_since >= self.config.retention:
+                    del self._runs[key]
+                    removed.append(key)
+        return removed
+
+    def snapshot(self, now: float, history: bool = False) -> list[RunSnapshot]:
+        """Every run as of ``now``, GPU-seconds accrued up to ``now``, sorted by key.
+
+        ``history`` includes each run's recent loss points (the JSON API shows them;
+        /metrics does not need them, and copying them is most of a snapshot's cost).
+        """
+        with self._lock:
+            out = []
+            for key in sorted(self._runs):
+                run = self._runs[key]
+                self._accrue(run, now)
+                out.append(self._snapshot(key, run, now, history))
+            return out
+
+    # -- internals (called with the lock held) -------------------------------------------
+
+    def _stalled_since(self, run: _Run) -> float | None:
+        if run.finished or run.last_step is None:
+            return None
+        return run.last_step + self.config.stall_threshold
+
+    def _accrue(self, run: _Run, now: float) -> None:
+        """Integrate GPUs x time since the last accrual; the stalled share precisely."""
+        start = run.accrued_at
+        end = now if run.gone_since is None else min(now, run.gone_since)
+        if end > start:
+            gpus = run.gpus
+            run.gpu_seconds += gpus * (end - start)
+            stall_start = self._stalled_since(run)
+            if stall_start is not None:
+                run.stalled_gpu_seconds += gpus * max(0.0, end - max(start, stall_start))
+        run.accrued_at = max(run.accrued_at, now)
+
+    def _merge(self, run: _Run, r: ProgressReport, now: float, problem: Problem) -> None:
+        run.last_report = now
+        cfg = self.config.estimator
+        advanced = False
+        if r.step is not None:
+            if run.step is None or r.step > run.step:
+                advanced = True
+                add_sample(run.samples, now, r.step, cfg)
+            elif r.step < run.step:
+                # A restart from an earlier checkpoint: a new attempt, new rate baseline.
+                problem("step_regressed")
+                run.samples = [(now, r.step)]
+                run.finished = False
+                advanced = True
+            run.step = r.step
+        for name in ("max_steps", "max_epochs"):
+            value = getattr(r, name)
+            if value is not None:
+                setattr(run, name, value)
+        if r.epoch is not None:
+            if run.step is None and (run.epoch is None or r.epoch > run.epoch):
+                advanced = True
+            run.epoch = r.epoch
+        if r.progress is not None:
+            if (
+                run.step is None
+                and run.epoch is None
+                and (run.reported_progress is None or r.progress > run.reported_progress)
+            ):
+                advanced = True
+            run.reported_progress = r.progress
+        if r.eta_seconds is not None:
+            run.reported_eta = r.eta_seconds
+            run.reported_eta_at = now
+        if advanced:
+            run.last_step = now
+        if r.learning_rate is not None:
+            run.learning_rate = r.learning_rate
+        if r.grad_norm is not None:
+            run.grad_norm = r.grad_norm
+        if r.gpus is not None:
+            run.report_gpus = r.gpus
+        if r.framework and not run.meta.framework:
+            run.meta = replace(run.meta, framework=r.framework)
+        self._merge_loss(run, r, now)
+        for name, value in r.metrics:
+            if name not in run.metrics and len(run.metrics) >= self.config.max_custom_metrics:
+                problem("metric_cap")
+                continue
+            run.metrics[name] = value
+        if r.final:
+            run.finished = True
+
+    def _merge_loss(self, run: _Run, r: ProgressReport, now: float) -> None:
+        if r.loss is not None:
+            run.loss = r.loss
+            if math.isfinite(r.loss):
+                run.history.append((now, r.loss))
+        if r.eval_loss is not None:
+            run.eval_loss = r.eval_loss
+        # Best loss follows eval loss once any is reported; train loss is noisier.
+        candidate: float | None = None
+        if r.eval_loss is not None and math.isfinite(r.eval_loss):
+            if not run.best_is_eval:
+                run.best_is_eval = True
+                run.best_loss = None
+            candidate = r.eval_loss
+        elif not run.best_is_eval and r.loss is not None and math.isfinite(r.loss):
+            candidate = r.loss
+        if candidate is not None and (run.best_loss is None or candidate < run.best_loss):
+            run.best_loss = candidate
+            run.last_improvement = now
+
+    def _progress(self, run: _Run) -> float | None:
+        if run.finished:
+            return 1.0
+        if run.step is not None and run.max_steps:
+            return min(1.0, run.step / run.max_steps)
+        if run.reported_progress is not None:
+            return run.reported_progress
+        if run.epoch is not None and run.max_epochs:
+            return min(1.0, run.epoch / run.max_epochs)
+        return None
+
+    def _state(self, run: _Run, now: float) -> str:
+        if run.finished:
+            return STATE_FINISHED
+        if (run.loss is not None and not math.isfinite(run.loss)) or (
+            run.eval_loss is not None and not math.isfinite(run.eval_loss)
+        ):
+            return STATE_DIVERGED
+        if run.last_step is None:
+            return STATE_WAITING
+        if now - run.last_step >= self.config.stall_threshold:
+            return STATE_STALLED
+        if (
+            run.last_improvement is not None
+            and now - run.last_improvement >= self.config.plateau_window
+        ):
+            return STATE_PLATEAUED
+        return STATE_RUNNING
+
+    def _throughput(self, run: _Run) -> Throughput | None:
+        key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
+        if run.tp_cache is None or run.tp_cache[0] != key:
+            run.tp_cache = (key, throughput(run.samples, self.config.estimator))
+        return run.tp_cache[1]
+
+    def _snapshot(self, key: RunKey, run: _Run, now: float, history: bool) -> RunSnapshot:
+        tp = self._throughput(run)
+        eta = 0.0 if run.finished else eta_seconds(run.step, run.max_steps, tp)
+        if eta is None and run.reported_eta is not None:
+            eta = max(0.0, run.reported_eta - (now - run.reported_eta_at))
+        return RunSnapshot(
+            key=key,
+            meta=run.meta,
+            state=self._state(run, now),
+            step=run.step,
+            max_steps=run.max_steps,
+            epoch=run.epoch,
+            max_epochs=run.max_epochs,
+            progress=self._progress(run),
+            eta_seconds=eta,
+            steps_per_second=tp.steps_per_second if tp else None,
+            loss=run.loss,
+            eval_loss=run.eval_loss,
+            learning_rate=run.learning_rate,
+            grad_norm=run.grad_norm,
+            best_loss=run.best_loss,
+            metrics=tuple(sorted(run.metrics.items())),
+            first_report_timestamp=run.first_report,
+            last_report_timestamp=run.last_report,
+            last_step_timestamp=run.last_step,
+            last_improvement_timestamp=run.last_improvement,
+            finished=run.finished,
+            gpus=run.gpus,
+            gpu_seconds=run.gpu_seconds,
+            stalled_gpu_seconds=run.stalled_gpu_seconds,
+            gone=run.gone_since is not None,
+            loss_history=tuple(run.history) if history else (),
+        )

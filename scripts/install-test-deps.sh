@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything the test suite and benchmarks talk to: Debian's Prometheus (promtool),
+# Alertmanager, Pushgateway and wrk, then the package with its test extra.
+# Idempotent: skips apt when every binary is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pair in prometheus:prometheus promtool:prometheus prometheus-alertmanager:prometheus-alertmanager \
+            prometheus-pushgateway:prometheus-pushgateway wrk:wrk; do
+  bin=${pair%%:*}; pkg=${pair#*:}
+  command -v "$bin" >/dev/null 2>&1 || need+=("$pkg")
+done
+if ((${#need[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  # shellcheck disable=SC2046
+  $SUDO apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'

@@ -1,0 +1,77 @@
+"""Shared fixtures: a controllable clock, fixture paths, and a live exporter on loopback."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.app import Exporter
+from exporter.config import Config
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = Path(__file__).parent / "golden"
+T0 = 1_795_000_000.0  # 2026-11-18, a fixed "now" for pure tests
+
+
+class FakeClock:
+    """A clock tests move by hand, so nothing in a test sleeps to make time pass."""
+
+    def __init__(self, start: float = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def kubeflow_fixture_bodies() -> list[bytes]:
+    path = FIXTURES / "kubeflow_transformers_5.23_50steps.jsonl"
+    return [line.encode() for line in path.read_text().splitlines() if line.strip()]
+
+
+def http(
+    method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, bytes]:
+    """One HTTP request; returns (status, body) for any status code."""
+    req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def get_json(url: str) -> Any:
+    status, body = http("GET", url)
+    assert status == 200, body
+    return json.loads(body)
+
+
+@pytest.fixture
+def exporter_factory(clock: FakeClock) -> Iterator[Any]:
+    """Start exporters on a free loopback port with the fake clock; stopped after the test."""
+    started: list[Exporter] = []
+
+    def make(poll_loop: bool = False, **overrides: Any) -> Exporter:
+        config = replace(Config(), listen="127.0.0.1:0", mode="standalone", **overrides)
+        exp = Exporter(config, clock=clock)
+        exp.start(poll_loop=poll_loop)
+        started.append(exp)
+        return exp
+
+    yield make
+    for exp in started:
+        exp.stop()

@@ -1,0 +1,81 @@
+"""Configuration precedence, parsing errors, and docs naming every setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from exporter.config import SETTINGS, Config, ConfigError, load, parse_duration
+from exporter.discovery import resolve_mode
+
+DOCS = Path(__file__).parent.parent / "docs" / "configuration.md"
+
+
+def test_durations() -> None:
+    assert parse_duration("30m", "x") == 1800
+    assert parse_duration("1.5h", "x") == 5400
+    assert parse_duration("250ms", "x") == 0.25
+    assert parse_duration(12, "x") == 12
+    for bad in ("soon", "-5s", True, None, "5y"):
+        with pytest.raises(ConfigError):
+            parse_duration(bad, "x")
+
+
+def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "listen: 127.0.0.1:1111\nstall_threshold: 10m\nplateau_window: 2h\nnamespace: from-file\n"
+        "http_targets:\n  - {name: a, host: 10.0.0.5}\n"
+        "  - {name: b, url: 'http://h:1/p', namespace: x, gpus: 4}\n"
+    )
+    env = {"TPE_STALL_THRESHOLD": "20m", "TPE_NAMESPACE": "from-env", "NODE_NAME": "node-7"}
+    config = load({"config": str(cfg), "namespace": "from-flag"}, env)
+    assert config.listen == "127.0.0.1:1111"
+    assert config.stall_threshold == 1200
+    assert config.plateau_window == 7200
+    assert config.namespace == "from-flag"
+    assert config.node_name == "node-7"
+    a, b = config.http_targets
+    assert a.url == "http://10.0.0.5:28080/metrics" and a.key.namespace == "from-file"
+    assert b.url == "http://h:1/p" and b.key.namespace == "x" and b.meta.gpus == 4
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bogus: 1\n",
+        "mode: cluster\n",
+        "max_runs: many\n",
+        "http_targets: {a: 1}\n",
+        "http_targets:\n  - {name: a, url: 'file:///etc/passwd'}\n",
+        "- a list\n",
+        "listen: [\n",
+    ],
+)
+def test_bad_config_files_raise_config_error(tmp_path: Path, text: str) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError):
+        load({"config": str(cfg)}, {})
+
+
+def test_listen_address() -> None:
+    assert Config(listen="[::1]:9465").listen_address() == ("::1", 9465)
+    assert Config(listen=":80").listen_address() == ("0.0.0.0", 80)
+    with pytest.raises(ConfigError):
+        Config(listen="nope").listen_address()
+
+
+def test_auto_mode() -> None:
+    assert resolve_mode("auto", {}) == "standalone"
+    assert resolve_mode("auto", {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}) == "kubernetes"
+    assert resolve_mode("standalone", {"KUBERNETES_SERVICE_HOST": "x"}) == "standalone"
+
+
+def test_docs_name_every_setting_and_env_var() -> None:
+    text = DOCS.read_text()
+    for name in SETTINGS:
+        assert f"`{name}`" in text, name
+        if name != "http_targets":
+            assert f"`TPE_{name.upper()}`" in text, name

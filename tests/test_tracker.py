@@ -1,0 +1,243 @@
+"""Tracker: merging, rate and ETA, stall and plateau times, GPU-seconds, retention, caps."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from exporter.estimate import EstimatorConfig, eta_seconds, naive_eta_seconds, throughput
+from exporter.model import ProgressReport, parse_bytes
+from exporter.tracker import (
+    STATE_DIVERGED,
+    STATE_FINISHED,
+    STATE_PLATEAUED,
+    STATE_RUNNING,
+    STATE_STALLED,
+    STATE_WAITING,
+    RunKey,
+    RunMeta,
+    Tracker,
+    TrackerConfig,
+)
+
+from .conftest import T0, kubeflow_fixture_bodies
+
+KEY = RunKey("ns", "pod-0", "job")
+OTHER = RunKey("other", "pod-1", "job2")
+
+
+def one(tracker: Tracker, now: float, key: RunKey = KEY):
+    return next(s for s in tracker.snapshot(now) if s.key == key)
+
+
+def test_transformers_run_merges_to_complete_with_last_step_kept() -> None:
+    tracker = Tracker()
+    bodies = kubeflow_fixture_bodies()
+    times = [T0, T0 + 5.2, T0 + 12.6]
+    for body, t in zip(bodies, times, strict=True):
+        tracker.apply(KEY, parse_bytes(body, t + 1e6).report, t)
+    s = one(tracker, T0 + 13)
+    assert s.step == 20  # the final report carried no step; the last one is kept
+    assert s.max_steps == 50
+    assert s.finished and s.state == STATE_FINISHED
+    assert s.progress == 1.0 and s.eta_seconds == 0.0
+    assert s.loss == pytest.approx(6.8996437072753904)
+    assert dict(s.metrics)["train_loss"] == pytest.approx(6.902395248413086)
+
+
+def test_steady_rate_and_eta() -> None:
+    tracker = Tracker()
+    for i in range(11):
+        tracker.apply(KEY, ProgressReport(step=i * 10, max_steps=1000), T0 + i * 5)
+    s = one(tracker, T0 + 50)
+    assert s.steps_per_second == pytest.approx(2.0)
+    assert s.eta_seconds == pytest.approx(900 / 2.0)
+    assert s.last_step_timestamp == T0 + 50
+
+
+def test_resume_from_checkpoint_jump_is_not_speed() -> None:
+    tracker = Tracker()
+    tracker.apply(KEY, ProgressReport(step=50_000, max_steps=60_000), T0)
+    assert one(tracker, T0).steps_per_second is None
+    for i in range(1, 6):
+        tracker.apply(KEY, ProgressReport(step=50_000 + i * 10), T0 + i * 10)
+    s = one(tracker, T0 + 50)
+    assert s.steps_per_second == pytest.approx(1.0)
+    assert s.eta_seconds == pytest.approx(9_950.0)
+
+
+def test_evaluation_pause_does_not_collapse_throughput() -> None:
+    samples = [(T0 + i * 10.0, i * 20) for i in range(30)]
+    t_end, s_end = samples[-1]
+    samples.append((t_end + 600.0, s_end + 20))  # a 10-minute evaluation inside one interval
+    samples += [(t_end + 600.0 + i * 10.0, s_end + 20 + i * 20) for i in range(1, 4)]
+    tp = throughput(samples)
+    assert tp is not None
+    assert tp.steps_per_second == pytest.approx(2.0)
+    # ...but the ETA pays for pauses: duty cycle below 1.
+    assert tp.duty_cycle < 0.9
+
+
+def test_throughput_drop_is_seen_within_the_short_window() -> None:
+    samples = [(T0 + i * 10.0, i * 40) for i in range(360)]  # 4 steps/s for an hour
+    t, s = samples[-1]
+    samples += [(t + i * 10.0, s + i * 20) for i in range(1, 61)]  # then 2 steps/s for 10 min
+    tp = throughput(samples, EstimatorConfig())
+    assert tp is not None and tp.steps_per_second == pytest.approx(2.0)
+
+
+def test_eta_helpers() -> None:
+    assert eta_seconds(None, 100, None) is None
+    assert naive_eta_seconds(100.0, 0, 10) is None
+    assert naive_eta_seconds(100.0, 50, 100) == pytest.approx(100.0)
+
+
+def test_step_regression_is_a_restart_counted_and_rebaselined() -> None:
+    tracker = Tracker()
+    reasons: list[str] = []
+    for i in range(5):
+        tracker.apply(KEY, ProgressReport(step=1000 + i * 100, max_steps=5000), T0 + i * 10)
+    tracker.apply(KEY, ProgressReport(step=800), T0 + 100, problem=reasons.append)
+    s = one(tracker, T0 + 100)
+    assert reasons == ["step_regressed"]
+    assert s.step == 800
+    assert s.steps_per_second is None  # a new baseline, not a negative rate
+    assert s.last_step_timestamp == T0 + 100
+
+
+def test_reported_eta_is_fallback_and_ages() -> None:
+    tracker = Tracker()
+    tracker.apply(KEY, ProgressReport(progress=0.4, eta_seconds=600), T0)
+    assert one(tracker, T0 + 100).eta_seconds == pytest.approx(500)
+    assert one(tracker, T0 + 10_000).eta_seconds == 0.0
+
+
+def test_best_loss_prefers_eval_loss_and_tracks_improvement_time() -> None:
+    tracker = Tracker()
+    tracker.apply(KEY, ProgressReport(step=1, loss=2.0), T0)
+    tracker.apply(KEY, ProgressReport(step=2, loss=1.5), T0 + 10)
+    tracker.apply(KEY, ProgressReport(step=3, loss=1.7), T0 + 20)
+    s = one(tracker, T0 + 20)
+    assert (s.best_loss, s.last_improvement_timestamp) == (1.5, T0 + 10)
+    # Once eval loss is reported, best follows eval loss only, even if train loss is lower.
+    tracker.apply(KEY, ProgressReport(step=4, loss=0.9, eval_loss=1.8), T0 + 30)
+    tracker.apply(KEY, ProgressReport(step=5, loss=0.5), T0 + 40)
+    s = one(tracker, T0 + 40)
+    assert (s.best_loss, s.last_improvement_timestamp) == (1.8, T0 + 30)
+    tracker.apply(KEY, ProgressReport(step=6, eval_loss=1.6), T0 + 50)
+    assert one(tracker, T0 + 50).best_loss == 1.6
+
+
+def test_nan_loss_reaches_snapshot_and_marks_diverged_but_not_best() -> None:
+    tracker = Tracker()
+    tracker.apply(KEY, ProgressReport(step=1, loss=1.0), T0)
+    tracker.apply(KEY, ProgressReport(step=2, loss=math.nan), T0 + 1)
+    s = one(tracker, T0 + 1)
+    assert math.isnan(s.loss)
+    assert s.best_loss == 1.0
+    assert s.state == STATE_DIVERGED
+
+
+def test_states_over_time() -> None:
+    tracker = Tracker(TrackerConfig(stall_threshold=100, plateau_window=300))
+    tracker.apply(KEY, ProgressReport(loss=3.0), T0)
+    assert one(tracker, T0).state == STATE_WAITING
+    tracker.apply(KEY, ProgressReport(step=1, loss=3.0), T0 + 1)
+    assert one(tracker, T0 + 50).state == STATE_RUNNING
+    assert one(tracker, T0 + 101).state == STATE_STALLED
+    for i in range(2, 40):  # steps advance, loss never beats 3.0
+        tracker.apply(KEY, ProgressReport(step=i, loss=3.1), T0 + i * 10)
+    assert one(tracker, T0 + 391).state == STATE_PLATEAUED
+
+
+def test_gpu_seconds_and_stalled_gpu_seconds_are_exact() -> None:
+    tracker = Tracker(TrackerConfig(stall_threshold=100))
+    tracker.apply(KEY, ProgressReport(step=1), T0, RunMeta(gpus=8))
+    tracker.apply(KEY, ProgressReport(step=2), T0 + 50)
+    # Step frozen from T0+50: stalled from T0+150.
+    s = one(tracker, T0 + 250)
+    assert s.gpu_seconds == pytest.approx(8 * 250)
+    assert s.stalled_gpu_seconds == pytest.approx(8 * 100)
+    # Progress resumes: the stall stops accruing, the total goes on.
+    tracker.apply(KEY, ProgressReport(step=3), T0 + 300)
+    s = one(tracker, T0 + 400)
+    assert s.gpu_seconds == pytest.approx(8 * 400)
+    assert s.stalled_gpu_seconds == pytest.approx(8 * 150)
+    # Repeated snapshots never double count.
+    one(tracker, T0 + 400)
+    assert one(tracker, T0 + 400).gpu_seconds == pytest.approx(8 * 400)
+
+
+def test_finished_run_accrues_gpu_seconds_but_never_stalls() -> None:
+    tracker = Tracker(TrackerConfig(stall_threshold=10))
+    tracker.apply(KEY, ProgressReport(step=100, max_steps=100, final=True, gpus=2), T0)
+    s = one(tracker, T0 + 1000)
+    assert s.gpu_seconds == pytest.approx(2000) and s.stalled_gpu_seconds == 0
+
+
+def test_gone_runs_keep_final_values_for_retention_then_disappear() -> None:
+    tracker = Tracker(TrackerConfig(retention=600))
+    tracker.apply(KEY, ProgressReport(step=7, loss=0.3), T0, RunMeta(gpus=1))
+    tracker.apply(OTHER, ProgressReport(step=9), T0)
+    tracker.mark_gone(KEY, T0 + 100)
+    tracker.expire(T0 + 650)
+    s = one(tracker, T0 + 650)
+    assert s.gone and s.step == 7 and s.loss == 0.3
+    assert s.gpu_seconds == pytest.approx(100)  # frozen when the pod went away
+    assert tracker.expire(T0 + 700) == [KEY]
+    assert [s.key for s in tracker.snapshot(T0 + 700)] == [OTHER]
+
+
+def test_idle_push_runs_expire_in_standalone() -> None:
+    tracker = Tracker(TrackerConfig(retention=10))
+    tracker.apply(KEY, ProgressReport(step=1), T0)
+    tracker.expire(T0 + 50, idle_after=100)
+    assert len(tracker) == 1
+    tracker.expire(T0 + 101, idle_after=100)
+    assert tracker.expire(T0 + 112, idle_after=100) == [KEY]
+
+
+def test_custom_metrics_are_capped_per_run_and_counted() -> None:
+    tracker = Tracker(TrackerConfig(max_custom_metrics=32))
+    reasons: list[str] = []
+    for batch in range(10):
+        metrics = tuple((f"m{batch}_{i}", float(i)) for i in range(1000))
+        tracker.apply(KEY, ProgressReport(metrics=metrics), T0 + batch, problem=reasons.append)
+    tracker.apply(OTHER, ProgressReport(metrics=(("ok", 1.0),)), T0)
+    assert len(one(tracker, T0 + 10).metrics) == 32
+    assert reasons.count("metric_cap") == 10_000 - 32
+    assert one(tracker, T0 + 10, OTHER).metrics == (("ok", 1.0),)
+    # Known names keep updating after the cap is reached.
+    tracker.apply(KEY, ProgressReport(metrics=(("m0_0", 42.0),)), T0 + 20)
+    assert dict(one(tracker, T0 + 20).metrics)["m0_0"] == 42.0
+
+
+def test_run_cap_refuses_new_runs_only() -> None:
+    tracker = Tracker(TrackerConfig(max_runs=2))
+    reasons: list[str] = []
+    assert tracker.apply(KEY, ProgressReport(step=1), T0)
+    assert tracker.apply(OTHER, ProgressReport(step=1), T0)
+    assert not tracker.apply(
+        RunKey("x", "y", "z"), ProgressReport(step=1), T0, problem=reasons.append
+    )
+    assert reasons == ["run_cap"]
+    assert tracker.apply(KEY, ProgressReport(step=2), T0 + 1)
+    assert len(tracker) == 2
+
+
+def test_one_runs_reports_never_touch_another_run() -> None:
+    tracker = Tracker()
+    tracker.apply(KEY, ProgressReport(step=5, loss=1.0), T0)
+    tracker.apply(OTHER, ProgressReport(step=9, loss=math.nan, final=True), T0 + 1)
+    s = one(tracker, T0 + 2)
+    assert (s.step, s.loss, s.finished) == (5, 1.0, False)
+
+
+def test_progress_from_epochs_or_reported_percentage() -> None:
+    tracker = Tracker()
+    tracker.apply(KEY, ProgressReport(epoch=1.5, max_epochs=3.0), T0)
+    assert one(tracker, T0).progress == 0.5
+    tracker.apply(OTHER, ProgressReport(progress=0.25), T0)
+    assert one(tracker, T0, OTHER).progress == 0.25
+    assert one(tracker, T0, OTHER).last_step_timestamp == T0
