@@ -203,11 +203,11 @@ def _labels(pairs: Iterable[tuple[str, str]]) -> str:
     return ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(pairs))
 
 
-def _fmt(v: float | int | None) -> str:
+def _fmt(v: float | int) -> str:
     """client_python's floatToGoString, with a fast path for values below a million."""
-    if v is not None and -1e6 < v < 1e6:  # NaN and infinities fail this test
+    if -1e6 < v < 1e6:  # NaN and infinities fail this test
         return repr(float(v))
-    return floatToGoString(v)
+    return str(floatToGoString(v))  # type: ignore[no-untyped-call]
 
 
 def render_runs_text(snapshots: list[RunSnapshot]) -> str:
