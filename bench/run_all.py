@@ -1,0 +1,64 @@
+"""Run every benchmark once and write bench/results/latest.json plus a Markdown summary.
+
+Run: ``make bench`` (about 3 minutes on a 2-core machine). Benchmarks measure; they do not
+assert. The targets they are compared with are in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from . import eta_accuracy, idle_footprint, metrics_render, push_ingest
+
+OUT = Path(__file__).parent / "results" / "latest.json"
+
+
+def summary(r: dict[str, Any]) -> str:
+    p, m, i, e = r["push_ingest"], r["metrics_render"], r["idle_footprint"], r["eta_accuracy"]
+    o, g = p["ours"], p["pushgateway"]
+    rows = [
+        "| benchmark | result | target |",
+        "| --- | --- | --- |",
+        f"| push ingest, requests/s (16 keep-alive clients) | ours {o['requests_per_second']:.0f}"
+        f" vs Pushgateway {g['requests_per_second']:.0f} | ours >= Pushgateway |",
+        f"| push latency p50 / p99 | ours {o['p50_ms']:.1f} / {o['p99_ms']:.1f} ms; Pushgateway"
+        f" {g['p50_ms']:.1f} / {g['p99_ms']:.1f} ms | reported |",
+        f"| /metrics with 1,000 runs, median (in process) | {m['in_process']['median_ms']:.1f} ms"
+        f" ({m['in_process']['series']:.0f} series) | <= 50 ms |",
+        f"| /metrics with 1,000 runs, median (HTTP GET) | {m['http']['median_ms']:.1f} ms | |",
+        f"| idle, 50 runs every 5 s: RSS | {i['rss_mib']:.1f} MiB | <= 60 MiB |",
+        f"| idle, 50 runs every 5 s: CPU | {i['cpu_percent_of_one_core']:.2f} % of a core"
+        " | < 1 % |",
+        f"| ETA MAPE, corpus (ours vs naive) | {e['overall']['ours']:.1%} vs"
+        f" {e['overall']['naive']:.1%} | ours <= half of naive |",
+    ]
+    return "\n".join(rows)
+
+
+def main() -> int:
+    started = time.time()
+    results: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "machine": {"python": platform.python_version(), "cpus": len(os.sched_getaffinity(0))},
+        "eta_accuracy": eta_accuracy.evaluate(),
+        "metrics_render": metrics_render.run(),
+        "idle_footprint": idle_footprint.run(),
+        "push_ingest": push_ingest.run(),
+    }
+    results["seconds"] = time.time() - started
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps(results, indent=2) + "\n")
+    print(summary(results))
+    print("\nETA accuracy by scenario:\n" + eta_accuracy.table(results["eta_accuracy"]))
+    print(f"\nwritten to {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
