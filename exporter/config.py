@@ -14,7 +14,9 @@ from typing import Any
 
 import yaml
 
+from .estimate import EstimatorConfig
 from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
+from .thresholds import BOUNDS, Thresholds
 from .tracker import RunKey, RunMeta, TrackerConfig
 
 MODES = ("auto", "standalone", "kubernetes")
@@ -50,6 +52,11 @@ class Config:
     poll_interval: float = 1.0
     stall_threshold: float = 1800.0
     plateau_window: float = 3600.0
+    report_timeout: float = 600.0
+    finished_grace: float = 600.0
+    divergence_ratio: float = 3.0
+    throughput_drop_ratio: float = 0.5
+    rate_window: float = 300.0
     retention: float = 600.0
     push_idle_expiry: float = 86400.0
     max_custom_metrics: int = 32
@@ -58,8 +65,15 @@ class Config:
 
     def tracker_config(self) -> TrackerConfig:
         return TrackerConfig(
-            stall_threshold=self.stall_threshold,
-            plateau_window=self.plateau_window,
+            thresholds=Thresholds(
+                stall_seconds=self.stall_threshold,
+                plateau_seconds=self.plateau_window,
+                report_timeout_seconds=self.report_timeout,
+                finished_grace_seconds=self.finished_grace,
+                divergence_ratio=self.divergence_ratio,
+                throughput_drop_ratio=self.throughput_drop_ratio,
+            ),
+            estimator=EstimatorConfig(short_window=self.rate_window),
             retention=self.retention,
             max_custom_metrics=self.max_custom_metrics,
             max_runs=self.max_runs,
@@ -78,12 +92,16 @@ _DURATIONS = {
     "poll_interval",
     "stall_threshold",
     "plateau_window",
+    "report_timeout",
+    "finished_grace",
+    "rate_window",
     "retention",
     "push_idle_expiry",
 }
 _INTS = {"max_custom_metrics", "max_runs"}
+_RATIOS = {"divergence_ratio", "throughput_drop_ratio"}
 _STRINGS = {"listen", "mode", "namespace", "status_dir", "node_name"}
-SETTINGS = sorted(_DURATIONS | _INTS | _STRINGS | {"http_targets"})
+SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets"})
 
 
 def _target(raw: Any, namespace: str) -> HttpTarget:
@@ -122,6 +140,15 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
                 changes[key] = int(value)
             except (TypeError, ValueError):
                 raise ConfigError(f"{origin}: {key} must be an integer") from None
+        elif key in _RATIOS:
+            lo, hi = BOUNDS[key]
+            try:
+                ratio = float(value)
+            except (TypeError, ValueError):
+                ratio = float("nan")
+            if not lo <= ratio <= hi:
+                raise ConfigError(f"{origin}: {key} must be a number from {lo} to {hi}")
+            changes[key] = ratio
         elif key == "http_targets":
             if not isinstance(value, list):
                 raise ConfigError(f"{origin}: http_targets must be a list")

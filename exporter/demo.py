@@ -216,6 +216,8 @@ class Demo:
             http_targets=targets,
             stall_threshold=DEMO_STALL_THRESHOLD,
             plateau_window=DEMO_PLATEAU_WINDOW,
+            # The healthy run's demo ETA should settle within seconds, not minutes.
+            rate_window=30.0,
         )
         self.exporter = Exporter(self.config, clock=clock)
         self.rng = random.Random(seed)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .thresholds import parse_overrides
+
 # Upstream Kubeflow Trainer limits for the trainerStatus body.
 KUBEFLOW_MAX_BODY_BYTES = 64 * 1024
 KUBEFLOW_MAX_METRICS = 256
@@ -72,6 +74,7 @@ class ProgressReport:
     timestamp: float | None = None
     framework: str | None = None
     metrics: tuple[tuple[str, float], ...] = ()
+    thresholds: tuple[tuple[str, float], ...] = ()
     format: str = FORMAT_NATIVE
 
 
@@ -417,9 +420,13 @@ def parse_native(obj: Any, now: float) -> Parsed:
         final = None
     framework = clean_label(obj.get("framework"), 32) if obj.get("framework") is not None else None
     timestamp = parse_timestamp(obj.get("timestamp"), now, b.problem)
+    thresholds = (
+        parse_overrides(obj["thresholds"], b.problem) if obj.get("thresholds") is not None else ()
+    )
     return b.build(
         progress=progress,
         eta_seconds=eta,
+        thresholds=thresholds or None,
         gpus=gpus,
         final=bool(final),
         framework=framework,

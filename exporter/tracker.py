@@ -23,6 +23,7 @@ from .estimate import (
     throughput,
 )
 from .model import ProgressReport
+from .thresholds import Overrides, Thresholds, effective
 
 STATE_RUNNING = "running"
 STATE_STALLED = "stalled"
@@ -56,14 +57,14 @@ class RunMeta:
     gpus: float | None = None
     deadline_timestamp: float | None = None
     gpu_seconds_budget: float | None = None
+    thresholds: Overrides = ()  # from annotations; beat the report's own overrides
 
 
 @dataclass(frozen=True)
 class TrackerConfig:
     """Thresholds and bounds; defaults are documented in docs/configuration.md."""
 
-    stall_threshold: float = 1800.0
-    plateau_window: float = 3600.0
+    thresholds: Thresholds = field(default_factory=Thresholds)
     retention: float = 600.0
     max_custom_metrics: int = 32
     max_runs: int = 10_000
@@ -98,6 +99,7 @@ class RunSnapshot:
     gpus: float
     gpu_seconds: float
     stalled_gpu_seconds: float
+    thresholds: Thresholds
     gone: bool
     loss_history: tuple[tuple[float, float], ...]
 
@@ -125,6 +127,7 @@ class _Run:
     best_is_eval: bool = False
     report_gpus: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    threshold_overrides: dict[str, float] = field(default_factory=dict)
     last_step: float | None = None
     last_improvement: float | None = None
     finished: bool = False
@@ -250,10 +253,13 @@ class Tracker:
 
     # -- internals (called with the lock held) -------------------------------------------
 
+    def _thresholds(self, run: _Run) -> Thresholds:
+        return effective(self.config.thresholds, run.threshold_overrides, dict(run.meta.thresholds))
+
     def _stalled_since(self, run: _Run) -> float | None:
         if run.finished or run.last_step is None:
             return None
-        return run.last_step + self.config.stall_threshold
+        return run.last_step + self._thresholds(run).stall_seconds
 
     def _accrue(self, run: _Run, now: float) -> None:
         """Integrate GPUs x time since the last accrual; the stalled share precisely."""
@@ -319,6 +325,8 @@ class Tracker:
             run.metrics[name] = value
         if r.final:
             run.finished = True
+        if r.thresholds:
+            run.threshold_overrides.update(r.thresholds)
 
     def _merge_loss(self, run: _Run, r: ProgressReport, now: float) -> None:
         if r.loss is not None:
@@ -351,7 +359,7 @@ class Tracker:
             return min(1.0, run.epoch / run.max_epochs)
         return None
 
-    def _state(self, run: _Run, now: float) -> str:
+    def _state(self, run: _Run, now: float, th: Thresholds) -> str:
         if run.finished:
             return STATE_FINISHED
         if (run.loss is not None and not math.isfinite(run.loss)) or (
@@ -360,12 +368,9 @@ class Tracker:
             return STATE_DIVERGED
         if run.last_step is None:
             return STATE_WAITING
-        if now - run.last_step >= self.config.stall_threshold:
+        if now - run.last_step >= th.stall_seconds:
             return STATE_STALLED
-        if (
-            run.last_improvement is not None
-            and now - run.last_improvement >= self.config.plateau_window
-        ):
+        if run.last_improvement is not None and now - run.last_improvement >= th.plateau_seconds:
             return STATE_PLATEAUED
         return STATE_RUNNING
 
@@ -380,10 +385,11 @@ class Tracker:
         eta = 0.0 if run.finished else eta_seconds(run.step, run.max_steps, tp)
         if eta is None and run.reported_eta is not None:
             eta = max(0.0, run.reported_eta - (now - run.reported_eta_at))
+        th = self._thresholds(run)
         return RunSnapshot(
             key=key,
             meta=run.meta,
-            state=self._state(run, now),
+            state=self._state(run, now, th),
             step=run.step,
             max_steps=run.max_steps,
             epoch=run.epoch,
@@ -405,6 +411,7 @@ class Tracker:
             gpus=run.gpus,
             gpu_seconds=run.gpu_seconds,
             stalled_gpu_seconds=run.stalled_gpu_seconds,
+            thresholds=th,
             gone=run.gone_since is not None,
             loss_history=tuple(run.history) if history else (),
         )

@@ -21,6 +21,7 @@ from exporter.collector import (
 )
 from exporter.model import ProgressReport
 from exporter.stats import ExporterStats
+from exporter.thresholds import Thresholds
 from exporter.tracker import RunKey, RunMeta, Tracker, TrackerConfig
 
 from .conftest import GOLDEN, T0, FakeClock
@@ -30,7 +31,7 @@ PROMTOOL = shutil.which("promtool")
 
 def golden_tracker() -> Tracker:
     """Three runs covering every family: healthy with eval, diverged, finished with budget."""
-    tracker = Tracker(TrackerConfig(stall_threshold=600))
+    tracker = Tracker(TrackerConfig(Thresholds(stall_seconds=600)))
     a = RunKey("team-a", "llm-worker-0", "llm")
     meta = RunMeta(
         job_kind="TrainJob",

@@ -180,6 +180,7 @@ def test_native_report_every_field() -> None:
         "final": False,
         "framework": "jax",
         "timestamp": NOW - 1,
+        "thresholds": {"stall_seconds": "90", "divergence_ratio": 5},
     }
     assert detect_format(doc) == FORMAT_NATIVE
     parsed = parse_any(doc, NOW)
@@ -188,6 +189,7 @@ def test_native_report_every_field() -> None:
     assert (r.step, r.max_steps, r.epoch, r.max_epochs, r.progress) == (120, 1000, 0.5, 2.0, 0.12)
     assert (r.loss, r.eval_loss, r.learning_rate, r.grad_norm) == (1.25, 1.5, 3e-4, 0.7)
     assert dict(r.metrics) == {"tokens_per_second": 5400.5, "mfu": 0.41, "eval_accuracy": 0.6}
+    assert r.thresholds == (("divergence_ratio", 5.0), ("stall_seconds", 90.0))
     assert (r.gpus, r.final, r.framework, r.eta_seconds, r.timestamp) == (
         8.0,
         False,
@@ -215,6 +217,11 @@ def test_native_report_every_field() -> None:
         ({"metrics": "loss=1"}, "invalid_metrics"),
         ({"metrics": {"good": 1, "<script>": 2}}, "invalid_metric_name"),
         ({"timestamp": "yesterday"}, "invalid_timestamp"),
+        ({"thresholds": [60]}, "invalid_thresholds"),
+        ({"thresholds": {"stall_seconds": 1}}, "invalid_threshold"),
+        ({"thresholds": {"stall_seconds": "never"}}, "invalid_threshold"),
+        ({"thresholds": {"divergence_ratio": float("nan")}}, "invalid_threshold"),
+        ({"thresholds": {"bogus": 5}}, "unknown_threshold"),
     ],
 )
 def test_native_bad_values_are_dropped_or_clamped_with_a_reason(

@@ -8,6 +8,7 @@ import pytest
 
 from exporter.estimate import EstimatorConfig, eta_seconds, naive_eta_seconds, throughput
 from exporter.model import ProgressReport, parse_bytes
+from exporter.thresholds import Thresholds
 from exporter.tracker import (
     STATE_DIVERGED,
     STATE_FINISHED,
@@ -140,7 +141,7 @@ def test_nan_loss_reaches_snapshot_and_marks_diverged_but_not_best() -> None:
 
 
 def test_states_over_time() -> None:
-    tracker = Tracker(TrackerConfig(stall_threshold=100, plateau_window=300))
+    tracker = Tracker(TrackerConfig(Thresholds(stall_seconds=100, plateau_seconds=300)))
     tracker.apply(KEY, ProgressReport(loss=3.0), T0)
     assert one(tracker, T0).state == STATE_WAITING
     tracker.apply(KEY, ProgressReport(step=1, loss=3.0), T0 + 1)
@@ -152,7 +153,7 @@ def test_states_over_time() -> None:
 
 
 def test_gpu_seconds_and_stalled_gpu_seconds_are_exact() -> None:
-    tracker = Tracker(TrackerConfig(stall_threshold=100))
+    tracker = Tracker(TrackerConfig(Thresholds(stall_seconds=100)))
     tracker.apply(KEY, ProgressReport(step=1), T0, RunMeta(gpus=8))
     tracker.apply(KEY, ProgressReport(step=2), T0 + 50)
     # Step frozen from T0+50: stalled from T0+150.
@@ -170,7 +171,7 @@ def test_gpu_seconds_and_stalled_gpu_seconds_are_exact() -> None:
 
 
 def test_finished_run_accrues_gpu_seconds_but_never_stalls() -> None:
-    tracker = Tracker(TrackerConfig(stall_threshold=10))
+    tracker = Tracker(TrackerConfig(Thresholds(stall_seconds=10)))
     tracker.apply(KEY, ProgressReport(step=100, max_steps=100, final=True, gpus=2), T0)
     s = one(tracker, T0 + 1000)
     assert s.gpu_seconds == pytest.approx(2000) and s.stalled_gpu_seconds == 0
@@ -241,3 +242,16 @@ def test_progress_from_epochs_or_reported_percentage() -> None:
     tracker.apply(OTHER, ProgressReport(progress=0.25), T0)
     assert one(tracker, T0, OTHER).progress == 0.25
     assert one(tracker, T0, OTHER).last_step_timestamp == T0
+
+
+def test_per_run_threshold_overrides_from_reports_and_meta() -> None:
+    tracker = Tracker(TrackerConfig(Thresholds(stall_seconds=1800)))
+    tracker.apply(KEY, ProgressReport(step=1, thresholds=(("stall_seconds", 60.0),)), T0)
+    tracker.apply(OTHER, ProgressReport(step=1), T0)
+    assert one(tracker, T0 + 61).state == STATE_STALLED
+    assert one(tracker, T0 + 61, OTHER).state == STATE_RUNNING
+    assert one(tracker, T0, OTHER).thresholds == Thresholds(stall_seconds=1800)
+    # An annotation (meta) beats the report's own override.
+    tracker.set_meta(KEY, RunMeta(thresholds=(("stall_seconds", 120.0),)), T0 + 1)
+    s = one(tracker, T0 + 100)
+    assert s.thresholds.stall_seconds == 120 and s.state == STATE_RUNNING
