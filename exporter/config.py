@@ -16,12 +16,16 @@ import yaml
 
 from .estimate import EstimatorConfig
 from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
-from .thresholds import BOUNDS, Thresholds
+from .thresholds import BOUNDS, Thresholds, parse_overrides
 from .tracker import RunKey, RunMeta, TrackerConfig
 
 MODES = ("auto", "standalone", "kubernetes")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+# One source of truth for the per-run threshold defaults (documented in configuration.md).
+_DEFAULTS = Thresholds()
 
 
 class ConfigError(ValueError):
@@ -50,13 +54,13 @@ class Config:
     http_targets: tuple[HttpTarget, ...] = ()
     http_timeout: float = 2.0
     poll_interval: float = 1.0
-    stall_threshold: float = 1800.0
-    plateau_window: float = 3600.0
-    report_timeout: float = 600.0
-    finished_grace: float = 600.0
-    divergence_ratio: float = 3.0
-    throughput_drop_ratio: float = 0.5
-    rate_window: float = 300.0
+    stall_threshold: float = _DEFAULTS.stall_seconds
+    plateau_window: float = _DEFAULTS.plateau_seconds
+    report_timeout: float = _DEFAULTS.report_timeout_seconds
+    finished_grace: float = _DEFAULTS.finished_grace_seconds
+    divergence_ratio: float = _DEFAULTS.divergence_ratio
+    throughput_drop_ratio: float = _DEFAULTS.throughput_drop_ratio
+    rate_window: float = EstimatorConfig().short_window
     retention: float = 600.0
     push_idle_expiry: float = 86400.0
     max_custom_metrics: int = 32
@@ -117,9 +121,14 @@ def _target(raw: Any, namespace: str) -> HttpTarget:
         url = f"http://{raw['host']}:{port}{raw.get('path', DEFAULT_PATH)}"
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"http_targets[{name}]: url must be http:// or https://")
+    problems: list[str] = []
+    thresholds = parse_overrides(raw["thresholds"], problems.append) if "thresholds" in raw else ()
+    if problems:
+        raise ConfigError(f"http_targets[{name}]: invalid thresholds ({', '.join(problems)})")
     meta = RunMeta(
         source="http",
         gpus=float(raw["gpus"]) if raw.get("gpus") is not None else None,
+        thresholds=thresholds,
     )
     return HttpTarget(RunKey(str(ns), name, str(raw.get("job_name", name))), url, meta)
 

@@ -23,7 +23,7 @@ class Thresholds:
     report_timeout_seconds: float = 600.0  # no report at all this long
     finished_grace_seconds: float = 600.0  # finished but still holding GPUs this long
     divergence_ratio: float = 3.0  # loss above this multiple of the best loss
-    throughput_drop_ratio: float = 0.5  # steps/s below this fraction of the run's typical
+    throughput_drop_ratio: float = 0.6  # steps/s below this fraction of the run's typical
 
 
 NAMES: tuple[str, ...] = tuple(f.name for f in fields(Thresholds))

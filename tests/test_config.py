@@ -27,7 +27,8 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
     cfg.write_text(
         "listen: 127.0.0.1:1111\nstall_threshold: 10m\nplateau_window: 2h\nnamespace: from-file\n"
         "http_targets:\n  - {name: a, host: 10.0.0.5}\n"
-        "  - {name: b, url: 'http://h:1/p', namespace: x, gpus: 4}\n"
+        "  - {name: b, url: 'http://h:1/p', namespace: x, gpus: 4,\n"
+        "     thresholds: {stall_seconds: 60}}\n"
     )
     env = {"TPE_STALL_THRESHOLD": "20m", "TPE_NAMESPACE": "from-env", "NODE_NAME": "node-7"}
     config = load({"config": str(cfg), "namespace": "from-flag"}, env)
@@ -39,6 +40,7 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
     a, b = config.http_targets
     assert a.url == "http://10.0.0.5:28080/metrics" and a.key.namespace == "from-file"
     assert b.url == "http://h:1/p" and b.key.namespace == "x" and b.meta.gpus == 4
+    assert b.meta.thresholds == (("stall_seconds", 60.0),)
 
 
 @pytest.mark.parametrize(
@@ -48,6 +50,7 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
         "mode: cluster\n",
         "max_runs: many\n",
         "http_targets: {a: 1}\n",
+        "http_targets:\n  - {name: a, host: h, thresholds: {stall_seconds: 0}}\n",
         "http_targets:\n  - {name: a, url: 'file:///etc/passwd'}\n",
         "- a list\n",
         "listen: [\n",

@@ -1,0 +1,186 @@
+"""The e2e scenario runs: one healthy run and one run per alert, fed through real sources.
+
+Each run is a pure function of elapsed seconds giving the report to send (or None: send
+nothing), the channel it goes through, and the one alert it must raise. Thresholds are
+shortened per run (the native report's ``thresholds``) so the whole scenario takes about two
+minutes against rules loaded exactly as shipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.demo import write_atomic
+
+NAMESPACE = "e2e"
+SHORT = {
+    "stall_seconds": 15,
+    "plateau_seconds": 20,
+    "report_timeout_seconds": 15,
+    "finished_grace_seconds": 10,
+    "divergence_ratio": 3,
+    "throughput_drop_ratio": 0.7,
+}
+
+
+def healthy(t: float) -> dict[str, Any] | None:
+    return {
+        "step": int(t * 5),
+        "max_steps": 100_000,
+        "loss": 2 * math.exp(-t / 60) + 0.1,
+        "gpus": 8,
+        "thresholds": SHORT,
+    }
+
+
+def hung(t: float) -> dict[str, Any] | None:
+    # Advances for 10 s, then the step freezes while heartbeats go on.
+    return {
+        "step": int(min(t, 10) * 5),
+        "max_steps": 100_000,
+        "loss": 2 - min(t, 10) * 0.05,
+        "gpus": 16,
+        "thresholds": SHORT,
+    }
+
+
+def plateau(t: float) -> dict[str, Any] | None:
+    # OpenDataHub JSON over HTTP; loss improves for 10 s, then stays above its best.
+    best = 1.0 + math.exp(-min(t, 10) / 3)
+    loss = best if t <= 10 else best + 0.05
+    return {"currentStep": int(t * 3), "totalSteps": 100_000, "trainMetrics": {"loss": loss}}
+
+
+def diverging(t: float) -> dict[str, Any] | None:
+    # Kubeflow body, as Transformers' KubeflowCallback sends it; NaN loss from 10 s.
+    loss = "nan" if t > 10 else f"{2 + t * 0.1:.4f}"
+    return {
+        "trainerStatus": {
+            "progressPercentage": 1,
+            "metrics": [
+                {"name": "current_step", "value": str(int(t * 4))},
+                {"name": "total_steps", "value": "100000"},
+                {"name": "loss", "value": loss},
+            ],
+        }
+    }
+
+
+def finished(t: float) -> dict[str, Any] | None:
+    return {
+        "step": 500,
+        "max_steps": 500,
+        "loss": 0.2,
+        "final": True,
+        "gpus": 2,
+        "thresholds": SHORT,
+    }
+
+
+def halves(t: float) -> dict[str, Any] | None:
+    # 10 steps/s for 40 s, then 5 steps/s.
+    step = int(t * 10) if t <= 40 else 400 + int((t - 40) * 5)
+    return {
+        "step": step,
+        "max_steps": 100_000,
+        "loss": 3 * math.exp(-t / 80) + 0.1,
+        "gpus": 8,
+        "thresholds": SHORT,
+    }
+
+
+def silent(t: float) -> dict[str, Any] | None:
+    # Reports for 10 s, then nothing at all (the pod would still be running).
+    if t > 10:
+        return None
+    return {
+        "step": int(t * 5),
+        "max_steps": 100_000,
+        "loss": 2 - t * 0.05,
+        "gpus": 4,
+        "thresholds": SHORT,
+    }
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    report: Callable[[float], dict[str, Any] | None]
+    channel: str  # native | kubeflow | file | http
+    alert: str | None  # the one alert it must raise
+    bad_since: float  # seconds after start when it starts misbehaving
+
+
+SCENARIOS = (
+    Scenario("healthy", healthy, "native", None, 0),
+    Scenario("hung", hung, "native", "TrainingJobStalled", 10),
+    Scenario("plateau", plateau, "http", "TrainingLossPlateau", 10),
+    Scenario("diverging", diverging, "kubeflow", "TrainingLossDiverged", 10),
+    Scenario("finished", finished, "file", "TrainingFinishedButRunning", 0),
+    Scenario("halves", halves, "native", "TrainingThroughputDegraded", 40),
+    Scenario("silent", silent, "native", "TrainingReportsStopped", 10),
+)
+
+
+class Driver:
+    """Sends every scenario's report once a second through its channel."""
+
+    def __init__(self, exporter_url: str, status_dir: str, http_bodies: dict[str, bytes]) -> None:
+        self.exporter_url = exporter_url
+        self.status_dir = status_dir
+        self.http_bodies = http_bodies
+        self.started = time.time()
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+
+    def _post(self, path: str, body: bytes) -> None:
+        req = urllib.request.Request(
+            self.exporter_url + path,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": "Bearer e2e"},
+        )
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            resp.read()
+
+    def tick(self, t: float) -> None:
+        for sc in SCENARIOS:
+            report = sc.report(t)
+            if report is None:
+                continue
+            body = json.dumps(report).encode()
+            try:
+                if sc.channel == "native":
+                    self._post(f"/api/v1/namespaces/{NAMESPACE}/runs/{sc.name}/report", body)
+                elif sc.channel == "kubeflow":
+                    self._post(
+                        f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NAMESPACE}"
+                        f"/trainjobs/{sc.name}/status",
+                        body,
+                    )
+                elif sc.channel == "file":
+                    if t < 1:  # written once: a finished run's file does not change
+                        write_atomic(self.status_dir, f"{sc.name}.json", body)
+                else:
+                    self.http_bodies[sc.name] = body
+            except OSError as exc:
+                self.errors.append(f"{sc.name}: {exc}")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.tick(time.time() - self.started)
+            self._stop.wait(1.0)
+
+    def start(self) -> None:
+        self.started = time.time()
+        threading.Thread(target=self._run, name="scenario-driver", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
