@@ -11,8 +11,8 @@ test-deps:
 check: lint types test
 
 lint:
-	$(PYTHON) -m ruff check exporter tests bench
-	$(PYTHON) -m ruff format --check exporter tests bench
+	$(PYTHON) -m ruff check exporter tests bench alerts
+	$(PYTHON) -m ruff format --check exporter tests bench alerts
 
 types:
 	$(PYTHON) -m mypy

@@ -1,6 +1,6 @@
 """Generate the Prometheus Operator PrometheusRule from alerts/*.rules.yaml.
 
-    python alerts/generate.py            # write deploy/overlays/prometheus-operator/prometheusrule.yaml
+    python alerts/generate.py  # writes deploy/overlays/prometheus-operator/prometheusrule.yaml
     python alerts/generate.py --check    # exit 1 if the committed file is out of date
 
 The rule files stay the source of truth (plain Prometheus loads them as they are);

@@ -80,7 +80,7 @@ def plateau(t: float, rng: random.Random) -> dict[str, Any]:
     """Loss improves for 15 s, then wanders without ever beating its best."""
     step = int(t * 3) + 1
     best = 0.9 + 0.8 * math.exp(-min(t, 15.0) / 4)
-    loss = best + 0.02 + abs(rng.gauss(0, 0.01)) if t > 15 else best
+    loss = best + 0.1 + abs(rng.gauss(0, 0.01)) if t > 15 else best
     return {
         "currentStep": step,
         "totalSteps": 30000,

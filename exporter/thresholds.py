@@ -19,8 +19,8 @@ class Thresholds:
     """What counts as stalled, plateaued, blind, lingering, diverged or degraded."""
 
     stall_seconds: float = 1800.0  # step not advancing this long while reports arrive
-    plateau_seconds: float = 3600.0  # best loss not improving this long
-    report_timeout_seconds: float = 600.0  # no report at all this long
+    plateau_seconds: float = 7200.0  # best loss not improving this long
+    report_timeout_seconds: float = 1800.0  # no report at all this long
     finished_grace_seconds: float = 600.0  # finished but still holding GPUs this long
     divergence_ratio: float = 3.0  # loss above this multiple of the best loss
     throughput_drop_ratio: float = 0.6  # steps/s below this fraction of the run's typical

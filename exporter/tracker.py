@@ -33,6 +33,18 @@ STATE_FINISHED = "finished"
 STATE_WAITING = "waiting"  # reported, but no step or progress yet
 
 HISTORY_POINTS = 120
+# The best training loss is taken on a moving average, not on raw values: the minimum of a
+# noisy series mostly records one lucky batch, and then stops improving long before
+# training does (a false plateau). The average's time constant is this fraction of the
+# run's plateau window: short enough to see a plateau well within the window, long enough
+# to average many reports.
+LOSS_SMOOTHING_FRACTION = 1 / 10
+# However long since the last report, one report never moves the average more than this:
+# after an evaluation pause the first noisy value must not become the best on its own.
+LOSS_SMOOTHING_MAX_WEIGHT = 0.3
+# An improvement must beat the best by this fraction (like early stopping's min_delta), so
+# that noise around a flat loss does not count as progress.
+MIN_IMPROVEMENT = 5e-3
 
 
 class RunKey(NamedTuple):
@@ -125,6 +137,8 @@ class _Run:
     grad_norm: float | None = None
     best_loss: float | None = None
     best_is_eval: bool = False
+    loss_ema: float | None = None
+    loss_ema_at: float = 0.0
     report_gpus: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     threshold_overrides: dict[str, float] = field(default_factory=dict)
@@ -333,6 +347,17 @@ class Tracker:
             run.loss = r.loss
             if math.isfinite(r.loss):
                 run.history.append((now, r.loss))
+                ema = run.loss_ema
+                if ema is None:
+                    run.loss_ema = r.loss
+                else:
+                    tau = self._thresholds(run).plateau_seconds * LOSS_SMOOTHING_FRACTION
+                    alpha = min(
+                        LOSS_SMOOTHING_MAX_WEIGHT,
+                        1.0 - math.exp(-max(0.0, now - run.loss_ema_at) / tau),
+                    )
+                    run.loss_ema = ema + alpha * (r.loss - ema)
+                run.loss_ema_at = now
         if r.eval_loss is not None:
             run.eval_loss = r.eval_loss
         # Best loss follows eval loss once any is reported; train loss is noisier.
@@ -343,8 +368,11 @@ class Tracker:
                 run.best_loss = None
             candidate = r.eval_loss
         elif not run.best_is_eval and r.loss is not None and math.isfinite(r.loss):
-            candidate = r.loss
-        if candidate is not None and (run.best_loss is None or candidate < run.best_loss):
+            candidate = run.loss_ema
+        if candidate is None:
+            return
+        best = run.best_loss
+        if best is None or candidate < best - abs(best) * MIN_IMPROVEMENT:
             run.best_loss = candidate
             run.last_improvement = now
 

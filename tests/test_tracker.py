@@ -115,12 +115,16 @@ def test_reported_eta_is_fallback_and_ages() -> None:
 
 
 def test_best_loss_prefers_eval_loss_and_tracks_improvement_time() -> None:
-    tracker = Tracker()
+    # A 100 s plateau window: train loss is smoothed over 10 s, one report weighs at most 0.3.
+    tracker = Tracker(TrackerConfig(Thresholds(plateau_seconds=100)))
     tracker.apply(KEY, ProgressReport(step=1, loss=2.0), T0)
-    tracker.apply(KEY, ProgressReport(step=2, loss=1.5), T0 + 10)
-    tracker.apply(KEY, ProgressReport(step=3, loss=1.7), T0 + 20)
+    tracker.apply(KEY, ProgressReport(step=2, loss=1.0), T0 + 10)
+    s = one(tracker, T0 + 10)
+    assert s.best_loss == pytest.approx(1.7)  # 2.0 moved 30 % toward 1.0
+    assert s.last_improvement_timestamp == T0 + 10
+    tracker.apply(KEY, ProgressReport(step=3, loss=2.5), T0 + 20)  # average rises: no record
     s = one(tracker, T0 + 20)
-    assert (s.best_loss, s.last_improvement_timestamp) == (1.5, T0 + 10)
+    assert (s.best_loss, s.last_improvement_timestamp) == (pytest.approx(1.7), T0 + 10)
     # Once eval loss is reported, best follows eval loss only, even if train loss is lower.
     tracker.apply(KEY, ProgressReport(step=4, loss=0.9, eval_loss=1.8), T0 + 30)
     tracker.apply(KEY, ProgressReport(step=5, loss=0.5), T0 + 40)
@@ -128,6 +132,22 @@ def test_best_loss_prefers_eval_loss_and_tracks_improvement_time() -> None:
     assert (s.best_loss, s.last_improvement_timestamp) == (1.8, T0 + 30)
     tracker.apply(KEY, ProgressReport(step=6, eval_loss=1.6), T0 + 50)
     assert one(tracker, T0 + 50).best_loss == 1.6
+    # An improvement smaller than 0.5 % is noise, not progress.
+    tracker.apply(KEY, ProgressReport(step=7, eval_loss=1.595), T0 + 60)
+    assert one(tracker, T0 + 60).last_improvement_timestamp == T0 + 50
+
+
+def test_noise_around_a_flat_loss_is_a_plateau_not_progress() -> None:
+    import random
+
+    rng = random.Random(3)
+    tracker = Tracker(TrackerConfig(Thresholds(plateau_seconds=600)))
+    for i in range(400):  # 400 reports 5 s apart, 5 % noise around a flat 2.0
+        tracker.apply(
+            KEY, ProgressReport(step=i + 1, loss=2.0 * (1 + rng.gauss(0, 0.05))), T0 + 5 * i
+        )
+    s = one(tracker, T0 + 5 * 399)
+    assert s.state == STATE_PLATEAUED, s.last_improvement_timestamp - T0
 
 
 def test_nan_loss_reaches_snapshot_and_marks_diverged_but_not_best() -> None:
