@@ -43,8 +43,8 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "gpus": s.gpus,
         "gpu_seconds": s.gpu_seconds,
         "stalled_gpu_seconds": s.stalled_gpu_seconds,
-        "deadline_timestamp_seconds": s.meta.deadline_timestamp,
-        "gpu_seconds_budget": s.meta.gpu_seconds_budget,
+        "deadline_timestamp_seconds": s.deadline_timestamp,
+        "gpu_seconds_budget": s.gpu_seconds_budget,
     }
     return {
         "namespace": s.key.namespace,

@@ -28,6 +28,7 @@ MAX_STEP = 10**15
 MAX_EPOCHS = 1e9
 MAX_ETA_SECONDS = 10 * 365 * 86400.0
 MAX_GPUS = 4096.0
+MAX_GPU_HOURS_BUDGET = 1e9
 MAX_LABEL_CHARS = 128
 # How far in the future a report's own timestamp may be before it is clamped to "now".
 MAX_CLOCK_SKEW_SECONDS = 300.0
@@ -75,6 +76,8 @@ class ProgressReport:
     framework: str | None = None
     metrics: tuple[tuple[str, float], ...] = ()
     thresholds: tuple[tuple[str, float], ...] = ()
+    deadline_timestamp: float | None = None
+    gpu_hours_budget: float | None = None
     format: str = FORMAT_NATIVE
 
 
@@ -241,6 +244,26 @@ def parse_timestamp(raw: Any, now: float, problem: Any) -> float | None:
         problem("future_timestamp")
         return now
     return ts
+
+
+def _deadline(raw: Any, problem: Any) -> float | None:
+    """A deadline as Unix seconds or RFC 3339; unlike report timestamps it may be far ahead."""
+    if raw is None:
+        return None
+    if (
+        isinstance(raw, int | float)
+        and not isinstance(raw, bool)
+        and math.isfinite(raw)
+        and raw > 0
+    ):
+        return float(raw)
+    if isinstance(raw, str) and len(raw) <= 64:
+        try:
+            return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    problem("invalid_deadline")
+    return None
 
 
 def clean_label(value: Any, limit: int = MAX_LABEL_CHARS) -> str | None:
@@ -423,10 +446,19 @@ def parse_native(obj: Any, now: float) -> Parsed:
     thresholds = (
         parse_overrides(obj["thresholds"], b.problem) if obj.get("thresholds") is not None else ()
     )
+    deadline = _deadline(obj.get("deadline"), b.problem)
+    budget = None
+    if obj.get("gpu_hours_budget") is not None:
+        budget = _to_float(obj["gpu_hours_budget"])
+        if budget is None or not math.isfinite(budget) or not 0 < budget <= MAX_GPU_HOURS_BUDGET:
+            b.problem("invalid_gpu_hours_budget")
+            budget = None
     return b.build(
         progress=progress,
         eta_seconds=eta,
         thresholds=thresholds or None,
+        deadline_timestamp=deadline,
+        gpu_hours_budget=budget,
         gpus=gpus,
         final=bool(final),
         framework=framework,

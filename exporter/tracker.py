@@ -111,6 +111,8 @@ class RunSnapshot:
     gpus: float
     gpu_seconds: float
     stalled_gpu_seconds: float
+    deadline_timestamp: float | None
+    gpu_seconds_budget: float | None
     thresholds: Thresholds
     gone: bool
     loss_history: tuple[tuple[float, float], ...]
@@ -142,6 +144,8 @@ class _Run:
     report_gpus: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     threshold_overrides: dict[str, float] = field(default_factory=dict)
+    deadline: float | None = None
+    budget_seconds: float | None = None
     last_step: float | None = None
     last_improvement: float | None = None
     finished: bool = False
@@ -167,6 +171,10 @@ Problem = Callable[[str], None]
 
 def _ignore(_reason: str) -> None:
     return None
+
+
+def _first(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
 
 
 def _keep_framework(new: RunMeta, old: RunMeta) -> RunMeta:
@@ -341,6 +349,10 @@ class Tracker:
             run.finished = True
         if r.thresholds:
             run.threshold_overrides.update(r.thresholds)
+        if r.deadline_timestamp is not None:
+            run.deadline = r.deadline_timestamp
+        if r.gpu_hours_budget is not None:
+            run.budget_seconds = r.gpu_hours_budget * 3600.0
 
     def _merge_loss(self, run: _Run, r: ProgressReport, now: float) -> None:
         if r.loss is not None:
@@ -439,6 +451,9 @@ class Tracker:
             gpus=run.gpus,
             gpu_seconds=run.gpu_seconds,
             stalled_gpu_seconds=run.stalled_gpu_seconds,
+            # Annotations (meta) win over what the run reports about itself.
+            deadline_timestamp=_first(run.meta.deadline_timestamp, run.deadline),
+            gpu_seconds_budget=_first(run.meta.gpu_seconds_budget, run.budget_seconds),
             thresholds=th,
             gone=run.gone_since is not None,
             loss_history=tuple(run.history) if history else (),

@@ -181,6 +181,8 @@ def test_native_report_every_field() -> None:
         "framework": "jax",
         "timestamp": NOW - 1,
         "thresholds": {"stall_seconds": "90", "divergence_ratio": 5},
+        "deadline": "2027-01-01T00:00:00Z",
+        "gpu_hours_budget": 500,
     }
     assert detect_format(doc) == FORMAT_NATIVE
     parsed = parse_any(doc, NOW)
@@ -190,6 +192,7 @@ def test_native_report_every_field() -> None:
     assert (r.loss, r.eval_loss, r.learning_rate, r.grad_norm) == (1.25, 1.5, 3e-4, 0.7)
     assert dict(r.metrics) == {"tokens_per_second": 5400.5, "mfu": 0.41, "eval_accuracy": 0.6}
     assert r.thresholds == (("divergence_ratio", 5.0), ("stall_seconds", 90.0))
+    assert (r.deadline_timestamp, r.gpu_hours_budget) == (1798761600.0, 500.0)
     assert (r.gpus, r.final, r.framework, r.eta_seconds, r.timestamp) == (
         8.0,
         False,
@@ -222,6 +225,10 @@ def test_native_report_every_field() -> None:
         ({"thresholds": {"stall_seconds": "never"}}, "invalid_threshold"),
         ({"thresholds": {"divergence_ratio": float("nan")}}, "invalid_threshold"),
         ({"thresholds": {"bogus": 5}}, "unknown_threshold"),
+        ({"deadline": "soon"}, "invalid_deadline"),
+        ({"deadline": -1}, "invalid_deadline"),
+        ({"gpu_hours_budget": 0}, "invalid_gpu_hours_budget"),
+        ({"gpu_hours_budget": "lots"}, "invalid_gpu_hours_budget"),
     ],
 )
 def test_native_bad_values_are_dropped_or_clamped_with_a_reason(

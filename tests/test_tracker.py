@@ -275,3 +275,15 @@ def test_per_run_threshold_overrides_from_reports_and_meta() -> None:
     tracker.set_meta(KEY, RunMeta(thresholds=(("stall_seconds", 120.0),)), T0 + 1)
     s = one(tracker, T0 + 100)
     assert s.thresholds.stall_seconds == 120 and s.state == STATE_RUNNING
+
+
+def test_deadline_and_budget_from_reports_and_annotations() -> None:
+    tracker = Tracker()
+    tracker.apply(
+        KEY, ProgressReport(step=1, deadline_timestamp=T0 + 3600, gpu_hours_budget=10), T0
+    )
+    s = one(tracker, T0)
+    assert (s.deadline_timestamp, s.gpu_seconds_budget) == (T0 + 3600, 36000.0)
+    tracker.set_meta(KEY, RunMeta(deadline_timestamp=T0 + 60), T0)
+    s = one(tracker, T0)
+    assert (s.deadline_timestamp, s.gpu_seconds_budget) == (T0 + 60, 36000.0)
