@@ -11,8 +11,10 @@ test-deps:
 check: lint types test
 
 lint:
-	$(PYTHON) -m ruff check exporter tests bench alerts
-	$(PYTHON) -m ruff format --check exporter tests bench alerts
+	$(PYTHON) -m ruff check exporter tests bench alerts grafana
+	$(PYTHON) -m ruff format --check exporter tests bench alerts grafana
+	$(PYTHON) alerts/generate.py --check
+	$(PYTHON) grafana/build.py --check
 
 types:
 	$(PYTHON) -m mypy

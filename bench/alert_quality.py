@@ -54,7 +54,7 @@ class Run:
 def _loss(step: float, floor: float = 1.8, scale: float = 2.0, k: float = 500) -> float:
     """A power-law training curve (what LLM pre-training looks like): still improving
     about 1 % an hour after six hours, never flat."""
-    return floor + scale * (1 + step / k) ** -0.5
+    return float(floor + scale * (1 + step / k) ** -0.5)
 
 
 def noisy_healthy(t: float, rng: random.Random) -> ProgressReport:
@@ -294,7 +294,7 @@ _FIRED = re.compile(r"alertname: (\w+), time: ((?:\d+h)?(?:\d+m)?(?:\d+s)?),")
 def _minutes(duration: str) -> int:
     """Go duration text as promtool prints it (``1h35m``) to whole minutes."""
     parts = dict((unit, int(n)) for n, unit in re.findall(r"(\d+)([hms])", duration))
-    return parts.get("h", 0) * 60 + parts.get("m", 0)
+    return int(parts.get("h", 0) * 60 + parts.get("m", 0))
 
 
 def evaluate(seed: int = 1) -> dict[str, Any]:

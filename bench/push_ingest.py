@@ -125,7 +125,7 @@ def run(seconds: int = 15, rounds: int = 2) -> dict[str, Any]:
                 theirs.append(wrk(pg_url, text, seconds, pushgateway.pid))
     finally:
         stop(exporter)
-        stop(pushgateway)  # type: ignore[arg-type]
+        stop(pushgateway)
 
     def summary(rs: list[dict[str, float]]) -> dict[str, float]:
         return {k: median(r[k] for r in rs) for k in rs[0]}

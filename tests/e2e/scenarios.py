@@ -31,13 +31,18 @@ SHORT = {
 
 
 def healthy(t: float) -> dict[str, Any] | None:
-    return {
+    report: dict[str, Any] = {
         "step": int(t * 5),
         "max_steps": 100_000,
         "loss": 2 * math.exp(-t / 60) + 0.1,
+        "learning_rate": 3e-4 * (1 - t / 1000),
+        "grad_norm": 1.0 + 0.1 * math.sin(t),
         "gpus": 8,
         "thresholds": SHORT,
     }
+    if int(t) % 10 == 0:
+        report["eval_loss"] = 2.1 * math.exp(-t / 60) + 0.12
+    return report
 
 
 def hung(t: float) -> dict[str, Any] | None:

@@ -146,7 +146,11 @@ def alertmanager(tmp: Path, webhook_url: str) -> Iterator[str]:
 
 @contextmanager
 def prometheus(
-    tmp: Path, exporter_target: str, alertmanager_url: str | None = None, interval: str = "1s"
+    tmp: Path,
+    exporter_target: str,
+    alertmanager_url: str | None = None,
+    interval: str = "1s",
+    extra_targets: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """Prometheus scraping the exporter with honor_labels and loading alerts/ as shipped."""
     require_binaries()
@@ -160,6 +164,10 @@ def prometheus(
                 "honor_labels": True,
                 "static_configs": [{"targets": [exporter_target]}],
             }
+        ]
+        + [
+            {"job_name": name, "honor_labels": True, "static_configs": [{"targets": [t]}]}
+            for name, t in (extra_targets or {}).items()
         ],
     }
     if alertmanager_url:
