@@ -19,4 +19,9 @@ if ((${#need[@]})); then
   $SUDO apt-get install -y -q --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u)
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+# The ml extra trains real models on CPU; torch comes first, pinned to the CPU build that
+# lies on these machines' disk (a range would let pip fetch a CUDA build of several GB).
+if ! python3 -c 'import torch' 2>/dev/null; then
+  python3 -m pip install -q --disable-pip-version-check --find-links /opt/wheels torch==2.13.0
+fi
+python3 -m pip install -q --disable-pip-version-check -e '.[test,ml]'

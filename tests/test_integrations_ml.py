@@ -1,0 +1,208 @@
+"""Real training runs on CPU reporting to a real exporter: Transformers' built-in
+KubeflowCallback unchanged, our Transformers callback, and our Lightning callback.
+
+A tiny GPT-2 is built from a config (no download, HF_HUB_OFFLINE=1) and trained for 50 steps
+on random tokens; Lightning trains a linear model. The ``ml`` extra (torch 2.13.0 CPU from the
+local wheel, transformers, accelerate, lightning) is installed by the test command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import get_json
+
+if not all(
+    importlib.util.find_spec(m) for m in ("torch", "transformers", "lightning", "accelerate")
+):
+    if os.environ.get("CI"):
+        raise RuntimeError("the ml extra is not installed; make test-deps installs it")
+    pytest.skip(
+        "the ml extra (torch, transformers, lightning) is not installed", allow_module_level=True
+    )
+
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+STEPS = 50
+
+
+def tiny_gpt2_trainer(tmp_path: Path, callbacks: list[Any], step_seconds: float = 0.0) -> Any:
+    from transformers import (
+        GPT2Config,
+        GPT2LMHeadModel,
+        Trainer,
+        TrainerCallback,
+        TrainingArguments,
+    )
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(
+        GPT2Config(n_layer=2, n_head=2, n_embd=64, vocab_size=1000, n_positions=64)
+    )
+
+    class Tokens(torch.utils.data.Dataset):  # type: ignore[type-arg]
+        def __init__(self) -> None:
+            self.x = torch.randint(0, 1000, (400, 64))
+
+        def __len__(self) -> int:
+            return len(self.x)
+
+        def __getitem__(self, i: int) -> dict[str, Any]:
+            return {"input_ids": self.x[i], "labels": self.x[i]}
+
+    class SlowSteps(TrainerCallback):  # type: ignore[misc]
+        """Stretches each step, so a run outlasts KubeflowCallback's 5 s throttle."""
+
+        def on_step_end(self, *args: Any, **kwargs: Any) -> None:
+            time.sleep(step_seconds)
+
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=STEPS,
+        per_device_train_batch_size=8,
+        logging_steps=10,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    extra = [SlowSteps()] if step_seconds else []
+    return Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=callbacks + extra)
+
+
+def last_logged_loss(trainer: Any) -> float:
+    return float(next(e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e))
+
+
+def test_transformers_builtin_kubeflow_callback_reports_to_the_exporter(
+    exporter_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exp = exporter_factory()
+    token = tmp_path / "token"
+    token.write_text("standalone")
+    monkeypatch.setenv(
+        "KUBEFLOW_TRAINER_SERVER_URL",
+        f"{exp.url}/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/gpt2-kf/status",
+    )
+    monkeypatch.setenv("KUBEFLOW_TRAINER_SERVER_TOKEN", str(token))
+    trainer = tiny_gpt2_trainer(tmp_path, [], step_seconds=0.15)
+    assert "kubeflow" in trainer.args.report_to  # Transformers enabled its callback itself
+    result = trainer.train()
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert run["job_name"] == "gpt2-kf" and run["info"]["source"] == "push"
+    assert run["finished"] is True and run["state"] == "finished"
+    assert run["progress_ratio"] == 1.0 and run["max_steps"] == STEPS
+    # The final body carries no step: the last step the callback sent (throttled to one
+    # report per 5 s) stays.
+    assert 1 <= run["step"] <= STEPS
+    assert run["loss"] == pytest.approx(last_logged_loss(trainer))
+    assert run["metrics"]["train_loss"] == pytest.approx(result.training_loss)
+
+
+def test_our_transformers_callback_without_kubeflow(
+    exporter_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from exporter.integrations.transformers import ProgressCallback
+
+    exp = exporter_factory()
+    monkeypatch.delenv("KUBEFLOW_TRAINER_SERVER_URL", raising=False)
+    monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/gpt2/report")
+    callback = ProgressCallback(interval=0.2)
+    trainer = tiny_gpt2_trainer(tmp_path, [callback])
+    trainer.train()
+    assert callback.reporter is not None and callback.reporter.errors == 0
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert (run["job_name"], run["step"], run["max_steps"], run["finished"]) == (
+        "gpt2",
+        STEPS,
+        STEPS,
+        True,
+    )
+    assert run["loss"] == pytest.approx(last_logged_loss(trainer))
+    assert run["info"]["framework"] == "transformers"
+    assert run["epoch"] == pytest.approx(trainer.state.epoch)
+
+
+def test_our_callback_does_not_double_report_beside_kubeflow_callback(
+    exporter_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from exporter.integrations.transformers import ProgressCallback
+
+    exp = exporter_factory()
+    token = tmp_path / "token"
+    token.write_text("standalone")
+    monkeypatch.setenv(
+        "KUBEFLOW_TRAINER_SERVER_URL",
+        f"{exp.url}/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/both/status",
+    )
+    monkeypatch.setenv("KUBEFLOW_TRAINER_SERVER_TOKEN", str(token))
+    monkeypatch.delenv("TPE_REPORT_URL", raising=False)
+    monkeypatch.delenv("TPE_STATUS_FILE", raising=False)
+    callback = ProgressCallback(interval=0.2)
+    trainer = tiny_gpt2_trainer(tmp_path, [callback])
+    trainer.train()
+    assert callback.reporter is None  # KubeflowCallback already reports; ours stays out
+    text = get_json(exp.url + "/api/v1/runs")
+    assert [r["job_name"] for r in text["runs"]] == ["both"]
+
+
+def test_lightning_callback(
+    exporter_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lightning
+
+    from exporter.integrations.lightning import ProgressCallback
+
+    exp = exporter_factory()
+    monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/lit/report")
+    torch.manual_seed(0)
+
+    class Regression(lightning.LightningModule):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(8, 1)
+            self.last_loss = float("nan")
+
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            x, y = batch
+            loss = torch.nn.functional.mse_loss(self.layer(x), y)
+            self.log("train_loss", loss)
+            self.last_loss = float(loss.detach())
+            return loss
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    x = torch.randn(256, 8)
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=16
+    )
+    module = Regression()
+    callback = ProgressCallback(interval=0.2)
+    trainer = lightning.Trainer(
+        max_steps=30,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+        default_root_dir=str(tmp_path),
+    )
+    trainer.fit(module, data)
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert (run["job_name"], run["step"], run["max_steps"], run["finished"]) == (
+        "lit",
+        30,
+        30,
+        True,
+    )
+    assert run["loss"] == pytest.approx(module.last_loss, rel=1e-5)
+    assert run["info"]["framework"] == "lightning"

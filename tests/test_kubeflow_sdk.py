@@ -1,0 +1,73 @@
+"""The Kubeflow SDK's own ``update_trainjob_status`` reporting to our Kubeflow endpoint.
+
+The SDK pins ``kubernetes<36``, older than what this project's environment may hold, so it is
+installed in a venv of its own (from the package registry), and called there unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import get_json
+
+KUBEFLOW_SDK = "kubeflow==0.5.0"
+
+
+@pytest.fixture(scope="module")
+def sdk_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    venv = tmp_path_factory.mktemp("kubeflow-sdk") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    proc = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", KUBEFLOW_SDK],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"could not install {KUBEFLOW_SDK}: {proc.stderr[-2000:]}")
+        pytest.skip(
+            f"could not install {KUBEFLOW_SDK} (no package registry?): {proc.stderr[-300:]}"
+        )
+    return py
+
+
+def test_update_trainjob_status_reaches_the_exporter(
+    sdk_python: Path, exporter_factory: Any, tmp_path: Path
+) -> None:
+    exp = exporter_factory()
+    token = tmp_path / "token"
+    token.write_text("standalone")
+    env = {
+        **os.environ,
+        "KUBEFLOW_TRAINER_SERVER_URL": (
+            f"{exp.url}/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/sdk-job/status"
+        ),
+        "KUBEFLOW_TRAINER_SERVER_TOKEN": str(token),
+    }
+    code = (
+        "import sys; from kubeflow.trainer import update_trainjob_status;"
+        "ok = update_trainjob_status(progress_percent=40, estimated_remaining_seconds=30,"
+        " metrics={'loss': 0.5, 'current_step': 20, 'total_steps': 50, 'accuracy': 0.75});"
+        "sys.exit(0 if ok else 3)"
+    )
+    proc = subprocess.run(
+        [str(sdk_python), "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert (run["namespace"], run["job_name"], run["step"], run["max_steps"]) == (
+        "ml",
+        "sdk-job",
+        20,
+        50,
+    )
+    assert run["loss"] == 0.5 and run["metrics"] == {"accuracy": 0.75}
+    assert run["progress_ratio"] == 0.4

@@ -1,0 +1,305 @@
+"""The stdlib reporter: stdlib-only import, channels against the real exporter, ranks, and
+never getting in training's way (exporter down, slow, or failing)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.model import parse_kubeflow
+from exporter.reporter import STDOUT_MARKER, ProgressReporter, global_rank
+
+from .conftest import get_json
+
+ROOT = Path(__file__).parent.parent
+
+
+class Capture:
+    """A real HTTP endpoint recording every request; its status and delay are adjustable."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str], Any]] = []
+        self.status = 200
+        self.delay = 0.0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                time.sleep(outer.delay)
+                outer.requests.append((self.path, dict(self.headers), json.loads(body)))
+                try:
+                    self.send_response(outer.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                except OSError:
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/report"
+
+
+@pytest.fixture
+def capture() -> Iterator[Capture]:
+    c = Capture()
+    yield c
+    c.httpd.shutdown()
+    c.httpd.server_close()
+
+
+def test_importing_exporter_pulls_in_no_runtime_dependency() -> None:
+    code = (
+        "import sys, exporter, exporter.reporter, exporter.integrations;"
+        "deps = ('prometheus_client', 'kubernetes', 'yaml', 'transformers', 'lightning', 'torch');"
+        "bad = [m for m in deps if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_reporter_file_alone_runs_on_a_bare_interpreter(tmp_path: Path) -> None:
+    """Copied into an image with no site-packages at all (-S -I): it still reports."""
+    shutil.copy(ROOT / "exporter" / "reporter.py", tmp_path / "reporter.py")
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import reporter;"
+        "r = reporter.ProgressReporter(total_steps=10, channels=['stdout'], interval=0.05);"
+        "r.update(step=3, loss=0.5); r.finish(timeout=5)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(STDOUT_MARKER)]
+    body = json.loads(lines[-1][len(STDOUT_MARKER) :])
+    report = parse_kubeflow(body, time.time()).report
+    assert (report.step, report.max_steps, report.loss, report.final) == (3, 10, 0.5, True)
+
+
+def test_pip_install_no_deps_gives_a_working_reporter(tmp_path: Path) -> None:
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheel_dir),
+            str(ROOT),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    (wheel,) = wheel_dir.glob("*.whl")
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    code = (
+        "from exporter.reporter import ProgressReporter;"
+        "r = ProgressReporter(total_steps=4, channels=['stdout'], interval=0.05);"
+        "r.update(step=4, loss=1.25); r.finish(timeout=5)"
+    )
+    proc = subprocess.run([str(py), "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert STDOUT_MARKER in proc.stdout and '"value":"1.25"' in proc.stdout
+    missing = subprocess.run([str(py), "-c", "import prometheus_client"], capture_output=True)
+    assert missing.returncode != 0  # really installed without its dependencies
+
+
+def test_native_push_to_the_real_exporter(exporter_factory: Any) -> None:
+    exp = exporter_factory()
+    env = {"TPE_REPORT_URL": f"{exp.url}/api/v1/namespaces/ml/runs/bert/report"}
+    r = ProgressReporter(total_steps=100, environ=env, interval=0.05, framework="pytorch")
+    assert r.channels == ["exporter"]
+    for step in range(1, 11):
+        r.update(step=step, loss=2.0 / step, learning_rate=1e-4, tokens_per_second=5000 + step)
+    r.finish(timeout=5)
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert (run["job_name"], run["step"], run["max_steps"], run["finished"]) == (
+        "bert",
+        10,
+        100,
+        True,
+    )
+    assert run["loss"] == pytest.approx(0.2)
+    assert run["metrics"] == {"tokens_per_second": 5010.0}
+    assert run["info"]["framework"] == "pytorch"
+    assert r.errors == 0
+
+
+def test_kubeflow_channel_sends_upstream_body_with_token(capture: Capture, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret-token\n")
+    env = {"KUBEFLOW_TRAINER_SERVER_URL": capture.url, "KUBEFLOW_TRAINER_SERVER_TOKEN": str(token)}
+    r = ProgressReporter(total_steps=50, environ=env, interval=0.05)
+    r.update(step=20, loss=float("nan"), epoch=0.4)
+    r.finish(timeout=5)
+    _, headers, body = capture.requests[-1]
+    assert headers["Authorization"] == "Bearer secret-token"
+    report = parse_kubeflow(body, time.time()).report  # the upstream schema, accepted
+    assert (report.step, report.max_steps, report.epoch, report.progress) == (20, 50, 0.4, 1.0)
+    assert report.loss != report.loss  # NaN survives as the string "nan"
+
+
+def test_status_file_channel_is_read_by_the_file_source(
+    exporter_factory: Any, tmp_path: Path
+) -> None:
+    exp = exporter_factory(status_dir=str(tmp_path), namespace="local")
+    r = ProgressReporter(
+        total_steps=8, environ={"TPE_STATUS_FILE": str(tmp_path / "vit.json")}, interval=0.05
+    )
+    r.update(step=8, loss=0.1)
+    r.finish(timeout=5)
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp-")]  # renamed into place
+    exp.poll_once()
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert (run["namespace"], run["job_name"], run["step"], run["finished"]) == (
+        "local",
+        "vit",
+        8,
+        True,
+    )
+
+
+def test_stdout_is_the_fallback_channel() -> None:
+    out = io.StringIO()
+    r = ProgressReporter(total_steps=5, environ={}, interval=0.05, stdout=out)
+    assert r.channels == ["stdout"]
+    r.update(step=5)
+    r.finish(timeout=5)
+    line = out.getvalue().splitlines()[-1]
+    assert line.startswith(STDOUT_MARKER + " ")
+    report = parse_kubeflow(json.loads(line[len(STDOUT_MARKER) :]), time.time()).report
+    assert (report.step, report.max_steps, report.final) == (5, 5, True)
+
+
+@pytest.mark.parametrize(
+    ("env", "rank"),
+    [
+        ({}, 0),
+        ({"RANK": "3"}, 3),
+        ({"OMPI_COMM_WORLD_RANK": "1"}, 1),
+        ({"PMI_RANK": "2"}, 2),
+        ({"SLURM_PROCID": "5"}, 5),
+        ({"JAX_PROCESS_ID": "1"}, 1),
+        ({"LOCAL_RANK": "0", "GROUP_RANK": "0"}, 0),
+        ({"LOCAL_RANK": "0", "NODE_RANK": "1"}, 1),
+        ({"LOCAL_RANK": "2"}, 1),
+        ({"RANK": "0", "OMPI_COMM_WORLD_RANK": "4"}, 0),
+    ],
+)
+def test_global_rank(env: dict[str, str], rank: int) -> None:
+    assert global_rank(env) == rank
+
+
+def test_only_rank_zero_reports(capture: Capture) -> None:
+    env = {"TPE_REPORT_URL": capture.url, "RANK": "1"}
+    r = ProgressReporter(total_steps=5, environ=env, interval=0.05)
+    r.update(step=1)
+    r.finish(timeout=2)
+    assert not r.enabled and capture.requests == []
+    forced = ProgressReporter(total_steps=5, environ=env, interval=0.05, all_ranks=True)
+    forced.update(step=1)
+    forced.finish(timeout=5)
+    assert len(capture.requests) >= 1
+
+
+def test_updates_are_coalesced_and_rate_limited(capture: Capture) -> None:
+    r = ProgressReporter(total_steps=100_000, environ={"TPE_REPORT_URL": capture.url}, interval=0.5)
+    started = time.monotonic()
+    step = 0
+    while time.monotonic() - started < 1.2:
+        step += 1
+        r.update(step=step, loss=1.0)
+    r.finish(timeout=5)
+    # The first report at once, about one per 0.5 s, and the final one: never one per update.
+    assert 2 <= len(capture.requests) <= 5, len(capture.requests)
+    assert capture.requests[-1][2]["step"] == step and capture.requests[-1][2]["final"] is True
+
+
+def test_exporter_down_never_slows_or_breaks_training() -> None:
+    r = ProgressReporter(
+        total_steps=10, environ={"TPE_REPORT_URL": "http://127.0.0.1:9/x"}, interval=0.01
+    )
+    started = time.monotonic()
+    for step in range(10_000):
+        r.update(step=step, loss=0.5)
+    elapsed = time.monotonic() - started
+    t0 = time.monotonic()
+    r.finish(timeout=1.0)
+    assert time.monotonic() - t0 < 3.0
+    assert elapsed < 1.0  # 10,000 updates, no I/O on this thread
+    assert r.errors >= 1
+
+
+def test_slow_exporter_finish_is_bounded(capture: Capture) -> None:
+    capture.delay = 5.0
+    r = ProgressReporter(
+        total_steps=10, environ={"TPE_REPORT_URL": capture.url}, interval=0.05, timeout=10
+    )
+    r.update(step=1)
+    time.sleep(0.2)  # the first send is now stuck in the 5 s response
+    t0 = time.monotonic()
+    r.update(step=2)
+    r.finish(timeout=1.0)
+    assert time.monotonic() - t0 < 1.5
+
+
+def test_failing_exporter_is_retried_with_backoff_until_it_recovers(capture: Capture) -> None:
+    capture.status = 500
+    r = ProgressReporter(total_steps=10, environ={"TPE_REPORT_URL": capture.url}, interval=0.05)
+    r.update(step=1, loss=1.0)
+    deadline = time.monotonic() + 5
+    while not capture.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert r.errors >= 1
+    capture.status = 200
+    r.update(step=2, loss=0.9)
+    r.finish(timeout=5)
+    assert capture.requests[-1][2]["step"] == 2
+    # Backoff: after the first failure the next try waits at least 1 s, not the 0.05 s interval.
+    assert len(capture.requests) <= 4
+
+
+def test_process_exit_without_finish_still_flushes(capture: Capture, tmp_path: Path) -> None:
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r});"
+        "from exporter.reporter import ProgressReporter;"
+        f"env = {{'TPE_REPORT_URL': {capture.url!r}}};"
+        "r = ProgressReporter(total_steps=9, environ=env, interval=30);"
+        "r.update(step=1); import time; time.sleep(0.3); r.update(step=7, loss=0.25)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert capture.requests[-1][2]["step"] == 7
