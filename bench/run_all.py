@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import eta_accuracy, idle_footprint, metrics_render, push_ingest
+from . import eta_accuracy, idle_footprint, metrics_render, push_ingest, reporter_overhead
 
 OUT = Path(__file__).parent / "results" / "latest.json"
 
 
 def summary(r: dict[str, Any]) -> str:
     p, m, i, e = r["push_ingest"], r["metrics_render"], r["idle_footprint"], r["eta_accuracy"]
+    ro = r["reporter_overhead"]
     o, g = p["ours"], p["pushgateway"]
     rows = [
         "| benchmark | result | target |",
@@ -37,6 +38,12 @@ def summary(r: dict[str, Any]) -> str:
         " | < 1 % |",
         f"| ETA MAPE, corpus (ours vs naive) | {e['overall']['ours']:.1%} vs"
         f" {e['overall']['naive']:.1%} | ours <= half of naive |",
+        f"| reporter update(), median | {ro['update']['update_median_us']:.2f} µs (no-op call"
+        f" {ro['update']['noop_median_us']:.2f} µs) | <= 2 µs |",
+        "| reporter update(), exporter unreachable, p99 of 100,000 |"
+        f" {ro['unreachable']['p99_us']:.1f} µs"
+        " | <= 50 µs |",
+        f"| training steps/s with reporter / without | {ro['training']['ratio']:.3f} | >= 0.99 |",
     ]
     return "\n".join(rows)
 
@@ -50,6 +57,7 @@ def main() -> int:
         "metrics_render": metrics_render.run(),
         "idle_footprint": idle_footprint.run(),
         "push_ingest": push_ingest.run(),
+        "reporter_overhead": reporter_overhead.run(),
     }
     results["seconds"] = time.time() - started
     OUT.parent.mkdir(exist_ok=True)
