@@ -303,3 +303,73 @@ def test_process_exit_without_finish_still_flushes(capture: Capture, tmp_path: P
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert capture.requests[-1][2]["step"] == 7
+
+
+def test_kubeflow_channel_verifies_tls_with_the_given_ca(tmp_path: Path) -> None:
+    """HTTPS with a CA file, as the Kubeflow controller injects it."""
+    import ssl
+
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is part of the base system"
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    server = Capture()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+    url = server.url.replace("http://", "https://")
+    token = tmp_path / "token"
+    token.write_text("t")
+    try:
+        trusted = ProgressReporter(
+            total_steps=3,
+            interval=0.05,
+            environ={
+                "KUBEFLOW_TRAINER_SERVER_URL": url,
+                "KUBEFLOW_TRAINER_SERVER_TOKEN": str(token),
+                "KUBEFLOW_TRAINER_SERVER_CA_CERT": str(cert),
+            },
+        )
+        trusted.update(step=3)
+        trusted.finish(timeout=5)
+        assert (
+            trusted.errors == 0
+            and server.requests[-1][2]["trainerStatus"]["progressPercentage"] == 100
+        )
+        sent = len(server.requests)
+        untrusted = ProgressReporter(
+            total_steps=3,
+            interval=0.05,
+            environ={
+                "KUBEFLOW_TRAINER_SERVER_URL": url,
+                "KUBEFLOW_TRAINER_SERVER_TOKEN": str(token),
+            },
+        )
+        untrusted.update(step=3)
+        untrusted.finish(timeout=3)
+        assert untrusted.errors >= 1 and len(server.requests) == sent  # unknown CA: refused
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
