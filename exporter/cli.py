@@ -50,6 +50,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--max-custom-metrics", type=int, metavar="N", help="per run (default 32)")
 
+    top = sub.add_parser("top", help="a live table of training jobs")
+    where = top.add_mutually_exclusive_group()
+    where.add_argument(
+        "--exporter", metavar="URL", help="one exporter (default http://127.0.0.1:9465)"
+    )
+    where.add_argument(
+        "--prometheus", metavar="URL", help="Prometheus with the recording rules (cluster-wide)"
+    )
+    top.add_argument("--once", action="store_true", help="print one table and exit")
+    top.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    top.add_argument("--interval", type=float, default=2.0, metavar="SECONDS")
+
     demo = sub.add_parser("demo", help="run the exporter with simulated runs (no cluster needed)")
     demo.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9465")
     demo.add_argument(
@@ -124,10 +136,44 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _top(args: argparse.Namespace) -> int:
+    import os
+    import shutil
+
+    from . import top
+
+    if args.prometheus:
+        url = args.prometheus
+
+        def source() -> list[top.Row]:
+            return top.from_prometheus(url)
+    else:
+        url = args.exporter or os.environ.get("TPE_EXPORTER_URL", "http://127.0.0.1:9465")
+
+        def source() -> list[top.Row]:
+            return top.from_exporter(url)
+
+    tty = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
+    try:
+        return top.run(
+            source,
+            sys.stdout,
+            once=args.once,
+            output=args.output,
+            interval=args.interval,
+            width=lambda: shutil.get_terminal_size((120, 24)).columns,
+            tty=tty,
+        )
+    except KeyboardInterrupt:
+        return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "top":
+        return _top(args)
     return _demo(args)
 
 

@@ -30,6 +30,7 @@ STATE_STALLED = "stalled"
 STATE_PLATEAUED = "plateaued"
 STATE_DIVERGED = "diverged"
 STATE_FINISHED = "finished"
+STATE_FINISHED_RUNNING = "finished-but-running"  # finished, grace over, pod still holds GPUs
 STATE_WAITING = "waiting"  # reported, but no step or progress yet
 
 HISTORY_POINTS = 120
@@ -401,7 +402,12 @@ class Tracker:
 
     def _state(self, run: _Run, now: float, th: Thresholds) -> str:
         if run.finished:
-            return STATE_FINISHED
+            lingering = (
+                run.gone_since is None
+                and run.gpus > 0
+                and now - (run.last_step or run.last_report) > th.finished_grace_seconds
+            )
+            return STATE_FINISHED_RUNNING if lingering else STATE_FINISHED
         if (run.loss is not None and not math.isfinite(run.loss)) or (
             run.eval_loss is not None and not math.isfinite(run.eval_loss)
         ):

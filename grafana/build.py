@@ -28,25 +28,11 @@ NS = 'namespace=~"$namespace"'
 JOB = 'namespace="$namespace", job_name="$job_name"'
 DETAIL = "/d/training-job-detail/training-job-detail"
 
-# Job states for the fleet table; the highest code that applies wins (see _STATE_EXPR).
-STATES = [
-    (0, "Running", "green"),
-    (1, "Plateaued", "yellow"),
-    (2, "Stalled", "red"),
-    (3, "Diverged", "dark-red"),
-    (4, "Finished", "blue"),
-    (5, "Finished but running", "orange"),
-]
-# `or` keeps the left side where label sets match, so the states go from the highest code
-# down; series of different label sets (recording rules) are settled by max.
-_STATE_EXPR = f"""max by (namespace, job_name) (
-  namespace_pod_job_name:training_finished_running_seconds:max{{{NS}}} * 0 + 5
-  or (training_finished{{{NS}}} == 1) * 4
-  or count by (namespace, pod, job_name) (training_loss{{{NS}}} != training_loss{{{NS}}}) * 3
-  or namespace_pod_job_name:training_stalled_seconds:max{{{NS}}} * 0 + 2
-  or ((time() - training_last_improvement_timestamp_seconds{{{NS}}}) > training_plateau_window_seconds{{{NS}}}) * 0 + 1
-  or (training_run_active{{{NS}}} == 1) * 0
-)"""
+# Job states and their PromQL live in the package, shared with `top` and the status page.
+sys.path.insert(0, str(ROOT))
+from exporter.states import STATES, state_promql  # noqa: E402
+
+_STATE_EXPR = state_promql(NS)
 
 
 def target(
@@ -327,7 +313,7 @@ def jobs_dashboard() -> dict[str, Any]:
                             "type": "value",
                             "options": {
                                 str(code): {"text": text, "color": color, "index": code}
-                                for code, text, color in STATES
+                                for code, _, text, color in STATES
                             },
                         }
                     ],

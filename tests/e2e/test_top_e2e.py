@@ -1,0 +1,62 @@
+"""``top --prometheus`` against the real Prometheus of the e2e stack."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import LiveStack
+
+pytestmark = pytest.mark.e2e
+
+
+def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter.cli",
+            "top",
+            "--prometheus",
+            live_stack.prometheus_url,
+            "--once",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["job_name"]: r for r in json.loads(proc.stdout)}
+    assert {
+        n: rows[n]["state"] for n in ("healthy", "hung", "plateau", "diverging", "finished")
+    } == {
+        "healthy": "running",
+        "hung": "stalled",
+        "plateau": "plateaued",
+        "diverging": "diverged",
+        "finished": "finished-but-running",
+    }
+    order = [r["job_name"] for r in json.loads(proc.stdout)]
+    assert order.index("hung") < order.index("healthy")  # attention first
+    assert rows["healthy"]["gpus"] == 8 and rows["healthy"]["loss_trend"] == "down"
+    assert 0 < rows["healthy"]["progress"] < 1 and rows["healthy"]["step"] > 0
+    table = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter.cli",
+            "top",
+            "--prometheus",
+            live_stack.prometheus_url,
+            "--once",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert table.returncode == 0 and "hung" in table.stdout and "stalled" in table.stdout
