@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import choose_encoder
 
+from . import statuspage
 from .api import runs_document
 from .collector import render_runs_text
 from .ingest import Ingestor
@@ -45,16 +47,6 @@ def wants_openmetrics(accept: str) -> bool:
     return "application/openmetrics-text" in accept and not (
         "text/plain" in accept or "*/*" in accept
     )
-
-
-_INDEX = b"""<!doctype html><html><head><meta charset="utf-8">
-<title>training-progress-exporter</title></head><body>
-<h1>training-progress-exporter</h1>
-<ul><li><a href="metrics">/metrics</a> Prometheus metrics</li>
-<li><a href="api/v1/runs">/api/v1/runs</a> runs as JSON</li>
-<li><a href="healthz">/healthz</a>, <a href="readyz">/readyz</a></li></ul>
-</body></html>
-"""
 
 
 @dataclass
@@ -113,9 +105,28 @@ class _Handler(BaseHTTPRequestHandler):
             doc = runs_document(ctx.tracker.snapshot(now, history=True), now)
             self._send(200, json.dumps(doc).encode())
         elif path == "/":
-            self._send(200, _INDEX, "text/html; charset=utf-8")
+            now = ctx.clock()
+            page = statuspage.index(ctx.tracker.snapshot(now, history=True), now)
+            self._send(200, page.encode(), "text/html; charset=utf-8")
+        elif path.startswith("/runs/"):
+            self._run_page(path)
         else:
             self._send(404, status_body(404, "NotFound", f"no route for {path}"))
+
+    def _run_page(self, path: str) -> None:
+        parts = [unquote(p) for p in path.split("/")[2:]]
+        now = self.ctx.clock()
+        if len(parts) == 2:
+            for snap in self.ctx.tracker.snapshot(now, history=True):
+                if (snap.key.namespace, snap.key.pod) == (parts[0], parts[1]):
+                    page = statuspage.detail(snap, now)
+                    self._send(200, page.encode(), "text/html; charset=utf-8")
+                    return
+        self._send(
+            404,
+            b'<!doctype html><p>No such run. <a href="../../">All runs</a>',
+            "text/html; charset=utf-8",
+        )
 
     def _read_body(self) -> bytes | None:
         """The request body, or None after answering (no length, chunked, or too large)."""

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs everything the test suite and benchmarks talk to: Debian's Prometheus (promtool),
-# Alertmanager, Pushgateway and wrk, then the package with its test extra.
+# Alertmanager, Pushgateway, wrk, tmux (top in a real terminal) and Chromium (the status
+# page in a real browser), then torch (CPU) and the package with its test and ml extras.
 # Idempotent: skips apt when every binary is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 for pair in prometheus:prometheus promtool:prometheus prometheus-alertmanager:prometheus-alertmanager \
-            prometheus-pushgateway:prometheus-pushgateway wrk:wrk; do
+            prometheus-pushgateway:prometheus-pushgateway wrk:wrk tmux:tmux chromium:chromium; do
   bin=${pair%%:*}; pkg=${pair#*:}
   command -v "$bin" >/dev/null 2>&1 || need+=("$pkg")
 done

@@ -163,7 +163,7 @@ def test_health_readiness_and_index(exporter_factory: Any) -> None:
     exp.poll_once()
     assert http("GET", exp.url + "/readyz")[0] == 200
     status, body = http("GET", exp.url + "/")
-    assert status == 200 and b"/metrics" in body
+    assert status == 200 and b'href="metrics"' in body
 
 
 def test_api_runs_json(exporter_factory: Any, clock: Any) -> None:

@@ -1,0 +1,124 @@
+"""The status page: content and escaping (pure), over HTTP, and in real headless Chromium."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter import statuspage
+from exporter.demo import Demo
+from exporter.model import ProgressReport
+from exporter.tracker import RunKey, RunMeta, Tracker
+
+from .conftest import T0, FakeClock, http
+
+EVIL = '<script>document.title="pwned"</script>'
+CHROMIUM = shutil.which("chromium")
+SCREENSHOTS = Path(tempfile.gettempdir()) / "training-progress-exporter-screenshots"
+
+
+def test_index_and_detail_escape_everything() -> None:
+    tracker = Tracker()
+    key = RunKey("ml", f"pod{EVIL}", f"job{EVIL}")
+    for i in range(10):
+        tracker.apply(
+            key,
+            ProgressReport(step=i + 1, max_steps=10, loss=2.0 / (i + 1), metrics=(("acc", 0.5),)),
+            T0 + i,
+            RunMeta(framework=EVIL, gpus=1),
+        )
+    (snap,) = tracker.snapshot(T0 + 10, history=True)
+    for page in (statuspage.index([snap], T0 + 10), statuspage.detail(snap, T0 + 10)):
+        assert EVIL not in page and "&lt;script&gt;" in page
+        assert page.count("<script>") == 1  # only our own refresh script
+    assert "<polyline" in statuspage.index([snap], T0 + 10)
+
+
+def test_sparkline() -> None:
+    assert statuspage.sparkline(((0, 1.0),)) == ""
+    svg = statuspage.sparkline(((0, 3.0), (1, math.nan), (2, 2.0), (3, 1.0)), width=100, height=20)
+    assert svg.count(",") == 3 and 'width="100"' in svg
+
+
+def test_pages_over_http(exporter_factory: Any) -> None:
+    exp = exporter_factory()
+    exp.tracker.apply(
+        RunKey("ml", "bert-0", "bert"), ProgressReport(step=5, max_steps=10, loss=1.0), exp.clock()
+    )
+    status, body = http("GET", exp.url + "/")
+    assert status == 200 and b'href="runs/ml/bert-0"' in body
+    status, body = http("GET", exp.url + "/runs/ml/bert-0")
+    assert status == 200 and b"ml/bert" in body
+    assert http("GET", exp.url + "/runs/ml/nope")[0] == 404
+
+
+def chromium(*args: str, timeout: float = 60) -> str:
+    assert CHROMIUM
+    profile = tempfile.mkdtemp(prefix="chromium-")
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=3000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    shutil.rmtree(profile, ignore_errors=True)
+    return proc.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by the test command")
+def test_status_page_in_headless_chromium() -> None:
+    clock = FakeClock(T0)
+    demo = Demo(listen="127.0.0.1:0", clock=clock)
+    demo.exporter.start(poll_loop=False)
+    demo.exporter.tracker.apply(
+        RunKey("demo", f"x{EVIL}", f"evil{EVIL}"), ProgressReport(step=1), clock()
+    )
+    try:
+        for t in range(0, 181, 2):
+            clock.now = T0 + t
+            demo.tick(float(t))
+            demo.exporter.poll_once()
+        url = demo.exporter.url + "/"
+        dom = chromium("--dump-dom", url)
+        SCREENSHOTS.mkdir(exist_ok=True)
+        shot = SCREENSHOTS / "status-page.png"
+        chromium(f"--screenshot={shot}", "--window-size=1400,600", url)
+        detail_dom = chromium("--dump-dom", demo.exporter.url + "/runs/demo/hung-nccl")
+    finally:
+        demo.stop()
+    # The page lists the demo's runs with the right states (as the browser built the DOM).
+    for job, state in (
+        ("healthy-llm", "running"),
+        ("hung-nccl", "stalled"),
+        ("plateau-bert", "plateaued"),
+        ("diverging-gpt", "diverged"),
+        ("finished-vit", "finished"),
+    ):
+        row = next(line for line in dom.split("<tr>") if f">{job}</a>" in line)
+        assert f">{state}</span>" in row, (job, row[:300])
+    # An injected script is shown as text, never run.
+    assert "pwned" not in dom.split("<title>")[1].split("</title>")[0]
+    assert "&lt;script&gt;" in dom
+    # The detail view opens, from a relative link that works behind port-forward too.
+    assert 'href="runs/demo/hung-nccl"' in dom
+    assert "demo/hung-nccl" in detail_dom and ">stalled</span>" in detail_dom
+    assert shot.exists() and shot.stat().st_size > 10_000
