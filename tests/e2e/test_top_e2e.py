@@ -60,3 +60,28 @@ def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> No
         timeout=60,
     )
     assert table.returncode == 0 and "hung" in table.stdout and "stalled" in table.stdout
+
+
+def test_kubectl_progress_reads_prometheus(live_stack: LiveStack) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter.kubectl_progress",
+            "-n",
+            "e2e",
+            "--prometheus",
+            live_stack.prometheus_url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["hung"][1] == "stalled" and rows["finished"][1:3] == ["finished-but-running", "100"]
+    assert rows["diverging"][4] == "NaN"
+    assert rows["healthy"][6] != "<unknown>"  # age from training_start_timestamp_seconds
+    assert float(rows["healthy"][5]) >= 0

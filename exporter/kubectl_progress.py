@@ -1,0 +1,200 @@
+"""``kubectl progress``: training jobs with a PROGRESS % column, as a kubectl plugin.
+
+Installed as the console script ``kubectl-progress``, which kubectl finds on PATH:
+
+    kubectl progress [-n NAMESPACE | -A] [--prometheus URL] [-o json]
+
+With a Prometheus URL (flag or ``TPE_PROMETHEUS_URL``) it shows every training job the
+exporters see, through the recording rules. Without one it reads the TrainJobs' own
+``status.trainerStatus`` (Kubeflow Trainer's progress tracking) with the real ``kubernetes``
+client (kubeconfig, or in-cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any, cast
+
+from .top import Row, duration, fetch_json, from_prometheus
+
+TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE")
+
+
+def _age(created: str | None, now: float) -> float | None:
+    if not created:
+        return None
+    try:
+        return now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def trainjob_row(obj: dict[str, Any], now: float) -> tuple[Row, float | None]:
+    """A row (and the job's age) from a TrainJob object's ``status.trainerStatus``."""
+    meta = obj.get("metadata", {})
+    status = obj.get("status") or {}
+    trainer = status.get("trainerStatus") or {}
+    metrics = {
+        m.get("name"): m.get("value") for m in trainer.get("metrics") or [] if isinstance(m, dict)
+    }
+    conditions = {
+        c.get("type"): c.get("status")
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    }
+    progress = trainer.get("progressPercentage")
+    if conditions.get("Failed") == "True":
+        state = "failed"
+    elif conditions.get("Complete") == "True" or progress == 100:
+        state = "finished"
+    elif trainer:
+        state = "running"
+    else:
+        state = "waiting"
+    try:
+        loss = float(str(metrics["loss"])) if "loss" in metrics else None
+    except (TypeError, ValueError):
+        loss = None
+    row = Row(
+        namespace=meta.get("namespace", ""),
+        job_name=meta.get("name", ""),
+        state=state,
+        progress=progress / 100 if isinstance(progress, int | float) else None,
+        step=None,
+        max_steps=None,
+        eta_seconds=trainer.get("estimatedRemainingSeconds"),
+        loss=loss,
+        loss_trend=None,
+        gpus=None,
+        gpu_hours=None,
+    )
+    return row, _age(meta.get("creationTimestamp"), now)
+
+
+def from_kubernetes(namespace: str | None) -> list[tuple[Row, float | None]]:
+    """TrainJobs of one namespace (or all) from the API server."""
+    from kubernetes import client, config
+
+    try:
+        config.load_kube_config()
+    except Exception:
+        config.load_incluster_config()
+    api = client.CustomObjectsApi()
+    group, version, plural = TRAINJOB
+    doc: dict[str, Any]
+    if namespace is None:
+        doc = cast(dict[str, Any], api.list_cluster_custom_object(group, version, plural))
+    else:
+        doc = cast(
+            dict[str, Any], api.list_namespaced_custom_object(group, version, namespace, plural)
+        )
+    now = time.time()
+    return [trainjob_row(obj, now) for obj in doc.get("items", [])]
+
+
+def _loss(loss: float | None) -> str:
+    if loss is None:
+        return "-"
+    return "NaN" if math.isnan(loss) else f"{loss:.4g}"
+
+
+def render(rows: list[tuple[Row, float | None]], all_namespaces: bool) -> str:
+    """kubectl-style columns, separated by three spaces, no borders."""
+    header = (("NAMESPACE",) if all_namespaces else ()) + COLUMNS
+    table = [list(header)]
+    for r, age in rows:
+        cells = [
+            r.job_name,
+            r.state,
+            "-" if r.progress is None else f"{r.progress * 100:.0f}",
+            duration(r.eta_seconds) if r.eta_seconds is not None else "-",
+            _loss(r.loss),
+            "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}",
+            duration(age) if age is not None else "<unknown>",
+        ]
+        table.append(([r.namespace] if all_namespaces else []) + cells)
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["   ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in table]
+    return "\n".join(lines) + "\n"
+
+
+def from_prometheus_with_age(url: str) -> list[tuple[Row, float | None]]:
+    """Every job Prometheus sees, with its age from ``training_start_timestamp_seconds``."""
+    rows = from_prometheus(url)
+    query = urllib.parse.urlencode(
+        {"query": "min by (namespace, job_name) (training_start_timestamp_seconds)"}
+    )
+    doc = fetch_json(f"{url.rstrip('/')}/api/v1/query?{query}")
+    starts = {
+        (s["metric"].get("namespace"), s["metric"].get("job_name")): float(s["value"][1])
+        for s in doc.get("data", {}).get("result", [])
+    }
+    now = time.time()
+    return [
+        (
+            r,
+            now - starts[(r.namespace, r.job_name)]
+            if (r.namespace, r.job_name) in starts
+            else None,
+        )
+        for r in rows
+    ]
+
+
+def _current_namespace() -> str:
+    """The kubeconfig context's namespace, as kubectl would use it."""
+    try:
+        from kubernetes import config
+
+        _, context = config.list_kube_config_contexts()
+        return str(context.get("context", {}).get("namespace") or "default")
+    except Exception:
+        return "default"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="kubectl progress", description="Training jobs with their progress."
+    )
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true")
+    p.add_argument(
+        "--prometheus",
+        default=os.environ.get("TPE_PROMETHEUS_URL"),
+        help="Prometheus URL (default $TPE_PROMETHEUS_URL); without it, TrainJob status",
+    )
+    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    args = p.parse_args(argv)
+    namespace = None if args.all_namespaces else (args.namespace or _current_namespace())
+    try:
+        if args.prometheus:
+            rows = [
+                x
+                for x in from_prometheus_with_age(args.prometheus)
+                if namespace is None or x[0].namespace == namespace
+            ]
+        else:
+            rows = from_kubernetes(namespace)
+    except Exception as exc:  # a CLI: say what failed, in one line
+        print(f"kubectl progress: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps([{**asdict(r), "age_seconds": age} for r, age in rows], indent=2))
+    else:
+        sys.stdout.write(render(rows, args.all_namespaces))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
