@@ -32,8 +32,10 @@ class Exporter:
     ) -> None:
         self.config = config
         self.clock = clock
-        self.discovery = discovery or make_discovery(config.mode)
         self.tracker = Tracker(config.tracker_config())
+        self.discovery = discovery or make_discovery(
+            config.mode, self.tracker, clock, node_name=config.node_name
+        )
         self.stats = ExporterStats()
         self.ingestor = Ingestor(self.tracker, self.stats, clock)
         self.sources: list[PolledSource] = []
@@ -80,7 +82,8 @@ class Exporter:
         """Ready once every source has been polled once."""
         if not self._polled_once.is_set():
             return False, "starting: sources not polled yet"
-        return True, f"ok: mode={self.discovery.mode} runs={len(self.tracker)}"
+        ok, detail = self.discovery.ready()
+        return ok, f"{detail}; mode={self.discovery.mode} runs={len(self.tracker)}"
 
     def poll_once(self) -> None:
         """Poll every source once, then expire runs past retention."""
@@ -104,6 +107,7 @@ class Exporter:
         """Serve HTTP; also poll sources on the interval unless ``poll_loop`` is False
         (tests then call :meth:`poll_once` themselves)."""
         self._threads.append(serve_in_thread(self.server))
+        self.discovery.start()
         if not poll_loop:
             return
         poller = threading.Thread(target=self._loop, name="poller", daemon=True)
@@ -112,6 +116,7 @@ class Exporter:
 
     def stop(self) -> None:
         self._stop.set()
+        self.discovery.stop()
         self.server.shutdown()
         self.server.server_close()
         for source in self.sources:

@@ -10,10 +10,15 @@ reporter never need it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .sources.push import PushResolver, StandaloneResolver
+
+if TYPE_CHECKING:
+    from .tracker import Tracker
 
 # Set in every pod by the kubelet; its presence is how "auto" detects a cluster.
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
@@ -31,6 +36,9 @@ class Discovery:
     resolver: PushResolver
     # Standalone pushes have no pod whose deletion ends the run; they expire when idle.
     push_idle_expiry: bool
+    start: Callable[[], None] = lambda: None
+    stop: Callable[[], None] = lambda: None
+    ready: Callable[[], tuple[bool, str]] = lambda: (True, "standalone")
 
 
 def resolve_mode(mode: str, environ: Mapping[str, str]) -> str:
@@ -40,12 +48,61 @@ def resolve_mode(mode: str, environ: Mapping[str, str]) -> str:
     return mode
 
 
-def make_discovery(mode: str, environ: Mapping[str, str] | None = None) -> Discovery:
+def make_discovery(
+    mode: str,
+    tracker: Tracker | None = None,
+    clock: Callable[[], float] = time.time,
+    node_name: str = "",
+    environ: Mapping[str, str] | None = None,
+    core_api: Callable[[], Any] | None = None,
+) -> Discovery:
     """Build the discovery for ``mode`` (after resolving ``auto``)."""
     resolved = resolve_mode(mode, os.environ if environ is None else environ)
     if resolved == "standalone":
         return Discovery(mode="standalone", resolver=StandaloneResolver(), push_idle_expiry=True)
-    raise DiscoveryError(
-        "Kubernetes mode (pod discovery, GPU accounting, push authorization) is not "
-        "available in this release; run with --mode standalone"
+    if not node_name:
+        raise DiscoveryError("Kubernetes mode needs the node name: set NODE_NAME (downward API)")
+    if tracker is None:
+        raise DiscoveryError("Kubernetes mode needs the tracker")
+    from .kubernetes_discovery import KubernetesResolver, PodRegistry, PodWatcher
+
+    if core_api is None:
+        core_api = _core_api_factory()
+    registry = PodRegistry(node_name, tracker, clock)
+    watcher = PodWatcher(core_api, node_name, registry)
+    return Discovery(
+        mode="kubernetes",
+        resolver=KubernetesResolver(registry),
+        push_idle_expiry=False,
+        start=watcher.start,
+        stop=watcher.stop,
+        ready=watcher.ready,
     )
+
+
+def api_client() -> Any:
+    """A kubernetes ``ApiClient`` of its own (no change to the client's global default): the
+    in-cluster service account inside a pod, else ``$KUBECONFIG`` or ``~/.kube/config``.
+    Raises DiscoveryError."""
+    try:
+        from kubernetes import client, config
+    except ImportError as exc:
+        raise DiscoveryError(f"Kubernetes mode needs the kubernetes package: {exc}") from None
+    try:
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return client.ApiClient(configuration)
+    except Exception:
+        pass
+    try:
+        # Read KUBECONFIG now: the client's own default is fixed when it is first imported.
+        return config.new_client_from_config(config_file=os.environ.get("KUBECONFIG"))
+    except Exception as exc:
+        raise DiscoveryError(f"no in-cluster config and no usable kubeconfig: {exc}") from None
+
+
+def _core_api_factory() -> Callable[[], Any]:
+    from kubernetes import client
+
+    shared = api_client()
+    return lambda: client.CoreV1Api(shared)

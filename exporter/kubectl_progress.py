@@ -83,13 +83,11 @@ def trainjob_row(obj: dict[str, Any], now: float) -> tuple[Row, float | None]:
 
 def from_kubernetes(namespace: str | None) -> list[tuple[Row, float | None]]:
     """TrainJobs of one namespace (or all) from the API server."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    try:
-        config.load_kube_config()
-    except Exception:
-        config.load_incluster_config()
-    api = client.CustomObjectsApi()
+    from .discovery import api_client
+
+    api = client.CustomObjectsApi(api_client())
     group, version, plural = TRAINJOB
     doc: dict[str, Any]
     if namespace is None:
@@ -156,7 +154,7 @@ def _current_namespace() -> str:
     try:
         from kubernetes import config
 
-        _, context = config.list_kube_config_contexts()
+        _, context = config.list_kube_config_contexts(config_file=os.environ.get("KUBECONFIG"))
         return str(context.get("context", {}).get("namespace") or "default")
     except Exception:
         return "default"

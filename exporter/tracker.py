@@ -71,6 +71,9 @@ class RunMeta:
     deadline_timestamp: float | None = None
     gpu_seconds_budget: float | None = None
     thresholds: Overrides = ()  # from annotations; beat the report's own overrides
+    # When the pod got its GPUs (Kubernetes mode): GPU-seconds are then derived from it, so
+    # they survive an exporter restart without double counting.
+    gpu_start_timestamp: float | None = None
 
 
 @dataclass(frozen=True)
@@ -420,6 +423,13 @@ class Tracker:
             return STATE_PLATEAUED
         return STATE_RUNNING
 
+    def _gpu_seconds(self, run: _Run, now: float) -> float:
+        start = run.meta.gpu_start_timestamp
+        if start is None:
+            return run.gpu_seconds
+        end = now if run.gone_since is None else run.gone_since
+        return run.gpus * max(0.0, end - start)
+
     def _throughput(self, run: _Run) -> Throughput | None:
         key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
         if run.tp_cache is None or run.tp_cache[0] != key:
@@ -455,7 +465,7 @@ class Tracker:
             last_improvement_timestamp=run.last_improvement,
             finished=run.finished,
             gpus=run.gpus,
-            gpu_seconds=run.gpu_seconds,
+            gpu_seconds=self._gpu_seconds(run, now),
             stalled_gpu_seconds=run.stalled_gpu_seconds,
             # Annotations (meta) win over what the run reports about itself.
             deadline_timestamp=_first(run.meta.deadline_timestamp, run.deadline),

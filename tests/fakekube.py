@@ -35,6 +35,7 @@ class FakeKube:
         self.events: list[tuple[int, str, str, dict[str, Any]]] = []  # (rv, resource, type, obj)
         self.history = history
         self.requests: list[str] = []
+        self.down = False  # while True, every connection is dropped (an API server outage)
 
     @staticmethod
     def resource(api: str, plural: str) -> str:
@@ -69,6 +70,27 @@ class FakeKube:
         return self.events[0][0] - 1 if self.events else self.rv
 
 
+def _field(obj: dict[str, Any], path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part, "") if isinstance(value, dict) else ""
+    return str(value)
+
+
+def matches(obj: dict[str, Any], field_selector: str | None) -> bool:
+    """``fieldSelector`` of ``a.b=c`` / ``a.b!=c`` terms, as the API server applies it."""
+    for term in filter(None, (field_selector or "").split(",")):
+        if "!=" in term:
+            path, value = term.split("!=", 1)
+            if _field(obj, path) == value:
+                return False
+        else:
+            path, value = term.split("=", 1)
+            if _field(obj, path.rstrip("=")) != value:
+                return False
+    return True
+
+
 def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -87,6 +109,10 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             url = urlparse(self.path)
             kube.requests.append(self.path)
+            if kube.down:
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
             m = _PATH.match(url.path)
             if not m:
                 self._json(
@@ -98,12 +124,18 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             if query.get("watch") in ("true", "1"):
                 self._watch(api, m["plural"], m["ns"], query)
             else:
-                self._list(api, m["plural"], m["ns"], m["name"])
+                self._list(api, m["plural"], m["ns"], m["name"], query.get("fieldSelector"))
 
-        def _list(self, api: str, plural: str, ns: str | None, name: str | None) -> None:
+        def _list(
+            self, api: str, plural: str, ns: str | None, name: str | None, selector: str | None
+        ) -> None:
             with kube.lock:
                 store = kube.objects.get((api, plural), {})
-                items = [o for (n, _), o in sorted(store.items()) if ns is None or n == ns]
+                items = [
+                    o
+                    for (n, _), o in sorted(store.items())
+                    if (ns is None or n == ns) and matches(o, selector)
+                ]
                 rv = str(kube.rv)
             if name is not None:
                 match = [o for o in items if o["metadata"]["name"] == name]
@@ -158,6 +190,9 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             sent = since
             try:
                 while not deadline.is_set():
+                    if kube.down:
+                        self.close_connection = True
+                        return  # dropped mid-stream, no terminating chunk
                     with kube.lock:
                         new = [
                             e
@@ -165,6 +200,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                             if e[0] > sent
                             and e[1] == resource
                             and (ns is None or e[3]["metadata"].get("namespace") == ns)
+                            and matches(e[3], query.get("fieldSelector"))
                         ]
                         if not new:
                             kube.lock.wait(0.2)

@@ -144,7 +144,8 @@ def test_cli_reports_bad_config_clearly(tmp_path: Any) -> None:
     assert "stall_threshold" in proc.stderr and "soon" in proc.stderr
 
 
-def test_cli_kubernetes_mode_says_it_is_not_available_yet() -> None:
+def test_cli_kubernetes_mode_needs_the_node_name() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("NODE_NAME", "TPE_NODE_NAME")}
     proc = subprocess.run(
         [
             sys.executable,
@@ -159,5 +160,6 @@ def test_cli_kubernetes_mode_says_it_is_not_available_yet() -> None:
         capture_output=True,
         text=True,
         timeout=30,
+        env=env,
     )
-    assert proc.returncode == 2 and "--mode standalone" in proc.stderr
+    assert proc.returncode == 2 and "NODE_NAME" in proc.stderr

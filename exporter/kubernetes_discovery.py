@@ -1,0 +1,253 @@
+"""Kubernetes mode: the training pods on this node, kept current by list+watch.
+
+A :class:`PodWatcher` lists and watches the pods of one node (``spec.nodeName``) with the real
+``kubernetes`` client, the same load a kubelet puts on the API server: it resumes from the
+last resourceVersion, relists after 410 Gone, and reconnects with capped backoff while the
+API server is away, serving the last known pods meanwhile (``/readyz`` says degraded).
+The :class:`PodRegistry` it fills answers "which pod has this IP" for push authorization and
+"what do we know about this pod" for every report.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .pods import DEFAULT_GPU_RESOURCES, PodInfo, training_pod
+from .sources.push import Denied, PushTarget
+from .tracker import RunKey, RunMeta, Tracker
+
+log = logging.getLogger(__name__)
+
+
+def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
+    """The run metadata a training pod provides (labels on training_run_info, GPUs...)."""
+    return RunMeta(
+        job_kind=pod.job_kind,
+        source=source,
+        node=node,
+        rank=pod.rank,
+        container=pod.container,
+        gpus=pod.gpus,
+        deadline_timestamp=pod.deadline_timestamp,
+        gpu_seconds_budget=pod.gpu_seconds_budget,
+        thresholds=pod.thresholds,
+        gpu_start_timestamp=pod.start_timestamp,
+    )
+
+
+class PodRegistry:
+    """The training pods of this node, by (namespace, name) and by pod IP. Thread-safe."""
+
+    def __init__(self, node: str, tracker: Tracker, clock: Callable[[], float]) -> None:
+        self.node = node
+        self.tracker = tracker
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._pods: dict[tuple[str, str], PodInfo] = {}
+
+    def replace_all(self, pods: list[PodInfo]) -> None:
+        """A fresh list: pods missing from it are gone."""
+        new = {(p.namespace, p.name): p for p in pods}
+        with self._lock:
+            gone = [p for key, p in self._pods.items() if key not in new]
+            self._pods = new
+        for p in gone:
+            self._gone(p)
+        for p in pods:
+            self._changed(p)
+
+    def upsert(self, pod: PodInfo) -> None:
+        with self._lock:
+            self._pods[(pod.namespace, pod.name)] = pod
+        self._changed(pod)
+
+    def remove(self, namespace: str, name: str) -> None:
+        with self._lock:
+            pod = self._pods.pop((namespace, name), None)
+        if pod is not None:
+            self._gone(pod)
+
+    def get(self, namespace: str, name: str) -> PodInfo | None:
+        with self._lock:
+            return self._pods.get((namespace, name))
+
+    def by_ip(self, ip: str) -> list[PodInfo]:
+        with self._lock:
+            return [p for p in self._pods.values() if p.ip == ip]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._pods)
+
+    def _key(self, pod: PodInfo) -> RunKey:
+        return RunKey(pod.namespace, pod.name, pod.job_name)
+
+    def _changed(self, pod: PodInfo) -> None:
+        if pod.finished:
+            self.tracker.mark_gone(self._key(pod), self.clock())
+        else:
+            self.tracker.set_meta(self._key(pod), run_meta(pod, self.node, "push"), self.clock())
+
+    def _gone(self, pod: PodInfo) -> None:
+        self.tracker.mark_gone(self._key(pod), self.clock())
+
+
+class KubernetesResolver:
+    """Push authorization: only a pod on this node may push, and only for its own run."""
+
+    def __init__(self, registry: PodRegistry) -> None:
+        self.registry = registry
+
+    def resolve(
+        self, namespace: str, name: str, client_ip: str, authorization: str | None
+    ) -> PushTarget | Denied:
+        pods = self.registry.by_ip(client_ip)
+        if not pods:
+            return Denied("unknown_source", f"no training pod on this node has IP {client_ip}")
+        if any(p.host_network for p in pods):
+            # The node's IP is shared by every host-network pod: the IP proves nothing.
+            return Denied(
+                "host_network",
+                "pods on the host network cannot be told apart by IP; "
+                "token review is not available in this release",
+            )
+        pod = pods[0]
+        if pod.namespace != namespace:
+            return Denied(
+                "namespace_mismatch",
+                f"pod {pod.namespace}/{pod.name} may not report for namespace {namespace}",
+            )
+        if name not in (pod.job_name, pod.name):
+            return Denied(
+                "job_mismatch",
+                f"pod {pod.namespace}/{pod.name} belongs to {pod.job_name}, not {name}",
+            )
+        return PushTarget(
+            RunKey(pod.namespace, pod.name, pod.job_name), run_meta(pod, self.registry.node, "push")
+        )
+
+
+ApiFactory = Callable[[], Any]
+
+
+class PodWatcher:
+    """List+watch of one node's pods, feeding a :class:`PodRegistry`; see the module doc."""
+
+    def __init__(
+        self,
+        core_api: ApiFactory,
+        node: str,
+        registry: PodRegistry,
+        resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+        max_backoff: float = 30.0,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.core_api = core_api
+        self.node = node
+        self.registry = registry
+        self.resources = tuple(resources)
+        self.max_backoff = max_backoff
+        self.watch_timeout = watch_timeout
+        self.synced = threading.Event()
+        self.healthy = False
+        self.relists = 0
+        self.last_error = ""
+        self._stop = threading.Event()
+
+    def _list(self, api: Any) -> str:
+        # Raw JSON, not the client's models: faster for a thousand pods, and what the pure
+        # pod functions take.
+        resp = api.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={self.node}", _preload_content=False, _request_timeout=30
+        )
+        status = int(getattr(resp, "status", 200))
+        if not 200 <= status <= 299:
+            from kubernetes.client import ApiException
+
+            raise ApiException(status=status, reason="list pods")
+        doc = json.loads(resp.data)
+        pods = [training_pod(p, self.resources) for p in doc.get("items") or []]
+        self.registry.replace_all([p for p in pods if p is not None])
+        self.relists += 1
+        self.synced.set()
+        return str((doc.get("metadata") or {}).get("resourceVersion", ""))
+
+    def _watch(self, api: Any, rv: str) -> str:
+        from kubernetes import watch
+
+        w = watch.Watch()
+        for event in w.stream(
+            api.list_pod_for_all_namespaces,
+            field_selector=f"spec.nodeName={self.node}",
+            resource_version=rv,
+            timeout_seconds=self.watch_timeout,
+            allow_watch_bookmarks=True,
+            deserialize=False,
+        ):
+            if self._stop.is_set():
+                w.stop()
+                break
+            obj = event.get("object") or {}
+            meta = obj.get("metadata") or {}
+            rv = str(meta.get("resourceVersion") or rv)
+            kind = event["type"]
+            if kind == "DELETED":
+                self.registry.remove(meta.get("namespace", ""), meta.get("name", ""))
+            elif kind in ("ADDED", "MODIFIED"):
+                pod = training_pod(obj, self.resources)
+                if pod is None:
+                    self.registry.remove(meta.get("namespace", ""), meta.get("name", ""))
+                else:
+                    self.registry.upsert(pod)
+        return rv
+
+    def run(self) -> None:
+        """Until :meth:`stop`: list, then watch from the list's resourceVersion."""
+        from kubernetes.client import ApiException
+
+        backoff = 1.0
+        rv: str | None = None
+        while not self._stop.is_set():
+            try:
+                api = self.core_api()
+                if rv is None:
+                    rv = self._list(api)
+                self.healthy = True
+                backoff = 1.0
+                rv = self._watch(api, rv)
+            except ApiException as exc:
+                if exc.status == 410:  # our resourceVersion is too old: start over
+                    rv = None
+                    continue
+                self._failed(f"API server: HTTP {exc.status}")
+            except Exception as exc:  # connection refused, reset, timeout...
+                self._failed(f"API server unreachable: {exc.__class__.__name__}")
+            else:
+                continue
+            self._stop.wait(backoff)
+            backoff = min(self.max_backoff, backoff * 2)
+
+    def _failed(self, reason: str) -> None:
+        self.healthy = False
+        self.last_error = reason
+        log.warning("pod discovery: %s; serving the last known pods", reason)
+
+    def start(self) -> None:
+        threading.Thread(target=self.run, name="pod-watcher", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.synced.is_set():
+            return False, "starting: pods of this node not listed yet"
+        if not self.healthy:
+            return (
+                True,
+                f"degraded: {self.last_error}; serving the last known {len(self.registry)} pods",
+            )
+        return True, f"ok: {len(self.registry)} training pods on node {self.node}"

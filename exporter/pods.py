@@ -1,0 +1,169 @@
+"""Which pods are training pods, and what a pod says about its run: pure functions over the
+pod objects the Kubernetes API returns (as plain dicts, so tests need no client objects).
+
+One annotation prefix serves everything of ours: ``training-progress.io/``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .model import clean_label
+from .thresholds import BOUNDS, Overrides, parse_overrides
+
+PREFIX = "training-progress.io/"
+ANNOTATION_ENABLED = PREFIX + "enabled"  # "true" opts a pod in, "false" opts it out
+ANNOTATION_JOB = PREFIX + "job-name"
+ANNOTATION_DEADLINE = PREFIX + "deadline"  # RFC 3339
+ANNOTATION_BUDGET = PREFIX + "gpu-hours-budget"
+ANNOTATION_THRESHOLD = PREFIX + "threshold."  # + a threshold name, e.g. threshold.stall_seconds
+
+# (label, job kind), in order of precedence: the most specific workload first.
+JOB_LABELS: tuple[tuple[str, str], ...] = (
+    ("trainer.kubeflow.org/trainjob-name", "TrainJob"),
+    ("training.kubeflow.org/job-name", "KubeflowJob"),
+    ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
+    ("ray.io/originated-from-cr-name", "RayJob"),
+    ("batch.kubernetes.io/job-name", "Job"),
+    ("job-name", "Job"),
+)
+RANK_LABELS = (
+    "batch.kubernetes.io/job-completion-index",
+    "training.kubeflow.org/replica-index",
+    "jobset.sigs.k8s.io/job-index",
+)
+DEFAULT_GPU_RESOURCES = (
+    "nvidia.com/gpu",
+    "nvidia.com/mig-*",
+    "amd.com/gpu",
+    "gpu.intel.com/*",
+    "habana.ai/gaudi",
+    "aws.amazon.com/neuron*",
+    "google.com/tpu",
+)
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """What the exporter needs from one training pod."""
+
+    namespace: str
+    name: str
+    uid: str
+    ip: str
+    host_network: bool
+    job_name: str
+    job_kind: str
+    rank: str
+    container: str
+    gpus: float
+    start_timestamp: float | None  # when the pod got its node's resources (GPU-seconds start)
+    finished: bool  # Succeeded or Failed: no longer holds its GPUs
+    deadline_timestamp: float | None
+    gpu_seconds_budget: float | None
+    thresholds: Overrides
+
+
+def _time(value: Any) -> float | None:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _quantity(value: Any) -> float:
+    """A resource quantity as a number (GPUs are whole numbers; "1k" style is accepted)."""
+    text = str(value).strip()
+    suffixes = {"k": 1e3, "M": 1e6, "G": 1e9}
+    try:
+        if text and text[-1] in suffixes:
+            return float(text[:-1]) * suffixes[text[-1]]
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
+def gpus(pod: Mapping[str, Any], resources: Sequence[str] = DEFAULT_GPU_RESOURCES) -> float:
+    """GPUs the pod's containers are limited to (requests where no limit is given)."""
+    total = 0.0
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        amounts = dict(res.get("requests") or {})
+        amounts.update(res.get("limits") or {})
+        for name, value in amounts.items():
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in resources):
+                total += _quantity(value)
+    return total
+
+
+def _owner_job(meta: Mapping[str, Any]) -> tuple[str, str] | None:
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("name"):
+            return str(ref["name"]), str(ref.get("kind") or "")
+    return None
+
+
+def training_pod(
+    pod: Mapping[str, Any], resources: Sequence[str] = DEFAULT_GPU_RESOURCES
+) -> PodInfo | None:
+    """The pod as a training pod, or None when it is not one (or opted out)."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    enabled = str(annotations.get(ANNOTATION_ENABLED, "")).lower()
+    if enabled == "false":
+        return None
+    job = next(((labels[label], kind) for label, kind in JOB_LABELS if labels.get(label)), None)
+    if annotations.get(ANNOTATION_JOB):
+        job = (str(annotations[ANNOTATION_JOB]), job[1] if job else "Pod")
+    if job is None:
+        if enabled != "true":
+            return None
+        job = _owner_job(meta) or (str(meta.get("name", "")), "Pod")
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    containers = spec.get("containers") or []
+    rank = next((str(labels[label]) for label in RANK_LABELS if label in labels), "")
+    starts = [
+        _time((cs.get("state") or {}).get("running", {}).get("startedAt"))
+        for cs in status.get("containerStatuses") or []
+    ]
+    start = min((s for s in starts if s is not None), default=None) or _time(
+        status.get("startTime")
+    )
+    budget_raw = annotations.get(ANNOTATION_BUDGET)
+    budget = (
+        _quantity(budget_raw) * 3600
+        if budget_raw is not None and _quantity(budget_raw) > 0
+        else None
+    )
+    overrides = {
+        k[len(ANNOTATION_THRESHOLD) :]: v
+        for k, v in annotations.items()
+        if k.startswith(ANNOTATION_THRESHOLD) and k[len(ANNOTATION_THRESHOLD) :] in BOUNDS
+    }
+    return PodInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        ip=str(status.get("podIP") or ""),
+        host_network=bool(spec.get("hostNetwork")),
+        job_name=clean_label(job[0], 253) or "",
+        job_kind=clean_label(job[1], 64) or "",
+        rank=clean_label(rank, 16) or "",
+        container=clean_label(containers[0].get("name", "") if containers else "", 63) or "",
+        gpus=gpus(pod, resources),
+        start_timestamp=start,
+        finished=status.get("phase") in ("Succeeded", "Failed"),
+        deadline_timestamp=_time(annotations.get(ANNOTATION_DEADLINE)),
+        gpu_seconds_budget=budget,
+        thresholds=parse_overrides(overrides, lambda _reason: None),
+    )

@@ -1,0 +1,274 @@
+"""Kubernetes mode through the fake API server and the real ``kubernetes`` client: which pods
+are training pods, discovery by list+watch, GPU accounting, push authorization, outages."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exporter.app import Exporter
+from exporter.config import Config
+from exporter.pods import training_pod
+
+from .conftest import FakeClock, get_json, http
+from .fakekube import FakeKube, fake_kube
+
+NODE = "gpu-node-1"
+T_START = "2026-11-29T10:00:00Z"
+T_START_TS = 1795946400.0
+
+
+def pod(
+    ns: str,
+    name: str,
+    labels: dict[str, str] | None = None,
+    *,
+    ip: str = "10.0.0.5",
+    gpus: str | None = "8",
+    annotations: dict[str, str] | None = None,
+    node: str = NODE,
+    host_network: bool = False,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    resources = {"limits": {"nvidia.com/gpu": gpus}} if gpus else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "namespace": ns,
+            "name": name,
+            "uid": f"uid-{name}",
+            "labels": dict(labels or {}),
+            "annotations": annotations or {},
+        },
+        "spec": {
+            "nodeName": node,
+            "hostNetwork": host_network,
+            "containers": [{"name": "trainer", "image": "x", "resources": resources}],
+        },
+        "status": {
+            "phase": phase,
+            "podIP": ip,
+            "startTime": T_START,
+            "containerStatuses": [
+                {"name": "trainer", "state": {"running": {"startedAt": T_START}}}
+            ],
+        },
+    }
+
+
+TRAINJOB = {
+    "trainer.kubeflow.org/trainjob-name": "llm",
+    "batch.kubernetes.io/job-completion-index": "0",
+}
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "expected"),
+    [
+        (TRAINJOB, {}, ("llm", "TrainJob", "0")),
+        (
+            {"jobset.sigs.k8s.io/jobset-name": "js", "jobset.sigs.k8s.io/job-index": "3"},
+            {},
+            ("js", "JobSet", "3"),
+        ),
+        (
+            {"training.kubeflow.org/job-name": "pt", "training.kubeflow.org/replica-index": "1"},
+            {},
+            ("pt", "KubeflowJob", "1"),
+        ),
+        ({"batch.kubernetes.io/job-name": "b"}, {}, ("b", "Job", "")),
+        ({"ray.io/originated-from-cr-name": "ray"}, {}, ("ray", "RayJob", "")),
+        ({}, {"training-progress.io/enabled": "true"}, ("p", "Pod", "")),
+        (
+            {},
+            {"training-progress.io/enabled": "true", "training-progress.io/job-name": "named"},
+            ("named", "Pod", ""),
+        ),
+    ],
+)
+def test_training_pods_and_their_jobs(
+    labels: dict[str, str], annotations: dict[str, str], expected: tuple[str, str, str]
+) -> None:
+    info = training_pod(pod("ns", "p", labels, annotations=annotations))
+    assert info is not None and (info.job_name, info.job_kind, info.rank) == expected
+
+
+def test_not_training_pods() -> None:
+    assert training_pod(pod("ns", "web", {"app": "web"})) is None
+    assert (
+        training_pod(
+            pod("ns", "p", TRAINJOB, annotations={"training-progress.io/enabled": "false"})
+        )
+        is None
+    )
+
+
+def test_gpus_annotations_and_bounds() -> None:
+    p = pod(
+        "ns",
+        "p",
+        TRAINJOB,
+        gpus=None,
+        annotations={
+            "training-progress.io/deadline": "2026-12-01T00:00:00Z",
+            "training-progress.io/gpu-hours-budget": "100",
+            "training-progress.io/threshold.stall_seconds": "7200",
+            "training-progress.io/threshold.bogus": "1",
+        },
+    )
+    p["spec"]["containers"].append(
+        {
+            "name": "mig",
+            "resources": {
+                "requests": {"nvidia.com/mig-1g.10gb": "2"},
+                "limits": {"amd.com/gpu": "1", "cpu": "8"},
+            },
+        }
+    )
+    p["metadata"]["labels"]["trainer.kubeflow.org/trainjob-name"] = "x" * 10_000
+    info = training_pod(p)
+    assert info is not None
+    assert info.gpus == 3.0  # no resources on the first container; MIG request + AMD limit
+    assert info.deadline_timestamp == 1796083200.0 and info.gpu_seconds_budget == 360_000
+    assert info.thresholds == (("stall_seconds", 7200.0),)
+    assert len(info.job_name) == 253 and info.start_timestamp == T_START_TS
+
+
+@pytest.fixture
+def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
+    with fake_kube(tmp_path) as (fake, kubeconfig):
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        yield fake
+
+
+def k8s_exporter(clock: FakeClock) -> Exporter:
+    config = replace(Config(), listen="127.0.0.1:0", mode="kubernetes", node_name=NODE)
+    exp = Exporter(config, clock=clock)
+    exp.start(poll_loop=False)
+    return exp
+
+
+def wait(cond: Any, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+KF = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}/status"
+BODY = json.dumps({"trainerStatus": {"metrics": [{"name": "current_step", "value": "5"}]}}).encode()
+
+
+def test_push_authorization_by_pod_ip(kube: FakeKube) -> None:
+    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    kube.put("v1", "pods", pod("ml", "elsewhere", TRAINJOB, ip="127.0.0.1", node="other-node"))
+    exp = k8s_exporter(FakeClock(T_START_TS + 3600))
+    try:
+        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+        ok = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
+        other_ns = http("POST", exp.url + KF.format(ns="other", name="llm"), BODY)
+        other_job = http("POST", exp.url + KF.format(ns="ml", name="not-mine"), BODY)
+        runs = get_json(exp.url + "/api/v1/runs")["runs"]
+        text = http("GET", exp.url + "/metrics")[1].decode()
+    finally:
+        exp.stop()
+    assert ok[0] == 200, ok[1]
+    assert other_ns[0] == 403 and json.loads(other_ns[1])["reason"] == "Forbidden"
+    assert other_job[0] == 403
+    (run,) = runs
+    assert (run["namespace"], run["pod"], run["job_name"], run["step"]) == ("ml", "llm-0", "llm", 5)
+    assert (
+        run["info"]["job_kind"] == "TrainJob"
+        and run["info"]["node"] == NODE
+        and run["info"]["rank"] == "0"
+    )
+    # GPU-seconds from the pod's start (an hour ago), not from when the exporter first saw it.
+    assert run["gpus"] == 8 and run["gpu_seconds"] == pytest.approx(8 * 3600)
+    assert 'training_exporter_drops_total{reason="namespace_mismatch",source="push"} 1.0' in text
+    assert 'training_exporter_drops_total{reason="job_mismatch",source="push"} 1.0' in text
+
+
+def test_unknown_ip_and_host_network_are_refused(kube: FakeKube) -> None:
+    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="10.1.2.3"))
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    try:
+        wait(lambda: exp.discovery.ready()[0])
+        unknown = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
+        kube.put("v1", "pods", pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
+        wait(lambda: "host-0" in json.dumps(exp.discovery.ready()) or len(_registry(exp)) == 2)
+        host = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
+    finally:
+        exp.stop()
+    assert unknown[0] == 403 and "10.1.2.3" not in json.loads(unknown[1])["message"]
+    assert host[0] == 403 and "host network" in json.loads(host[1])["message"]
+
+
+def _registry(exp: Exporter) -> Any:
+    return exp.discovery.resolver.registry  # type: ignore[attr-defined]
+
+
+def test_watch_adds_and_deletes_and_gpu_seconds_survive_a_restart(kube: FakeKube) -> None:
+    clock = FakeClock(T_START_TS + 600)
+    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    exp = k8s_exporter(clock)
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
+        kube.put(
+            "v1",
+            "pods",
+            pod(
+                "ml",
+                "llm-1",
+                {**TRAINJOB, "batch.kubernetes.io/job-completion-index": "1"},
+                ip="10.0.0.9",
+            ),
+        )
+        wait(lambda: len(_registry(exp)) == 2)  # arrived by watch, not by a relist
+        assert exp.discovery.resolver.registry.get("ml", "llm-1").rank == "1"  # type: ignore[attr-defined]
+        before = get_json(exp.url + "/api/v1/runs")["runs"][0]["gpu_seconds"]
+    finally:
+        exp.stop()
+    restarted = k8s_exporter(clock)
+    try:
+        wait(lambda: len(_registry(restarted)) == 2)
+        assert http("POST", restarted.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
+        after = get_json(restarted.url + "/api/v1/runs")["runs"][0]["gpu_seconds"]
+        kube.delete("v1", "pods", "ml", "llm-0")
+        wait(lambda: get_json(restarted.url + "/api/v1/runs")["runs"][0]["gone"])
+    finally:
+        restarted.stop()
+    assert before == after == pytest.approx(8 * 600)
+
+
+def test_api_server_outage_serves_last_state_then_recovers(kube: FakeKube) -> None:
+    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    watcher = exp.discovery.stop.__self__  # type: ignore[attr-defined]
+    try:
+        exp.poll_once()
+        wait(lambda: len(_registry(exp)) == 1)
+        kube.down = True
+        wait(lambda: "degraded" in exp.ready()[1], timeout=15)
+        assert http("GET", exp.url + "/readyz")[0] == 200
+        assert (
+            http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
+        )  # last known pods
+        relists = watcher.relists
+        for i in range(1100):  # history moves on while we are away: our resourceVersion expires
+            kube.put("v1", "pods", pod("ml", f"other-{i}", {"app": "web"}, ip="10.9.0.1"))
+        kube.put("v1", "pods", pod("ml", "llm-new", TRAINJOB, ip="10.0.0.7"))
+        kube.down = False
+        wait(lambda: exp.ready()[1].startswith("ok"), timeout=40)
+        wait(lambda: _registry(exp).get("ml", "llm-new") is not None)
+        assert watcher.relists > relists  # 410 Gone -> relisted
+    finally:
+        exp.stop()
