@@ -33,16 +33,23 @@ class Exporter:
         self.config = config
         self.clock = clock
         self.tracker = Tracker(config.tracker_config())
-        self.discovery = discovery or make_discovery(
-            config.mode, self.tracker, clock, node_name=config.node_name
-        )
         self.stats = ExporterStats()
         self.ingestor = Ingestor(self.tracker, self.stats, clock)
+        self.discovery = discovery or make_discovery(
+            config.mode,
+            self.tracker,
+            clock,
+            node_name=config.node_name,
+            ingestor=self.ingestor,
+            kubelet_root=config.kubelet_root,
+            http_timeout=config.http_timeout,
+        )
         self.sources: list[PolledSource] = []
         for factory in POLLED_SOURCES.values():
             source = factory(config, self.ingestor)
             if source is not None:
                 self.sources.append(source)
+        self.sources += list(self.discovery.sources)
         self_collector = ExporterCollector(self.tracker, self.stats)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(TrainingCollector(self.tracker, clock))

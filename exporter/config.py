@@ -66,6 +66,7 @@ class Config:
     max_custom_metrics: int = 32
     max_runs: int = 10_000
     node_name: str = ""
+    kubelet_root: str = "/var/lib/kubelet"
 
     def tracker_config(self) -> TrackerConfig:
         return TrackerConfig(
@@ -104,7 +105,7 @@ _DURATIONS = {
 }
 _INTS = {"max_custom_metrics", "max_runs"}
 _RATIOS = {"divergence_ratio", "throughput_drop_ratio"}
-_STRINGS = {"listen", "mode", "namespace", "status_dir", "node_name"}
+_STRINGS = {"listen", "mode", "namespace", "status_dir", "node_name", "kubelet_root"}
 SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets"})
 
 

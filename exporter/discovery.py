@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .sources.push import PushResolver, StandaloneResolver
+from .tracker import RunKey
 
 if TYPE_CHECKING:
+    from .ingest import Ingestor
     from .tracker import Tracker
 
 # Set in every pod by the kubelet; its presence is how "auto" detects a cluster.
@@ -39,6 +41,8 @@ class Discovery:
     start: Callable[[], None] = lambda: None
     stop: Callable[[], None] = lambda: None
     ready: Callable[[], tuple[bool, str]] = lambda: (True, "standalone")
+    # Sources only this mode has (Kubernetes: annotated pods' status files and HTTP endpoints).
+    sources: tuple[Any, ...] = ()
 
 
 def resolve_mode(mode: str, environ: Mapping[str, str]) -> str:
@@ -55,6 +59,9 @@ def make_discovery(
     node_name: str = "",
     environ: Mapping[str, str] | None = None,
     core_api: Callable[[], Any] | None = None,
+    ingestor: Ingestor | None = None,
+    kubelet_root: str = "/var/lib/kubelet",
+    http_timeout: float = 2.0,
 ) -> Discovery:
     """Build the discovery for ``mode`` (after resolving ``auto``)."""
     resolved = resolve_mode(mode, os.environ if environ is None else environ)
@@ -70,6 +77,30 @@ def make_discovery(
         core_api = _core_api_factory()
     registry = PodRegistry(node_name, tracker, clock)
     watcher = PodWatcher(core_api, node_name, registry)
+    sources: tuple[Any, ...] = ()
+    if ingestor is not None:
+        from .kubernetes_discovery import run_meta
+        from .sources.http import HttpSource, HttpTarget
+        from .sources.kubelet_file import KubeletFileSource
+
+        def file_meta(pod: Any) -> Any:
+            return run_meta(pod, node_name, "file")
+
+        def http_targets() -> list[HttpTarget]:
+            return [
+                HttpTarget(
+                    RunKey(p.namespace, p.name, p.job_name),
+                    p.http_url,
+                    run_meta(p, node_name, "http"),
+                )
+                for p in registry.all()
+                if p.http_url and not p.finished
+            ]
+
+        sources = (
+            KubeletFileSource(kubelet_root, registry.all, file_meta, ingestor),
+            HttpSource(http_targets, ingestor, timeout=http_timeout),
+        )
     return Discovery(
         mode="kubernetes",
         resolver=KubernetesResolver(registry),
@@ -77,6 +108,7 @@ def make_discovery(
         start=watcher.start,
         stop=watcher.stop,
         ready=watcher.ready,
+        sources=sources,
     )
 
 

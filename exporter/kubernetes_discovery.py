@@ -75,6 +75,10 @@ class PodRegistry:
         with self._lock:
             return self._pods.get((namespace, name))
 
+    def all(self) -> list[PodInfo]:
+        with self._lock:
+            return list(self._pods.values())
+
     def by_ip(self, ip: str) -> list[PodInfo]:
         with self._lock:
             return [p for p in self._pods.values() if p.ip == ip]

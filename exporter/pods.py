@@ -7,6 +7,7 @@ One annotation prefix serves everything of ours: ``training-progress.io/``.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +22,13 @@ ANNOTATION_JOB = PREFIX + "job-name"
 ANNOTATION_DEADLINE = PREFIX + "deadline"  # RFC 3339
 ANNOTATION_BUDGET = PREFIX + "gpu-hours-budget"
 ANNOTATION_THRESHOLD = PREFIX + "threshold."  # + a threshold name, e.g. threshold.stall_seconds
+ANNOTATION_HTTP_PORT = PREFIX + "http-port"  # pull JSON progress from the pod on this port
+ANNOTATION_HTTP_PATH = PREFIX + "http-path"  # ... at this path (default /metrics)
+ANNOTATION_STATUS_VOLUME = PREFIX + "status-volume"  # an emptyDir the pod writes its file to
+ANNOTATION_STATUS_FILE = PREFIX + "status-file"  # ... named this (default progress.json)
+ODH_PROGRESSION = "trainer.opendatahub.io/progression-tracking"
+ODH_PORT = 28080
+_SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 
 # (label, job kind), in order of precedence: the most specific workload first.
 JOB_LABELS: tuple[tuple[str, str], ...] = (
@@ -66,6 +74,41 @@ class PodInfo:
     deadline_timestamp: float | None
     gpu_seconds_budget: float | None
     thresholds: Overrides
+    http_url: str | None = None  # where to pull JSON progress from, if anywhere
+    status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
+
+
+def _http_url(ip: str, annotations: Mapping[str, Any]) -> str | None:
+    if not ip:
+        return None
+    host = f"[{ip}]" if ":" in ip else ip  # IPv6 pod IPs need brackets in a URL
+    path = str(annotations.get(ANNOTATION_HTTP_PATH, "/metrics"))
+    if not path.startswith("/") or any(c in path for c in " \r\n"):
+        return None
+    port_raw = annotations.get(ANNOTATION_HTTP_PORT)
+    if port_raw is None:
+        if str(annotations.get(ODH_PROGRESSION, "")).lower() != "true":
+            return None
+        port_raw = ODH_PORT
+    try:
+        port = int(str(port_raw))
+    except ValueError:
+        return None
+    return f"http://{host}:{port}{path}" if 0 < port < 65536 else None
+
+
+def _status_file(annotations: Mapping[str, Any]) -> tuple[str, str] | None:
+    volume = annotations.get(ANNOTATION_STATUS_VOLUME)
+    name = str(annotations.get(ANNOTATION_STATUS_FILE, "progress.json"))
+    if (
+        not isinstance(volume, str)
+        or not _SIMPLE_NAME.match(volume)
+        or not _SIMPLE_NAME.match(name)
+    ):
+        return None  # names only: no "/", no ".."
+    if volume in (".", "..") or name in (".", ".."):
+        return None
+    return volume, name
 
 
 def _time(value: Any) -> float | None:
@@ -166,4 +209,6 @@ def training_pod(
         deadline_timestamp=_time(annotations.get(ANNOTATION_DEADLINE)),
         gpu_seconds_budget=budget,
         thresholds=parse_overrides(overrides, lambda _reason: None),
+        http_url=_http_url(str(status.get("podIP") or ""), annotations),
+        status_file=_status_file(annotations),
     )

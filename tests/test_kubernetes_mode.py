@@ -4,6 +4,7 @@ are training pods, discovery by list+watch, GPU accounting, push authorization, 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -272,3 +273,117 @@ def test_api_server_outage_serves_last_state_then_recovers(kube: FakeKube) -> No
         assert watcher.relists > relists  # 410 Gone -> relisted
     finally:
         exp.stop()
+
+
+def k8s_exporter_with(clock: FakeClock, **overrides: Any) -> Exporter:
+    config = replace(Config(), listen="127.0.0.1:0", mode="kubernetes", node_name=NODE, **overrides)
+    exp = Exporter(config, clock=clock)
+    exp.start(poll_loop=False)
+    return exp
+
+
+def test_pod_urls_from_annotations() -> None:
+    odh = training_pod(
+        pod(
+            "ml",
+            "p",
+            TRAINJOB,
+            ip="10.1.1.1",
+            annotations={"trainer.opendatahub.io/progression-tracking": "true"},
+        )
+    )
+    ours = training_pod(
+        pod(
+            "ml",
+            "p",
+            TRAINJOB,
+            ip="fd00::5",
+            annotations={
+                "training-progress.io/http-port": "8000",
+                "training-progress.io/http-path": "/progress",
+            },
+        )
+    )
+    bad = training_pod(
+        pod("ml", "p", TRAINJOB, annotations={"training-progress.io/http-port": "99999"})
+    )
+    vol = training_pod(
+        pod("ml", "p", TRAINJOB, annotations={"training-progress.io/status-volume": "../etc"})
+    )
+    assert odh is not None and odh.http_url == "http://10.1.1.1:28080/metrics"
+    assert ours is not None and ours.http_url == "http://[fd00::5]:8000/progress"
+    assert bad is not None and bad.http_url is None
+    assert vol is not None and vol.status_file is None
+
+
+def test_status_files_through_the_kubelet_pods_directory(kube: FakeKube, tmp_path: Path) -> None:
+    root = tmp_path / "kubelet"
+    annotations = {"training-progress.io/status-volume": "progress"}
+    cases = {}
+    for name in ("good", "shadow", "linkdir", "fifo", "huge"):
+        p = pod(
+            "ml",
+            name,
+            {"batch.kubernetes.io/job-name": name},
+            ip=f"10.0.1.{len(cases) + 1}",
+            annotations=annotations,
+        )
+        kube.put("v1", "pods", p)
+        volume = root / "pods" / f"uid-{name}" / "volumes" / "kubernetes.io~empty-dir" / "progress"
+        cases[name] = volume
+    for name, volume in cases.items():
+        if name == "linkdir":
+            volume.parent.mkdir(parents=True)
+            volume.symlink_to("/etc")  # the volume replaced by a link out of place
+            continue
+        volume.mkdir(parents=True)
+    (cases["good"] / "progress.json").write_text('{"step": 42, "max_steps": 100}')
+    (cases["shadow"] / "progress.json").symlink_to("/etc/shadow")
+    os.mkfifo(cases["fifo"] / "progress.json")
+    with open(cases["huge"] / "progress.json", "wb") as fh:
+        fh.truncate(1 << 30)
+    exp = k8s_exporter_with(FakeClock(T_START_TS), kubelet_root=str(root))
+    try:
+        wait(lambda: len(_registry(exp)) == 5)
+        started = time.monotonic()
+        exp.poll_once()
+        assert time.monotonic() - started < 2
+        runs = get_json(exp.url + "/api/v1/runs")["runs"]
+        drops = exp.stats.snapshot().drops
+    finally:
+        exp.stop()
+    assert [(r["pod"], r["step"], r["info"]["source"]) for r in runs] == [("good", 42, "file")]
+    assert drops[("file", "symlink")] == 2  # the file link and the volume link
+    assert drops[("file", "not_regular_file")] == 1 and drops[("file", "oversize")] == 1
+
+
+def test_http_pull_from_an_annotated_pod(kube: FakeKube) -> None:
+    from .test_sources import ProgressionServer
+
+    server = ProgressionServer()
+    server.routes["/progress"] = (200, b'{"currentStep": 7, "totalSteps": 70}', 0.0)
+    port = server.httpd.server_address[1]
+    kube.put(
+        "v1",
+        "pods",
+        pod(
+            "ml",
+            "pull-0",
+            TRAINJOB,
+            ip="127.0.0.1",
+            annotations={
+                "training-progress.io/http-port": str(port),
+                "training-progress.io/http-path": "/progress",
+            },
+        ),
+    )
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        exp.poll_once()
+        (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    finally:
+        exp.stop()
+        server.httpd.shutdown()
+    assert (run["pod"], run["job_name"], run["step"], run["max_steps"]) == ("pull-0", "llm", 7, 70)
+    assert run["info"]["source"] == "http" and run["gpus"] == 8
