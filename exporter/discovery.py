@@ -59,6 +59,7 @@ def make_discovery(
     node_name: str = "",
     environ: Mapping[str, str] | None = None,
     core_api: Callable[[], Any] | None = None,
+    custom_api: Callable[[], Any] | None = None,
     ingestor: Ingestor | None = None,
     kubelet_root: str = "/var/lib/kubelet",
     http_timeout: float = 2.0,
@@ -97,9 +98,17 @@ def make_discovery(
                 if p.http_url and not p.finished
             ]
 
+        from .sources.trainjob import TrainJobSource
+
+        def trainjob_meta(pod: Any) -> Any:
+            return run_meta(pod, node_name, "trainjob")
+
         sources = (
             KubeletFileSource(kubelet_root, registry.all, file_meta, ingestor),
             HttpSource(http_targets, ingestor, timeout=http_timeout),
+            TrainJobSource(
+                custom_api or _custom_api_factory(), registry.all, trainjob_meta, ingestor
+            ),
         )
     return Discovery(
         mode="kubernetes",
@@ -138,3 +147,10 @@ def _core_api_factory() -> Callable[[], Any]:
 
     shared = api_client()
     return lambda: client.CoreV1Api(shared)
+
+
+def _custom_api_factory() -> Callable[[], Any]:
+    from kubernetes import client
+
+    shared = api_client()
+    return lambda: client.CustomObjectsApi(shared)

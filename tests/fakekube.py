@@ -121,6 +121,12 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 return
             api = "v1" if m["core"] else f"{m['group']}/{m['version']}"
             query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            if api != "v1" and (api, m["plural"]) not in kube.objects:
+                # A custom resource nobody defined: the CRD is not installed.
+                self._json(
+                    404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"}
+                )
+                return
             if query.get("watch") in ("true", "1"):
                 self._watch(api, m["plural"], m["ns"], query)
             else:

@@ -387,3 +387,106 @@ def test_http_pull_from_an_annotated_pod(kube: FakeKube) -> None:
         server.httpd.shutdown()
     assert (run["pod"], run["job_name"], run["step"], run["max_steps"]) == ("pull-0", "llm", 7, 70)
     assert run["info"]["source"] == "http" and run["gpus"] == 8
+
+
+def trainjob_obj(
+    ns: str, name: str, status: Any = None, annotations: dict[str, str] | None = None
+) -> dict:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"namespace": ns, "name": name, "annotations": annotations or {}},
+        "status": {"trainerStatus": status} if status is not None else {},
+    }
+
+
+def trainjob_source(exp: Exporter) -> Any:
+    from exporter.sources.trainjob import TrainJobSource
+
+    (source,) = [s for s in exp.sources if isinstance(s, TrainJobSource)]
+    return source
+
+
+def test_trainjob_status_is_exported_by_the_rank0_node_only(kube: FakeKube) -> None:
+    api = "trainer.kubeflow.org/v1alpha1"
+    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.1"))
+    kube.put(
+        "v1",
+        "pods",
+        pod(
+            "ml",
+            "elsewhere-node-0",
+            {
+                "trainer.kubeflow.org/trainjob-name": "far",
+                "batch.kubernetes.io/job-completion-index": "0",
+            },
+            node="other-node",
+        ),
+    )
+    kube.put("v1", "pods", pod("ml", "odh-node-0", {"trainer.kubeflow.org/trainjob-name": "odh"}))
+    kube.put("v1", "pods", pod("ml", "bad-node-0", {"trainer.kubeflow.org/trainjob-name": "bad"}))
+    kube.put(
+        api,
+        "trainjobs",
+        trainjob_obj(
+            "ml",
+            "llm",
+            {
+                "progressPercentage": 45,
+                "metrics": [
+                    {"name": "current_step", "value": "450"},
+                    {"name": "total_steps", "value": "1000"},
+                ],
+            },
+        ),
+    )
+    kube.put(api, "trainjobs", trainjob_obj("ml", "far", {"progressPercentage": 10}))
+    kube.put(
+        api,
+        "trainjobs",
+        trainjob_obj(
+            "ml",
+            "odh",
+            annotations={
+                "trainer.opendatahub.io/trainerStatus": json.dumps(
+                    {"currentStep": 3, "totalSteps": 9}
+                )
+            },
+        ),
+    )
+    kube.put(api, "trainjobs", trainjob_obj("ml", "bad", {"progressPercentage": "lots"}))
+    clock = FakeClock(T_START_TS)
+    exp = k8s_exporter(clock)
+    try:
+        wait(lambda: len(_registry(exp)) == 3)
+        exp.poll_once()
+        runs = {r["job_name"]: r for r in get_json(exp.url + "/api/v1/runs")["runs"]}
+        source = trainjob_source(exp)
+        first = runs["llm"]["last_report_timestamp_seconds"]
+        clock.advance(60)
+        source._next = 0.0  # the 15 s rate limit, for the test
+        exp.poll_once()  # unchanged TrainJob: no new report
+        again = get_json(exp.url + "/api/v1/runs")["runs"]
+        drops = exp.stats.snapshot().drops
+    finally:
+        exp.stop()
+    assert set(runs) == {"llm", "odh"}  # "far" belongs to the other node; "bad" is malformed
+    assert (runs["llm"]["pod"], runs["llm"]["step"], runs["llm"]["max_steps"]) == (
+        "llm-node-0",
+        450,
+        1000,
+    )
+    assert runs["llm"]["info"]["source"] == "trainjob" and runs["odh"]["step"] == 3
+    assert [r["last_report_timestamp_seconds"] for r in again if r["job_name"] == "llm"] == [first]
+    assert drops[("trainjob", "invalid_progress")] == 1
+
+
+def test_trainjob_source_is_off_without_the_crd(kube: FakeKube) -> None:
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    try:
+        wait(lambda: exp.discovery.ready()[0])
+        exp.poll_once()
+        assert trainjob_source(exp).available is False
+        assert ("trainjob", "unreachable") not in exp.stats.snapshot().drops
+    finally:
+        exp.stop()
