@@ -42,6 +42,7 @@ class Exporter:
             node_name=config.node_name,
             ingestor=self.ingestor,
             kubelet_root=config.kubelet_root,
+            token_audience=config.token_audience,
             http_timeout=config.http_timeout,
         )
         self.sources: list[PolledSource] = []

@@ -67,6 +67,7 @@ class Config:
     max_runs: int = 10_000
     node_name: str = ""
     kubelet_root: str = "/var/lib/kubelet"
+    token_audience: str = "training-progress-exporter"
 
     def tracker_config(self) -> TrackerConfig:
         return TrackerConfig(
@@ -105,7 +106,15 @@ _DURATIONS = {
 }
 _INTS = {"max_custom_metrics", "max_runs"}
 _RATIOS = {"divergence_ratio", "throughput_drop_ratio"}
-_STRINGS = {"listen", "mode", "namespace", "status_dir", "node_name", "kubelet_root"}
+_STRINGS = {
+    "listen",
+    "mode",
+    "namespace",
+    "status_dir",
+    "node_name",
+    "kubelet_root",
+    "token_audience",
+}
 SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets"})
 
 

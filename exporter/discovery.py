@@ -60,6 +60,8 @@ def make_discovery(
     environ: Mapping[str, str] | None = None,
     core_api: Callable[[], Any] | None = None,
     custom_api: Callable[[], Any] | None = None,
+    auth_api: Callable[[], Any] | None = None,
+    token_audience: str = "training-progress-exporter",
     ingestor: Ingestor | None = None,
     kubelet_root: str = "/var/lib/kubelet",
     http_timeout: float = 2.0,
@@ -72,12 +74,13 @@ def make_discovery(
         raise DiscoveryError("Kubernetes mode needs the node name: set NODE_NAME (downward API)")
     if tracker is None:
         raise DiscoveryError("Kubernetes mode needs the tracker")
-    from .kubernetes_discovery import KubernetesResolver, PodRegistry, PodWatcher
+    from .kubernetes_discovery import KubernetesResolver, PodRegistry, PodWatcher, TokenReview
 
     if core_api is None:
         core_api = _core_api_factory()
     registry = PodRegistry(node_name, tracker, clock)
     watcher = PodWatcher(core_api, node_name, registry)
+    review = TokenReview(auth_api or _auth_api_factory(), token_audience)
     sources: tuple[Any, ...] = ()
     if ingestor is not None:
         from .kubernetes_discovery import run_meta
@@ -112,7 +115,7 @@ def make_discovery(
         )
     return Discovery(
         mode="kubernetes",
-        resolver=KubernetesResolver(registry),
+        resolver=KubernetesResolver(registry, review),
         push_idle_expiry=False,
         start=watcher.start,
         stop=watcher.stop,
@@ -147,6 +150,13 @@ def _core_api_factory() -> Callable[[], Any]:
 
     shared = api_client()
     return lambda: client.CoreV1Api(shared)
+
+
+def _auth_api_factory() -> Callable[[], Any]:
+    from kubernetes import client
+
+    shared = api_client()
+    return lambda: client.AuthenticationV1Api(shared)
 
 
 def _custom_api_factory() -> Callable[[], Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -100,11 +101,35 @@ class PodRegistry:
         self.tracker.mark_gone(self._key(pod), self.clock())
 
 
-class KubernetesResolver:
-    """Push authorization: only a pod on this node may push, and only for its own run."""
+TokenReviewer = Callable[[str], "tuple[str, str] | None"]
 
-    def __init__(self, registry: PodRegistry) -> None:
+
+class KubernetesResolver:
+    """Push authorization: only a pod on this node may push, and only for its own run.
+
+    A pod is recognized by its IP. Pods on the host network share the node's IP, so for them
+    (and only them) the bearer token decides: a projected service-account token whose
+    TokenReview names the pod.
+    """
+
+    def __init__(self, registry: PodRegistry, review: TokenReviewer | None = None) -> None:
         self.registry = registry
+        self.review = review
+
+    def _by_token(self, authorization: str | None) -> PodInfo | Denied:
+        if not authorization or not authorization.startswith("Bearer ") or self.review is None:
+            return Denied(
+                "host_network",
+                "pods on the host network must send a projected "
+                "service-account token (Authorization: Bearer)",
+            )
+        identity = self.review(authorization[len("Bearer ") :].strip())
+        if identity is None:
+            return Denied("token_rejected", "the token did not pass the TokenReview")
+        pod = self.registry.get(*identity)
+        if pod is None:
+            return Denied("unknown_source", "the token belongs to no training pod on this node")
+        return pod
 
     def resolve(
         self, namespace: str, name: str, client_ip: str, authorization: str | None
@@ -114,11 +139,10 @@ class KubernetesResolver:
             return Denied("unknown_source", f"no training pod on this node has IP {client_ip}")
         if any(p.host_network for p in pods):
             # The node's IP is shared by every host-network pod: the IP proves nothing.
-            return Denied(
-                "host_network",
-                "pods on the host network cannot be told apart by IP; "
-                "token review is not available in this release",
-            )
+            found = self._by_token(authorization)
+            if isinstance(found, Denied):
+                return found
+            pods = [found]
         pod = pods[0]
         if pod.namespace != namespace:
             return Denied(
@@ -136,6 +160,66 @@ class KubernetesResolver:
 
 
 ApiFactory = Callable[[], Any]
+
+
+class TokenReview:
+    """Who a projected service-account token belongs to, asked of the API server
+    (``create`` on ``tokenreviews``), cached for a few minutes per token."""
+
+    POD_NAME = "authentication.kubernetes.io/pod-name"
+
+    def __init__(
+        self,
+        auth_api: ApiFactory,
+        audience: str,
+        ttl: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.auth_api = auth_api
+        self.audience = audience
+        self.ttl = ttl
+        self.clock = clock
+        self._cache: dict[str, tuple[float, tuple[str, str] | None]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, token: str) -> tuple[str, str] | None:
+        """(namespace, pod name) for a valid token of our audience, else None."""
+        now = self.clock()
+        with self._lock:
+            hit = self._cache.get(token)
+            if hit and hit[0] > now:
+                return hit[1]
+        result = self._review(token)
+        with self._lock:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[token] = (now + self.ttl, result)
+        return result
+
+    def _review(self, token: str) -> tuple[str, str] | None:
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token, "audiences": [self.audience]},
+        }
+        try:
+            resp = self.auth_api().create_token_review(
+                body, _preload_content=False, _request_timeout=10
+            )
+            status = json.loads(resp.data).get("status") or {}
+        except Exception:
+            return None
+        user = status.get("user") or {}
+        username = str(user.get("username", ""))
+        pods = (user.get("extra") or {}).get(self.POD_NAME) or []
+        if not status.get("authenticated") or self.audience not in (
+            status.get("audiences") or [self.audience]
+        ):
+            return None
+        parts = username.split(":")
+        if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"] or len(pods) != 1:
+            return None
+        return parts[2], str(pods[0])
 
 
 class PodWatcher:

@@ -36,6 +36,8 @@ class FakeKube:
         self.history = history
         self.requests: list[str] = []
         self.down = False  # while True, every connection is dropped (an API server outage)
+        # TokenReview: token -> (namespace, service account, pod name, audiences)
+        self.tokens: dict[str, tuple[str, str, str, list[str]]] = {}
 
     @staticmethod
     def resource(api: str, plural: str) -> str:
@@ -105,6 +107,32 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            kube.requests.append("POST " + self.path)
+            body = json.loads(
+                self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}"
+            )
+            if self.path != "/apis/authentication.k8s.io/v1/tokenreviews":
+                self._json(
+                    404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"}
+                )
+                return
+            spec = body.get("spec") or {}
+            known = kube.tokens.get(spec.get("token", ""))
+            wanted = spec.get("audiences") or []
+            status: dict[str, Any] = {"authenticated": False}
+            if known and (not wanted or set(wanted) & set(known[3])):
+                ns, sa, pod_name, audiences = known
+                status = {
+                    "authenticated": True,
+                    "audiences": [a for a in audiences if a in wanted] or audiences,
+                    "user": {
+                        "username": f"system:serviceaccount:{ns}:{sa}",
+                        "extra": {"authentication.kubernetes.io/pod-name": [pod_name]},
+                    },
+                }
+            self._json(201, {**body, "status": status})
 
         def do_GET(self) -> None:
             url = urlparse(self.path)

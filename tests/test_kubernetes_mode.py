@@ -490,3 +490,36 @@ def test_trainjob_source_is_off_without_the_crd(kube: FakeKube) -> None:
         assert ("trainjob", "unreachable") not in exp.stats.snapshot().drops
     finally:
         exp.stop()
+
+
+def test_host_network_pods_need_a_token_that_names_them(kube: FakeKube) -> None:
+    kube.put("v1", "pods", pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
+    kube.put(
+        "v1",
+        "pods",
+        pod(
+            "team-b",
+            "other-host-0",
+            {"batch.kubernetes.io/job-name": "other"},
+            ip="127.0.0.1",
+            host_network=True,
+        ),
+    )
+    kube.tokens["good"] = ("ml", "trainer", "host-0", ["training-progress-exporter"])
+    kube.tokens["other-pod"] = ("team-b", "trainer", "other-host-0", ["training-progress-exporter"])
+    kube.tokens["wrong-audience"] = ("ml", "trainer", "host-0", ["https://kubernetes.default.svc"])
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    url = exp.url + KF.format(ns="ml", name="llm")
+    try:
+        wait(lambda: len(_registry(exp)) == 2)
+        results = {
+            token: http("POST", url, BODY, {"Authorization": f"Bearer {token}"} if token else {})[0]
+            for token in ("", "good", "other-pod", "wrong-audience", "forged")
+        }
+        reviews = [r for r in kube.requests if r.startswith("POST")]
+        http("POST", url, BODY, {"Authorization": "Bearer good"})  # cached: no new review
+        again = [r for r in kube.requests if r.startswith("POST")]
+    finally:
+        exp.stop()
+    assert results == {"": 403, "good": 200, "other-pod": 403, "wrong-audience": 403, "forged": 403}
+    assert len(again) == len(reviews)
