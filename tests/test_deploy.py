@@ -1,0 +1,202 @@
+"""deploy/: every overlay renders with ``kubectl kustomize``, validates strictly against the
+Kubernetes 1.31 schemas (core kinds) and against the Prometheus Operator schemas (fixtures),
+and the DaemonSet keeps its hardening."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).parent.parent
+OVERLAYS = ["plain", "prometheus-operator"]
+KUBECTL = shutil.which("kubectl")
+CRDS = ROOT / "tests" / "fixtures" / "crds"
+OPERATOR_KINDS = {
+    "PodMonitor": "podmonitor.schema.json",
+    "PrometheusRule": "prometheusrule.schema.json",
+}
+
+
+def render(overlay: str) -> list[dict[str, Any]]:
+    if not KUBECTL:
+        if os.environ.get("CI"):
+            pytest.fail("kubectl is on these machines")
+        pytest.skip("kubectl not installed")
+    out = subprocess.run(
+        [KUBECTL, "kustomize", str(ROOT / "deploy" / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
+    import jsonschema
+
+    docs = render(overlay)
+    core = [d for d in docs if d["kind"] not in OPERATOR_KINDS]
+    operator = [d for d in docs if d["kind"] in OPERATOR_KINDS]
+    path = tmp_path / "core.yaml"
+    path.write_text(yaml.safe_dump_all(core))
+    validate = shutil.which("kubernetes-validate")
+    assert validate, "kubernetes-validate is a test dependency"
+    proc = subprocess.run(
+        [validate, "--strict", "-k", "1.31.0", "--quiet", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for doc in operator:
+        schema = json.loads((CRDS / OPERATOR_KINDS[doc["kind"]]).read_text())
+        jsonschema.validate(doc, schema)
+    kinds = sorted(d["kind"] for d in docs)
+    base = [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "DaemonSet",
+        "Namespace",
+        "Service",
+        "ServiceAccount",
+    ]
+    if overlay == "plain":
+        assert kinds == base
+    else:
+        assert kinds == sorted(
+            [*base, "PodMonitor", "PrometheusRule", "ConfigMap", "ConfigMap", "ConfigMap"]
+        )
+        (pm,) = [d for d in docs if d["kind"] == "PodMonitor"]
+        assert pm["spec"]["podMetricsEndpoints"][0]["honorLabels"] is True
+
+
+def test_a_typo_fails_the_operator_schema() -> None:
+    import jsonschema
+
+    doc = next(d for d in render("prometheus-operator") if d["kind"] == "PodMonitor")
+    doc["spec"]["podMetricsEndpoints"][0]["honourLabels"] = True
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, json.loads((CRDS / "podmonitor.schema.json").read_text()))
+
+
+def test_daemonset_is_hardened() -> None:
+    (ds,) = [d for d in render("plain") if d["kind"] == "DaemonSet"]
+    pod = ds["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in c["env"]}
+    assert env["NODE_NAME"] == "spec.nodeName" and env["HOST_IP"] == "status.hostIP"
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert all(m["readOnly"] for m in mounts.values())
+    assert mounts["kubelet-pods"]["mountPropagation"] == "HostToContainer"
+    host_paths = sorted(v["hostPath"]["path"] for v in pod["volumes"])
+    assert host_paths == ["/var/lib/kubelet/pods", "/var/log/pods"]
+    assert c["resources"]["requests"] and c["resources"]["limits"]
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert {t["key"] for t in pod["tolerations"]} >= {"nvidia.com/gpu", "amd.com/gpu"}
+
+
+def test_rbac_is_read_only_plus_tokenreviews() -> None:
+    (role,) = [d for d in render("plain") if d["kind"] == "ClusterRole"]
+    rules = {
+        (tuple(r["apiGroups"]), tuple(r["resources"])): tuple(r["verbs"]) for r in role["rules"]
+    }
+    assert rules == {
+        (("",), ("pods",)): ("get", "list", "watch"),
+        (("trainer.kubeflow.org",), ("trainjobs",)): ("get", "list", "watch"),
+        (("authentication.k8s.io",), ("tokenreviews",)): ("create",),
+    }
+    (svc,) = [d for d in render("plain") if d["kind"] == "Service"]
+    assert svc["spec"]["internalTrafficPolicy"] == "Local"
+
+
+def test_examples_and_scrape_config_validate(tmp_path: Path) -> None:
+    validate = shutil.which("kubernetes-validate")
+    assert validate
+    for example in sorted((ROOT / "deploy" / "examples").glob("*.yaml")):
+        proc = subprocess.run(
+            [validate, "--strict", "-k", "1.31.0", "--quiet", str(example)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, f"{example.name}: {proc.stdout}{proc.stderr}"
+    scrape = yaml.safe_load(
+        (ROOT / "deploy/overlays/plain/prometheus-scrape-config.yaml").read_text()
+    )
+    (job,) = scrape["scrape_configs"]
+    assert job["honor_labels"] is True and job["kubernetes_sd_configs"][0]["role"] == "pod"
+
+
+def test_k3s_cluster_runs_the_exporter() -> None:
+    """Where Docker runs: build the image, deploy the base on k3s, see a training pod's metrics."""
+    try:
+        import docker
+
+        docker.from_env(timeout=5).ping()
+    except Exception as exc:
+        pytest.skip(f"needs a Docker engine for testcontainers k3s (none answers here: {exc})")
+    from testcontainers.k3s import K3SContainer
+
+    client = docker.from_env()
+    client.images.build(
+        path=str(ROOT), dockerfile="deploy/Dockerfile", tag="training-progress-exporter:test"
+    )
+    with K3SContainer() as k3s:
+        kubeconfig = Path(os.environ.get("TMPDIR", "/tmp")) / "k3s.yaml"
+        kubeconfig.write_text(k3s.config_yaml())
+        image = client.images.get("training-progress-exporter:test")
+        archive = Path(os.environ.get("TMPDIR", "/tmp")) / "image.tar"
+        with open(archive, "wb") as fh:
+            for chunk in image.save():
+                fh.write(chunk)
+        k3s.get_wrapped_container().exec_run(["mkdir", "-p", "/images"])
+        subprocess.run(
+            ["docker", "cp", str(archive), f"{k3s.get_wrapped_container().id}:/images/image.tar"],
+            check=True,
+        )
+        k3s.get_wrapped_container().exec_run(["ctr", "images", "import", "/images/image.tar"])
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        manifest = subprocess.run(
+            [KUBECTL or "kubectl", "kustomize", str(ROOT / "deploy/base")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        manifest = manifest.replace(
+            "ghcr.io/training-progress-exporter/training-progress-exporter:0.1.0",
+            "training-progress-exporter:test",
+        )
+        subprocess.run(
+            [KUBECTL or "kubectl", "apply", "-f", "-"],
+            input=manifest,
+            text=True,
+            env=env,
+            check=True,
+        )
+        subprocess.run(
+            [
+                KUBECTL or "kubectl",
+                "-n",
+                "training-progress",
+                "rollout",
+                "status",
+                "ds/training-progress-exporter",
+                "--timeout=180s",
+            ],
+            env=env,
+            check=True,
+        )
