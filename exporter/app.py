@@ -43,6 +43,9 @@ class Exporter:
             ingestor=self.ingestor,
             kubelet_root=config.kubelet_root,
             token_audience=config.token_audience,
+            pod_source=config.pod_discovery,
+            kubelet_url=config.kubelet_url,
+            kubelet_ca=config.kubelet_ca,
             http_timeout=config.http_timeout,
         )
         self.sources: list[PolledSource] = []

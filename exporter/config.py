@@ -68,6 +68,9 @@ class Config:
     node_name: str = ""
     kubelet_root: str = "/var/lib/kubelet"
     token_audience: str = "training-progress-exporter"
+    pod_discovery: str = "apiserver"
+    kubelet_url: str = ""
+    kubelet_ca: str = ""
 
     def tracker_config(self) -> TrackerConfig:
         return TrackerConfig(
@@ -114,6 +117,9 @@ _STRINGS = {
     "node_name",
     "kubelet_root",
     "token_audience",
+    "pod_discovery",
+    "kubelet_url",
+    "kubelet_ca",
 }
 SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets"})
 

@@ -62,6 +62,9 @@ def make_discovery(
     custom_api: Callable[[], Any] | None = None,
     auth_api: Callable[[], Any] | None = None,
     token_audience: str = "training-progress-exporter",
+    pod_source: str = "apiserver",
+    kubelet_url: str = "",
+    kubelet_ca: str = "",
     ingestor: Ingestor | None = None,
     kubelet_root: str = "/var/lib/kubelet",
     http_timeout: float = 2.0,
@@ -76,10 +79,19 @@ def make_discovery(
         raise DiscoveryError("Kubernetes mode needs the tracker")
     from .kubernetes_discovery import KubernetesResolver, PodRegistry, PodWatcher, TokenReview
 
-    if core_api is None:
-        core_api = _core_api_factory()
     registry = PodRegistry(node_name, tracker, clock)
-    watcher = PodWatcher(core_api, node_name, registry)
+    watcher: Any
+    if pod_source == "kubelet":
+        from .kubelet_discovery import KubeletPoller
+
+        host = (os.environ if environ is None else environ).get("HOST_IP", "127.0.0.1")
+        watcher = KubeletPoller(
+            kubelet_url or f"https://{host}:10250", registry, ca_path=kubelet_ca
+        )
+    elif pod_source == "apiserver":
+        watcher = PodWatcher(core_api or _core_api_factory(), node_name, registry)
+    else:
+        raise DiscoveryError(f"pod_discovery must be apiserver or kubelet, not {pod_source!r}")
     review = TokenReview(auth_api or _auth_api_factory(), token_audience)
     sources: tuple[Any, ...] = ()
     if ingestor is not None:

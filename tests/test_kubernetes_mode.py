@@ -523,3 +523,42 @@ def test_host_network_pods_need_a_token_that_names_them(kube: FakeKube) -> None:
         exp.stop()
     assert results == {"": 403, "good": 200, "other-pod": 403, "wrong-audience": 403, "forged": 403}
     assert len(again) == len(reviews)
+
+
+def test_kubelet_pods_discovery(kube: FakeKube) -> None:
+    """pod_discovery: kubelet reads the node's pods from the kubelet's /pods, not the API."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    pods = {
+        "kind": "PodList",
+        "apiVersion": "v1",
+        "items": [pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"), pod("ml", "web", {"app": "web"})],
+    }
+
+    class Kubelet(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_GET(self) -> None:
+            body = json.dumps(pods).encode() if self.path == "/pods" else b"{}"
+            self.send_response(200 if self.path == "/pods" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    kubelet = ThreadingHTTPServer(("127.0.0.1", 0), Kubelet)
+    threading.Thread(target=kubelet.serve_forever, daemon=True).start()
+    exp = k8s_exporter_with(
+        FakeClock(T_START_TS),
+        pod_discovery="kubelet",
+        kubelet_url=f"http://127.0.0.1:{kubelet.server_address[1]}",
+    )
+    try:
+        wait(lambda: exp.discovery.ready()[0])
+        assert "from the kubelet" in exp.discovery.ready()[1]
+        assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
+        assert not [r for r in kube.requests if "/pods" in r]  # the API server was not asked
+    finally:
+        exp.stop()
+        kubelet.shutdown()
