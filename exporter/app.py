@@ -44,6 +44,7 @@ class Exporter:
             kubelet_root=config.kubelet_root,
             token_audience=config.token_audience,
             pod_source=config.pod_discovery,
+            gpu_resources=config.gpu_resources,
             kubelet_url=config.kubelet_url,
             kubelet_ca=config.kubelet_ca,
             http_timeout=config.http_timeout,

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from .estimate import EstimatorConfig
+from .pods import DEFAULT_GPU_RESOURCES
 from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
 from .thresholds import BOUNDS, Thresholds, parse_overrides
 from .tracker import RunKey, RunMeta, TrackerConfig
@@ -71,6 +72,7 @@ class Config:
     pod_discovery: str = "apiserver"
     kubelet_url: str = ""
     kubelet_ca: str = ""
+    gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
 
     def tracker_config(self) -> TrackerConfig:
         return TrackerConfig(
@@ -121,7 +123,7 @@ _STRINGS = {
     "kubelet_url",
     "kubelet_ca",
 }
-SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets"})
+SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets", "gpu_resources"})
 
 
 def _target(raw: Any, namespace: str) -> HttpTarget:
@@ -174,6 +176,13 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             if not lo <= ratio <= hi:
                 raise ConfigError(f"{origin}: {key} must be a number from {lo} to {hi}")
             changes[key] = ratio
+        elif key == "gpu_resources":
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(
+                isinstance(i, str) and i for i in items
+            ):
+                raise ConfigError(f"{origin}: gpu_resources must be a list of resource names")
+            changes[key] = tuple(i.strip() for i in items)
         elif key == "http_targets":
             if not isinstance(value, list):
                 raise ConfigError(f"{origin}: http_targets must be a list")

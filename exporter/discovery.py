@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .pods import DEFAULT_GPU_RESOURCES
 from .sources.push import PushResolver, StandaloneResolver
 from .tracker import RunKey
 
@@ -63,6 +64,7 @@ def make_discovery(
     auth_api: Callable[[], Any] | None = None,
     token_audience: str = "training-progress-exporter",
     pod_source: str = "apiserver",
+    gpu_resources: tuple[str, ...] | None = None,
     kubelet_url: str = "",
     kubelet_ca: str = "",
     ingestor: Ingestor | None = None,
@@ -86,10 +88,18 @@ def make_discovery(
 
         host = (os.environ if environ is None else environ).get("HOST_IP", "127.0.0.1")
         watcher = KubeletPoller(
-            kubelet_url or f"https://{host}:10250", registry, ca_path=kubelet_ca
+            kubelet_url or f"https://{host}:10250",
+            registry,
+            ca_path=kubelet_ca,
+            resources=gpu_resources or DEFAULT_GPU_RESOURCES,
         )
     elif pod_source == "apiserver":
-        watcher = PodWatcher(core_api or _core_api_factory(), node_name, registry)
+        watcher = PodWatcher(
+            core_api or _core_api_factory(),
+            node_name,
+            registry,
+            resources=gpu_resources or DEFAULT_GPU_RESOURCES,
+        )
     else:
         raise DiscoveryError(f"pod_discovery must be apiserver or kubelet, not {pod_source!r}")
     review = TokenReview(auth_api or _auth_api_factory(), token_audience)

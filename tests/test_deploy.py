@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).parent.parent
-OVERLAYS = ["plain", "prometheus-operator"]
+OVERLAYS = ["plain", "prometheus-operator", "kubelet-discovery"]
 KUBECTL = shutil.which("kubectl")
 CRDS = ROOT / "tests" / "fixtures" / "crds"
 OPERATOR_KINDS = {
@@ -71,6 +71,18 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     ]
     if overlay == "plain":
         assert kinds == base
+    elif overlay == "kubelet-discovery":
+        (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+        env = {
+            e["name"]: e.get("value")
+            for e in ds["spec"]["template"]["spec"]["containers"][0]["env"]
+        }
+        assert env["TPE_POD_DISCOVERY"] == "kubelet"
+        roles = [d for d in docs if d["kind"] == "ClusterRole"]
+        assert any(
+            r["rules"] == [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]
+            for r in roles
+        )
     else:
         assert kinds == sorted(
             [*base, "PodMonitor", "PrometheusRule", "ConfigMap", "ConfigMap", "ConfigMap"]

@@ -562,3 +562,63 @@ def test_kubelet_pods_discovery(kube: FakeKube) -> None:
     finally:
         exp.stop()
         kubelet.shutdown()
+
+
+def test_thousand_pods_custom_gpu_resources_and_a_pod_deleted_mid_report(kube: FakeKube) -> None:
+    for i in range(1000):
+        p = pod(
+            f"team-{i % 10}",
+            f"w-{i}",
+            {"batch.kubernetes.io/job-name": f"j{i}"},
+            ip=f"10.2.{i // 250}.{i % 250}",
+            gpus=None,
+        )
+        p["spec"]["containers"][0]["resources"] = {
+            "limits": {"example.com/npu": "4", "nvidia.com/gpu": "1"}
+        }
+        kube.put("v1", "pods", p)
+    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    exp = k8s_exporter_with(FakeClock(T_START_TS), gpu_resources=("example.com/npu",))
+    try:
+        wait(lambda: len(_registry(exp)) == 1001, timeout=20)
+        assert _registry(exp).get("team-3", "w-3").gpus == 4  # only the configured resource
+        assert _registry(exp).get("ml", "llm-0").gpus == 0
+        # MODIFIED: the pod's labels change its job; BOOKMARKs keep the watch's place.
+        moved = pod(
+            "ml",
+            "llm-0",
+            {**TRAINJOB, "trainer.kubeflow.org/trainjob-name": "llm2"},
+            ip="127.0.0.1",
+        )
+        kube.put("v1", "pods", moved)
+        wait(lambda: _registry(exp).get("ml", "llm-0").job_name == "llm2")
+        # The pod is deleted while its report is on the way: refused, counted, nothing crashes.
+        kube.delete("v1", "pods", "ml", "llm-0")
+        wait(lambda: _registry(exp).get("ml", "llm-0") is None)
+        late = http("POST", exp.url + KF.format(ns="ml", name="llm2"), BODY)
+        drops = exp.stats.snapshot().drops
+    finally:
+        exp.stop()
+    assert late[0] == 403 and drops[("push", "unknown_source")] == 1
+
+
+def test_watch_bookmarks_move_the_resource_version(kube: FakeKube, tmp_path: Path) -> None:
+    from kubernetes import client, config, watch
+
+    kube.put("v1", "pods", pod("ml", "a", TRAINJOB))
+    api = client.CoreV1Api(config.new_client_from_config(config_file=os.environ["KUBECONFIG"]))
+    rv = json.loads(api.list_pod_for_all_namespaces(_preload_content=False).data)["metadata"][
+        "resourceVersion"
+    ]
+    kube.put("v1", "pods", pod("ml", "b", TRAINJOB))
+    kinds = [
+        e["type"]
+        for e in watch.Watch().stream(
+            api.list_pod_for_all_namespaces,
+            resource_version=rv,
+            timeout_seconds=1,
+            allow_watch_bookmarks=True,
+            deserialize=False,
+        )
+    ]
+    assert kinds == ["ADDED", "BOOKMARK"]
