@@ -1,0 +1,390 @@
+"""Progress from log lines: pure parsers, one message in, partial report fields out.
+
+Every framework already prints its progress; these parsers read it without a code change.
+Each parser takes one message (a log line without its CRI prefix) and returns a
+:class:`LineReport` or None. Nothing here keeps state: combining lines (which progress bar is
+the training bar, Keras' per-epoch batches) is the log source's job.
+
+Formats, with the library source each follows:
+* ``kubeflow-marker``: ``[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus] {json}``
+  (the Kubeflow KEP's log convention; also what our reporter prints to stdout);
+* ``transformers``: ``Trainer`` log dicts, a Python repr whose values are strings in recent
+  versions: ``{'loss': '6.903', 'grad_norm': '1.095', 'learning_rate': '4.6e-05', 'epoch': '0.1'}``;
+  the final one carries ``train_runtime``;
+* ``tqdm``: ``16%|█▌        | 8/50 [00:02<00:10,  3.98it/s]`` (also ``s/it``, a postfix
+  ``, loss=0.5``, and the total-less ``8it [00:02, 3.98it/s]``);
+* ``lightning``: its tqdm bar prefixed ``Epoch 3:`` with metrics in the postfix;
+* ``keras``: ``Epoch 3/10`` and the progbar ``450/1000 [====>...] - ETA: 36s - loss: 0.1234``;
+* ``deepspeed``: ``step=100, skipped=0, lr=[0.0001], ...`` and ``steps: 100 loss: 2.3456 ...``;
+* ``katib``: lines of ``name=value`` pairs (Katib's StdOut metrics collector format);
+* ``jsonl``: one JSON object per line carrying step or loss keys.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .model import ProgressReport, ReportError, parse_kubeflow, parse_native
+
+MAX_MESSAGE = 16 * 1024  # longer messages are not progress lines; they are skipped unparsed
+KUBEFLOW_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One progress-bar frame: ``n`` of ``total`` (None when the bar has no total)."""
+
+    n: int
+    total: int | None
+    rate: float | None  # items per second
+    remaining_seconds: float | None
+    prefix: str  # text before the bar, e.g. "Epoch 3" or "Downloading"
+
+
+@dataclass(frozen=True)
+class LineReport:
+    """What one line said: the parser that matched, report fields, and a bar if it was one."""
+
+    parser: str
+    report: ProgressReport
+    bar: Bar | None = None
+    epoch_of: tuple[int, int] | None = None  # Keras "Epoch 3/10": (3, 10)
+
+
+def _native(
+    doc: dict[str, object], now: float, parser: str, bar: Bar | None = None
+) -> LineReport | None:
+    try:
+        parsed = parse_native(doc, now)
+    except ReportError:
+        return None
+    return LineReport(parser, parsed.report, bar)
+
+
+# -- kubeflow marker --------------------------------------------------------------------------
+
+
+def parse_kubeflow_marker(msg: str, now: float) -> LineReport | None:
+    i = msg.find(KUBEFLOW_MARKER)
+    if i < 0:
+        return None
+    try:
+        parsed = parse_kubeflow(json.loads(msg[i + len(KUBEFLOW_MARKER) :]), now)
+    except (ValueError, ReportError):
+        return None
+    return LineReport("kubeflow-marker", parsed.report)
+
+
+# -- transformers log dicts --------------------------------------------------------------------
+
+_DICT = re.compile(r"^\s*(\{'[a-z_]+': .*\})\s*$")
+_TRANSFORMERS_KEYS = {
+    "loss",
+    "grad_norm",
+    "learning_rate",
+    "epoch",
+    "eval_loss",
+    "train_runtime",
+    "train_loss",
+    "eval_runtime",
+}
+
+
+def parse_transformers(msg: str, now: float) -> LineReport | None:
+    m = _DICT.match(msg)
+    if not m:
+        return None
+    try:
+        value = ast.literal_eval(m.group(1))  # a literal only: never code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not _TRANSFORMERS_KEYS & set(value):
+        return None
+    known = {
+        k: value[k]
+        for k in ("loss", "grad_norm", "learning_rate", "eval_loss", "epoch")
+        if k in value
+    }
+    rest = {k: v for k, v in value.items() if k not in known and isinstance(k, str)}
+    doc: dict[str, object] = {**known, "metrics": rest}
+    if "train_runtime" in value:  # the summary Trainer logs once training is over
+        doc["final"] = True
+    return _native(doc, now, "transformers")
+
+
+# -- progress bars (tqdm, lightning) -----------------------------------------------------------
+
+_BAR = re.compile(
+    r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+    r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?"
+    r"(?:,\s*(?P<postfix>[^\]]*))?\]"
+)
+_BAR_NO_TOTAL = re.compile(
+    r"(?P<prefix>[^|\r]*?):?\s*(?P<n>\d+)it\s*\[(?P<elapsed>[\d:]+)(?:,\s*(?P<rate>[\d.]+)\s*(?P<unit>it/s|s/it))?"
+    r"(?:,\s*(?P<postfix>[^\]]*))?\]"
+)
+_EPOCH_PREFIX = re.compile(r"^\s*Epoch\s+(\d+)\b")
+
+
+def _clock(text: str | None) -> float | None:
+    if not text or text == "?":
+        return None
+    seconds = 0.0
+    for part in text.split(":"):
+        if not part.isdigit():
+            return None
+        seconds = seconds * 60 + int(part)
+    return seconds
+
+
+def _postfix(text: str | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in (text or "").split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            continue
+        try:
+            number = float(value.strip())
+        except ValueError:
+            continue
+        out[key.strip()] = number
+    return out
+
+
+def _bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
+    frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
+    m = _BAR.search(frame) or _BAR_NO_TOTAL.search(frame)
+    if not m:
+        return None
+    groups = m.groupdict()
+    rate = None
+    if groups.get("rate") not in (None, "?"):
+        value = float(groups["rate"])
+        rate = value if groups.get("unit") == "it/s" else (1 / value if value else None)
+    total = int(groups["total"]) if groups.get("total") else None
+    bar = Bar(
+        n=int(groups["n"]),
+        total=total,
+        rate=rate,
+        remaining_seconds=_clock(groups.get("remaining")),
+        prefix=groups["prefix"].strip(),
+    )
+    return bar, _postfix(groups.get("postfix"))
+
+
+def parse_bar(msg: str, now: float) -> LineReport | None:
+    """A tqdm bar; with an ``Epoch N:`` prefix, a Lightning bar."""
+    found = _bar(msg)
+    if found is None:
+        return None
+    bar, postfix = found
+    epoch = _EPOCH_PREFIX.match(bar.prefix)
+    doc: dict[str, object] = {}
+    loss = postfix.pop("loss", None)
+    if loss is None:
+        loss = postfix.pop("train_loss", postfix.pop("train_loss_step", None))
+    if loss is not None:
+        doc["loss"] = loss
+    if "val_loss" in postfix:
+        doc["eval_loss"] = postfix.pop("val_loss")
+    postfix.pop("v_num", None)  # Lightning's logger version, not a metric
+    if postfix:
+        doc["metrics"] = postfix
+    if epoch:
+        doc["epoch"] = int(epoch.group(1))
+    report = _native(doc, now, "lightning" if epoch else "tqdm", bar)
+    return report
+
+
+# -- keras ----------------------------------------------------------------------------------
+
+_KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+\[[=>.]*\]\s*(?P<rest>.*)$")
+_KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
+
+
+def parse_keras(msg: str, now: float) -> LineReport | None:
+    frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
+    m = _KERAS_EPOCH.match(frame)
+    if m:
+        current, total = int(m.group(1)), int(m.group(2))
+        return LineReport(
+            "keras", ProgressReport(max_epochs=float(total)), epoch_of=(current, total)
+        )
+    m = _KERAS_BAR.match(frame)
+    if not m:
+        return None
+    n, total = int(m.group(1)), int(m.group(2))
+    rest = m.group("rest")
+    eta = re.search(r"ETA:\s*(?:(\d+):)?(\d+)(?::(\d+))?s?", rest)
+    values = {k: v for k, v in _KERAS_METRIC.findall(rest) if k != "ETA"}
+    doc: dict[str, object] = {}
+    for key, value in values.items():
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        if key == "loss":
+            doc["loss"] = number
+        elif key == "val_loss":
+            doc["eval_loss"] = number
+        else:
+            doc.setdefault("metrics", {})[key] = number  # type: ignore[index]
+    remaining = None
+    if eta:
+        parts = [int(p) for p in eta.groups() if p is not None]
+        remaining = float(sum(p * 60**i for i, p in enumerate(reversed(parts))))
+    bar = Bar(n=n, total=total, rate=None, remaining_seconds=remaining, prefix="keras")
+    return _native(doc, now, "keras", bar)
+
+
+# -- deepspeed ------------------------------------------------------------------------------
+
+_DS_STEP = re.compile(r"\bstep=(\d+),\s*skipped=\d+,\s*lr=\[([-+\d.eE]+)")
+_DS_STEPS = re.compile(r"\bsteps:\s*(\d+)\s+loss:\s*([-+\d.eEnaif]+)")
+
+
+def parse_deepspeed(msg: str, now: float) -> LineReport | None:
+    m = _DS_STEP.search(msg)
+    if m:
+        return _native(
+            {"step": int(m.group(1)), "learning_rate": float(m.group(2))}, now, "deepspeed"
+        )
+    m = _DS_STEPS.search(msg)
+    if m:
+        try:
+            loss = float(m.group(2))
+        except ValueError:
+            return None
+        return _native({"step": int(m.group(1)), "loss": loss}, now, "deepspeed")
+    return None
+
+
+# -- katib name=value --------------------------------------------------------------------------
+
+_KV = re.compile(
+    r"^([A-Za-z_][\w.\-/]*)=([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))$", re.I
+)
+_KATIB_KEYS = {"loss", "step", "epoch", "accuracy", "val_loss", "eval_loss", "learning_rate", "lr"}
+
+
+def parse_katib(msg: str, now: float) -> LineReport | None:
+    tokens = msg.replace(",", " ").split()
+    if not tokens or len(tokens) > 64:
+        return None
+    pairs = {}
+    for token in tokens:
+        m = _KV.match(token)
+        if not m:
+            return None  # every token must be name=value: anything else is not a metrics line
+        pairs[m.group(1)] = float(m.group(2))
+    if not _KATIB_KEYS & {k.lower() for k in pairs}:
+        return None
+    doc: dict[str, object] = {}
+    for key, value in pairs.items():
+        low = key.lower()
+        if low in ("loss", "step", "epoch", "learning_rate"):
+            doc[low] = int(value) if low == "step" and math.isfinite(value) else value
+        elif low == "lr":
+            doc["learning_rate"] = value
+        elif low in ("val_loss", "eval_loss"):
+            doc["eval_loss"] = value
+        else:
+            doc.setdefault("metrics", {})[key] = value  # type: ignore[index]
+    return _native(doc, now, "katib")
+
+
+# -- json lines ---------------------------------------------------------------------------------
+
+_JSON_KEYS = {"step", "global_step", "loss", "train_loss", "epoch", "max_steps", "total_steps"}
+
+
+def parse_jsonl(msg: str, now: float) -> LineReport | None:
+    text = msg.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not _JSON_KEYS & set(value):
+        return None
+    doc = dict(value)
+    if "global_step" in doc and "step" not in doc:
+        doc["step"] = doc.pop("global_step")
+    if "total_steps" in doc and "max_steps" not in doc:
+        doc["max_steps"] = doc.pop("total_steps")
+    if "train_loss" in doc and "loss" not in doc:
+        doc["loss"] = doc.pop("train_loss")
+    known = {
+        "step",
+        "max_steps",
+        "epoch",
+        "max_epochs",
+        "loss",
+        "eval_loss",
+        "learning_rate",
+        "grad_norm",
+    }
+    metrics = {
+        k: v
+        for k, v in doc.items()
+        if k not in known and isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    native = {k: v for k, v in doc.items() if k in known}
+    return _native({**native, "metrics": metrics}, now, "jsonl")
+
+
+# -- all of them --------------------------------------------------------------------------------
+
+# In order: structured formats first (they are unambiguous), bars last.
+PARSERS: tuple[tuple[str, Callable[[str, float], LineReport | None]], ...] = (
+    ("kubeflow-marker", parse_kubeflow_marker),
+    ("transformers", parse_transformers),
+    ("jsonl", parse_jsonl),
+    ("deepspeed", parse_deepspeed),
+    ("keras", parse_keras),
+    ("bar", parse_bar),
+    ("katib", parse_katib),
+)
+
+
+def parse_line(msg: str, now: float) -> LineReport | None:
+    """The first parser that recognizes ``msg``, or None for an unrelated line."""
+    if not msg or len(msg) > MAX_MESSAGE:
+        return None
+    for _, parser in PARSERS:
+        found = parser(msg, now)
+        if found is not None:
+            return found
+    return None
+
+
+# -- CRI log lines --------------------------------------------------------------------------------
+
+_CRI = re.compile(
+    r"^(?P<time>\S+) (?P<stream>stdout|stderr) (?P<tag>[PF])(?::\S*)? (?P<msg>.*)$", re.S
+)
+
+
+@dataclass(frozen=True)
+class CriLine:
+    """One line of a container log file as the kubelet writes it."""
+
+    time: str
+    stream: str
+    partial: bool  # "P": the runtime split a long line; the rest follows
+    message: str
+
+
+def parse_cri(line: str) -> CriLine | None:
+    """``<RFC3339Nano> <stdout|stderr> <P|F> <message>``; None if the line is not CRI."""
+    m = _CRI.match(line.rstrip("\n"))
+    if not m:
+        return None
+    return CriLine(m["time"], m["stream"], m["tag"] == "P", m["msg"])

@@ -1,0 +1,210 @@
+"""Log-line parsers: fixtures in each library's format, bad input, and lines captured from
+real tqdm and Transformers runs by the test itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exporter.logparse import MAX_MESSAGE, parse_cri, parse_line
+
+NOW = 1_800_000_000.0
+
+FIXTURES = [
+    (
+        '[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus] {"trainerStatus": {"progressPercentage": 40, '
+        '"metrics": [{"name": "current_step", "value": "20"}, {"name": "total_steps", "value": "50"}]}}',
+        "kubeflow-marker",
+        {"step": 20, "max_steps": 50, "progress": 0.4},
+    ),
+    (
+        "{'loss': '6.903', 'grad_norm': '1.095', 'learning_rate': '4.6e-05', 'epoch': '0.1'}",
+        "transformers",
+        {"loss": 6.903, "grad_norm": 1.095, "learning_rate": 4.6e-05, "epoch": 0.1},
+    ),
+    ("{'loss': 0.5123, 'learning_rate': 5e-05, 'epoch': 0.5}", "transformers", {"loss": 0.5123}),
+    (
+        "{'eval_loss': '2.31', 'eval_runtime': '1.2', 'epoch': '1'}",
+        "transformers",
+        {"eval_loss": 2.31},
+    ),
+    (
+        "{'train_runtime': '12.6', 'train_loss': '6.9', 'epoch': '1'}",
+        "transformers",
+        {"final": True},
+    ),
+    (" 16%|█▌        | 8/50 [00:02<00:10,  3.98it/s]", "tqdm", {}),
+    (
+        "Epoch 3:  45%|████▌     | 45/100 [00:10<00:12,  4.50it/s, v_num=0, train_loss=0.321]",
+        "lightning",
+        {"epoch": 3.0, "loss": 0.321},
+    ),
+    ("Epoch 1/10", "keras", {"max_epochs": 10.0}),
+    (
+        "450/1000 [============>.................] - ETA: 36s - loss: 0.1234",
+        "keras",
+        {"loss": 0.1234},
+    ),
+    (
+        "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.999)]",
+        "deepspeed",
+        {"step": 100, "learning_rate": 0.0001},
+    ),
+    (
+        "steps: 100 loss: 2.3456 iter time (s): 0.123 samples/sec: 64.0",
+        "deepspeed",
+        {"step": 100, "loss": 2.3456},
+    ),
+    ("epoch=1 loss=0.123 accuracy=0.9", "katib", {"epoch": 1.0, "loss": 0.123}),
+    ('{"step": 10, "loss": 0.5, "tokens_per_second": 1000}', "jsonl", {"step": 10, "loss": 0.5}),
+    (
+        '{"global_step": 7, "train_loss": 1.5, "total_steps": 70}',
+        "jsonl",
+        {"step": 7, "loss": 1.5, "max_steps": 70},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("msg", "parser", "fields"), FIXTURES, ids=[f[1] + str(i) for i, f in enumerate(FIXTURES)]
+)
+def test_formats(msg: str, parser: str, fields: dict[str, object]) -> None:
+    found = parse_line(msg, NOW)
+    assert found is not None and found.parser == parser
+    for key, value in fields.items():
+        assert getattr(found.report, key) == pytest.approx(value), key
+
+
+def test_bars_and_frames() -> None:
+    line = "\r  0%|          | 0/50 [00:00<?, ?it/s]\r 16%|█▌        | 8/50 [00:02<00:10,  3.98it/s, loss=0.5]"
+    found = parse_line(line, NOW)
+    assert found is not None and found.bar is not None
+    assert (found.bar.n, found.bar.total, found.bar.rate, found.bar.remaining_seconds) == (
+        8,
+        50,
+        3.98,
+        10.0,
+    )
+    assert found.report.loss == 0.5  # the last frame wins
+    slow = parse_line(" 10%|█         | 5/50 [00:20<03:00,  4.00s/it]", NOW)
+    assert slow is not None and slow.bar is not None and slow.bar.rate == 0.25
+    open_ended = parse_line("120it [00:30,  3.99it/s]", NOW)
+    assert open_ended is not None and open_ended.bar is not None and open_ended.bar.total is None
+    download = parse_line("Downloading: 100%|██████████| 1.2k/1.2k [00:00<00:00, 1.1MB/s]", NOW)
+    assert download is None or (
+        download.bar is not None and download.bar.prefix.startswith("Downloading")
+    )
+
+
+@pytest.mark.parametrize(
+    "msg",
+    [
+        "INFO some unrelated log line with 50% done",
+        "Step 5 of the pipeline",
+        "loss is going down",
+        "{'user': 'alice', 'action': 'login'}",
+        '{"level": "info", "msg": "ready"}',
+        "a=b c=d",
+        "{'loss': __import__('os').system('true')}",
+        "x" * (MAX_MESSAGE + 1),
+        "",
+        "steps: 100 loss: not-a-number",
+        "\x00\xff garbage \ufffd",
+    ],
+)
+def test_unrelated_and_hostile_lines_do_not_match(msg: str) -> None:
+    assert parse_line(msg, NOW) is None
+
+
+def test_absurd_values_are_dropped_not_trusted() -> None:
+    found = parse_line('{"step": 1e18, "loss": "nan", "max_steps": -5}', NOW)
+    assert found is not None and found.report.step is None and found.report.max_steps is None
+    assert found.report.loss is not None and math.isnan(found.report.loss)
+
+
+def test_cri_lines() -> None:
+    full = parse_cri("2026-11-29T18:20:54.484551234Z stdout F {'loss': '1.0'}\n")
+    assert full is not None and (full.stream, full.partial, full.message) == (
+        "stdout",
+        False,
+        "{'loss': '1.0'}",
+    )
+    part = parse_cri("2026-11-29T18:20:54.484551234Z stderr P  16%|█▌")
+    assert part is not None and part.partial and part.message == " 16%|█▌"
+    assert parse_cri("not a cri line") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_parses_or_not_without_raising(msg: str) -> None:
+    found = parse_line(msg, NOW)
+    if found is not None:
+        assert found.parser
+        assert found.report.step is None or 0 <= found.report.step <= 10**15
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tqdm") is None, reason="tqdm comes with the ml extra")
+def test_lines_captured_from_real_tqdm() -> None:
+    code = textwrap.dedent("""
+        import sys, time
+        from tqdm import tqdm
+        for _ in tqdm(range(50), file=sys.stderr, mininterval=0, postfix={"loss": 0.25}):
+            time.sleep(0.001)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    lines = [line for line in proc.stderr.split("\n") if line]
+    last = parse_line(lines[-1], NOW)
+    assert last is not None and last.bar is not None
+    assert (last.bar.n, last.bar.total, last.report.loss) == (50, 50, 0.25)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None, reason="the ml extra is not installed"
+)
+def test_lines_captured_from_a_real_transformers_run(tmp_path: object) -> None:
+    code = textwrap.dedent(f"""
+        import os, json
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=100, n_positions=16))
+        data = [{{"input_ids": torch.randint(0, 100, (16,)), "labels": torch.randint(0, 100, (16,))}}
+                for _ in range(80)]
+        args = TrainingArguments(output_dir={str(tmp_path)!r}, max_steps=20, per_device_train_batch_size=4,
+                                 logging_steps=5, report_to="none", save_strategy="no", use_cpu=True)
+        trainer = Trainer(model=model, args=args, train_dataset=data)
+        trainer.train()
+        print("LOG_HISTORY " + json.dumps(trainer.state.log_history))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    history = next(
+        json.loads(line[12:])
+        for line in proc.stdout.splitlines()
+        if line.startswith("LOG_HISTORY ")
+    )
+    found = [
+        parse_line(frame, NOW)
+        for line in (proc.stdout + proc.stderr).split("\n")
+        for frame in [line]
+        if frame
+    ]
+    dicts = [f for f in found if f is not None and f.parser == "transformers"]
+    bars = [
+        f for f in found if f is not None and f.parser == "tqdm" and f.bar and f.bar.total == 20
+    ]
+    logged = [e["loss"] for e in history if "loss" in e]
+    assert [d.report.loss for d in dicts if d.report.loss is not None] == pytest.approx(
+        logged, rel=1e-3
+    )
+    assert dicts[-1].report.final
+    assert bars and max(b.bar.n for b in bars if b.bar) == 20
