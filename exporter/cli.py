@@ -62,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     top.add_argument("-o", "--output", choices=["table", "json"], default="table")
     top.add_argument("--interval", type=float, default=2.0, metavar="SECONDS")
 
+    insp = sub.add_parser("inspect", help="show what the exporter reads from log or status files")
+    insp.add_argument("paths", nargs="+", metavar="PATH")
+
     demo = sub.add_parser("demo", help="run the exporter with simulated runs (no cluster needed)")
     demo.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9465")
     demo.add_argument(
@@ -174,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     if args.command == "top":
         return _top(args)
+    if args.command == "inspect":
+        from .inspect import main as inspect_main
+
+        return inspect_main(args.paths)
     return _demo(args)
 
 

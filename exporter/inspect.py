@@ -1,0 +1,150 @@
+"""``training-progress-exporter inspect PATH...``: what the exporter would read from a log or
+status file, as JSON, with the parsers that matched. The tool to run when a job shows nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, BinaryIO
+
+from .logparse import MAX_MESSAGE, parse_cri, parse_line
+from .logstate import LogAccumulator
+from .model import KUBEFLOW_MAX_BODY_BYTES, ProgressReport, ReportError, parse_bytes
+
+MAX_PARTIAL = 1024 * 1024  # a CRI line split into "P" chunks is joined up to this size
+
+
+def _number(v: float | int | None) -> float | int | str | None:
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
+    return v
+
+
+def report_dict(r: ProgressReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        k: _number(getattr(r, k))
+        for k in (
+            "step",
+            "max_steps",
+            "epoch",
+            "max_epochs",
+            "progress",
+            "eta_seconds",
+            "loss",
+            "eval_loss",
+            "learning_rate",
+            "grad_norm",
+        )
+        if getattr(r, k) is not None
+    }
+    if r.metrics:
+        out["metrics"] = {k: _number(v) for k, v in r.metrics}
+    if r.final:
+        out["final"] = True
+    return out
+
+
+def _lines(fh: BinaryIO, limit: int) -> Iterator[str]:
+    """Physical lines, each cut at ``limit`` bytes (the rest of an overlong line is skipped)."""
+    while True:
+        raw = fh.readline(limit)
+        if not raw:
+            return
+        if not raw.endswith(b"\n"):
+            while (rest := fh.readline(limit)) and not rest.endswith(b"\n"):
+                pass  # drain an overlong line without keeping it
+        yield raw.decode("utf-8", "replace")
+
+
+_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
+def _time(text: str) -> float | None:
+    """RFC 3339 with nanoseconds (as the kubelet writes) to Unix seconds."""
+    try:
+        return datetime.fromisoformat(_FRACTION.sub(r"\1", text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def messages(fh: BinaryIO) -> Iterator[tuple[str, float | None]]:
+    """Log messages with their CRI time (partial "P" chunks joined per stream)."""
+    partial: dict[str, str] = {}
+    for line in _lines(fh, MAX_MESSAGE * 4):
+        cri = parse_cri(line)
+        if cri is None:
+            yield line.rstrip("\n"), None
+            continue
+        joined = partial.pop(cri.stream, "") + cri.message
+        if cri.partial:
+            if len(joined) <= MAX_PARTIAL:
+                partial[cri.stream] = joined
+            continue
+        yield joined, _time(cri.time)
+
+
+def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
+    """The report ``path`` yields: as a status file if it is one, else as a log."""
+    now = time.time() if now is None else now
+    with open(path, "rb") as fh:
+        head = fh.read(KUBEFLOW_MAX_BODY_BYTES + 1)
+        if head.lstrip().startswith(b"{") and len(head) <= KUBEFLOW_MAX_BODY_BYTES:
+            try:
+                parsed = parse_bytes(head, now)
+            except ReportError:
+                parsed = None
+            if parsed is not None and (
+                parsed.report.format != "native" or b"\n" not in head.strip()
+            ):
+                return {
+                    "path": path,
+                    "kind": "status-file",
+                    "format": parsed.report.format,
+                    "dropped": list(parsed.problems),
+                    "report": report_dict(parsed.report),
+                }
+        fh.seek(0)
+        acc = LogAccumulator()
+        count = 0
+        for i, (msg, at) in enumerate(messages(fh)):
+            count += 1
+            found = parse_line(msg, now)
+            if found is not None:
+                acc.feed(found, at if at is not None else float(i))
+    chosen = acc.training_bar()
+    bar = None
+    if chosen is not None and chosen[1].last is not None:
+        b = chosen[1].last
+        bar = {
+            "prefix": b.prefix,
+            "n": b.n,
+            "total": b.total,
+            "rate": b.rate,
+            "advances": chosen[1].advances,
+        }
+    return {
+        "path": path,
+        "kind": "log",
+        "lines": count,
+        "matched": dict(sorted(acc.counts.items())),
+        "training_bar": bar,
+        "report": report_dict(acc.report()),
+    }
+
+
+def main(paths: list[str]) -> int:
+    """Print one JSON document per path; exit 1 if any path could not be read."""
+    status = 0
+    for path in paths:
+        try:
+            doc = inspect_path(path)
+        except OSError as exc:
+            doc = {"path": path, "error": exc.strerror or str(exc)}
+            status = 1
+        print(json.dumps(doc, indent=2))
+    return status

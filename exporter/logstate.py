@@ -1,0 +1,130 @@
+"""What a stream of log lines says about one run: the latest value of each field, with
+structured lines beating progress bars, and one progress bar picked as the training bar.
+
+Pure and deterministic: lines go in with their time, a :class:`ProgressReport` comes out.
+Rules:
+
+* Structured parsers (Kubeflow marker, JSON lines, Transformers dicts, DeepSpeed, Katib) set
+  every field they carry; once one has given a step, bars never set the step again.
+* Bars are grouped by their prefix (digits removed, so ``Epoch 3`` and ``Epoch 4`` are one
+  bar) and total. A bar whose count goes backwards without a new epoch is not the training
+  bar: that is an evaluation bar restarting, or an inner loop. Among the others, the training
+  bar is the one that advanced most often within the last ``RECENT`` seconds (a download bar
+  that finished before training stops counting).
+* Keras prints ``Epoch 3/10`` and then a per-epoch progbar: its progress is epochs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from .logparse import Bar, LineReport
+from .model import ProgressReport
+
+RECENT = 120.0
+STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib"})
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass
+class _BarTrack:
+    total: int | None
+    last_n: int = 0
+    epoch: int | None = None
+    advances: int = 0
+    recent: list[float] = field(default_factory=list)
+    regressed: bool = False
+    last: Bar | None = None
+
+
+@dataclass
+class LogAccumulator:
+    """Feed :class:`LineReport` objects in order with :meth:`feed`; read :meth:`report`."""
+
+    values: dict[str, object] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+    bars: dict[tuple[str, int | None], _BarTrack] = field(default_factory=dict)
+    structured_step: bool = False
+    keras_epoch: tuple[int, int] | None = None
+    final: bool = False
+
+    def feed(self, line: LineReport, now: float) -> None:
+        self.counts[line.parser] += 1
+        r = line.report
+        for name in (
+            "step",
+            "max_steps",
+            "epoch",
+            "max_epochs",
+            "progress",
+            "eta_seconds",
+            "loss",
+            "eval_loss",
+            "learning_rate",
+            "grad_norm",
+        ):
+            value = getattr(r, name)
+            if value is not None:
+                self.values[name] = value
+        if r.step is not None and line.parser in STRUCTURED:
+            self.structured_step = True
+        self.metrics.update(dict(r.metrics))
+        self.final = self.final or r.final
+        if line.epoch_of is not None:
+            self.keras_epoch = line.epoch_of
+        if line.bar is not None:
+            self._bar(line, now)
+
+    def _bar(self, line: LineReport, now: float) -> None:
+        bar = line.bar
+        assert bar is not None
+        key = (_DIGITS.sub("#", bar.prefix), bar.total)
+        track = self.bars.setdefault(key, _BarTrack(total=bar.total))
+        epoch = int(line.report.epoch) if line.report.epoch is not None else None
+        if line.parser == "keras" and self.keras_epoch is not None:
+            epoch = self.keras_epoch[0]  # Keras' progbar restarts with each "Epoch N/M"
+        if bar.n > track.last_n:
+            track.advances += 1
+            track.recent.append(now)
+        elif bar.n < track.last_n and (epoch is None or epoch == track.epoch):
+            track.regressed = True
+        track.last_n, track.epoch, track.last = bar.n, epoch, bar
+        track.recent = [t for t in track.recent if now - t <= RECENT]
+
+    def training_bar(self) -> tuple[tuple[str, int | None], _BarTrack] | None:
+        """The bar that is the training loop's, if any (see the module docstring)."""
+        candidates = [(k, t) for k, t in self.bars.items() if not t.regressed and t.advances > 0]
+        if not candidates:
+            return None
+        return max(candidates, key=lambda kt: (len(kt[1].recent), kt[1].advances))
+
+    def report(self) -> ProgressReport:
+        """The run as these lines describe it."""
+        values = dict(self.values)
+        chosen = self.training_bar()
+        if chosen is not None and (track := chosen[1]).last is not None:
+            bar = track.last
+            if self.keras_epoch is not None and chosen[0][0] == "keras" and bar.total:
+                current, total = self.keras_epoch
+                values["epoch"] = current - 1 + bar.n / bar.total
+                values["max_epochs"] = float(total)
+            elif (
+                not self.structured_step
+                and track.epoch is not None
+                and bar.total
+                and chosen[0][0] != "keras"
+            ):
+                # Lightning: one bar per epoch, so the global step is epoch * batches + n.
+                values["step"] = track.epoch * bar.total + bar.n
+            elif not self.structured_step:
+                values["step"] = bar.n
+                if bar.total:
+                    values["max_steps"] = bar.total
+            if bar.remaining_seconds is not None and "eta_seconds" not in self.values:
+                values["eta_seconds"] = bar.remaining_seconds
+        report = ProgressReport(metrics=tuple(sorted(self.metrics.items())), final=self.final)
+        known = {k: v for k, v in values.items() if k in ProgressReport.__dataclass_fields__}
+        return replace(report, **known)  # type: ignore[arg-type]

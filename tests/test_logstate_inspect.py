@@ -1,0 +1,126 @@
+"""Combining log lines into one run (structured beats bars; one training bar among download,
+evaluation and nested bars), and ``inspect`` on real files, including bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from exporter.inspect import inspect_path
+from exporter.logparse import parse_line
+from exporter.logstate import LogAccumulator
+
+NOW = 1_800_000_000.0
+
+
+def feed(lines: list[str], step_seconds: float = 1.0) -> LogAccumulator:
+    acc = LogAccumulator()
+    for i, line in enumerate(lines):
+        found = parse_line(line, NOW)
+        if found is not None:
+            acc.feed(found, i * step_seconds)
+    return acc
+
+
+def bar(n: int, total: int, prefix: str = "", rest: str = "") -> str:
+    pct = n * 100 // total
+    return f"{prefix}{pct:3d}%|{'█' * (pct // 10):10s}| {n}/{total} [00:01<00:09,  4.00it/s{rest}]"
+
+
+def test_download_bar_then_training_bar_with_evaluation_bars() -> None:
+    lines = [bar(n, 1000, "Downloading: ") for n in range(0, 1001, 100)]  # finishes early
+    for step in range(1, 301):
+        lines.append(bar(step, 500))
+        if step % 100 == 0:  # an evaluation bar restarts from 0 each time
+            lines += [bar(n, 20, "Evaluating: ") for n in range(0, 21, 5)]
+    report = feed(lines).report()
+    assert (report.step, report.max_steps) == (300, 500)
+
+
+def test_nested_epoch_and_batch_bars_pick_the_stable_outer_one() -> None:
+    lines = []
+    for epoch in range(1, 4):
+        lines += [bar(b, 50, "batches: ") for b in range(0, 51, 10)]  # inner: restarts each epoch
+        lines.append(bar(epoch, 5, "epochs: "))
+    acc = feed(lines)
+    chosen = acc.training_bar()
+    assert chosen is not None and chosen[0] == ("epochs", 5)
+    assert (acc.report().step, acc.report().max_steps) == (3, 5)
+
+
+def test_structured_step_beats_bars() -> None:
+    lines = [bar(40, 500), '{"step": 7, "max_steps": 70, "loss": 1.5}', bar(41, 500)]
+    report = feed(lines).report()
+    assert (report.step, report.max_steps, report.loss) == (7, 70, 1.5)
+
+
+def test_lightning_bars_give_a_global_step() -> None:
+    lines = []
+    for epoch in range(3):
+        loss = f"0.{9 - epoch}"
+        lines += [
+            f"Epoch {epoch}: {b * 10:3d}%|██ | {b}/10 [00:01<00:01, 9.0it/s, v_num=0, train_loss={loss}]"
+            for b in range(1, 11)
+        ]
+    report = feed(lines).report()
+    assert (report.step, report.epoch, report.loss) == (2 * 10 + 10, 2.0, 0.7)
+
+
+def test_keras_epochs_and_progbar() -> None:
+    lines = [
+        "Epoch 1/4",
+        "100/100 [==============================] - 2s - loss: 0.9",
+        "Epoch 2/4",
+        " 50/100 [==============>...............] - ETA: 1s - loss: 0.7",
+    ]
+    report = feed(lines).report()
+    assert (report.epoch, report.max_epochs, report.loss) == (1.5, 4.0, 0.7)
+
+
+def cri(msg: str, tag: str = "F", stream: str = "stdout", t: int = 0) -> str:
+    return f"2026-11-29T18:20:{t:02d}.123456789Z {stream} {tag} {msg}\n"
+
+
+def test_inspect_a_cri_log(tmp_path: Path) -> None:
+    log = tmp_path / "0.log"
+    body = [
+        cri("Loading data...", t=1),
+        cri(bar(10, 50)[:12], tag="P", t=2),
+        cri(bar(10, 50)[12:], t=2),
+        cri("{'loss': '6.9', 'grad_norm': '1.0', 'learning_rate': '5e-05', 'epoch': '0.2'}", t=3),
+        cri(bar(20, 50), stream="stderr", t=4),
+        cri("\x00\xff binary \x1b[0m garbage", t=5),
+    ]
+    log.write_text("".join(body))
+    doc = inspect_path(str(log), NOW)
+    assert doc["kind"] == "log" and doc["lines"] == 5  # the two P chunks are one message
+    assert doc["matched"] == {"tqdm": 2, "transformers": 1}
+    assert (
+        doc["report"]["step"] == 20
+        and doc["report"]["max_steps"] == 50
+        and doc["report"]["loss"] == 6.9
+    )
+    assert doc["training_bar"]["total"] == 50
+
+
+def test_inspect_a_status_file_and_bad_paths(tmp_path: Path) -> None:
+    status = tmp_path / "run.json"
+    status.write_text('{"trainerStatus": {"metrics": [{"name": "current_step", "value": "5"}]}}')
+    doc = inspect_path(str(status), NOW)
+    assert (doc["kind"], doc["format"], doc["report"]["step"]) == ("status-file", "kubeflow", 5)
+    huge = tmp_path / "huge.log"
+    with open(huge, "wb") as fh:
+        fh.write(b"x" * (10 * 1024 * 1024))  # a 10 MB line without a newline
+        fh.write(b"\n" + bar(3, 9).encode() + b"\n")
+    assert inspect_path(str(huge), NOW)["report"]["step"] == 3
+    proc = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "inspect", str(status), str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    docs = [json.loads(d) for d in proc.stdout.replace("}\n{", "}\x00{").split("\x00")]
+    assert docs[0]["report"]["step"] == 5 and "error" in docs[1]
