@@ -61,7 +61,7 @@ def test_lightning_bars_give_a_global_step() -> None:
     for epoch in range(3):
         loss = f"0.{9 - epoch}"
         lines += [
-            f"Epoch {epoch}: {b * 10:3d}%|██ | {b}/10 [00:01<00:01, 9.0it/s, v_num=0, train_loss={loss}]"
+            f"Epoch {epoch}: {b * 10:3d}%|██ | {b}/10 [00:01<00:01, 9.0it/s, train_loss={loss}]"
             for b in range(1, 11)
         ]
     report = feed(lines).report()
