@@ -36,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="FILE", help="YAML config file")
     run.add_argument("--status-dir", metavar="DIR", help="standalone: read every *.json in DIR")
     run.add_argument(
+        "--log",
+        dest="log_paths",
+        action="append",
+        metavar="PATH_OR_GLOB",
+        help="standalone: read progress from this log file (repeatable)",
+    )
+    run.add_argument(
         "--namespace", help="standalone: namespace label for runs (default standalone)"
     )
     run.add_argument("--stall-threshold", metavar="DURATION", help="default 30m")
@@ -94,6 +101,7 @@ def _run(args: argparse.Namespace) -> int:
             "mode",
             "config",
             "status_dir",
+            "log_paths",
             "namespace",
             "stall_threshold",
             "plateau_window",

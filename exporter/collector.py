@@ -314,6 +314,14 @@ class ExporterCollector(Collector):
         for source, ok in sorted(snap.source_up.items()):
             up.add_metric([source], 1.0 if ok else 0.0)
         yield up
+        matches = CounterMetricFamily(
+            "training_exporter_log_matches",
+            "Log lines recognized as progress, by the parser that matched.",
+            labels=["parser"],
+        )
+        for parser, n in sorted(snap.log_matches.items()):
+            matches.add_metric([parser], n)
+        yield matches
         runs = GaugeMetricFamily("training_exporter_runs_tracked", "Runs currently tracked.")
         runs.add_metric([], len(self.tracker))
         yield runs

@@ -52,6 +52,7 @@ class Config:
     mode: str = "auto"
     namespace: str = "standalone"
     status_dir: str | None = None
+    log_paths: tuple[str, ...] = ()
     http_targets: tuple[HttpTarget, ...] = ()
     http_timeout: float = 2.0
     poll_interval: float = 1.0
@@ -123,7 +124,9 @@ _STRINGS = {
     "kubelet_url",
     "kubelet_ca",
 }
-SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets", "gpu_resources"})
+SETTINGS = sorted(
+    _DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets", "gpu_resources", "log_paths"}
+)
 
 
 def _target(raw: Any, namespace: str) -> HttpTarget:
@@ -176,6 +179,13 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             if not lo <= ratio <= hi:
                 raise ConfigError(f"{origin}: {key} must be a number from {lo} to {hi}")
             changes[key] = ratio
+        elif key == "log_paths":
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(
+                isinstance(i, str) and i for i in items
+            ):
+                raise ConfigError(f"{origin}: log_paths must be a list of paths or globs")
+            changes[key] = tuple(i.strip() for i in items)
         elif key == "gpu_resources":
             items = value.split(",") if isinstance(value, str) else value
             if not isinstance(items, list | tuple) or not all(

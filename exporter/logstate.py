@@ -125,6 +125,8 @@ class LogAccumulator:
                     values["max_steps"] = bar.total
             if bar.remaining_seconds is not None and "eta_seconds" not in self.values:
                 values["eta_seconds"] = bar.remaining_seconds
-        report = ProgressReport(metrics=tuple(sorted(self.metrics.items())), final=self.final)
+        report = ProgressReport(
+            metrics=tuple(sorted(self.metrics.items())), final=self.final, format="log"
+        )
         known = {k: v for k, v in values.items() if k in ProgressReport.__dataclass_fields__}
         return replace(report, **known)  # type: ignore[arg-type]

@@ -40,6 +40,7 @@ _LABEL_SAFE_RE = re.compile(r"[^\x20-\x7e]")
 FORMAT_KUBEFLOW = "kubeflow"
 FORMAT_OPENDATAHUB = "opendatahub"
 FORMAT_NATIVE = "native"
+FORMAT_LOG = "log"  # assembled from log lines by the log source
 
 
 class ReportError(ValueError):

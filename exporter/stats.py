@@ -20,6 +20,7 @@ class StatsSnapshot:
     reports: dict[tuple[str, str], int]
     drops: dict[tuple[str, str], int]
     source_up: dict[str, bool]
+    log_matches: dict[str, int]
 
 
 class ExporterStats:
@@ -30,6 +31,7 @@ class ExporterStats:
         self._reports: Counter[tuple[str, str]] = Counter()
         self._drops: Counter[tuple[str, str]] = Counter()
         self._up: dict[str, bool] = {}
+        self._matches: Counter[str] = Counter()
 
     def report(self, source: str, outcome: str) -> None:
         with self._lock:
@@ -39,10 +41,16 @@ class ExporterStats:
         with self._lock:
             self._drops[(source, reason)] += 1
 
+    def match(self, parser: str) -> None:
+        with self._lock:
+            self._matches[parser] += 1
+
     def set_up(self, source: str, up: bool) -> None:
         with self._lock:
             self._up[source] = up
 
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
-            return StatsSnapshot(dict(self._reports), dict(self._drops), dict(self._up))
+            return StatsSnapshot(
+                dict(self._reports), dict(self._drops), dict(self._up), dict(self._matches)
+            )

@@ -156,6 +156,7 @@ class _Run:
     gpu_seconds: float = 0.0
     stalled_gpu_seconds: float = 0.0
     gone_since: float | None = None
+    last_structured: float = float("-inf")
     samples: list[Sample] = field(default_factory=list)
     # throughput() of the samples, cached until a new sample arrives (scrapes are frequent).
     tp_cache: tuple[tuple[int, float], Throughput | None] | None = None
@@ -243,6 +244,13 @@ class Tracker:
             if run is not None and run.gone_since is None:
                 self._accrue(run, now)
                 run.gone_since = now
+
+    def structured_recently(self, key: RunKey, now: float, window: float = 300.0) -> bool:
+        """Whether the run had a report from a structured source (not logs) within ``window``
+        seconds: structured reports win over what the same run prints."""
+        with self._lock:
+            run = self._runs.get(key)
+            return run is not None and now - run.last_structured <= window
 
     def keys(self) -> list[RunKey]:
         with self._lock:
@@ -353,6 +361,8 @@ class Tracker:
             run.finished = True
         if r.thresholds:
             run.threshold_overrides.update(r.thresholds)
+        if r.format != "log":
+            run.last_structured = now
         if r.deadline_timestamp is not None:
             run.deadline = r.deadline_timestamp
         if r.gpu_hours_budget is not None:

@@ -42,8 +42,17 @@ def _http_targets(config: Config, ingestor: Ingestor) -> PolledSource | None:
     return HttpSource(lambda: targets, ingestor, timeout=config.http_timeout)
 
 
+def _logs(config: Config, ingestor: Ingestor) -> PolledSource | None:
+    from .logs import LogSource
+
+    if not config.log_paths:
+        return None
+    return LogSource(config.log_paths, config.namespace, ingestor)
+
+
 # name -> factory; the factory returns None when the config does not enable the source.
 POLLED_SOURCES: dict[str, SourceFactory] = {
     "file": _status_dir,
     "http": _http_targets,
+    "log": _logs,
 }
