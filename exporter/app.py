@@ -42,6 +42,7 @@ class Exporter:
             node_name=config.node_name,
             ingestor=self.ingestor,
             kubelet_root=config.kubelet_root,
+            log_root=config.log_root,
             token_audience=config.token_audience,
             pod_source=config.pod_discovery,
             gpu_resources=config.gpu_resources,

@@ -69,6 +69,7 @@ class Config:
     max_runs: int = 10_000
     node_name: str = ""
     kubelet_root: str = "/var/lib/kubelet"
+    log_root: str = "/var/log/pods"
     token_audience: str = "training-progress-exporter"
     pod_discovery: str = "apiserver"
     kubelet_url: str = ""
@@ -119,6 +120,7 @@ _STRINGS = {
     "status_dir",
     "node_name",
     "kubelet_root",
+    "log_root",
     "token_audience",
     "pod_discovery",
     "kubelet_url",

@@ -69,6 +69,7 @@ def make_discovery(
     kubelet_ca: str = "",
     ingestor: Ingestor | None = None,
     kubelet_root: str = "/var/lib/kubelet",
+    log_root: str = "/var/log/pods",
     http_timeout: float = 2.0,
 ) -> Discovery:
     """Build the discovery for ``mode`` (after resolving ``auto``)."""
@@ -123,7 +124,11 @@ def make_discovery(
                 if p.http_url and not p.finished
             ]
 
+        from .sources.logs import LogSource, pod_log_targets
         from .sources.trainjob import TrainJobSource
+
+        def log_meta(pod: Any) -> Any:
+            return run_meta(pod, node_name, "log")
 
         def trainjob_meta(pod: Any) -> Any:
             return run_meta(pod, node_name, "trainjob")
@@ -134,6 +139,7 @@ def make_discovery(
             TrainJobSource(
                 custom_api or _custom_api_factory(), registry.all, trainjob_meta, ingestor
             ),
+            LogSource(pod_log_targets(log_root, registry.all, log_meta), ingestor),
         )
     return Discovery(
         mode="kubernetes",

@@ -622,3 +622,33 @@ def test_watch_bookmarks_move_the_resource_version(kube: FakeKube, tmp_path: Pat
         )
     ]
     assert kinds == ["ADDED", "BOOKMARK"]
+
+
+def test_container_logs_of_training_pods(kube: FakeKube, tmp_path: Path) -> None:
+    logs = tmp_path / "pods"
+    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="10.0.0.1"))
+    kube.put(
+        "v1", "pods", pod("ml", "evil-0", {"batch.kubernetes.io/job-name": "evil"}, ip="10.0.0.2")
+    )
+    container = logs / "ml_llm-0_uid-llm-0" / "trainer"
+    container.mkdir(parents=True)
+    line = "2026-11-29T18:20:54.123456789Z stderr F {msg}\n"
+    (container / "0.log").write_text(
+        line.format(msg=" 50%|█████     | 25/50 [00:05<00:05,  5.00it/s]")
+    )
+    (container / "1.log").write_text(
+        line.format(msg=" 10%|█         | 5/50 [00:01<00:09,  5.00it/s]")
+    )
+    (container / "1.log.20261129-182000.gz").write_bytes(b"\x1f\x8b not followed")
+    (logs / "ml_evil-0_uid-evil-0").symlink_to("/etc")  # a pod log dir that is a link: refused
+    exp = k8s_exporter_with(FakeClock(T_START_TS), log_root=str(logs))
+    try:
+        wait(lambda: len(_registry(exp)) == 2)
+        exp.poll_once()
+        runs = get_json(exp.url + "/api/v1/runs")["runs"]
+    finally:
+        exp.stop()
+    # The container restarted: its current log is 1.log.
+    assert [(r["pod"], r["step"], r["max_steps"], r["info"]["source"]) for r in runs] == [
+        ("llm-0", 5, 50, "log")
+    ]

@@ -43,11 +43,11 @@ def _http_targets(config: Config, ingestor: Ingestor) -> PolledSource | None:
 
 
 def _logs(config: Config, ingestor: Ingestor) -> PolledSource | None:
-    from .logs import LogSource
+    from .logs import LogSource, standalone_targets
 
     if not config.log_paths:
         return None
-    return LogSource(config.log_paths, config.namespace, ingestor)
+    return LogSource(standalone_targets(config.log_paths, config.namespace), ingestor)
 
 
 # name -> factory; the factory returns None when the config does not enable the source.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -19,7 +20,9 @@ from ..ingest import Ingestor
 from ..logparse import parse_cri, parse_line
 from ..logstate import LogAccumulator
 from ..model import Parsed, ReportError
+from ..pods import PodInfo
 from ..tracker import RunKey, RunMeta
+from .kubelet_file import open_dir_chain
 from .logtail import FileTail
 
 NAME = "log"
@@ -35,39 +38,40 @@ class _Followed:
     seen_counts: int = 0
 
 
+Targets = Callable[[], "dict[str, tuple[RunKey, RunMeta]]"]
+
+
+def standalone_targets(patterns: Sequence[str], namespace: str) -> Targets:
+    """Files matching ``patterns``, each a run named after the file (``train.log``: ``train``)."""
+
+    def targets() -> dict[str, tuple[RunKey, RunMeta]]:
+        found: list[str] = []
+        for pattern in patterns:
+            found += sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        out = {}
+        for path in sorted(set(found))[:MAX_FILES]:
+            name = os.path.basename(path).split(".")[0][:63] or "log"
+            out[path] = (RunKey(namespace, name, name), RunMeta(source=NAME))
+        return out
+
+    return targets
+
+
 class LogSource:
     """Tails log files and turns what they print into reports."""
 
     name = NAME
 
-    def __init__(
-        self,
-        patterns: Sequence[str],
-        namespace: str,
-        ingestor: Ingestor,
-        key_of: Callable[[str], RunKey] | None = None,
-        meta: RunMeta | None = None,
-    ) -> None:
-        self.patterns = list(patterns)
-        self.namespace = namespace
+    def __init__(self, targets: Targets, ingestor: Ingestor) -> None:
+        self.targets = targets
         self.ingestor = ingestor
-        self.key_of = key_of or self._key
-        self.meta = meta or RunMeta(source=NAME)
         self._files: dict[str, _Followed] = {}
-
-    def _key(self, path: str) -> RunKey:
-        name = os.path.basename(path).split(".")[0][:63] or "log"
-        return RunKey(self.namespace, name, name)
-
-    def _paths(self) -> list[str]:
-        found: list[str] = []
-        for pattern in self.patterns:
-            found += sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        return sorted(set(found))[:MAX_FILES]
+        self._keys: dict[str, tuple[RunKey, RunMeta]] = {}
 
     def poll(self) -> None:
         stats = self.ingestor.stats
-        paths = self._paths()
+        self._keys = self.targets()
+        paths = list(self._keys)
         for path in paths:
             followed = self._files.get(path)
             if followed is None:
@@ -112,9 +116,42 @@ class LogSource:
         return matched
 
     def _report(self, path: str, followed: _Followed) -> None:
-        key = self.key_of(path)
+        key, meta = self._keys[path]
         now = self.ingestor.clock()
         if self.ingestor.tracker.structured_recently(key, now):
             self.ingestor.stats.drop(NAME, "structured_wins")
             return
-        self.ingestor.accept(NAME, key, Parsed(followed.acc.report()), self.meta)
+        self.ingestor.accept(NAME, key, Parsed(followed.acc.report()), meta)
+
+
+_RESTART_LOG = re.compile(r"^(\d+)\.log$")
+
+
+def pod_log_targets(
+    root: str, pods: Callable[[], list[PodInfo]], meta: Callable[[PodInfo], RunMeta]
+) -> Targets:
+    """Kubernetes mode: each training pod's current container log under ``root``
+    (``<namespace>_<pod>_<uid>/<container>/<restart>.log``, the highest restart number; the
+    kubelet's rotated ``N.log.<time>`` and gzipped files are not followed, and a rotation is
+    drained by the tail itself). Directories on the way must not be symlinks."""
+
+    def targets() -> dict[str, tuple[RunKey, RunMeta]]:
+        out: dict[str, tuple[RunKey, RunMeta]] = {}
+        for pod in pods():
+            if pod.finished or not pod.container or "/" in pod.container or "/" in pod.uid:
+                continue
+            parts = [f"{pod.namespace}_{pod.name}_{pod.uid}", pod.container]
+            try:
+                fd = open_dir_chain(root, parts)
+            except ReportError:
+                continue
+            try:
+                numbers = [int(m.group(1)) for n in os.listdir(fd) if (m := _RESTART_LOG.match(n))]
+            finally:
+                os.close(fd)
+            if numbers:
+                path = os.path.join(root, *parts, f"{max(numbers)}.log")
+                out[path] = (RunKey(pod.namespace, pod.name, pod.job_name), meta(pod))
+        return out
+
+    return targets
