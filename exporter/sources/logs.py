@@ -27,6 +27,10 @@ from .logtail import FileTail
 
 NAME = "log"
 MAX_PARTIAL = 1024 * 1024
+# Progress is a latest-value problem: of each batch of new lines, only the newest are parsed
+# (enough for the accumulator's recent history of bars). A job printing megabytes between
+# polls costs a read, not a parse of every line.
+PARSE_TAIL = 2000
 MAX_FILES = 1000
 
 
@@ -96,6 +100,9 @@ class LogSource:
     def _feed(self, followed: _Followed, lines: list[bytes]) -> bool:
         now = self.ingestor.clock()
         matched = False
+        if len(lines) > PARSE_TAIL:
+            followed.partial.clear()  # chunks before the tail cannot be joined any more
+            lines = lines[-PARSE_TAIL:]
         for raw in lines:
             text = raw.decode("utf-8", "replace")
             cri = parse_cri(text)

@@ -27,7 +27,7 @@ class FileTail:
 
     path: str
     backfill: int = 1024 * 1024
-    budget: int = 8 * 1024 * 1024  # bytes read per call at most: the rest waits for the next
+    budget: int = 64 * 1024 * 1024  # bytes read per call at most: the rest waits for the next
     _fd: int | None = None
     _ino: int | None = None
     _offset: int = 0
