@@ -31,6 +31,7 @@ MAX_PARTIAL = 1024 * 1024
 # (enough for the accumulator's recent history of bars). A job printing megabytes between
 # polls costs a read, not a parse of every line.
 PARSE_TAIL = 2000
+KEEP_BYTES = 512 * 1024  # of each poll's new bytes, only the newest this many are kept
 MAX_FILES = 1000
 
 
@@ -81,7 +82,7 @@ class LogSource:
             if followed is None:
                 followed = self._files[path] = _Followed(FileTail(path))
             try:
-                lines = followed.tail.read()
+                lines = followed.tail.read(keep_bytes=KEEP_BYTES)
             except ReportError as err:
                 stats.drop(NAME, err.reason)
                 followed.tail.close()

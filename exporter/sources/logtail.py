@@ -33,6 +33,8 @@ class FileTail:
     _offset: int = 0
     _buffer: bytes = b""
     _skip_partial: bool = False
+    _keep: int | None = None
+    _cut: bool = False
     dropped_long_lines: int = field(default=0)
 
     def close(self) -> None:
@@ -73,18 +75,31 @@ class FileTail:
         self._buffer = b""
 
     def _drain(self, fd: int, limit: int) -> bytes:
-        chunks, total = [], 0
+        """Read up to ``limit`` new bytes; in tail mode keep only the last ``self._keep`` of them
+        (plus the carried partial line), so memory stays bounded however much was written."""
+        chunks: list[bytes] = []
+        kept, total = 0, 0
         while total < limit:
-            chunk = os.pread(fd, min(CHUNK, limit - total), self._offset)
+            chunk = os.pread(fd, min(CHUNK * 16, limit - total), self._offset)
             if not chunk:
                 break
-            chunks.append(chunk)
             total += len(chunk)
             self._offset += len(chunk)
+            chunks.append(chunk)
+            kept += len(chunk)
+            if self._keep is not None and kept > 2 * self._keep:
+                window = b"".join(chunks)[-self._keep :]
+                chunks, kept = [window], len(window)
+                self._cut = True
         return b"".join(chunks)
 
-    def read(self) -> list[bytes]:
-        """New complete lines (without the newline). Raises ReportError on a path problem."""
+    def read(self, keep_bytes: int | None = None) -> list[bytes]:
+        """New complete lines (without the newline). Raises ReportError on a path problem.
+
+        With ``keep_bytes``, only the lines in the last ``keep_bytes`` of new data are
+        returned: progress is a latest-value problem, and this bounds time and memory.
+        """
+        self._keep, self._cut = keep_bytes, False
         data = b""
         if self._fd is not None:
             try:
@@ -106,6 +121,10 @@ class FileTail:
         return self._split(data)
 
     def _split(self, data: bytes) -> list[bytes]:
+        if self._cut:  # the window starts inside a line: drop that fragment
+            self._buffer = b""
+            data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+            self._cut = False
         buffer = self._buffer + data
         lines = buffer.split(b"\n")
         self._buffer = lines.pop()

@@ -1,0 +1,189 @@
+"""Log tailing against mtail, side by side in one run, on the same input.
+
+A 250 MB CRI log of a Transformers-like run (tqdm frames, Trainer log dicts, and 70 %
+unrelated lines) is appended to one file while both tail it: Debian's ``mtail`` with a
+program that extracts step, total and loss by regex, and the exporter with ``--log``. Both
+must end with the same final step, total and loss; the CPU time of each process is read from
+/proc. Freshness: after the bulk, one more progress line is appended and the time until it
+shows in the exporter's /metrics is measured.
+
+Run: ``python -m bench.mtail_compare [--megabytes 250]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from .common import free_port, proc_sample, start_exporter, stop, wait_http
+
+MTAIL_PROGRAM = r"""
+gauge training_step
+gauge training_max_steps
+gauge training_loss
+/\d+%\|[^|]*\|\s*(?P<n>\d+)\/(?P<total>\d+) \[/ {
+  training_step = $n
+  training_max_steps = $total
+}
+/'loss': '(?P<loss>[0-9.]+)'/ {
+  training_loss = $loss
+}
+"""
+
+
+def lines(total_bytes: int, seed: int = 1) -> Any:
+    """CRI lines: 70 % unrelated, the rest tqdm frames and Trainer dicts, in order."""
+    rng = random.Random(seed)
+    written, step, total = 0, 0, 1_000_000
+    while written < total_bytes:
+        r = rng.random()
+        if r < 0.70:
+            msg = f"INFO worker {rng.randint(0, 7)} data shard {rng.randint(0, 10**6)} loaded in {rng.random():.3f}s"
+        elif r < 0.97:
+            step += 1
+            pct = step * 100 // total
+            msg = f"{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [01:00<10:00,  4.00it/s]"
+        else:
+            msg = f"{{'loss': '{2 + rng.random():.4f}', 'grad_norm': '1.0', 'learning_rate': '5e-05', 'epoch': '0.1'}}"
+        line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+        written += len(line)
+        yield line, step, total
+
+
+def mtail_values(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    out = {}
+    for name in ("training_step", "training_max_steps", "training_loss"):
+        m = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", text, re.M)
+        if m:
+            out[name] = float(m.group(1))
+    return out
+
+
+def ours(port: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/runs", timeout=10) as resp:
+        runs = json.loads(resp.read())["runs"]
+    return runs[0] if runs else {}
+
+
+def run(megabytes: int = 250) -> dict[str, Any]:
+    mtail = shutil.which("mtail")
+    if not mtail:
+        raise SystemExit("mtail is not installed (apt-get install mtail)")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "train.log"
+        log.write_text("")
+        progs = Path(tmp) / "progs"
+        progs.mkdir()
+        (progs / "training.mtail").write_text(MTAIL_PROGRAM)
+        mport, oport = free_port(), free_port()
+        mproc = subprocess.Popen(
+            [
+                mtail,
+                "-progs",
+                str(progs),
+                "-logs",
+                str(log),
+                "-port",
+                str(mport),
+                "-address",
+                "127.0.0.1",
+                "-poll_interval",
+                "250ms",
+                "-logtostderr",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        oproc = start_exporter(oport, "--log", str(log), "--poll-interval", "1s")
+        try:
+            wait_http(f"http://127.0.0.1:{mport}/metrics")
+            m0, o0 = proc_sample(mproc.pid), proc_sample(oproc.pid)
+            t0 = time.monotonic()
+            last = (0, 0)
+            with open(log, "a", buffering=1024 * 1024) as fh:
+                for line, step, total in lines(megabytes * 1024 * 1024):
+                    fh.write(line)
+                    last = (step, total)
+            final_loss = "2.5000"
+            with open(log, "a") as fh:
+                fh.write(
+                    f"2026-11-29T18:20:55.000000000Z stdout F {{'loss': '{final_loss}', 'epoch': '1.0'}}\n"
+                )
+            # Wait until both have caught up with the end of the file.
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                mv, ov = mtail_values(mport), ours(oport)
+                if (
+                    mv.get("training_loss") == float(final_loss)
+                    and ov.get("loss") == float(final_loss)
+                    and mv.get("training_step") == last[0]
+                    and ov.get("step") == last[0]
+                ):
+                    break
+                time.sleep(0.5)
+            caught_up = time.monotonic() - t0
+            m1, o1 = proc_sample(mproc.pid), proc_sample(oproc.pid)
+            # Freshness: one more progress line, timed until /metrics shows it.
+            step = last[0] + 1
+            with open(log, "a") as fh:
+                fh.write(
+                    f"2026-11-29T18:20:56.0Z stdout F  50%|█████     | {step}/{last[1]} [01:00<01:00,  4.00it/s]\n"
+                )
+            t_line = time.monotonic()
+            fresh = None
+            while time.monotonic() - t_line < 10:
+                if ours(oport).get("step") == step:
+                    fresh = time.monotonic() - t_line
+                    break
+                time.sleep(0.02)
+            rss = proc_sample(oproc.pid).hwm_bytes / 2**20
+        finally:
+            stop(oproc)
+            stop(mproc)
+    return {
+        "megabytes": megabytes,
+        "final_step": last[0],
+        "final_total": last[1],
+        "mtail": {**mtail_values_safe(mv), "cpu_seconds": m1.cpu_seconds - m0.cpu_seconds},
+        "ours": {
+            "step": ov.get("step"),
+            "max_steps": ov.get("max_steps"),
+            "loss": ov.get("loss"),
+            "cpu_seconds": o1.cpu_seconds - o0.cpu_seconds,
+            "peak_rss_mib": rss,
+        },
+        "both_caught_up_seconds": caught_up,
+        "freshness_seconds": fresh,
+    }
+
+
+def mtail_values_safe(values: dict[str, float]) -> dict[str, float]:
+    return {
+        "step": values.get("training_step", float("nan")),
+        "max_steps": values.get("training_max_steps", float("nan")),
+        "loss": values.get("training_loss", float("nan")),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--megabytes", type=int, default=250)
+    args = parser.parse_args()
+    print(json.dumps(run(args.megabytes), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
