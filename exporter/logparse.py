@@ -96,6 +96,8 @@ _TRANSFORMERS_KEYS = {
 
 
 def parse_transformers(msg: str, now: float) -> LineReport | None:
+    if "{'" not in msg:
+        return None
     m = _DICT.match(msg)
     if not m:
         return None
@@ -158,6 +160,8 @@ def _postfix(text: str | None) -> dict[str, float]:
 
 def _bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
+    if "%|" not in frame and "it [" not in frame:  # cheap: most lines are not bars
+        return None
     m = _BAR.search(frame) or _BAR_NO_TOTAL.search(frame)
     if not m:
         return None
@@ -210,6 +214,10 @@ _KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
 
 def parse_keras(msg: str, now: float) -> LineReport | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
+    if "Epoch" not in frame and not (
+        "/" in frame and ("[=" in frame or "[." in frame or "[>" in frame)
+    ):
+        return None
     m = _KERAS_EPOCH.match(frame)
     if m:
         current, total = int(m.group(1)), int(m.group(2))
@@ -250,6 +258,8 @@ _DS_STEPS = re.compile(r"\bsteps:\s*(\d+)\s+loss:\s*([-+\d.eEnaif]+)")
 
 
 def parse_deepspeed(msg: str, now: float) -> LineReport | None:
+    if "step" not in msg:
+        return None
     m = _DS_STEP.search(msg)
     if m:
         return _native(
@@ -274,6 +284,8 @@ _KATIB_KEYS = {"loss", "step", "epoch", "accuracy", "val_loss", "eval_loss", "le
 
 
 def parse_katib(msg: str, now: float) -> LineReport | None:
+    if "=" not in msg:
+        return None
     tokens = msg.replace(",", " ").split()
     if not tokens or len(tokens) > 64:
         return None

@@ -30,7 +30,7 @@ MAX_PARTIAL = 1024 * 1024
 # Progress is a latest-value problem: of each batch of new lines, only the newest are parsed
 # (enough for the accumulator's recent history of bars). A job printing megabytes between
 # polls costs a read, not a parse of every line.
-PARSE_TAIL = 2000
+PARSE_TAIL = 300
 KEEP_BYTES = 512 * 1024  # of each poll's new bytes, only the newest this many are kept
 MAX_FILES = 1000
 
