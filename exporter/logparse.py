@@ -205,6 +205,47 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     return report
 
 
+# Lightning's RichProgressBar (used when `rich` is installed), as a real run prints it:
+# "Epoch 1/1  ━━━━━━━━━━━━━━━━━━ 8/8 0:00:00 • 0:00:00 580.95it/s train_loss: 0.034"
+# ("Epoch N/M" are 0-based: the epoch index and the last index).
+_RICH = re.compile(
+    r"^\s*Epoch (?P<epoch>\d+)/(?P<last>\d+)\s+\S*\s*(?P<n>\d+)/(?P<total>\d+)"
+    r"\s+(?P<elapsed>[\d:]+)"
+    r"\s+•\s+(?P<remaining>[\d:]+|-:--:--)\s*(?:(?P<rate>[\d.]+)it/s)?\s*(?P<metrics>.*)$"
+)
+
+
+def parse_rich_bar(msg: str, now: float) -> LineReport | None:
+    if "Epoch" not in msg or "•" not in msg:
+        return None
+    m = _RICH.match(msg.rsplit("\r", 1)[-1])
+    if not m:
+        return None
+    metrics = {}
+    for key, value in re.findall(r"([A-Za-z_][\w/.-]*):\s*([-+\d.eE]+|nan|inf)", m["metrics"]):
+        try:
+            metrics[key] = float(value)
+        except ValueError:
+            continue
+    doc: dict[str, object] = {"epoch": int(m["epoch"]), "max_epochs": int(m["last"]) + 1}
+    loss = metrics.pop("train_loss", metrics.pop("loss", metrics.pop("train_loss_step", None)))
+    if loss is not None:
+        doc["loss"] = loss
+    if "val_loss" in metrics:
+        doc["eval_loss"] = metrics.pop("val_loss")
+    metrics.pop("v_num", None)
+    if metrics:
+        doc["metrics"] = metrics
+    bar = Bar(
+        n=int(m["n"]),
+        total=int(m["total"]),
+        rate=float(m["rate"]) if m["rate"] else None,
+        remaining_seconds=_clock(m["remaining"]),
+        prefix=f"Epoch {m['epoch']}",
+    )
+    return _native(doc, now, "lightning", bar)
+
+
 # -- keras ----------------------------------------------------------------------------------
 
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
@@ -361,6 +402,7 @@ PARSERS: tuple[tuple[str, Callable[[str, float], LineReport | None]], ...] = (
     ("jsonl", parse_jsonl),
     ("deepspeed", parse_deepspeed),
     ("keras", parse_keras),
+    ("lightning-rich", parse_rich_bar),
     ("bar", parse_bar),
     ("katib", parse_katib),
 )

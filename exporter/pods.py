@@ -22,6 +22,7 @@ ANNOTATION_JOB = PREFIX + "job-name"
 ANNOTATION_DEADLINE = PREFIX + "deadline"  # RFC 3339
 ANNOTATION_BUDGET = PREFIX + "gpu-hours-budget"
 ANNOTATION_THRESHOLD = PREFIX + "threshold."  # + a threshold name, e.g. threshold.stall_seconds
+ANNOTATION_CONTAINER = PREFIX + "container"  # the container whose log and identity count
 ANNOTATION_HTTP_PORT = PREFIX + "http-port"  # pull JSON progress from the pod on this port
 ANNOTATION_HTTP_PATH = PREFIX + "http-path"  # ... at this path (default /metrics)
 ANNOTATION_STATUS_VOLUME = PREFIX + "status-volume"  # an emptyDir the pod writes its file to
@@ -202,7 +203,14 @@ def training_pod(
         job_name=clean_label(job[0], 253) or "",
         job_kind=clean_label(job[1], 64) or "",
         rank=clean_label(rank, 16) or "",
-        container=clean_label(containers[0].get("name", "") if containers else "", 63) or "",
+        container=clean_label(
+            str(
+                annotations.get(ANNOTATION_CONTAINER)
+                or (containers[0].get("name", "") if containers else "")
+            ),
+            63,
+        )
+        or "",
         gpus=gpus(pod, resources),
         start_timestamp=start,
         finished=status.get("phase") in ("Succeeded", "Failed"),

@@ -206,3 +206,42 @@ def test_lightning_callback(
     )
     assert run["loss"] == pytest.approx(module.last_loss, rel=1e-5)
     assert run["info"]["framework"] == "lightning"
+
+
+def test_lightning_progress_bar_captured_from_a_real_run_parses(tmp_path: Path) -> None:
+    """Lightning's own progress bar, as a real run prints it, is read by the log parsers."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from exporter.logparse import parse_line
+
+    code = textwrap.dedent(
+        """
+        import torch, lightning
+        class M(lightning.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.layer = torch.nn.Linear(4, 1)
+            def training_step(self, batch, i):
+                loss = self.layer(batch[0]).pow(2).mean()
+                self.log("train_loss", loss, prog_bar=True)
+                return loss
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=0.01)
+        x = torch.randn(64, 4)
+        data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x), batch_size=8)
+        lightning.Trainer(max_epochs=2, accelerator="cpu", logger=False, enable_checkpointing=False,
+                          enable_model_summary=False, default_root_dir=ROOT_DIR).fit(M(), data)
+    """
+    )
+    code = code.replace("ROOT_DIR", repr(str(tmp_path)))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    output = proc.stdout + proc.stderr
+    found = [parse_line(line, 0.0) for line in output.replace("\r", "\n").split("\n") if line]
+    bars = [f for f in found if f is not None and f.parser == "lightning"]
+    assert bars, output[-1000:]
+    last = bars[-1]
+    assert last.bar is not None and last.bar.total == 8 and last.report.epoch == 1
+    assert last.report.loss is not None
