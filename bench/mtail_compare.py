@@ -180,10 +180,62 @@ def mtail_values_safe(values: dict[str, float]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--megabytes", type=int, default=250)
+    parser.add_argument("--fleet-seconds", type=float, default=30.0)
     args = parser.parse_args()
-    print(json.dumps(run(args.megabytes), indent=2))
+    print(
+        json.dumps(
+            {
+                "mtail_side_by_side": run(args.megabytes),
+                "fleet_50_files_20MBps": fleet(seconds=args.fleet_seconds),
+            },
+            indent=2,
+        )
+    )
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def fleet(
+    files: int = 50, megabytes_per_second: float = 20.0, seconds: float = 30.0
+) -> dict[str, Any]:
+    """Memory and CPU while tailing ``files`` logs written at ``megabytes_per_second`` in all."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [Path(tmp) / f"job{i}.log" for i in range(files)]
+        for p in paths:
+            p.write_text("")
+        port = free_port()
+        proc = start_exporter(port, "--log", str(Path(tmp) / "*.log"), "--poll-interval", "1s")
+        try:
+            source = lines(10**12)
+            handles = [open(p, "a", buffering=1024 * 1024) for p in paths]  # noqa: SIM115 (50 files open together, closed below)
+            before, t0 = proc_sample(proc.pid), time.monotonic()
+            written, peak = 0, 0.0
+            while time.monotonic() - t0 < seconds:
+                target = (time.monotonic() - t0) * megabytes_per_second * 1024 * 1024
+                while written < target:
+                    line = next(source)[0]
+                    handles[written % files].write(line)
+                    written += len(line)
+                for h in handles:
+                    h.flush()
+                peak = max(peak, proc_sample(proc.pid).rss_bytes / 2**20)
+                time.sleep(0.05)
+            after, t1 = proc_sample(proc.pid), time.monotonic()
+            for h in handles:
+                h.close()
+            time.sleep(1.5)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/runs", timeout=10) as resp:
+                runs = len(json.loads(resp.read())["runs"])
+        finally:
+            stop(proc)
+    return {
+        "files": files,
+        "megabytes_written": written / 2**20,
+        "seconds": t1 - t0,
+        "cpu_percent_of_one_core": 100 * (after.cpu_seconds - before.cpu_seconds) / (t1 - t0),
+        "peak_rss_mib": max(peak, after.hwm_bytes / 2**20),
+        "runs_seen": runs,
+    }
