@@ -132,3 +132,16 @@ def test_structured_reports_win_and_partial_floods_are_bounded(
     (source,) = [s for s in exp.sources if isinstance(s, LogSource)]
     held = [len(v) for f in source._files.values() for v in f.partial.values()]
     assert held and max(held) <= MAX_PARTIAL  # memory stays bounded
+
+
+def test_a_partial_line_without_its_final_chunk_is_flushed_after_a_timeout(
+    exporter_factory: Any, clock: Any, tmp_path: Path
+) -> None:
+    log = tmp_path / "bar.log"
+    append(log, cri(" 40%|████      | 20/50 [00:05<00:07,  4.00it/s]", tag="P"))
+    exp = exporter_factory(log_paths=(str(log),), namespace="ns")
+    exp.poll_once()
+    assert get_json(exp.url + "/api/v1/runs")["runs"] == []  # still waiting for the rest
+    clock.advance(6)
+    exp.poll_once()
+    assert get_json(exp.url + "/api/v1/runs")["runs"][0]["step"] == 20

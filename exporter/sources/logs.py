@@ -32,6 +32,7 @@ MAX_PARTIAL = 1024 * 1024
 # polls costs a read, not a parse of every line.
 PARSE_TAIL = 300
 KEEP_BYTES = 512 * 1024  # of each poll's new bytes, only the newest this many are kept
+PARTIAL_TIMEOUT = 5.0  # seconds a partial CRI line may wait for its final chunk
 MAX_FILES = 1000
 
 
@@ -40,6 +41,7 @@ class _Followed:
     tail: FileTail
     acc: LogAccumulator = field(default_factory=LogAccumulator)
     partial: dict[str, bytes] = field(default_factory=dict)
+    partial_since: dict[str, float] = field(default_factory=dict)
     seen_counts: int = 0
 
 
@@ -98,11 +100,28 @@ class LogSource:
             self._files.pop(path).tail.close()
         stats.set_up(NAME, True)
 
+    def _flush_stale_partials(self, followed: _Followed, now: float) -> list[bytes]:
+        """Partial chunks whose final chunk has not come for PARTIAL_TIMEOUT seconds are
+        parsed as they are (a progress bar without a newline is the usual case)."""
+        stale = [s for s, t in followed.partial_since.items() if now - t >= PARTIAL_TIMEOUT]
+        out = []
+        for stream in stale:
+            followed.partial_since.pop(stream)
+            out.append(followed.partial.pop(stream, b""))
+        return out
+
     def _feed(self, followed: _Followed, lines: list[bytes]) -> bool:
         now = self.ingestor.clock()
         matched = False
+        for chunk in self._flush_stale_partials(followed, now):
+            found = parse_line(chunk.decode("utf-8", "replace"), now)
+            if found is not None:
+                followed.acc.feed(found, now)
+                self.ingestor.stats.match(found.parser)
+                matched = True
         if len(lines) > PARSE_TAIL:
             followed.partial.clear()  # chunks before the tail cannot be joined any more
+            followed.partial_since.clear()
             lines = lines[-PARSE_TAIL:]
         for raw in lines:
             text = raw.decode("utf-8", "replace")
@@ -112,9 +131,12 @@ class LogSource:
                 if cri.partial:
                     if len(joined) <= MAX_PARTIAL:
                         followed.partial[cri.stream] = joined
+                        followed.partial_since.setdefault(cri.stream, now)
                     else:
+                        followed.partial_since.pop(cri.stream, None)
                         self.ingestor.stats.drop(NAME, "partial_too_long")
                     continue
+                followed.partial_since.pop(cri.stream, None)
                 text = joined.decode("utf-8", "replace")
             found = parse_line(text, now)
             if found is not None:
