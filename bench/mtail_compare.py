@@ -194,10 +194,6 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def fleet(
     files: int = 50, megabytes_per_second: float = 20.0, seconds: float = 30.0
 ) -> dict[str, Any]:
@@ -239,3 +235,7 @@ def fleet(
         "peak_rss_mib": max(peak, after.hwm_bytes / 2**20),
         "runs_seen": runs,
     }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -30,7 +30,7 @@ MAX_PARTIAL = 1024 * 1024
 # Progress is a latest-value problem: of each batch of new lines, only the newest are parsed
 # (enough for the accumulator's recent history of bars). A job printing megabytes between
 # polls costs a read, not a parse of every line.
-PARSE_TAIL = 300
+PARSE_TAIL = 100
 KEEP_BYTES = 512 * 1024  # of each poll's new bytes, only the newest this many are kept
 PARTIAL_TIMEOUT = 5.0  # seconds a partial CRI line may wait for its final chunk
 MAX_FILES = 1000
