@@ -126,9 +126,16 @@ _STRINGS = {
     "kubelet_url",
     "kubelet_ca",
 }
-SETTINGS = sorted(
-    _DURATIONS | _INTS | _RATIOS | _STRINGS | {"http_targets", "gpu_resources", "log_paths"}
-)
+# List settings (a YAML list, or comma-separated in the environment): what their items are.
+_LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
+SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | set(_LISTS) | {"http_targets"})
+
+
+def _string_list(value: Any, error: str) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) and i for i in items):
+        raise ConfigError(error)
+    return tuple(i.strip() for i in items)
 
 
 def _target(raw: Any, namespace: str) -> HttpTarget:
@@ -181,20 +188,8 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             if not lo <= ratio <= hi:
                 raise ConfigError(f"{origin}: {key} must be a number from {lo} to {hi}")
             changes[key] = ratio
-        elif key == "log_paths":
-            items = value.split(",") if isinstance(value, str) else value
-            if not isinstance(items, list | tuple) or not all(
-                isinstance(i, str) and i for i in items
-            ):
-                raise ConfigError(f"{origin}: log_paths must be a list of paths or globs")
-            changes[key] = tuple(i.strip() for i in items)
-        elif key == "gpu_resources":
-            items = value.split(",") if isinstance(value, str) else value
-            if not isinstance(items, list | tuple) or not all(
-                isinstance(i, str) and i for i in items
-            ):
-                raise ConfigError(f"{origin}: gpu_resources must be a list of resource names")
-            changes[key] = tuple(i.strip() for i in items)
+        elif key in _LISTS:
+            changes[key] = _string_list(value, f"{origin}: {key} must be a list of {_LISTS[key]}")
         elif key == "http_targets":
             if not isinstance(value, list):
                 raise ConfigError(f"{origin}: http_targets must be a list")

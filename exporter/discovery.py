@@ -83,6 +83,11 @@ def make_discovery(
     from .kubernetes_discovery import KubernetesResolver, PodRegistry, PodWatcher, TokenReview
 
     registry = PodRegistry(node_name, tracker, clock)
+    if core_api is None or custom_api is None or auth_api is None:
+        default_core, default_custom, default_auth = _api_factories()
+        core_api = core_api or default_core
+        custom_api = custom_api or default_custom
+        auth_api = auth_api or default_auth
     watcher: Any
     if pod_source == "kubelet":
         from .kubelet_discovery import KubeletPoller
@@ -96,14 +101,14 @@ def make_discovery(
         )
     elif pod_source == "apiserver":
         watcher = PodWatcher(
-            core_api or _core_api_factory(),
+            core_api,
             node_name,
             registry,
             resources=gpu_resources or DEFAULT_GPU_RESOURCES,
         )
     else:
         raise DiscoveryError(f"pod_discovery must be apiserver or kubelet, not {pod_source!r}")
-    review = TokenReview(auth_api or _auth_api_factory(), token_audience)
+    review = TokenReview(auth_api, token_audience)
     sources: tuple[Any, ...] = ()
     if ingestor is not None:
         from .kubernetes_discovery import run_meta
@@ -136,9 +141,7 @@ def make_discovery(
         sources = (
             KubeletFileSource(kubelet_root, registry.all, file_meta, ingestor),
             HttpSource(http_targets, ingestor, timeout=http_timeout),
-            TrainJobSource(
-                custom_api or _custom_api_factory(), registry.all, trainjob_meta, ingestor
-            ),
+            TrainJobSource(custom_api, registry.all, trainjob_meta, ingestor),
             LogSource(pod_log_targets(log_root, registry.all, log_meta), ingestor),
         )
     return Discovery(
@@ -173,22 +176,14 @@ def api_client() -> Any:
         raise DiscoveryError(f"no in-cluster config and no usable kubeconfig: {exc}") from None
 
 
-def _core_api_factory() -> Callable[[], Any]:
+def _api_factories() -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]:
+    """Core, custom-objects and authentication APIs over one ApiClient: the cluster
+    configuration is loaded once, not once per API."""
     from kubernetes import client
 
     shared = api_client()
-    return lambda: client.CoreV1Api(shared)
-
-
-def _auth_api_factory() -> Callable[[], Any]:
-    from kubernetes import client
-
-    shared = api_client()
-    return lambda: client.AuthenticationV1Api(shared)
-
-
-def _custom_api_factory() -> Callable[[], Any]:
-    from kubernetes import client
-
-    shared = api_client()
-    return lambda: client.CustomObjectsApi(shared)
+    return (
+        lambda: client.CoreV1Api(shared),
+        lambda: client.CustomObjectsApi(shared),
+        lambda: client.AuthenticationV1Api(shared),
+    )

@@ -5,45 +5,26 @@ status file, as JSON, with the parsers that matched. The tool to run when a job 
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, BinaryIO
 
+from .api import json_number
 from .logparse import MAX_MESSAGE, parse_cri, parse_line
 from .logstate import LogAccumulator
-from .model import KUBEFLOW_MAX_BODY_BYTES, ProgressReport, ReportError, parse_bytes
+from .model import KUBEFLOW_MAX_BODY_BYTES, VALUE_FIELDS, ProgressReport, ReportError, parse_bytes
 
 MAX_PARTIAL = 1024 * 1024  # a CRI line split into "P" chunks is joined up to this size
 
 
-def _number(v: float | int | None) -> float | int | str | None:
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
-    return v
-
-
 def report_dict(r: ProgressReport) -> dict[str, Any]:
     out: dict[str, Any] = {
-        k: _number(getattr(r, k))
-        for k in (
-            "step",
-            "max_steps",
-            "epoch",
-            "max_epochs",
-            "progress",
-            "eta_seconds",
-            "loss",
-            "eval_loss",
-            "learning_rate",
-            "grad_norm",
-        )
-        if getattr(r, k) is not None
+        k: json_number(getattr(r, k)) for k in VALUE_FIELDS if getattr(r, k) is not None
     }
     if r.metrics:
-        out["metrics"] = {k: _number(v) for k, v in r.metrics}
+        out["metrics"] = {k: json_number(v) for k, v in r.metrics}
     if r.final:
         out["final"] = True
     return out

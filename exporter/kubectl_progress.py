@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -24,7 +23,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, cast
 
-from .top import Row, duration, fetch_json, from_prometheus
+from .top import Row, duration, fetch_json, format_loss, from_prometheus
 
 TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE")
@@ -100,12 +99,6 @@ def from_kubernetes(namespace: str | None) -> list[tuple[Row, float | None]]:
     return [trainjob_row(obj, now) for obj in doc.get("items", [])]
 
 
-def _loss(loss: float | None) -> str:
-    if loss is None:
-        return "-"
-    return "NaN" if math.isnan(loss) else f"{loss:.4g}"
-
-
 def render(rows: list[tuple[Row, float | None]], all_namespaces: bool) -> str:
     """kubectl-style columns, separated by three spaces, no borders."""
     header = (("NAMESPACE",) if all_namespaces else ()) + COLUMNS
@@ -116,7 +109,7 @@ def render(rows: list[tuple[Row, float | None]], all_namespaces: bool) -> str:
             r.state,
             "-" if r.progress is None else f"{r.progress * 100:.0f}",
             duration(r.eta_seconds) if r.eta_seconds is not None else "-",
-            _loss(r.loss),
+            format_loss(r.loss),
             "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}",
             duration(age) if age is not None else "<unknown>",
         ]

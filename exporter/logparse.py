@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .model import ProgressReport, ReportError, parse_kubeflow, parse_native
+from .model import NATIVE_FIELDS, ProgressReport, ReportError, parse_kubeflow, parse_native
 
 MAX_MESSAGE = 16 * 1024  # longer messages are not progress lines; they are skipped unparsed
 KUBEFLOW_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"
@@ -374,16 +374,7 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         doc["max_steps"] = doc.pop("total_steps")
     if "train_loss" in doc and "loss" not in doc:
         doc["loss"] = doc.pop("train_loss")
-    known = {
-        "step",
-        "max_steps",
-        "epoch",
-        "max_epochs",
-        "loss",
-        "eval_loss",
-        "learning_rate",
-        "grad_norm",
-    }
+    known = set(NATIVE_FIELDS)
     metrics = {
         k: v
         for k, v in doc.items()

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from .logparse import Bar, LineReport
-from .model import ProgressReport
+from .model import VALUE_FIELDS, ProgressReport
 
 RECENT = 120.0
 STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib"})
@@ -54,18 +54,7 @@ class LogAccumulator:
     def feed(self, line: LineReport, now: float) -> None:
         self.counts[line.parser] += 1
         r = line.report
-        for name in (
-            "step",
-            "max_steps",
-            "epoch",
-            "max_epochs",
-            "progress",
-            "eta_seconds",
-            "loss",
-            "eval_loss",
-            "learning_rate",
-            "grad_norm",
-        ):
+        for name in VALUE_FIELDS:
             value = getattr(r, name)
             if value is not None:
                 self.values[name] = value

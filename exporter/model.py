@@ -393,7 +393,9 @@ def parse_opendatahub(obj: Any, now: float) -> Parsed:
     return b.build(progress=progress, eta_seconds=eta, timestamp=timestamp, final=final)
 
 
-_NATIVE_FIELDS = (
+# The report's numbers that have fields of their own (native keys; parsers of other formats
+# map onto them). VALUE_FIELDS adds the two a report may state about the run as a whole.
+NATIVE_FIELDS = (
     "step",
     "max_steps",
     "epoch",
@@ -403,6 +405,7 @@ _NATIVE_FIELDS = (
     "learning_rate",
     "grad_norm",
 )
+VALUE_FIELDS = (*NATIVE_FIELDS, "progress", "eta_seconds")
 
 
 def parse_native(obj: Any, now: float) -> Parsed:
@@ -410,7 +413,7 @@ def parse_native(obj: Any, now: float) -> Parsed:
     if not isinstance(obj, Mapping):
         raise ReportError("invalid_type", "body must be a JSON object")
     b = _Builder(FORMAT_NATIVE)
-    for key in _NATIVE_FIELDS:
+    for key in NATIVE_FIELDS:
         if obj.get(key) is not None:
             b.known(key, obj[key])
     _named_values(b, obj.get("metrics"), "metrics")

@@ -208,7 +208,8 @@ def bar(progress: float | None, width: int) -> str:
     return "█" * full + "░" * (cells - full) + " " + label
 
 
-def _fmt_loss(loss: float | None) -> str:
+def format_loss(loss: float | None) -> str:
+    """A loss for a table cell: four significant digits, NaN as NaN, none as a dash."""
     if loss is None:
         return "-"
     if math.isnan(loss):
@@ -232,7 +233,7 @@ def render(rows: list[Row], width: int = 120, color: bool = False) -> str:
                 r.progress,
                 step,
                 duration(r.eta_seconds),
-                f"{_fmt_loss(r.loss)} {ARROWS[r.loss_trend]}",
+                f"{format_loss(r.loss)} {ARROWS[r.loss_trend]}",
                 "-" if r.gpus is None else f"{r.gpus:g}",
                 "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}",
             ]
