@@ -3,9 +3,13 @@
 Each run is simulated for hours through the real tracker (reports every 30 s of simulated
 time, default thresholds), scraped once a minute through the real collector's text output,
 and the scraped series are handed to ``promtool test rules`` with the rule files as
-shipped. Every run asserts "no alert" every 5 minutes; promtool reports each alert that did
+shipped. Every run asserts "no alert" at every minute; promtool reports each alert that did
 fire, and this module classifies them: the run's expected alert (a detection, with its
 time) or anything else (a false positive). A bad run whose alert never fires is a miss.
+
+It also checks that the exporter and the rules tell one truth: from the state the exporter
+reported at each minute and each alert's ``for:``, it derives exactly when each alert must
+fire, and compares with what promtool saw fire, minute by minute (``disagreements``).
 
 Run: ``python -m bench.alert_quality`` (prints counts per run and JSON).
 """
@@ -30,11 +34,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collector import render_runs_text
 from exporter.model import ProgressReport
+from exporter.states import STATES
 from exporter.tracker import RunKey, RunMeta, Tracker, TrackerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_EVERY = 30  # seconds of simulated time between reports
-CHECK_EVERY = 5  # minutes between "no alert" assertions
+CHECK_EVERY = 1  # minutes between "no alert" assertions: every evaluation
 NAMESPACE = "corpus"
 
 # A run: given simulated seconds and a seeded RNG, the report to send (None: nothing).
@@ -49,6 +54,9 @@ class Run:
     minutes: int  # how long the pod exists
     expected: str | None = None  # the one alert it must raise
     gpus: float = 8.0
+    # Kubernetes mode: the exporter sees the pod running for ``minutes`` (True); standalone:
+    # nothing tells whether the process lives (None).
+    alive: bool | None = None
 
 
 def _loss(step: float, floor: float = 1.8, scale: float = 2.0, k: float = 500) -> float:
@@ -175,10 +183,32 @@ CORPUS: tuple[Run, ...] = (
     ),
     Run(
         "hung-silent",
-        "deadlock after 1 h, reports stop",
+        "deadlock after 1 h, reports stop, standalone (nothing tells it lives)",
         hung_silent,
         180,
         "TrainingReportsStopped",
+    ),
+    Run(
+        "hung-silent-pod",
+        "deadlock after 1 h, reports stop, pod still Running (Kubernetes mode)",
+        hung_silent,
+        180,
+        "TrainingJobStalled",
+        alive=True,
+    ),
+    Run(
+        "eval-pauses-pod",
+        "20-min evaluations every 2 h, no report during them, pod Running",
+        eval_pauses,
+        400,
+        alive=True,
+    ),
+    Run(
+        "finishes-exits-pod",
+        "finishes after 58 min, pod exits 5 min later (Kubernetes mode)",
+        finishes_and_exits,
+        63,
+        alive=True,
     ),
     Run(
         "plateaued",
@@ -208,13 +238,23 @@ CORPUS: tuple[Run, ...] = (
 )
 
 
-def scrape_series(run: Run, seed: int) -> dict[str, list[str]]:
-    """Simulate ``run``; return promtool series text -> one value per minute."""
+@dataclass(frozen=True)
+class Simulation:
+    """What the exporter showed: promtool series text -> one value per minute, and the
+    run's state at each minute (None once it left the exporter)."""
+
+    series: dict[str, list[str]]
+    states: list[str | None]
+
+
+def scrape_series(run: Run, seed: int) -> Simulation:
+    """Simulate ``run`` through the tracker and the collector, one scrape a minute."""
     rng = random.Random(seed)
     tracker = Tracker(TrackerConfig())
     key = RunKey(NAMESPACE, run.name, run.name)
-    meta = RunMeta(source="push", gpus=run.gpus)
+    meta = RunMeta(source="push", gpus=run.gpus, alive=run.alive)
     series: dict[str, list[str]] = {}
+    states: list[str | None] = []
     retention_end = run.minutes + 10  # the exporter keeps a gone run 10 min by default
     total_minutes = retention_end + 10
     for minute in range(total_minutes + 1):
@@ -227,7 +267,9 @@ def scrape_series(run: Run, seed: int) -> dict[str, list[str]]:
         if minute == run.minutes:
             tracker.mark_gone(key, now)
         tracker.expire(now)
-        text = render_runs_text(tracker.snapshot(now))
+        snapshots = tracker.snapshot(now)
+        states.append(snapshots[0].state if snapshots else None)
+        text = render_runs_text(snapshots)
         seen = set()
         for family in text_string_to_metric_families(text):
             for s in family.samples:
@@ -239,19 +281,43 @@ def scrape_series(run: Run, seed: int) -> dict[str, list[str]]:
         for name, values in series.items():
             if name not in seen:
                 values.append("stale" if values and values[-1] not in ("_", "stale") else "_")
-    return series
+    return Simulation(series, states)
 
 
-def promtool_test(run: Run, seed: int, workdir: Path) -> str:
-    series = scrape_series(run, seed)
-    alerts = [
-        r["alert"]
-        for g in yaml.safe_load((ROOT / "alerts" / "training-progress.rules.yaml").read_text())[
-            "groups"
-        ]
+def _alert_rules() -> list[dict[str, Any]]:
+    doc = yaml.safe_load((ROOT / "alerts" / "training-progress.rules.yaml").read_text())
+    return [
+        r
+        for g in doc["groups"]
         for r in g["rules"]
         if "alert" in r and r["alert"] != "TrainingProgressExporterDown"
     ]
+
+
+def _for_minutes(rule: dict[str, Any]) -> int:
+    return _minutes(str(rule.get("for", "0m")))
+
+
+def expected_firing(states: list[str | None]) -> set[tuple[str, int]]:
+    """(alert, minute) pairs at which each state alert must be firing, given the exporter's
+    state each minute: firing at minute m when the run was in the alert's state at every
+    evaluation from m - for to m (the rules are evaluated once a minute)."""
+    by_alert = {d.alert: d.name for d in STATES if d.alert}
+    out = set()
+    for rule in _alert_rules():
+        state = by_alert.get(rule["alert"])
+        if state is None:
+            continue
+        hold = _for_minutes(rule)
+        for m in range(hold, len(states)):
+            if all(states[k] == state for k in range(m - hold, m + 1)):
+                out.add((rule["alert"], m))
+    return out
+
+
+def promtool_test(run: Run, sim: Simulation, workdir: Path) -> str:
+    series = sim.series
+    alerts = [r["alert"] for r in _alert_rules()]
     length = max(len(v) for v in series.values())
     test = {
         "rule_files": [str(ROOT / "alerts" / "training-progress.rules.yaml")],
@@ -298,15 +364,22 @@ def _minutes(duration: str) -> int:
 
 
 def evaluate(seed: int = 1) -> dict[str, Any]:
-    """Per run: the alerts that fired (with the first minute) and the verdict; and totals."""
+    """Per run: the alerts that fired (with the first minute), the verdict, and every minute
+    where the exporter's state and the firing alerts disagree; and totals."""
     results: dict[str, Any] = {}
-    false_positives = misses = 0
+    false_positives = misses = disagreements = 0
     with tempfile.TemporaryDirectory() as tmp:
         for run in CORPUS:
-            output = promtool_test(run, seed, Path(tmp))
+            sim = scrape_series(run, seed)
+            output = promtool_test(run, sim, Path(tmp))
             fired: dict[str, int] = {}
+            firing: set[tuple[str, int]] = set()
             for name, duration in _FIRED.findall(output):
                 fired.setdefault(name, _minutes(duration))
+                firing.add((name, _minutes(duration)))
+            expected = expected_firing(sim.states)
+            disagree = sorted(firing ^ expected, key=lambda x: (x[1], x[0]))
+            disagreements += len(disagree)
             unexpected = sorted(set(fired) - {run.expected} if run.expected else set(fired))
             missed = run.expected is not None and run.expected not in fired
             false_positives += len(unexpected)
@@ -317,11 +390,17 @@ def evaluate(seed: int = 1) -> dict[str, Any]:
                 "fired_first_minute": fired,
                 "false_positives": unexpected,
                 "missed": missed,
+                "minutes_checked": len(sim.states),
+                "disagreements": [
+                    {"minute": m, "alert": a, "firing": (a, m) in firing, "state": sim.states[m]}
+                    for a, m in disagree
+                ],
             }
     return {
         "runs": results,
         "false_positives": false_positives,
         "misses": misses,
+        "disagreements": disagreements,
         "healthy_runs": sum(1 for r in CORPUS if r.expected is None),
         "bad_runs": sum(1 for r in CORPUS if r.expected is not None),
     }
@@ -329,7 +408,7 @@ def evaluate(seed: int = 1) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> str:
     lines = [
-        "| run | behaviour | expected alert | fired (first minute checked) | verdict |",
+        "| run | behaviour | expected alert | fired (first minute) | verdict |",
         "| --- | --- | --- | --- | --- |",
     ]
     for name, r in result["runs"].items():
@@ -352,7 +431,9 @@ def main() -> int:
     print(table(result))
     print(
         f"\nfalse positives: {result['false_positives']}, missed: {result['misses']}"
-        f" ({result['healthy_runs']} healthy runs, {result['bad_runs']} bad runs)"
+        f" ({result['healthy_runs']} healthy runs, {result['bad_runs']} bad runs);"
+        f" minutes where the exporter's state and the alerts disagree:"
+        f" {result['disagreements']}"
     )
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}))
     return 0

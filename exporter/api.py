@@ -51,6 +51,8 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "pod": s.key.pod,
         "job_name": s.key.job_name,
         "state": s.state,
+        "state_since_timestamp_seconds": s.state_since,
+        "state_reason": s.state_reason,
         "finished": s.finished,
         "gone": s.gone,
         "info": {

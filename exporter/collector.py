@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from . import __version__
+from .states import NAMES as STATE_NAMES
 from .stats import ExporterStats
 from .tracker import RunSnapshot, Tracker
 
@@ -107,6 +108,22 @@ def _custom_text(
     return out
 
 
+def _run_state(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (((("state", name),), 1.0 if name == s.state else 0.0) for name in STATE_NAMES)
+
+
+def _run_state_text(
+    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
+) -> list[str]:
+    out: list[str] = []
+    for s, (ns, pod, job) in zip(snapshots, escaped, strict=True):
+        head = f'{name}{{job_name="{job}",namespace="{ns}",pod="{pod}",state="'
+        out += [
+            f'{head}{state}"}} {"1.0" if state == s.state else "0.0"}\n' for state in STATE_NAMES
+        ]
+    return out
+
+
 def _custom(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
     return (((("metric", name),), value) for name, value in s.metrics)
 
@@ -114,6 +131,12 @@ def _custom(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float
 RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_run_info", "gauge",
            "Information about a training run; value is always 1.", _info, text=_info_text),
+    Family("training_run_state", "gauge",
+           "The run's state: 1 for the state it is in, 0 for the others (docs/metrics.md).",
+           _run_state, text=_run_state_text),
+    Family("training_run_state_since_timestamp_seconds", "gauge",
+           "Unix time the run entered its current state.",
+           *_value(attrgetter("state_since"))),
     Family("training_step", "gauge", "Current global training step.",
            *_value(attrgetter("step"))),
     Family("training_max_steps", "gauge", "Planned number of global steps.",

@@ -138,6 +138,16 @@ def naive_eta_seconds(elapsed: float, step: int, max_steps: int) -> float | None
     return elapsed / step * max(0, max_steps - step)
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q``-quantile of ``values`` (not empty), interpolated between ranks the way
+    PromQL's ``quantile_over_time`` does."""
+    ordered = sorted(values)
+    rank = q * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
 def add_sample(
     samples: list[Sample], t: float, step: int, cfg: EstimatorConfig = EstimatorConfig()
 ) -> None:

@@ -23,7 +23,8 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, cast
 
-from .top import Row, duration, fetch_json, format_loss, from_prometheus
+from .humanize import duration, format_loss
+from .top import Row, fetch_json, from_prometheus
 
 TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE")

@@ -37,6 +37,8 @@ def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
         gpu_seconds_budget=pod.gpu_seconds_budget,
         thresholds=pod.thresholds,
         gpu_start_timestamp=pod.start_timestamp,
+        alive=not pod.finished,
+        pod_failed=pod.failed,
     )
 
 
@@ -92,10 +94,11 @@ class PodRegistry:
         return RunKey(pod.namespace, pod.name, pod.job_name)
 
     def _changed(self, pod: PodInfo) -> None:
+        now = self.clock()
+        # A terminated pod's run says so (failed or not) before it is frozen as gone.
+        self.tracker.set_meta(self._key(pod), run_meta(pod, self.node, "push"), now)
         if pod.finished:
-            self.tracker.mark_gone(self._key(pod), self.clock())
-        else:
-            self.tracker.set_meta(self._key(pod), run_meta(pod, self.node, "push"), self.clock())
+            self.tracker.mark_gone(self._key(pod), now)
 
     def _gone(self, pod: PodInfo) -> None:
         self.tracker.mark_gone(self._key(pod), self.clock())

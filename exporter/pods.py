@@ -75,6 +75,7 @@ class PodInfo:
     deadline_timestamp: float | None
     gpu_seconds_budget: float | None
     thresholds: Overrides
+    failed: bool = False  # phase Failed (a kind of finished)
     http_url: str | None = None  # where to pull JSON progress from, if anywhere
     status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
 
@@ -214,6 +215,7 @@ def training_pod(
         gpus=gpus(pod, resources),
         start_timestamp=start,
         finished=status.get("phase") in ("Succeeded", "Failed"),
+        failed=status.get("phase") == "Failed",
         deadline_timestamp=_time(annotations.get(ANNOTATION_DEADLINE)),
         gpu_seconds_budget=budget,
         thresholds=parse_overrides(overrides, lambda _reason: None),

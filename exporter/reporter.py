@@ -13,6 +13,13 @@ under a lock; a daemon thread sends them (coalesced, at most every ``interval`` 
 the first and final report), retries with backoff, and swallows every error. Only global
 rank 0 reports, unless told otherwise.
 
+While the process lives, the thread also sends a **heartbeat**: the latest values again
+when nothing new was sent for ``heartbeat_seconds`` (default 60 s, ``TPE_REPORT_HEARTBEAT``;
+0 turns it off). A training loop that hangs (a deadlock, a stuck collective) stops calling
+``update()`` but its process, and this thread, live on: the exporter then sees reports with
+a frozen step and calls the run *stalled*. A process that died sends nothing, and its run
+turns *silent*. Without the heartbeat both would look the same.
+
 Channels, each enabled when its configuration is present (several may be active at once):
 
 * **kubeflow**: ``KUBEFLOW_TRAINER_SERVER_URL`` (+ ``_TOKEN`` file, ``_CA_CERT`` file), the
@@ -49,6 +56,8 @@ ENV_KUBEFLOW_CA = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
 ENV_REPORT_URL = "TPE_REPORT_URL"
 ENV_STATUS_FILE = "TPE_STATUS_FILE"
 ENV_CHANNELS = "TPE_REPORT_CHANNELS"  # comma-separated override: kubeflow,exporter,file,stdout
+ENV_HEARTBEAT = "TPE_REPORT_HEARTBEAT"  # seconds between heartbeats; 0 turns them off
+DEFAULT_HEARTBEAT_SECONDS = 60.0
 STDOUT_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"
 CHANNELS = ("kubeflow", "exporter", "file", "stdout")
 
@@ -131,11 +140,16 @@ class ProgressReporter:
         timeout: float = 5.0,
         framework: str | None = None,
         stdout: TextIO | None = None,
+        heartbeat_seconds: float | None = None,
     ) -> None:
         env = dict(os.environ if environ is None else environ)
         self.rank = global_rank(env) if rank is None else rank
         self.enabled = all_ranks or self.rank == 0
         self.interval = interval
+        self.heartbeat_seconds = (
+            _heartbeat_from(env) if heartbeat_seconds is None else max(0.0, heartbeat_seconds)
+        )
+        self._last_sent = 0.0  # time.monotonic() of the last successful send
         self.timeout = timeout
         self._state = _State()
         self._lock = threading.Lock()
@@ -244,9 +258,17 @@ class ProgressReporter:
             report["timestamp"] = time.time()
             return s.version, report, s.final
 
-    def _send_all(self) -> bool:
+    def _heartbeat_due(self, now: float) -> bool:
+        return (
+            self.heartbeat_seconds > 0
+            and self._sent_version > 0
+            and now - self._last_sent >= self.heartbeat_seconds
+        )
+
+    def _send_all(self, heartbeat: bool = False) -> bool:
+        """Send the latest values if they changed (or, for a heartbeat, even if not)."""
         version, report, final = self._snapshot()
-        if version == self._sent_version:
+        if version == self._sent_version and not heartbeat:
             return True
         ok = True
         for send in self._senders:
@@ -257,6 +279,7 @@ class ProgressReporter:
                 ok = False
         if ok:
             self._sent_version = version
+            self._last_sent = time.monotonic()
         return ok
 
     def _run(self) -> None:
@@ -266,7 +289,7 @@ class ProgressReporter:
             stopping = self._stop.is_set()
             now = time.monotonic()
             if stopping or now >= next_send:
-                ok = self._send_all()
+                ok = self._send_all(heartbeat=not stopping and self._heartbeat_due(now))
                 if stopping:
                     if not ok:  # one retry on the way out; close() bounds the wait
                         time.sleep(min(1.0, self.timeout))
@@ -307,6 +330,17 @@ class ProgressReporter:
             return lambda report, final: write_status_file(path, report)
         out = self._stdout
         return lambda report, final: _print_line(kubeflow_body(report), out)
+
+
+def _heartbeat_from(env: Mapping[str, str]) -> float:
+    raw = env.get(ENV_HEARTBEAT)
+    if raw is None:
+        return DEFAULT_HEARTBEAT_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_HEARTBEAT_SECONDS
+    return value if math.isfinite(value) and value >= 0 else DEFAULT_HEARTBEAT_SECONDS
 
 
 def _close_at_exit(ref: weakref.ref[ProgressReporter]) -> None:

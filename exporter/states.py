@@ -1,48 +1,363 @@
-"""Job states shared by the fleet dashboard, ``top`` and the status page.
+"""The one classifier of a run's state, and the one table every view reads.
 
-The exporter computes a run's state itself (``/api/v1/runs``); over Prometheus the same
-state comes from :data:`STATE_PROMQL`, built on the shipped recording rules. Codes order the
-states so that PromQL's ``max`` picks the one that matters most for a job.
+Every view of a run, whether the status page, ``/api/v1/runs``, ``top``, ``kubectl progress``,
+Grafana or the alert rules, shows the state computed here. The exporter exports it as
+``training_run_state{state=...}`` (1 for the current state, 0 for the others, the way
+kube-state-metrics exports ``kube_pod_status_phase``), and the rules and dashboards read that
+series instead of recomputing it in PromQL, so no two views can disagree.
+
+:func:`classify` is pure: an :class:`Observation` and the run's :class:`Thresholds` in, a
+:class:`Verdict` out. It reads the same per-run thresholds the exporter exports as
+``training_*_threshold_seconds`` and friends. The core imports nothing else of the package.
 """
 
 from __future__ import annotations
 
-# (code, state, label, Grafana color); higher codes win when several apply.
-STATES: tuple[tuple[int, str, str, str], ...] = (
-    (0, "running", "Running", "green"),
-    (1, "plateaued", "Plateaued", "yellow"),
-    (2, "stalled", "Stalled", "red"),
-    (3, "diverged", "Diverged", "dark-red"),
-    (4, "finished", "Finished", "blue"),
-    (5, "finished-but-running", "Finished but running", "orange"),
-)
-STATE_BY_CODE = {code: state for code, state, _, _ in STATES}
-# What a person should look at first, in order; then the rest.
-ATTENTION = (
-    "stalled",
-    "diverged",
-    "finished-but-running",
-    "plateaued",
-    "waiting",
-    "running",
-    "finished",
-)
+import math
+from dataclasses import dataclass
+
+from .humanize import duration
+from .thresholds import Thresholds
 
 
-def state_promql(selector: str) -> str:
-    """One state code per (namespace, job_name) for series matching ``selector``
-    (a label matcher list such as ``namespace=~"$namespace"``).
+@dataclass(frozen=True, slots=True)
+class StateDef:
+    """One state: its name, how to show it, and what it promises.
 
-    ``or`` keeps its left side where label sets match, so states go from the highest code
-    down; series with other label sets (recording rules) are settled by ``max``.
+    ``code`` orders states by urgency for PromQL's ``max`` (highest code = needs attention
+    first); sorting by ``-code`` is the one sort order of every view.
     """
-    s = selector
-    return f"""max by (namespace, job_name) (
-  namespace_pod_job_name:training_finished_running_seconds:max{{{s}}} * 0 + 5
-  or (training_finished{{{s}}} == 1) * 4
-  or count by (namespace, pod, job_name) (training_loss{{{s}}} != training_loss{{{s}}}) * 3
-  or namespace_pod_job_name:training_stalled_seconds:max{{{s}}} * 0 + 2
-  or ((time() - training_last_improvement_timestamp_seconds{{{s}}})
-      > training_plateau_window_seconds{{{s}}}) * 0 + 1
-  or (training_run_active{{{s}}} == 1) * 0
-)"""
+
+    name: str
+    label: str
+    code: int
+    grafana_color: str  # a Grafana named color
+    css_color: str  # the status page's badge and bar color
+    ansi: str  # SGR codes for ``top``
+    has_eta: bool  # an ETA means something (it counts toward "GPUs free within ...")
+    alert: str  # the alert that pages on this state ("" for none)
+    meaning: str
+
+
+_RED, _GREEN, _YELLOW, _BLUE, _MAGENTA = "31", "32", "33", "34", "35"
+_BOLD, _DIM = "1", "2"
+
+# Most urgent first. The codes follow this order (a test checks it).
+STATES: tuple[StateDef, ...] = (
+    StateDef(
+        "stalled",
+        "Stalled",
+        11,
+        "red",
+        "#cf222e",
+        f"{_RED};{_BOLD}",
+        has_eta=False,
+        alert="TrainingJobStalled",
+        meaning="the step has not advanced for the stall threshold while the run still reports, "
+        "or while its pod still runs",
+    ),
+    StateDef(
+        "diverged",
+        "Diverged",
+        10,
+        "dark-red",
+        "#82071e",
+        f"{_RED};{_BOLD}",
+        has_eta=False,
+        alert="TrainingLossDiverged",
+        meaning="loss is NaN or infinite, or above the divergence ratio times its best",
+    ),
+    StateDef(
+        "finished-but-running",
+        "Finished but running",
+        9,
+        "orange",
+        "#bc4c00",
+        f"{_MAGENTA};{_BOLD}",
+        has_eta=False,
+        alert="TrainingFinishedButRunning",
+        meaning="finished longer ago than the grace period, yet its pod still holds GPUs",
+    ),
+    StateDef(
+        "silent",
+        "Silent",
+        8,
+        "purple",
+        "#8250df",
+        _MAGENTA,
+        has_eta=False,
+        alert="TrainingReportsStopped",
+        meaning="no report for the report timeout, and nothing says whether the process lives",
+    ),
+    StateDef(
+        "failed",
+        "Failed",
+        7,
+        "dark-purple",
+        "#512a97",
+        _RED,
+        has_eta=False,
+        alert="",
+        meaning="the run's pod failed before the run finished",
+    ),
+    StateDef(
+        "plateaued",
+        "Plateaued",
+        6,
+        "yellow",
+        "#9a6700",
+        _YELLOW,
+        has_eta=True,
+        alert="TrainingLossPlateau",
+        meaning="steps advance but the best loss has not improved for the plateau window",
+    ),
+    StateDef(
+        "degraded",
+        "Degraded",
+        5,
+        "light-orange",
+        "#d1750f",
+        _YELLOW,
+        has_eta=True,
+        alert="TrainingThroughputDegraded",
+        meaning="steps/s below the throughput-drop ratio of the run's own typical pace",
+    ),
+    StateDef(
+        "waiting",
+        "Waiting",
+        4,
+        "light-blue",
+        "#6e7781",
+        _DIM,
+        has_eta=True,
+        alert="",
+        meaning="reported, but no step or progress yet",
+    ),
+    StateDef(
+        "running",
+        "Running",
+        3,
+        "green",
+        "#1a7f37",
+        _GREEN,
+        has_eta=True,
+        alert="",
+        meaning="steps advance and the loss improves",
+    ),
+    StateDef(
+        "finished",
+        "Finished",
+        2,
+        "blue",
+        "#0969da",
+        _BLUE,
+        has_eta=False,
+        alert="",
+        meaning="reported completion (the final flag, or progress reached 1)",
+    ),
+    StateDef(
+        "gone",
+        "Gone",
+        1,
+        "#8c959f",
+        "#8c959f",
+        _DIM,
+        has_eta=False,
+        alert="",
+        meaning="its pod, file or target disappeared before it finished; kept for the retention",
+    ),
+)
+
+BY_NAME: dict[str, StateDef] = {s.name: s for s in STATES}
+BY_CODE: dict[int, StateDef] = {s.code: s for s in STATES}
+NAMES: tuple[str, ...] = tuple(s.name for s in STATES)
+# States in which a run still holds GPUs doing nothing useful: its ETA is no promise.
+NO_ETA: tuple[str, ...] = tuple(s.name for s in STATES if not s.has_eta)
+# A job with a run in one of these states will not finish by itself: no ETA counts for it.
+BLOCKS_COMPLETION: tuple[str, ...] = tuple(n for n in NO_ETA if n not in ("finished", "gone"))
+# States of a run that is training (or about to): the "running jobs" count.
+TRAINING: tuple[str, ...] = tuple(s.name for s in STATES if s.has_eta)
+
+
+def severity(state: str) -> int:
+    """Sort key: 0 for the most urgent state; unknown states last."""
+    d = BY_NAME.get(state)
+    return len(STATES) if d is None else len(STATES) - d.code
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the classifier needs to know about one run at one instant (unix seconds)."""
+
+    now: float
+    first_report: float
+    last_report: float
+    last_step: float | None  # when the step (or progress) last advanced
+    last_improvement: float | None  # when the best loss last improved
+    finished: bool  # the run said so (final flag)
+    progress: float | None
+    loss: float | None
+    eval_loss: float | None
+    best_loss: float | None
+    gpus: float
+    gone_since: float | None  # its pod, file or target disappeared
+    # Whether the run's pod is known to run (Kubernetes mode); None where nobody knows.
+    alive: bool | None = None
+    pod_failed: bool = False
+    steps_per_second: float | None = None
+    typical_steps_per_second: float | None = None  # the run's own recent 90th percentile
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A state, and when the run entered it where the predicates tell (else None)."""
+
+    state: str
+    onset: float | None
+
+
+def done(o: Observation) -> bool:
+    """Finished by its own word or by its progress (step == max_steps counts)."""
+    return o.finished or (o.progress is not None and o.progress >= 1.0)
+
+
+def diverged(o: Observation, th: Thresholds) -> bool:
+    """NaN or infinite loss, or a loss above ``divergence_ratio`` x a positive best loss."""
+    for value in (o.loss, o.eval_loss):
+        if value is not None and not math.isfinite(value):
+            return True
+    return (
+        o.loss is not None
+        and o.best_loss is not None
+        and o.best_loss > 0
+        and o.loss > th.divergence_ratio * o.best_loss
+    )
+
+
+def degraded(o: Observation, th: Thresholds) -> bool:
+    """Throughput below ``throughput_drop_ratio`` of the run's own typical pace."""
+    return (
+        o.steps_per_second is not None
+        and o.typical_steps_per_second is not None
+        and o.steps_per_second < th.throughput_drop_ratio * o.typical_steps_per_second
+    )
+
+
+def classify(o: Observation, th: Thresholds) -> Verdict:
+    """The run's one state. Checked in this order, the first that holds wins:
+
+    finished / finished-but-running, gone / failed, stalled, silent, diverged, waiting,
+    plateaued, degraded, running.
+
+    *Stalled* needs evidence that the process still lives: reports that keep arriving with
+    a frozen step (a heartbeat), or, in Kubernetes mode, its pod still running. Without
+    either, a run that went quiet is *silent*: hung, or alive with a broken reporter.
+    """
+    now = o.now
+    if done(o):
+        done_at = o.last_step if o.last_step is not None else o.last_report
+        lingering = (
+            o.gone_since is None
+            and o.alive is not False
+            and o.gpus > 0
+            and now - done_at > th.finished_grace_seconds
+        )
+        if lingering:
+            return Verdict("finished-but-running", done_at + th.finished_grace_seconds)
+        return Verdict("finished", done_at)
+    if o.gone_since is not None or o.alive is False:
+        return Verdict("failed" if o.pod_failed else "gone", o.gone_since)
+    reporting = now - o.last_report < th.report_timeout_seconds
+    if (
+        o.last_step is not None
+        and now - o.last_step >= th.stall_seconds
+        and (reporting or o.alive is True)
+    ):
+        return Verdict("stalled", o.last_step + th.stall_seconds)
+    if not reporting and o.alive is not True:
+        return Verdict("silent", o.last_report + th.report_timeout_seconds)
+    if diverged(o, th):
+        return Verdict("diverged", None)
+    if o.last_step is None:
+        return Verdict("waiting", o.first_report)
+    if o.last_improvement is not None and now - o.last_improvement >= th.plateau_seconds:
+        return Verdict("plateaued", o.last_improvement + th.plateau_seconds)
+    if degraded(o, th):
+        return Verdict("degraded", None)
+    return Verdict("running", None)
+
+
+def entered(previous: str | None, previous_since: float, verdict: Verdict, now: float) -> float:
+    """When the run entered ``verdict.state``, given the state seen before and since when.
+
+    The predicates give the exact onset of time-based states (stalled at last step + stall
+    threshold); a state that cannot have begun before the previous one was seen starts no
+    earlier than that; the others start when first seen.
+    """
+    if previous == verdict.state:
+        return previous_since
+    if verdict.onset is None:
+        return now
+    return min(now, max(verdict.onset, previous_since if previous is not None else -math.inf))
+
+
+def reason(
+    state: str,
+    o: Observation,
+    th: Thresholds,
+) -> str:
+    """Why the run is in ``state``, in the words a person reads on a page:
+    "stalled for 42m (threshold 30m)"."""
+    now = o.now
+    if state == "stalled" and o.last_step is not None:
+        return f"stalled for {duration(now - o.last_step)} (threshold {duration(th.stall_seconds)})"
+    if state == "silent":
+        return (
+            f"silent for {duration(now - o.last_report)} "
+            f"(timeout {duration(th.report_timeout_seconds)})"
+        )
+    if state == "plateaued" and o.last_improvement is not None:
+        return (
+            f"no improvement for {duration(now - o.last_improvement)} "
+            f"(window {duration(th.plateau_seconds)})"
+        )
+    if state == "diverged":
+        if o.loss is not None and o.best_loss is not None and math.isfinite(o.loss):
+            return f"loss {o.loss:.4g} > {th.divergence_ratio:g}x best {o.best_loss:.4g}"
+        return "loss is not finite"
+    if state == "degraded" and o.steps_per_second and o.typical_steps_per_second:
+        share = o.steps_per_second / o.typical_steps_per_second * 100
+        return (
+            f"{o.steps_per_second:.3g} steps/s, {share:.0f}% of its typical "
+            f"{o.typical_steps_per_second:.3g} (threshold {th.throughput_drop_ratio * 100:.0f}%)"
+        )
+    if state == "finished-but-running":
+        done_at = o.last_step if o.last_step is not None else o.last_report
+        return (
+            f"finished {duration(now - done_at)} ago, still holds {o.gpus:g} GPUs "
+            f"(grace {duration(th.finished_grace_seconds)})"
+        )
+    if state == "waiting":
+        return f"no step yet, {duration(now - o.first_report)} after its first report"
+    if state in ("gone", "failed") and o.gone_since is not None:
+        return f"{state} {duration(now - o.gone_since)} ago"
+    return BY_NAME[state].meaning if state in BY_NAME else state
+
+
+def state_code_promql(selector: str) -> str:
+    """One state code per (namespace, job_name): the most urgent state of any of its runs.
+
+    Reads ``training_run_state`` only; each state's series is multiplied by its code, so
+    ``max`` picks the most urgent current state (the others are 0). ``selector`` is a label
+    matcher list such as ``namespace=~"$namespace"`` (may be empty).
+    """
+    sep = ", " if selector else ""
+    terms = "\n  or ".join(
+        f'training_run_state{{state="{s.name}"{sep}{selector}}} * {s.code}' for s in STATES
+    )
+    return f"max by (namespace, job_name) (\n  {terms}\n)"
+
+
+def states_regex(names: tuple[str, ...]) -> str:
+    """A PromQL regex matching exactly ``names``."""
+    return "|".join(names)

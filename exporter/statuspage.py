@@ -13,19 +13,11 @@ import time
 from html import escape
 from urllib.parse import quote
 
-from .states import ATTENTION
-from .top import duration
+from .humanize import duration
+from .states import BY_NAME, severity
 from .tracker import RunSnapshot
 
-STATE_CSS = {
-    "running": "#1a7f37",
-    "plateaued": "#9a6700",
-    "stalled": "#cf222e",
-    "diverged": "#82071e",
-    "finished": "#0969da",
-    "finished-but-running": "#bc4c00",
-    "waiting": "#6e7781",
-}
+_UNKNOWN_COLOR = "#6e7781"
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1f2328}
 h1{font-size:1.3em;margin:0 0 .2em} .sub{color:#6e7781;margin:0 0 1em}
@@ -34,7 +26,8 @@ th,td{padding:.35em .6em;text-align:left;border-bottom:1px solid #d0d7de}
 th{font-weight:600;background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .state{color:#fff;border-radius:1em;padding:.1em .6em;font-size:.85em;white-space:nowrap}
 .bar{background:#eaeef2;border-radius:3px;width:12em;height:.9em;display:inline-block;vertical-align:middle}
-.fill{display:block;background:#2da44e;height:100%;border-radius:3px} svg{vertical-align:middle}
+.fill{display:block;height:100%;border-radius:3px} svg{vertical-align:middle}
+.why{color:#57606a;font-size:.85em}
 td.progress{white-space:nowrap}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.5em} dt{color:#6e7781}
 a{color:#0969da;text-decoration:none}
@@ -78,19 +71,29 @@ def _num(value: float | int | None, fmt: str = "{:.4g}") -> str:
     return fmt.format(value)
 
 
-def _progress(p: float | None) -> str:
+def _color(state: str) -> str:
+    d = BY_NAME.get(state)
+    return d.css_color if d else _UNKNOWN_COLOR
+
+
+def _progress(p: float | None, state: str) -> str:
+    """A bar in the state's color: a stalled run's bar is red, not a promising green."""
     if p is None:
         return "-"
     pct = min(1.0, max(0.0, p)) * 100
     return (
-        f'<span class="bar" title="{pct:.1f}%"><span class="fill" style="width:{pct:.1f}%">'
-        f"</span></span> {pct:.0f}%"
+        f'<span class="bar" title="{pct:.1f}%"><span class="fill" '
+        f'style="width:{pct:.1f}%;background:{_color(state)}"></span></span> {pct:.0f}%'
     )
 
 
-def _state(state: str) -> str:
-    color = STATE_CSS.get(state, "#6e7781")
-    return f'<span class="state" style="background:{color}">{escape(state)}</span>'
+def _state(state: str, why: str = "") -> str:
+    badge = f'<span class="state" style="background:{_color(state)}">{escape(state)}</span>'
+    return badge + (f' <span class="why">{escape(why)}</span>' if why else "")
+
+
+def _why(s: RunSnapshot) -> str:
+    return "" if s.state in ("running", "finished") else s.state_reason
 
 
 def run_path(s: RunSnapshot) -> str:
@@ -110,16 +113,15 @@ def _page(title: str, body: str) -> str:
 def index(snapshots: list[RunSnapshot], now: float) -> str:
     """The status page listing every run."""
     rows = []
-    order = {state: i for i, state in enumerate(ATTENTION)}
-    for s in sorted(snapshots, key=lambda s: (order.get(s.state, len(order)), s.key)):
+    for s in sorted(snapshots, key=lambda s: (severity(s.state), s.key)):
         step = "-" if s.step is None else f"{s.step}/{s.max_steps}" if s.max_steps else str(s.step)
         rows.append(
             "<tr>"
             f"<td>{escape(s.key.namespace)}</td>"
             f'<td><a href="{escape(run_path(s))}">{escape(s.key.job_name)}</a></td>'
             f"<td>{escape(s.key.pod)}</td>"
-            f"<td>{_state(s.state)}</td>"
-            f'<td class="progress">{_progress(s.progress)}</td>'
+            f"<td>{_state(s.state, _why(s))}</td>"
+            f'<td class="progress">{_progress(s.progress, s.state)}</td>'
             f'<td class="num">{escape(step)}</td>'
             f'<td class="num">{escape(duration(s.eta_seconds))}</td>'
             f'<td class="num">{_num(s.loss)}</td>'
@@ -146,8 +148,9 @@ def index(snapshots: list[RunSnapshot], now: float) -> str:
 def detail(s: RunSnapshot, now: float) -> str:
     """One run's detail view."""
     fields = [
-        ("State", _state(s.state)),
-        ("Progress", _progress(s.progress)),
+        ("State", _state(s.state, s.state_reason)),
+        ("In this state since", escape(duration(now - s.state_since)) + " ago"),
+        ("Progress", _progress(s.progress, s.state)),
         ("Step", escape(f"{s.step}/{s.max_steps}" if s.step is not None else "-")),
         ("Epoch", escape(f"{_num(s.epoch)} / {_num(s.max_epochs)}")),
         ("ETA", escape(duration(s.eta_seconds))),

@@ -17,19 +17,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
-from .states import ATTENTION, STATE_BY_CODE, state_promql
+from .humanize import duration, format_loss
+from .states import BY_CODE, STATES, Observation, reason, severity, state_code_promql
+from .thresholds import Thresholds
 
-_GREEN, _YELLOW, _RED, _BLUE, _MAGENTA = "\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[34m", "\x1b[35m"
-_BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
-STATE_COLOR = {
-    "running": _GREEN,
-    "plateaued": _YELLOW,
-    "stalled": _RED + _BOLD,
-    "diverged": _RED + _BOLD,
-    "finished": _BLUE,
-    "finished-but-running": _MAGENTA + _BOLD,
-    "waiting": _DIM,
-}
+_BOLD, _RESET = "\x1b[1m", "\x1b[0m"
+STATE_COLOR = {d.name: f"\x1b[{d.ansi}m" for d in STATES}
+# States whose reason line would only repeat the state's name.
+QUIET_STATES = ("running", "finished")
 ARROWS = {"down": "↓", "up": "↑", "flat": "→", None: " "}
 SHORT_STATES = {"finished-but-running": "fin-running"}
 
@@ -49,6 +44,7 @@ class Row:
     loss_trend: str | None  # down (improving), up, flat
     gpus: float | None
     gpu_hours: float | None
+    reason: str = ""  # why the job is in its state: "stalled for 42m (threshold 30m)"
 
 
 def _num(value: Any) -> float | None:
@@ -81,8 +77,8 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
     rows = []
     for (namespace, job), runs in jobs.items():
         lead = min(runs, key=lambda r: _num(r.get("progress_ratio")) or 0.0)
-        states = [r["state"] for r in runs]
-        state = min(states, key=lambda s: ATTENTION.index(s) if s in ATTENTION else len(ATTENTION))
+        worst = min(runs, key=lambda r: severity(r["state"]))
+        state = worst["state"]
         losses = [v for _, v in lead.get("loss_history", [])]
         rows.append(
             Row(
@@ -97,13 +93,14 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 loss_trend=trend(losses),
                 gpus=sum(_num(r.get("gpus")) or 0.0 for r in runs),
                 gpu_hours=sum(_num(r.get("gpu_seconds")) or 0.0 for r in runs) / 3600,
+                reason=str(worst.get("state_reason") or ""),
             )
         )
     return sort_rows(rows)
 
 
 PROMETHEUS_QUERIES = {
-    "state": state_promql(""),
+    "state": state_code_promql(""),
     "progress": "namespace_job_name:training_progress_ratio:min",
     "step": "min by (namespace, job_name) (training_step)",
     "max_steps": "max by (namespace, job_name) (training_max_steps)",
@@ -115,7 +112,79 @@ PROMETHEUS_QUERIES = {
 }
 
 
-def rows_from_prometheus(results: dict[str, list[dict[str, Any]]]) -> list[Row]:
+# Per run: what states.reason() needs, so that a job's reason reads exactly as the exporter
+# would write it (from the same series the exporter exports).
+REASON_QUERY = (
+    '{__name__=~"training_(run_state|last_step_timestamp_seconds|last_report_timestamp_seconds'
+    "|last_improvement_timestamp_seconds|start_timestamp_seconds|stall_threshold_seconds"
+    "|plateau_window_seconds|report_timeout_seconds|finished_grace_seconds|divergence_ratio"
+    '|throughput_drop_ratio|loss|eval_loss|best_loss|gpus|steps_per_second)"}'
+)
+TYPICAL_PACE_QUERY = "quantile_over_time(0.9, training_steps_per_second[2h])"
+_THRESHOLD_SERIES = {
+    "training_stall_threshold_seconds": "stall_seconds",
+    "training_plateau_window_seconds": "plateau_seconds",
+    "training_report_timeout_seconds": "report_timeout_seconds",
+    "training_finished_grace_seconds": "finished_grace_seconds",
+    "training_divergence_ratio": "divergence_ratio",
+    "training_throughput_drop_ratio": "throughput_drop_ratio",
+}
+
+
+def reasons_from_prometheus(
+    series: list[dict[str, Any]], typical: list[dict[str, Any]], now: float
+) -> dict[tuple[str, str], str]:
+    """(namespace, job_name) -> the reason of its most urgent run, from :data:`REASON_QUERY`
+    and :data:`TYPICAL_PACE_QUERY` results."""
+    runs: dict[tuple[str, str, str], dict[str, float]] = {}
+    states: dict[tuple[str, str, str], str] = {}
+    for s in series:
+        m = s["metric"]
+        key = (m.get("namespace", ""), m.get("job_name", ""), m.get("pod", ""))
+        value = _num(s["value"][1])
+        if value is None:
+            continue
+        if m.get("__name__") == "training_run_state":
+            if value == 1:
+                states[key] = m.get("state", "")
+            continue
+        runs.setdefault(key, {})[m.get("__name__", "")] = value
+    for s in typical:
+        m = s["metric"]
+        key = (m.get("namespace", ""), m.get("job_name", ""), m.get("pod", ""))
+        pace = _num(s["value"][1])
+        if pace is not None:
+            runs.setdefault(key, {})["typical"] = pace
+    out: dict[tuple[str, str], tuple[int, str]] = {}
+    for key, state in states.items():
+        v = runs.get(key, {})
+        th = Thresholds(**{f: v[name] for name, f in _THRESHOLD_SERIES.items() if name in v})
+        obs = Observation(
+            now=now,
+            first_report=v.get("training_start_timestamp_seconds", now),
+            last_report=v.get("training_last_report_timestamp_seconds", now),
+            last_step=v.get("training_last_step_timestamp_seconds"),
+            last_improvement=v.get("training_last_improvement_timestamp_seconds"),
+            finished=state in ("finished", "finished-but-running"),
+            progress=None,
+            loss=v.get("training_loss"),
+            eval_loss=v.get("training_eval_loss"),
+            best_loss=v.get("training_best_loss"),
+            gpus=v.get("training_gpus", 0.0),
+            gone_since=None,
+            steps_per_second=v.get("training_steps_per_second"),
+            typical_steps_per_second=v.get("typical"),
+        )
+        rank = severity(state)
+        job = key[:2]
+        if job not in out or rank < out[job][0]:
+            out[job] = (rank, reason(state, obs, th))
+    return {job: text for job, (_, text) in out.items()}
+
+
+def rows_from_prometheus(
+    results: dict[str, list[dict[str, Any]]], reasons: dict[tuple[str, str], str] | None = None
+) -> list[Row]:
     """Rows from the instant-query results of :data:`PROMETHEUS_QUERIES`."""
     values: dict[tuple[str, str], dict[str, float | None]] = {}
     for name, series in results.items():
@@ -124,7 +193,7 @@ def rows_from_prometheus(results: dict[str, list[dict[str, Any]]]) -> list[Row]:
             values.setdefault(key, {})[name] = _num(s["value"][1])
     rows = []
     for (namespace, job), v in values.items():
-        if "state" not in v:  # a job Prometheus no longer sees as active
+        if "state" not in v:  # a job Prometheus no longer sees
             continue
         code = int(v["state"] or 0)
         deriv = v.get("loss_deriv")
@@ -138,7 +207,7 @@ def rows_from_prometheus(results: dict[str, list[dict[str, Any]]]) -> list[Row]:
             Row(
                 namespace=namespace,
                 job_name=job,
-                state=STATE_BY_CODE.get(code, "running"),
+                state=BY_CODE[code].name if code in BY_CODE else "running",
                 progress=v.get("progress"),
                 step=int(step) if step is not None else None,
                 max_steps=int(total) if total is not None else None,
@@ -147,6 +216,7 @@ def rows_from_prometheus(results: dict[str, list[dict[str, Any]]]) -> list[Row]:
                 loss_trend=loss_trend,
                 gpus=v.get("gpus"),
                 gpu_hours=v.get("gpu_hours"),
+                reason=(reasons or {}).get((namespace, job), ""),
             )
         )
     return sort_rows(rows)
@@ -156,8 +226,7 @@ def sort_rows(rows: list[Row]) -> list[Row]:
     """What needs attention first (stalled, diverged, finished-but-running...), then by name."""
 
     def key(r: Row) -> tuple[int, str, str]:
-        rank = ATTENTION.index(r.state) if r.state in ATTENTION else len(ATTENTION)
-        return rank, r.namespace, r.job_name
+        return severity(r.state), r.namespace, r.job_name
 
     return sorted(rows, key=key)
 
@@ -171,30 +240,21 @@ def from_exporter(url: str) -> list[Row]:
     return rows_from_exporter(fetch_json(url.rstrip("/") + "/api/v1/runs"))
 
 
+def _query(url: str, name: str, expr: str) -> list[dict[str, Any]]:
+    doc = fetch_json(f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': expr})}")
+    if doc.get("status") != "success":
+        raise RuntimeError(f"Prometheus query {name} failed: {doc.get('error')}")
+    return list(doc["data"]["result"])
+
+
 def from_prometheus(url: str) -> list[Row]:
-    results = {}
-    for name, expr in PROMETHEUS_QUERIES.items():
-        doc = fetch_json(
-            f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
-        )
-        if doc.get("status") != "success":
-            raise RuntimeError(f"Prometheus query {name} failed: {doc.get('error')}")
-        results[name] = doc["data"]["result"]
-    return rows_from_prometheus(results)
-
-
-def duration(seconds: float | None) -> str:
-    """A short human duration: 45s, 12m, 3h05m, 2d04h."""
-    if seconds is None or math.isnan(seconds):
-        return "-"
-    s = int(max(0.0, seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+    results = {name: _query(url, name, expr) for name, expr in PROMETHEUS_QUERIES.items()}
+    reasons = reasons_from_prometheus(
+        _query(url, "reason", REASON_QUERY),
+        _query(url, "typical pace", TYPICAL_PACE_QUERY),
+        time.time(),
+    )
+    return rows_from_prometheus(results, reasons)
 
 
 def bar(progress: float | None, width: int) -> str:
@@ -206,15 +266,6 @@ def bar(progress: float | None, width: int) -> str:
     cells = max(0, width - len(label) - 1)
     full = int(p * cells)
     return "█" * full + "░" * (cells - full) + " " + label
-
-
-def format_loss(loss: float | None) -> str:
-    """A loss for a table cell: four significant digits, NaN as NaN, none as a dash."""
-    if loss is None:
-        return "-"
-    if math.isnan(loss):
-        return "NaN"
-    return f"{loss:.4g}"
 
 
 COLUMNS = ("NAMESPACE", "JOB", "STATE", "PROGRESS", "STEP", "ETA", "LOSS", "GPUS", "GPU-H")
@@ -272,10 +323,12 @@ def render(rows: list[Row], width: int = 120, color: bool = False) -> str:
                 if i == 3
                 else fit(str(value), widths[i]).ljust(widths[i])
             )
-            if color and i == 2:
+            if color and i in (2, 3):  # the state and its bar share the state's color
                 text = STATE_COLOR.get(r.state, "") + text + _RESET
             parts.append(text)
         lines.append("  ".join(parts).rstrip())
+        if r.reason and r.state not in QUIET_STATES:
+            lines.append(fit("  └ " + r.reason, width))
     if not rows:
         lines.append("(no training jobs)")
     return "\n".join(lines) + "\n"

@@ -20,18 +20,12 @@ from .estimate import (
     Throughput,
     add_sample,
     eta_seconds,
+    quantile,
     throughput,
 )
 from .model import ProgressReport
+from .states import NO_ETA, Observation, classify, entered, reason
 from .thresholds import Overrides, Thresholds, effective
-
-STATE_RUNNING = "running"
-STATE_STALLED = "stalled"
-STATE_PLATEAUED = "plateaued"
-STATE_DIVERGED = "diverged"
-STATE_FINISHED = "finished"
-STATE_FINISHED_RUNNING = "finished-but-running"  # finished, grace over, pod still holds GPUs
-STATE_WAITING = "waiting"  # reported, but no step or progress yet
 
 HISTORY_POINTS = 120
 # The best training loss is taken on a moving average, not on raw values: the minimum of a
@@ -46,6 +40,13 @@ LOSS_SMOOTHING_MAX_WEIGHT = 0.3
 # An improvement must beat the best by this fraction (like early stopping's min_delta), so
 # that noise around a flat loss does not count as progress.
 MIN_IMPROVEMENT = 5e-3
+# The run's typical pace (for the throughput-drop predicate) is the 90th percentile of its
+# steps/s over this window, sampled every PACE_FRACTION of the rate window (at least 1 s).
+PACE_WINDOW = 7200.0
+PACE_FRACTION = 1 / 10
+PACE_POINTS = 256
+PACE_MIN_POINTS = 3
+PACE_QUANTILE = 0.9
 
 
 class RunKey(NamedTuple):
@@ -74,6 +75,11 @@ class RunMeta:
     # When the pod got its GPUs (Kubernetes mode): GPU-seconds are then derived from it, so
     # they survive an exporter restart without double counting.
     gpu_start_timestamp: float | None = None
+    # Whether the run's pod is known to be running (Kubernetes mode: it exists on this node
+    # and has not terminated); None where nobody knows (standalone). A silent run whose pod
+    # runs is stalled, not merely silent.
+    alive: bool | None = None
+    pod_failed: bool = False  # the pod ended in phase Failed
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,8 @@ class RunSnapshot:
     key: RunKey
     meta: RunMeta
     state: str
+    state_since: float  # when the run entered ``state``
+    state_reason: str  # why, in words: "stalled for 42m (threshold 30m)"
     step: int | None
     max_steps: int | None
     epoch: float | None
@@ -163,6 +171,10 @@ class _Run:
     history: deque[tuple[float, float]] = field(
         default_factory=lambda: deque(maxlen=HISTORY_POINTS)
     )
+    # (time, steps/s) every so often, for the run's typical pace.
+    pace: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=PACE_POINTS))
+    state: str | None = None
+    state_since: float = 0.0
 
     @property
     def gpus(self) -> float:
@@ -290,10 +302,38 @@ class Tracker:
     def _thresholds(self, run: _Run) -> Thresholds:
         return effective(self.config.thresholds, run.threshold_overrides, dict(run.meta.thresholds))
 
-    def _stalled_since(self, run: _Run) -> float | None:
+    def _observe(self, run: _Run, now: float, tp: Throughput | None) -> Observation:
+        return Observation(
+            now=now,
+            first_report=run.first_report,
+            last_report=run.last_report,
+            last_step=run.last_step,
+            last_improvement=run.last_improvement,
+            finished=run.finished,
+            progress=self._progress(run),
+            loss=run.loss,
+            eval_loss=run.eval_loss,
+            best_loss=run.best_loss,
+            gpus=run.gpus,
+            gone_since=run.gone_since,
+            alive=run.meta.alive,
+            pod_failed=run.meta.pod_failed,
+            steps_per_second=tp.steps_per_second if tp else None,
+            typical_steps_per_second=self._typical_pace(run, now),
+        )
+
+    def _typical_pace(self, run: _Run, now: float) -> float | None:
+        recent = [v for t, v in run.pace if now - t <= PACE_WINDOW]
+        if len(recent) < PACE_MIN_POINTS:
+            return None
+        return quantile(recent, PACE_QUANTILE)
+
+    def _stalled_since(self, run: _Run, now: float) -> float | None:
+        """When the run became stalled, if the classifier says it is stalled at ``now``."""
         if run.finished or run.last_step is None:
             return None
-        return run.last_step + self._thresholds(run).stall_seconds
+        verdict = classify(self._observe(run, now, None), self._thresholds(run))
+        return verdict.onset if verdict.state == "stalled" else None
 
     def _accrue(self, run: _Run, now: float) -> None:
         """Integrate GPUs x time since the last accrual; the stalled share precisely."""
@@ -302,7 +342,7 @@ class Tracker:
         if end > start:
             gpus = run.gpus
             run.gpu_seconds += gpus * (end - start)
-            stall_start = self._stalled_since(run)
+            stall_start = self._stalled_since(run, end)
             if stall_start is not None:
                 run.stalled_gpu_seconds += gpus * max(0.0, end - max(start, stall_start))
         run.accrued_at = max(run.accrued_at, now)
@@ -343,6 +383,7 @@ class Tracker:
             run.reported_eta_at = now
         if advanced:
             run.last_step = now
+            self._record_pace(run, now)
         if r.learning_rate is not None:
             run.learning_rate = r.learning_rate
         if r.grad_norm is not None:
@@ -367,6 +408,14 @@ class Tracker:
             run.deadline = r.deadline_timestamp
         if r.gpu_hours_budget is not None:
             run.budget_seconds = r.gpu_hours_budget * 3600.0
+
+    def _record_pace(self, run: _Run, now: float) -> None:
+        every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
+        if run.pace and now - run.pace[-1][0] < every:
+            return
+        tp = self._throughput(run)
+        if tp is not None:
+            run.pace.append((now, tp.steps_per_second))
 
     def _merge_loss(self, run: _Run, r: ProgressReport, now: float) -> None:
         if r.loss is not None:
@@ -413,26 +462,6 @@ class Tracker:
             return min(1.0, run.epoch / run.max_epochs)
         return None
 
-    def _state(self, run: _Run, now: float, th: Thresholds) -> str:
-        if run.finished:
-            lingering = (
-                run.gone_since is None
-                and run.gpus > 0
-                and now - (run.last_step or run.last_report) > th.finished_grace_seconds
-            )
-            return STATE_FINISHED_RUNNING if lingering else STATE_FINISHED
-        if (run.loss is not None and not math.isfinite(run.loss)) or (
-            run.eval_loss is not None and not math.isfinite(run.eval_loss)
-        ):
-            return STATE_DIVERGED
-        if run.last_step is None:
-            return STATE_WAITING
-        if now - run.last_step >= th.stall_seconds:
-            return STATE_STALLED
-        if run.last_improvement is not None and now - run.last_improvement >= th.plateau_seconds:
-            return STATE_PLATEAUED
-        return STATE_RUNNING
-
     def _gpu_seconds(self, run: _Run, now: float) -> float:
         start = run.meta.gpu_start_timestamp
         if start is None:
@@ -448,14 +477,23 @@ class Tracker:
 
     def _snapshot(self, key: RunKey, run: _Run, now: float, history: bool) -> RunSnapshot:
         tp = self._throughput(run)
-        eta = 0.0 if run.finished else eta_seconds(run.step, run.max_steps, tp)
-        if eta is None and run.reported_eta is not None:
-            eta = max(0.0, run.reported_eta - (now - run.reported_eta_at))
         th = self._thresholds(run)
+        observation = self._observe(run, now, tp)
+        verdict = classify(observation, th)
+        run.state_since = entered(run.state, run.state_since, verdict, now)
+        run.state = verdict.state
+        # A stalled, diverged or finished run promises no completion time.
+        eta: float | None = None
+        if verdict.state not in NO_ETA:
+            eta = eta_seconds(run.step, run.max_steps, tp)
+            if eta is None and run.reported_eta is not None:
+                eta = max(0.0, run.reported_eta - (now - run.reported_eta_at))
         return RunSnapshot(
             key=key,
             meta=run.meta,
-            state=self._state(run, now, th),
+            state=verdict.state,
+            state_since=run.state_since,
+            state_reason=reason(verdict.state, observation, th),
             step=run.step,
             max_steps=run.max_steps,
             epoch=run.epoch,

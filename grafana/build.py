@@ -28,11 +28,27 @@ NS = 'namespace=~"$namespace"'
 JOB = 'namespace="$namespace", job_name="$job_name"'
 DETAIL = "/d/training-job-detail/training-job-detail"
 
-# Job states and their PromQL live in the package, shared with `top` and the status page.
+# Job states, their order and colors live in one table in the package, shared with `top`,
+# `kubectl progress`, the status page and the alert rules; every state here is read from
+# the exporter's training_run_state series.
 sys.path.insert(0, str(ROOT))
-from exporter.states import STATES, state_promql  # noqa: E402
+from exporter.states import STATES, TRAINING, state_code_promql  # noqa: E402
 
-_STATE_EXPR = state_promql(NS)
+_STATE_EXPR = state_code_promql(NS)
+_JOB_STATE_EXPR = state_code_promql(JOB)
+
+
+def state_mappings() -> list[dict[str, Any]]:
+    """Value mappings from a state code to the state's label and color (the one table)."""
+    return [
+        {
+            "type": "value",
+            "options": {
+                str(d.code): {"text": d.label, "color": d.grafana_color, "index": i}
+                for i, d in enumerate(STATES)
+            },
+        }
+    ]
 
 
 def target(
@@ -308,15 +324,7 @@ def jobs_dashboard() -> dict[str, Any]:
             "properties": [
                 {
                     "id": "mappings",
-                    "value": [
-                        {
-                            "type": "value",
-                            "options": {
-                                str(code): {"text": text, "color": color, "index": code}
-                                for code, _, text, color in STATES
-                            },
-                        }
-                    ],
+                    "value": state_mappings(),
                 },
                 {"id": "custom.cellOptions", "value": {"type": "color-background"}},
             ],
@@ -353,18 +361,18 @@ def jobs_dashboard() -> dict[str, Any]:
         stat(
             1,
             "Running jobs",
-            "Training jobs whose pods exist and that have not finished.",
+            "Training jobs with a run that is running, plateaued, degraded or waiting (training_run_state).",
             "none",
-            f"count(max by (namespace, job_name) (training_run_active{{{NS}}} == 1 unless on (namespace, pod, job_name) training_finished == 1)) or vector(0)",
+            f'count(count by (namespace, job_name) (training_run_state{{state=~"{"|".join(TRAINING)}", {NS}}} == 1)) or vector(0)',
             (0, 0, 4, 4),
             [(None, "blue")],
         ),
         stat(
             2,
             "Stalled jobs",
-            "Jobs whose step stopped advancing while they still report (TrainingJobStalled).",
+            "Jobs with a run in state stalled: its step stopped advancing while it still reports or its pod still runs (TrainingJobStalled).",
             "none",
-            f"count(count by (namespace, job_name) (namespace_pod_job_name:training_stalled_seconds:max{{{NS}}})) or vector(0)",
+            f'count(count by (namespace, job_name) (training_run_state{{state="stalled", {NS}}} == 1)) or vector(0)',
             (4, 0, 4, 4),
             [(None, "green"), (1, "red")],
         ),
@@ -580,6 +588,74 @@ def detail_dashboard() -> dict[str, Any]:
             defaults={"min": 0, "max": 100},
         ),
     ]
+    # The runbook sends people here first: the job's state, how long since it last stepped
+    # and reported, and what is firing. The graphs follow below.
+    state = stat(
+        10,
+        "State",
+        "The job's state: the most urgent state of any of its runs (training_run_state), as the exporter, top and the alerts see it.",
+        "none",
+        _JOB_STATE_EXPR,
+        (0, 0, 5, 4),
+        [(None, "text")],
+    )
+    state["fieldConfig"]["defaults"]["mappings"] = state_mappings()
+    state["options"]["textMode"] = "value"
+    header = [
+        state,
+        stat(
+            11,
+            "Since last step",
+            "Time since the step last advanced, for the rank that advanced least recently. Compare with the stall threshold.",
+            "s",
+            f"time() - min(training_last_step_timestamp_seconds{{{JOB}}})",
+            (5, 0, 4, 4),
+            [(None, "blue")],
+        ),
+        stat(
+            12,
+            "Since last report",
+            "Time since the last progress report of any kind, for the rank that reported least recently.",
+            "s",
+            f"time() - min(training_last_report_timestamp_seconds{{{JOB}}})",
+            (9, 0, 4, 4),
+            [(None, "blue")],
+        ),
+        panel(
+            13,
+            "table",
+            "Firing alerts",
+            "Training alerts firing now for this job.",
+            "none",
+            [
+                target(
+                    f'ALERTS{{alertstate="firing", alertname=~"Training.*", {JOB}}}',
+                    instant=True,
+                    table=True,
+                )
+            ],
+            (13, 0, 11, 4),
+            transformations=[
+                {
+                    "id": "organize",
+                    "options": {
+                        "excludeByName": {
+                            "Time": True,
+                            "Value": True,
+                            "__name__": True,
+                            "alertstate": True,
+                            "namespace": True,
+                            "job_name": True,
+                        }
+                    },
+                }
+            ],
+            options={"showHeader": True, "cellHeight": "sm"},
+        ),
+    ]
+    for p in panels:  # the graphs sit below the header row
+        p["gridPos"]["y"] += 4
+    panels = header + panels
     return dashboard(
         "training-job-detail",
         "Training job detail",

@@ -58,7 +58,9 @@ def test_every_alert_has_severity_summary_description_runbook_and_dashboard() ->
         assert "$labels.namespace" in ann["description"] or name == "TrainingProgressExporterDown"
         assert ann["runbook_url"].endswith("docs/runbook.md#" + name.lower()), name
         assert name.lower() in anchors, f"docs/runbook.md has no section for {name}"
-        assert ann["dashboard_url"].startswith("/d/"), name
+        # Absolute, so the link works from Alertmanager, Slack or a pager (generate.py
+        # --grafana-url points it at another Grafana).
+        assert ann["dashboard_url"].startswith("http://localhost:3000/d/"), name
 
 
 def test_recording_rules_follow_level_metric_operations() -> None:

@@ -10,12 +10,6 @@ from exporter.estimate import EstimatorConfig, eta_seconds, naive_eta_seconds, t
 from exporter.model import ProgressReport, parse_bytes
 from exporter.thresholds import Thresholds
 from exporter.tracker import (
-    STATE_DIVERGED,
-    STATE_FINISHED,
-    STATE_PLATEAUED,
-    STATE_RUNNING,
-    STATE_STALLED,
-    STATE_WAITING,
     RunKey,
     RunMeta,
     Tracker,
@@ -41,8 +35,9 @@ def test_transformers_run_merges_to_complete_with_last_step_kept() -> None:
     s = one(tracker, T0 + 13)
     assert s.step == 20  # the final report carried no step; the last one is kept
     assert s.max_steps == 50
-    assert s.finished and s.state == STATE_FINISHED
-    assert s.progress == 1.0 and s.eta_seconds == 0.0
+    assert s.finished and s.state == "finished"
+    # Finished: no ETA is exported (a finished run promises no completion time).
+    assert s.progress == 1.0 and s.eta_seconds is None
     assert s.loss == pytest.approx(6.8996437072753904)
     assert dict(s.metrics)["train_loss"] == pytest.approx(6.902395248413086)
 
@@ -111,7 +106,10 @@ def test_reported_eta_is_fallback_and_ages() -> None:
     tracker = Tracker()
     tracker.apply(KEY, ProgressReport(progress=0.4, eta_seconds=600), T0)
     assert one(tracker, T0 + 100).eta_seconds == pytest.approx(500)
-    assert one(tracker, T0 + 10_000).eta_seconds == 0.0
+    assert one(tracker, T0 + 700).eta_seconds == 0.0
+    # Quiet for longer than the report timeout: silent, and a silent run promises nothing.
+    quiet = one(tracker, T0 + 10_000)
+    assert quiet.state == "silent" and quiet.eta_seconds is None
 
 
 def test_best_loss_prefers_eval_loss_and_tracks_improvement_time() -> None:
@@ -147,7 +145,7 @@ def test_noise_around_a_flat_loss_is_a_plateau_not_progress() -> None:
             KEY, ProgressReport(step=i + 1, loss=2.0 * (1 + rng.gauss(0, 0.05))), T0 + 5 * i
         )
     s = one(tracker, T0 + 5 * 399)
-    assert s.state == STATE_PLATEAUED, s.last_improvement_timestamp - T0
+    assert s.state == "plateaued", s.last_improvement_timestamp - T0
 
 
 def test_nan_loss_reaches_snapshot_and_marks_diverged_but_not_best() -> None:
@@ -157,19 +155,19 @@ def test_nan_loss_reaches_snapshot_and_marks_diverged_but_not_best() -> None:
     s = one(tracker, T0 + 1)
     assert math.isnan(s.loss)
     assert s.best_loss == 1.0
-    assert s.state == STATE_DIVERGED
+    assert s.state == "diverged"
 
 
 def test_states_over_time() -> None:
     tracker = Tracker(TrackerConfig(Thresholds(stall_seconds=100, plateau_seconds=300)))
     tracker.apply(KEY, ProgressReport(loss=3.0), T0)
-    assert one(tracker, T0).state == STATE_WAITING
+    assert one(tracker, T0).state == "waiting"
     tracker.apply(KEY, ProgressReport(step=1, loss=3.0), T0 + 1)
-    assert one(tracker, T0 + 50).state == STATE_RUNNING
-    assert one(tracker, T0 + 101).state == STATE_STALLED
+    assert one(tracker, T0 + 50).state == "running"
+    assert one(tracker, T0 + 101).state == "stalled"
     for i in range(2, 40):  # steps advance, loss never beats 3.0
         tracker.apply(KEY, ProgressReport(step=i, loss=3.1), T0 + i * 10)
-    assert one(tracker, T0 + 391).state == STATE_PLATEAUED
+    assert one(tracker, T0 + 391).state == "plateaued"
 
 
 def test_gpu_seconds_and_stalled_gpu_seconds_are_exact() -> None:
@@ -268,13 +266,13 @@ def test_per_run_threshold_overrides_from_reports_and_meta() -> None:
     tracker = Tracker(TrackerConfig(Thresholds(stall_seconds=1800)))
     tracker.apply(KEY, ProgressReport(step=1, thresholds=(("stall_seconds", 60.0),)), T0)
     tracker.apply(OTHER, ProgressReport(step=1), T0)
-    assert one(tracker, T0 + 61).state == STATE_STALLED
-    assert one(tracker, T0 + 61, OTHER).state == STATE_RUNNING
+    assert one(tracker, T0 + 61).state == "stalled"
+    assert one(tracker, T0 + 61, OTHER).state == "running"
     assert one(tracker, T0, OTHER).thresholds == Thresholds(stall_seconds=1800)
     # An annotation (meta) beats the report's own override.
     tracker.set_meta(KEY, RunMeta(thresholds=(("stall_seconds", 120.0),)), T0 + 1)
     s = one(tracker, T0 + 100)
-    assert s.thresholds.stall_seconds == 120 and s.state == STATE_RUNNING
+    assert s.thresholds.stall_seconds == 120 and s.state == "running"
 
 
 def test_deadline_and_budget_from_reports_and_annotations() -> None:

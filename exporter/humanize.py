@@ -1,0 +1,29 @@
+"""Numbers for people: the one formatting of durations and losses that the status page,
+``top``, ``kubectl progress`` and the state reasons share. Pure; imports nothing."""
+
+from __future__ import annotations
+
+import math
+
+
+def duration(seconds: float | None) -> str:
+    """A short human duration: 45s, 12m, 3h05m, 2d04h; "-" when unknown."""
+    if seconds is None or math.isnan(seconds):
+        return "-"
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def format_loss(loss: float | None) -> str:
+    """A loss for a table cell: four significant digits, NaN as NaN, none as a dash."""
+    if loss is None:
+        return "-"
+    if math.isnan(loss):
+        return "NaN"
+    return f"{loss:.4g}"
