@@ -7,6 +7,7 @@ Pure: snapshots in, JSON-safe dicts out. Non-finite floats become the strings ``
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
 from .tracker import RunSnapshot
@@ -65,6 +66,8 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         },
         **{k: json_number(v) for k, v in numbers.items()},
         "metrics": {name: json_number(v) for name, v in s.metrics},
+        # The run's effective thresholds (defaults, its own overrides, annotations).
+        "thresholds": asdict(s.thresholds),
         "loss_history": [[t, v] for t, v in s.loss_history],
     }
 

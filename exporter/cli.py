@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
+from .config import MODES, Config
+from .humanize import setting
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,14 +26,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=__version__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run the exporter")
+    d = Config()  # every default below is read from the code, never retyped
+    run = sub.add_parser(
+        "run",
+        help="run the exporter",
+        description="Run the exporter. Durations take s, m, h or d (30s, 10m, 2h). Flags "
+        "override the config file and TPE_* variables (docs/configuration.md).",
+    )
     run.add_argument(
-        "--listen", metavar="HOST:PORT", help="address to serve on (default 0.0.0.0:9465)"
+        "--listen", metavar="HOST:PORT", help=f"address to serve on (default {d.listen})"
     )
     run.add_argument(
         "--mode",
-        choices=["auto", "standalone", "kubernetes"],
-        help="auto: kubernetes inside a pod, else standalone (default auto)",
+        choices=list(MODES),
+        help=f"auto: kubernetes inside a pod, else standalone (default {d.mode})",
     )
     run.add_argument("--config", metavar="FILE", help="YAML config file")
     run.add_argument("--status-dir", metavar="DIR", help="standalone: read every *.json in DIR")
@@ -43,19 +51,43 @@ def _parser() -> argparse.ArgumentParser:
         help="standalone: read progress from this log file (repeatable)",
     )
     run.add_argument(
-        "--namespace", help="standalone: namespace label for runs (default standalone)"
+        "--namespace", help=f"standalone: namespace label for runs (default {d.namespace})"
     )
-    run.add_argument("--stall-threshold", metavar="DURATION", help="default 30m")
-    run.add_argument("--plateau-window", metavar="DURATION", help="default 1h")
+    # Each run's own thresholds (overridable per run); what the states and alerts use.
+    for flag, seconds, what in (
+        ("--stall-threshold", d.stall_threshold, "step not advancing this long: stalled"),
+        ("--plateau-window", d.plateau_window, "best loss not improving this long: plateaued"),
+        ("--report-timeout", d.report_timeout, "no report this long: silent"),
+        ("--finished-grace", d.finished_grace, "finished, still holding GPUs: lingering"),
+    ):
+        run.add_argument(flag, metavar="DURATION", help=f"{what} (default {setting(seconds)})")
+    run.add_argument(
+        "--divergence-ratio",
+        metavar="RATIO",
+        help=f"loss above this x its best: diverged (default {d.divergence_ratio:g})",
+    )
+    run.add_argument(
+        "--throughput-drop-ratio",
+        metavar="RATIO",
+        help="steps/s below this share of the run's typical pace: degraded "
+        f"(default {d.throughput_drop_ratio:g})",
+    )
     run.add_argument(
         "--retention",
         metavar="DURATION",
-        help="keep a gone run's final values this long (default 10m)",
+        help=f"keep a gone run's final values this long (default {setting(d.retention)})",
     )
     run.add_argument(
-        "--poll-interval", metavar="DURATION", help="file/HTTP poll interval (default 1s)"
+        "--poll-interval",
+        metavar="DURATION",
+        help=f"file/HTTP poll interval (default {setting(d.poll_interval)})",
     )
-    run.add_argument("--max-custom-metrics", type=int, metavar="N", help="per run (default 32)")
+    run.add_argument(
+        "--max-custom-metrics",
+        type=int,
+        metavar="N",
+        help=f"per run (default {d.max_custom_metrics})",
+    )
 
     top = sub.add_parser("top", help="a live table of training jobs")
     where = top.add_mutually_exclusive_group()
@@ -105,6 +137,10 @@ def _run(args: argparse.Namespace) -> int:
             "namespace",
             "stall_threshold",
             "plateau_window",
+            "report_timeout",
+            "finished_grace",
+            "divergence_ratio",
+            "throughput_drop_ratio",
             "retention",
             "poll_interval",
             "max_custom_metrics",

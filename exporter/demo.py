@@ -1,23 +1,32 @@
 """``training-progress-exporter demo``: the exporter plus simulated runs, no cluster needed.
 
-Each simulated run reports through a real source, exactly as training code would:
+Each simulated run reports through a real source, exactly as training code would, and
+reaches one state of the exporter's state table (exporter/states.py):
 
-============== =========================================== ===============================
-run            behaviour                                   arrives through
-============== =========================================== ===============================
-healthy-llm    converging loss, periodic evaluation        Kubeflow push (KubeflowCallback)
-hung-nccl      steps stop after 20 s, reports continue     status file (atomic rename)
-plateau-bert   steps advance, loss stops improving         HTTP pull (OpenDataHub JSON)
-diverging-gpt  loss climbs, then NaN                       native push
-finished-vit   reported completion, pod still running      status file
-============== =========================================== ===============================
+=============== ======================== ====================================== ===========
+run             state it shows (at)      behaviour                              through
+=============== ======================== ====================================== ===========
+healthy-llm     running (always)         loss keeps improving, steady pace      Kubeflow push
+hung-nccl       stalled (~50 s)          step freezes at 20 s, file rewritten   status file
+plateau-bert    plateaued (~75 s)        loss stops improving at 15 s           HTTP pull
+diverging-gpt   diverged (~20 s)         loss climbs from 10 s, NaN from 40 s   native push
+finished-vit    finished, then           reported completion; its "pod" keeps   status file
+                finished-but-running     its 2 GPUs past the grace period
+                (~45 s)
+loading-t5      waiting (always)         reports, no step yet (loading data)    native push
+crashed-whisper silent (~50 s)           stops reporting at 20 s                native push
+straggler-sd    degraded (~60 s)         throughput falls to 40 % at 40 s       native push
+deleted-bart    gone (~30 s)             its status file is deleted at 30 s     status file
+=============== ======================== ====================================== ===========
 
-The stall and plateau thresholds are shortened (60 s, 90 s) so every state shows within
-two minutes. Run curves are pure functions of elapsed time (tested on their own).
+``failed`` is the one state the demo cannot show: it needs a pod that failed (Kubernetes
+mode). Thresholds are shortened (:data:`DEMO_THRESHOLDS`) so every other state shows within
+two minutes; run curves are pure functions of elapsed time (tested on their own).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -33,35 +42,48 @@ from typing import Any
 
 from .app import Exporter
 from .config import Config
+from .config import apply as apply_settings
 from .sources.http import HttpTarget
 from .tracker import RunKey, RunMeta
 
 DEMO_NAMESPACE = "demo"
-DEMO_STALL_THRESHOLD = 60.0
-DEMO_PLATEAU_WINDOW = 90.0
+# Shortened so that every state shows within two minutes (settings of the same names in
+# docs/configuration.md; the defaults are minutes to hours).
+DEMO_THRESHOLDS = {
+    "stall_threshold": 30.0,
+    "plateau_window": 60.0,
+    "report_timeout": 30.0,
+    "finished_grace": 45.0,
+}
+HEALTHY_TOTAL_STEPS = 400_000  # 4 steps/s: a day's run, so the demo never sees it finish
+EVAL_EVERY_STEPS = 100  # 25 s, well inside the plateau window
 
 
 def healthy(t: float, rng: random.Random) -> dict[str, Any]:
-    """A converging run: 4 steps/s of 20,000, eval every 400 steps, 8 GPUs."""
+    """A converging run: 4 steps/s, evaluation every 100 steps, 8 GPUs.
+
+    The loss falls by the same share every minute (about 3 %), so the run keeps improving
+    by more than the plateau detector's 0.5 % per window for as long as the demo runs.
+    """
     step = int(t * 4) + 1
-    loss = 0.35 + 2.4 * math.exp(-step / 600) + rng.gauss(0, 0.01)
-    body: dict[str, Any] = {
+    eval_loss = 2.5 * math.exp(-(step - step % EVAL_EVERY_STEPS) / 8000)
+    loss = 2.5 * math.exp(-step / 8000) * (0.95 + rng.gauss(0, 0.005))
+    metrics = [
+        {"name": "loss", "value": f"{loss:.6g}"},
+        {"name": "learning_rate", "value": f"{5e-5 * (1 - step / HEALTHY_TOTAL_STEPS):.3e}"},
+        {"name": "grad_norm", "value": f"{1.0 + rng.random() * 0.2:.4f}"},
+        {"name": "current_step", "value": str(step)},
+        {"name": "total_steps", "value": str(HEALTHY_TOTAL_STEPS)},
+        {"name": "current_epoch", "value": f"{step / 5000:.3f}"},
+    ]
+    if step >= EVAL_EVERY_STEPS:
+        metrics.append({"name": "eval_loss", "value": f"{eval_loss:.6g}"})
+    return {
         "trainerStatus": {
-            "progressPercentage": min(100, step * 100 // 20000),
-            "metrics": [
-                {"name": "loss", "value": f"{loss:.5f}"},
-                {"name": "learning_rate", "value": f"{5e-5 * (1 - step / 20000):.3e}"},
-                {"name": "grad_norm", "value": f"{1.0 + rng.random() * 0.2:.4f}"},
-                {"name": "current_step", "value": str(step)},
-                {"name": "total_steps", "value": "20000"},
-                {"name": "current_epoch", "value": f"{step / 5000:.3f}"},
-            ],
+            "progressPercentage": min(100, step * 100 // HEALTHY_TOTAL_STEPS),
+            "metrics": metrics,
         }
     }
-    if step >= 400:
-        eval_loss = 0.4 + 2.4 * math.exp(-(step - step % 400) / 600)
-        body["trainerStatus"]["metrics"].append({"name": "eval_loss", "value": f"{eval_loss:.5f}"})
-    return body
 
 
 def hung(t: float, rng: random.Random) -> dict[str, Any]:
@@ -105,6 +127,40 @@ def diverging(t: float, rng: random.Random) -> dict[str, Any]:
     }
 
 
+def loading(t: float, rng: random.Random) -> dict[str, Any]:
+    """Up and reporting, but still loading its data set: no step yet."""
+    return {"max_steps": 12000, "gpus": 4, "framework": "jax"}
+
+
+def crashed(t: float, rng: random.Random) -> dict[str, Any] | None:
+    """Reports for 20 s, then its process dies: nothing arrives any more (standalone, so
+    nothing tells the exporter whether it lives: silent, not stalled)."""
+    if t > 20:
+        return None
+    step = int(t * 3) + 1
+    return {"step": step, "max_steps": 9000, "loss": 3.0 - t * 0.01, "gpus": 2}
+
+
+def straggler(t: float, rng: random.Random) -> dict[str, Any]:
+    """5 steps/s for 40 s, then 2 steps/s (a slow node): 40 % of its typical pace."""
+    step = int(t * 5) if t <= 40 else 200 + int((t - 40) * 2)
+    return {
+        "step": step + 1,
+        "max_steps": 60000,
+        "loss": 1.2 + 1.5 * math.exp(-t / 300),
+        "gpus": 8,
+        "framework": "pytorch",
+    }
+
+
+def deleted(t: float, rng: random.Random) -> dict[str, Any] | None:
+    """Its status file is removed at 30 s (the job was deleted): the run is gone."""
+    if t > 30:
+        return None
+    step = int(t * 2) + 1
+    return {"step": step, "max_steps": 4000, "loss": 2.2 - t * 0.01, "gpus": 1}
+
+
 def finished(t: float, rng: random.Random) -> dict[str, Any]:
     """Reached its last step and said so; the pod keeps its 2 GPUs."""
     return {
@@ -118,7 +174,8 @@ def finished(t: float, rng: random.Random) -> dict[str, Any]:
     }
 
 
-Curve = Callable[[float, random.Random], dict[str, Any]]
+# The body to send at elapsed time t; None: send nothing (a status file: remove it).
+Curve = Callable[[float, random.Random], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)
@@ -126,14 +183,19 @@ class DemoRun:
     name: str
     curve: Curve
     channel: str  # kubeflow | native | file | http
+    shows: tuple[str, ...]  # the states it shows, in order (the README's demo table)
 
 
 RUNS = (
-    DemoRun("healthy-llm", healthy, "kubeflow"),
-    DemoRun("hung-nccl", hung, "file"),
-    DemoRun("plateau-bert", plateau, "http"),
-    DemoRun("diverging-gpt", diverging, "native"),
-    DemoRun("finished-vit", finished, "file"),
+    DemoRun("healthy-llm", healthy, "kubeflow", ("running",)),
+    DemoRun("hung-nccl", hung, "file", ("running", "stalled")),
+    DemoRun("plateau-bert", plateau, "http", ("running", "plateaued")),
+    DemoRun("diverging-gpt", diverging, "native", ("running", "diverged")),
+    DemoRun("finished-vit", finished, "file", ("finished", "finished-but-running")),
+    DemoRun("loading-t5", loading, "native", ("waiting",)),
+    DemoRun("crashed-whisper", crashed, "native", ("running", "silent")),
+    DemoRun("straggler-sd", straggler, "native", ("running", "degraded")),
+    DemoRun("deleted-bart", deleted, "file", ("running", "gone")),
 )
 
 
@@ -175,7 +237,10 @@ class _ProgressionServer:
                 return
 
             def do_GET(self) -> None:
-                body = bodies.get(self.path.strip("/").split("/")[0], b"{}")
+                body = bodies.get(self.path.strip("/").split("/")[0])
+                if body is None:  # not training yet: nothing to serve, as a real pod
+                    self.send_error(404)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -207,18 +272,17 @@ class Demo:
             for r in RUNS
             if r.channel == "http"
         )
-        self.config = replace(
+        base = replace(
             Config(),
             listen=listen,
             mode="standalone",
             namespace=DEMO_NAMESPACE,
             status_dir=self.status_dir,
             http_targets=targets,
-            stall_threshold=DEMO_STALL_THRESHOLD,
-            plateau_window=DEMO_PLATEAU_WINDOW,
             # The healthy run's demo ETA should settle within seconds, not minutes.
             rate_window=30.0,
         )
+        self.config = apply_settings(base, DEMO_THRESHOLDS, "demo")
         self.exporter = Exporter(self.config, clock=clock)
         self.rng = random.Random(seed)
         self._stop = threading.Event()
@@ -229,7 +293,13 @@ class Demo:
         """Send every run's report for elapsed time ``t`` through its channel."""
         base = self.exporter.url
         for run in RUNS:
-            body = _json(run.curve(t, self.rng))
+            report = run.curve(t, self.rng)
+            if report is None:
+                if run.channel == "file":
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.status_dir, f"{run.name}.json"))
+                continue
+            body = _json(report)
             try:
                 if run.channel == "kubeflow":
                     post(
@@ -270,19 +340,22 @@ class Demo:
 
     def banner(self) -> str:
         url = self.exporter.url
+        th = ", ".join(f"{k.replace('_', ' ')} {v:.0f}s" for k, v in DEMO_THRESHOLDS.items())
+        shows = [f"  {r.name:<16} {' -> '.join(r.shows)}" for r in RUNS]
         return "\n".join(
             [
                 f"training-progress-exporter demo: {len(RUNS)} simulated runs in namespace "
                 f"'{DEMO_NAMESPACE}'",
+                f"  status page:  {url}/",
                 f"  metrics:      {url}/metrics",
                 f"  runs (JSON):  {url}/api/v1/runs",
                 f"  health:       {url}/healthz  {url}/readyz",
                 f"  status files: {self.status_dir}",
-                f"Stall threshold {DEMO_STALL_THRESHOLD:.0f}s and plateau window "
-                f"{DEMO_PLATEAU_WINDOW:.0f}s are shortened for the demo: within two minutes",
-                "hung-nccl shows as stalled, plateau-bert as plateaued, diverging-gpt as diverged",
-                "and finished-vit as finished. Try:",
-                f"  curl -s {url}/metrics | grep -E '^training_(progress_ratio|eta_seconds|loss)'",
+                f"Thresholds are shortened for the demo ({th}); within two minutes:",
+                *shows,
+                "Try:",
+                f"  training-progress-exporter top --exporter {url}",
+                f"  curl -s {url}/metrics | grep -E '^training_run_state.* 1.0$'",
                 "Press Ctrl-C to stop.",
             ]
         )

@@ -27,3 +27,11 @@ def format_loss(loss: float | None) -> str:
     if math.isnan(loss):
         return "NaN"
     return f"{loss:.4g}"
+
+
+def setting(seconds: float) -> str:
+    """A duration as a setting is written (and parsed back): 30m, 2h, 10s, 1.5s."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"

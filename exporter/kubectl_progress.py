@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from .humanize import duration, format_loss
+from .states import severity
 from .top import Row, fetch_json, from_prometheus
 
 TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
@@ -97,7 +98,8 @@ def from_kubernetes(namespace: str | None) -> list[tuple[Row, float | None]]:
             dict[str, Any], api.list_namespaced_custom_object(group, version, namespace, plural)
         )
     now = time.time()
-    return [trainjob_row(obj, now) for obj in doc.get("items", [])]
+    rows = [trainjob_row(obj, now) for obj in doc.get("items", [])]
+    return sorted(rows, key=lambda x: (severity(x[0].state), x[0].namespace, x[0].job_name))
 
 
 def render(rows: list[tuple[Row, float | None]], all_namespaces: bool) -> str:

@@ -24,7 +24,7 @@ from .estimate import (
     throughput,
 )
 from .model import ProgressReport
-from .states import NO_ETA, Observation, classify, entered, reason
+from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Overrides, Thresholds, effective
 
 HISTORY_POINTS = 120
@@ -511,7 +511,8 @@ class Tracker:
             last_report_timestamp=run.last_report,
             last_step_timestamp=run.last_step,
             last_improvement_timestamp=run.last_improvement,
-            finished=run.finished,
+            # Done by its own word or by its progress: what the classifier calls finished.
+            finished=done(observation),
             gpus=run.gpus,
             gpu_seconds=self._gpu_seconds(run, now),
             stalled_gpu_seconds=run.stalled_gpu_seconds,

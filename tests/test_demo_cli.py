@@ -3,50 +3,88 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from exporter.config import Config, parse_duration
 from exporter.demo import RUNS, Demo
+from exporter.humanize import setting
+from exporter.states import NAMES
+from exporter.thresholds import Thresholds
 
 from .conftest import T0, FakeClock, get_json, http
 
 
-def test_demo_runs_reach_their_states_through_real_sources() -> None:
+def _observed(states: list[str]) -> tuple[str, ...]:
+    """The states in the order they showed, each once per stretch."""
+    out: list[str] = []
+    for state in states:
+        if not out or out[-1] != state:
+            out.append(state)
+    return tuple(out)
+
+
+def test_demo_runs_show_their_states_within_two_minutes_through_real_sources() -> None:
     clock = FakeClock(T0)
     demo = Demo(listen="127.0.0.1:0", clock=clock)
     demo.exporter.start(poll_loop=False)
+    seen: dict[str, list[str]] = {r.name: [] for r in RUNS}
     try:
-        for t in range(0, 181, 2):
+        for t in range(0, 121):
             clock.now = T0 + t
             demo.tick(float(t))
             demo.exporter.poll_once()
-        doc = get_json(demo.exporter.url + "/api/v1/runs")
+            doc = get_json(demo.exporter.url + "/api/v1/runs")
+            for r in doc["runs"]:
+                seen[r["job_name"]].append(r["state"])
+            if t == 119:
+                last = {r["job_name"]: r for r in doc["runs"]}
     finally:
         demo.stop()
-    runs = {r["job_name"]: r for r in doc["runs"]}
     assert demo.errors == 0
-    assert {r.name for r in RUNS} == set(runs)
-    assert {name: r["state"] for name, r in runs.items()} == {
-        "healthy-llm": "running",
-        "hung-nccl": "stalled",
-        "plateau-bert": "plateaued",
-        "diverging-gpt": "diverged",
-        "finished-vit": "finished",
+    # Every run went through exactly the states it promises, in order, within two minutes.
+    assert {name: _observed(states) for name, states in seen.items()} == {
+        r.name: r.shows for r in RUNS
     }
-    assert {name: r["info"]["source"] for name, r in runs.items()} == {
+    # The healthy run never left running, at any of the 121 polls.
+    assert seen["healthy-llm"] == ["running"] * 121
+    assert {name: r["info"]["source"] for name, r in last.items()} == {
         "healthy-llm": "push",
         "hung-nccl": "file",
         "plateau-bert": "http",
         "diverging-gpt": "push",
         "finished-vit": "file",
+        "loading-t5": "push",
+        "crashed-whisper": "push",
+        "straggler-sd": "push",
+        "deleted-bart": "file",
     }
-    assert runs["hung-nccl"]["stalled_gpu_seconds"] > 0
-    assert runs["healthy-llm"]["gpus"] == 8
-    assert 0 < runs["healthy-llm"]["eta_seconds"] < 10_000
+    assert last["hung-nccl"]["stalled_gpu_seconds"] > 0
+    assert last["hung-nccl"]["state_reason"].startswith("stalled for ")
+    assert last["healthy-llm"]["gpus"] == 8
+    assert 0 < last["healthy-llm"]["eta_seconds"] < 200_000
+    # No stale promises: runs that will not finish by themselves have no ETA.
+    for name in ("hung-nccl", "diverging-gpt", "crashed-whisper", "finished-vit"):
+        assert last[name]["eta_seconds"] is None, name
+
+
+def test_readme_names_the_demo_runs_and_their_states() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Try it", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \| ([a-z ,>-]+?) \|", section, re.M)
+    assert [(n, tuple(s.split(" -> "))) for n, s in rows] == [(r.name, r.shows) for r in RUNS]
+    # Every state of the table is in the demo, but the one that needs Kubernetes.
+    shown = {state for r in RUNS for state in r.shows}
+    assert shown == set(NAMES) - {"failed"}
+    assert "failed" in section
 
 
 def free_port() -> int:
@@ -163,3 +201,69 @@ def test_cli_kubernetes_mode_needs_the_node_name() -> None:
         env=env,
     )
     assert proc.returncode == 2 and "NODE_NAME" in proc.stderr
+
+
+@pytest.mark.slow
+def test_cli_demo_shows_every_state_within_two_minutes_in_real_time() -> None:
+    """The README's promise, as a new user meets it: `training-progress-exporter demo`, then
+    watch /api/v1/runs for two minutes of wall time."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exporter.cli", "demo", "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    seen: dict[str, list[str]] = {r.name: [] for r in RUNS}
+    try:
+        wait_http(url + "/readyz")
+        started = time.monotonic()
+        while time.monotonic() - started < 120:
+            for r in get_json(url + "/api/v1/runs")["runs"]:
+                seen[r["job_name"]].append(r["state"])
+            if all(_observed(seen[r.name]) == r.shows for r in RUNS):
+                break
+            time.sleep(1.0)
+        elapsed = time.monotonic() - started
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    print(f"\nevery demo state shown after {elapsed:.0f} s")
+    assert {name: _observed(states) for name, states in seen.items()} == {
+        r.name: r.shows for r in RUNS
+    }
+    assert set(seen["healthy-llm"]) == {"running"} and len(seen["healthy-llm"]) > 30
+    assert proc.returncode == 0, err
+    assert f"status page:  {url}/" in out
+
+
+def test_run_help_prints_the_real_defaults() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "run", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    d = Config()
+    th = Thresholds()
+    expected = {
+        "--stall-threshold": setting(th.stall_seconds),
+        "--plateau-window": setting(th.plateau_seconds),
+        "--report-timeout": setting(th.report_timeout_seconds),
+        "--finished-grace": setting(th.finished_grace_seconds),
+        "--divergence-ratio": f"{th.divergence_ratio:g}",
+        "--throughput-drop-ratio": f"{th.throughput_drop_ratio:g}",
+        "--retention": setting(d.retention),
+        "--poll-interval": setting(d.poll_interval),
+        "--listen": d.listen,
+    }
+    for flag, default in expected.items():
+        shown = re.search(re.escape(flag) + r" \S+ [^-]*?\(default ([^)]+)\)", text)
+        assert shown is not None and shown.group(1) == default, (flag, text)
+    # What help prints parses back to the same default.
+    assert parse_duration(setting(th.plateau_seconds), "x") == th.plateau_seconds == 7200

@@ -652,3 +652,39 @@ def test_container_logs_of_training_pods(kube: FakeKube, tmp_path: Path) -> None
     assert [(r["pod"], r["step"], r["max_steps"], r["info"]["source"]) for r in runs] == [
         ("llm-0", 5, 50, "log")
     ]
+
+
+def test_pod_phase_decides_liveness_stalled_then_failed(kube: FakeKube) -> None:
+    """A run whose pushes stopped is stalled while its pod runs (the exporter knows it lives
+    from the API server), and failed once the pod's phase says Failed."""
+    clock = FakeClock(T_START_TS + 600)
+    kube.put(
+        "v1",
+        "pods",
+        pod(
+            "ml",
+            "llm-0",
+            TRAINJOB,
+            ip="127.0.0.1",
+            annotations={"training-progress.io/threshold.stall_seconds": "60"},
+        ),
+    )
+    exp = k8s_exporter(clock)
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
+        (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+        assert run["state"] == "running"
+        clock.now += 3600  # an hour of silence: longer than the report timeout, too
+        (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+        assert run["state"] == "stalled", run["state_reason"]
+        assert run["state_reason"] == "stalled for 1h00m (threshold 1m)"
+        assert run["state_since_timestamp_seconds"] == T_START_TS + 600 + 60
+        kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1", phase="Failed"))
+        wait(lambda: get_json(exp.url + "/api/v1/runs")["runs"][0]["state"] == "failed")
+        metrics = http("GET", exp.url + "/metrics")[1].decode()
+    finally:
+        exp.stop()
+    assert 'training_run_state{job_name="llm",namespace="ml",pod="llm-0",state="failed"} 1.0' in (
+        metrics
+    )

@@ -124,3 +124,54 @@ def test_docs_only_name_rules_that_exist(doc: str) -> None:
     text = (ROOT / "docs" / doc).read_text()
     for name in set(re.findall(r"\b[a-z_]+:training_[a-z0-9_]+:[a-z0-9_]+\b", text)):
         assert name in records, f"docs/{doc} names {name}, which no rule records"
+
+
+def test_generator_points_dashboard_links_at_your_grafana(tmp_path: Path) -> None:
+    """`alerts/generate.py --grafana-url` writes rules whose links work outside Grafana."""
+    rules_out, operator_out = tmp_path / "mine.rules.yaml", tmp_path / "mine-rule.yaml"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "alerts" / "generate.py"),
+            "--grafana-url",
+            "https://grafana.example.com/",
+            "--rules-out",
+            str(rules_out),
+            "--out",
+            str(operator_out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "SUCCESS" in promtool("check", "rules", str(rules_out))
+    for doc in (yaml.safe_load(rules_out.read_text()), yaml.safe_load(operator_out.read_text())):
+        groups = doc["groups"] if "groups" in doc else doc["spec"]["groups"]
+        urls = [
+            r["annotations"]["dashboard_url"] for g in groups for r in g["rules"] if "alert" in r
+        ]
+        assert len(urls) == len(alerts())
+        assert all(u.startswith("https://grafana.example.com/d/training-") for u in urls), urls
+    # Everything else is the shipped rule set, unchanged.
+    shipped = yaml.safe_load(RULES.read_text())
+    mine = yaml.safe_load(rules_out.read_text())
+    for group in (shipped, mine):
+        for g in group["groups"]:
+            for r in g["rules"]:
+                r.get("annotations", {}).pop("dashboard_url", None)
+    assert mine == shipped
+    bad = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "alerts" / "generate.py"),
+            "--grafana-url",
+            "grafana:3000",
+            "--out",
+            str(tmp_path / "x.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "http://" in bad.stderr

@@ -14,7 +14,9 @@ import pytest
 from exporter import statuspage
 from exporter.demo import Demo
 from exporter.model import ProgressReport
-from exporter.tracker import RunKey, RunMeta, Tracker
+from exporter.states import BY_NAME
+from exporter.thresholds import Thresholds
+from exporter.tracker import RunKey, RunMeta, Tracker, TrackerConfig
 
 from .conftest import T0, FakeClock, http
 
@@ -122,3 +124,22 @@ def test_status_page_in_headless_chromium() -> None:
     assert 'href="runs/demo/hung-nccl"' in dom
     assert "demo/hung-nccl" in detail_dom and ">stalled</span>" in detail_dom
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_state_colors_the_bar_and_says_why_in_severity_order() -> None:
+    tracker = Tracker(TrackerConfig(thresholds=Thresholds(stall_seconds=1800)))
+    ok, hung = RunKey("ml", "ok-0", "ok"), RunKey("ml", "hung-0", "hung")
+    for t in range(0, 3000, 60):
+        tracker.apply(ok, ProgressReport(step=t, max_steps=10_000, loss=1.0), T0 + t)
+        step = min(t, 300)  # froze at 300 s; its heartbeat goes on
+        tracker.apply(hung, ProgressReport(step=step, max_steps=10_000, loss=1.0), T0 + t)
+    now = T0 + 300 + 42 * 60
+    snaps = tracker.snapshot(now)
+    page = statuspage.index(snaps, now)
+    # The stalled run comes first, says how long against its threshold, and its bar is red.
+    assert page.index(">hung<") < page.index(">ok<")
+    assert "stalled for 42m (threshold 30m)" in page
+    assert f'background:{BY_NAME["stalled"].css_color}"></span>' in page
+    assert f'background:{BY_NAME["running"].css_color}"></span>' in page
+    detail = statuspage.detail(next(s for s in snaps if s.key == hung), now)
+    assert "stalled for 42m (threshold 30m)" in detail and "In this state since" in detail

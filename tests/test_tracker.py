@@ -285,3 +285,71 @@ def test_deadline_and_budget_from_reports_and_annotations() -> None:
     tracker.set_meta(KEY, RunMeta(deadline_timestamp=T0 + 60), T0)
     s = one(tracker, T0)
     assert (s.deadline_timestamp, s.gpu_seconds_budget) == (T0 + 60, 36000.0)
+
+
+# -- the one classifier, through the tracker --------------------------------------------
+
+SHORT = Thresholds(stall_seconds=60, report_timeout_seconds=60, plateau_seconds=3600)
+
+
+def _steps(tracker: Tracker, key: RunKey, until: int, meta: RunMeta | None = None) -> None:
+    for t in range(0, until + 1, 5):
+        tracker.apply(key, ProgressReport(step=t, max_steps=10_000, loss=1.0), T0 + t, meta)
+
+
+def test_a_silent_run_is_stalled_while_its_pod_runs_and_silent_when_nobody_knows() -> None:
+    tracker = Tracker(TrackerConfig(thresholds=SHORT))
+    pod = RunKey("ns", "pod-0", "k8s")
+    _steps(tracker, KEY, 100)  # standalone: nothing tells whether it lives
+    _steps(tracker, pod, 100, RunMeta(gpus=8, alive=True))  # Kubernetes: its pod runs
+    # Both went quiet at T0 + 100.
+    assert one(tracker, T0 + 159).state == "running"
+    assert one(tracker, T0 + 159, pod).state == "running"
+    quiet, hung = one(tracker, T0 + 160), one(tracker, T0 + 160, pod)
+    assert (quiet.state, hung.state) == ("silent", "stalled")
+    assert quiet.state_since == hung.state_since == T0 + 160
+    assert hung.state_reason == "stalled for 1m (threshold 1m)"
+    assert quiet.eta_seconds is None and hung.eta_seconds is None
+    # Stalled GPU-seconds accrue for the hung pod from the moment it became stalled.
+    assert one(tracker, T0 + 220, pod).stalled_gpu_seconds == pytest.approx(8 * 60)
+    assert one(tracker, T0 + 220).stalled_gpu_seconds == 0
+
+
+def test_heartbeat_with_a_frozen_step_is_stalled_and_since_is_exact() -> None:
+    tracker = Tracker(TrackerConfig(thresholds=SHORT))
+    _steps(tracker, KEY, 100)
+    for t in range(105, 400, 30):  # the reporter's heartbeat: the same step again
+        tracker.apply(KEY, ProgressReport(step=100, max_steps=10_000, loss=1.0), T0 + t)
+    s = one(tracker, T0 + 300)  # first looked at long after it became stalled
+    assert s.state == "stalled" and s.state_since == T0 + 160
+    assert one(tracker, T0 + 390).state_since == T0 + 160  # unchanged while it holds
+    tracker.apply(KEY, ProgressReport(step=105, max_steps=10_000, loss=1.0), T0 + 400)
+    s = one(tracker, T0 + 400)
+    assert s.state == "running" and s.state_since == T0 + 400 and s.eta_seconds is not None
+
+
+def test_throughput_drop_against_the_runs_own_typical_pace_is_degraded() -> None:
+    cfg = TrackerConfig(thresholds=SHORT, estimator=EstimatorConfig(short_window=60))
+    tracker = Tracker(cfg)
+    step = 0
+    for t in range(0, 1201, 5):  # 10 steps/s for 20 minutes
+        step = t * 10
+        tracker.apply(KEY, ProgressReport(step=step, max_steps=10**7, loss=1.0), T0 + t)
+    assert one(tracker, T0 + 1200).state == "running"
+    for t in range(1205, 1501, 5):  # then 3 steps/s
+        step += 15
+        tracker.apply(KEY, ProgressReport(step=step, max_steps=10**7, loss=1.0), T0 + t)
+    s = one(tracker, T0 + 1500)
+    assert s.state == "degraded", s.state_reason
+    assert s.steps_per_second == pytest.approx(3.0, rel=0.05)
+    assert "of its typical 10" in s.state_reason
+    assert s.eta_seconds is not None  # a slow run still promises a (later) finish
+
+
+def test_a_failed_pod_makes_a_failed_run() -> None:
+    tracker = Tracker(TrackerConfig(thresholds=SHORT))
+    _steps(tracker, KEY, 50, RunMeta(gpus=8, alive=True))
+    tracker.set_meta(KEY, RunMeta(gpus=8, alive=False, pod_failed=True), T0 + 60)
+    tracker.mark_gone(KEY, T0 + 60)
+    s = one(tracker, T0 + 70)
+    assert s.state == "failed" and s.state_since == T0 + 60 and s.eta_seconds is None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.demo import write_atomic
+from exporter.reporter import ProgressReporter
 
 NAMESPACE = "e2e"
 SHORT = {
@@ -114,11 +115,20 @@ def silent(t: float) -> dict[str, Any] | None:
     }
 
 
+def reporter_hang(t: float) -> dict[str, Any] | None:
+    # Our stdlib reporter, for real: update() is called until the loop hangs at 10 s; its
+    # background thread's heartbeat goes on. Standalone, so only the heartbeat tells the
+    # exporter the process lives: stalled, not silent.
+    if t > 10:
+        return None
+    return {"step": int(t * 5), "loss": 2 - t * 0.05}
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
     report: Callable[[float], dict[str, Any] | None]
-    channel: str  # native | kubeflow | file | http
+    channel: str  # native | kubeflow | file | http | reporter
     alert: str | None  # the one alert it must raise
     bad_since: float  # seconds after start when it starts misbehaving
 
@@ -131,6 +141,7 @@ SCENARIOS = (
     Scenario("finished", finished, "file", "TrainingFinishedButRunning", 0),
     Scenario("halves", halves, "native", "TrainingThroughputDegraded", 40),
     Scenario("silent", silent, "native", "TrainingReportsStopped", 10),
+    Scenario("reporter-hang", reporter_hang, "reporter", "TrainingJobStalled", 10),
 )
 
 
@@ -144,6 +155,21 @@ class Driver:
         self.started = time.time()
         self.errors: list[str] = []
         self._stop = threading.Event()
+        # The "reporter" channel: a real ProgressReporter per scenario, heartbeat every 2 s.
+        self.reporters = {
+            sc.name: ProgressReporter(
+                total_steps=100_000,
+                interval=1.0,
+                heartbeat_seconds=2.0,
+                channels=["exporter"],
+                environ={
+                    "TPE_REPORT_URL": f"{exporter_url}/api/v1/namespaces/{NAMESPACE}"
+                    f"/runs/{sc.name}/report"
+                },
+            )
+            for sc in SCENARIOS
+            if sc.channel == "reporter"
+        }
 
     def _post(self, path: str, body: bytes) -> None:
         req = urllib.request.Request(
@@ -170,6 +196,14 @@ class Driver:
                         f"/trainjobs/{sc.name}/status",
                         body,
                     )
+                elif sc.channel == "reporter":
+                    reporter = self.reporters[sc.name]
+                    if t < 1:  # thresholds travel in the run's first native report
+                        self._post(
+                            f"/api/v1/namespaces/{NAMESPACE}/runs/{sc.name}/report",
+                            json.dumps({"gpus": 2, "thresholds": SHORT}).encode(),
+                        )
+                    reporter.update(**report)
                 elif sc.channel == "file":
                     if t < 1:  # written once: a finished run's file does not change
                         write_atomic(self.status_dir, f"{sc.name}.json", body)
@@ -189,3 +223,5 @@ class Driver:
 
     def stop(self) -> None:
         self._stop.set()
+        for reporter in self.reporters.values():
+            reporter.close(timeout=2)

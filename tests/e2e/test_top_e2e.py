@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from ..conftest import get_json
 from .conftest import LiveStack
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +41,15 @@ def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> No
         "plateau": "plateaued",
         "diverging": "diverged",
         "finished": "finished-but-running",
+    }, {n: (r["state"], r["reason"]) for n, r in rows.items()}
+    # One truth: the cluster view from Prometheus says what the exporter says, state and why.
+    exporter_runs = get_json(live_stack.exporter.url + "/api/v1/runs")["runs"]
+    assert {n: r["state"] for n, r in rows.items()} == {
+        r["job_name"]: r["state"] for r in exporter_runs
     }
+    hung = next(r for r in exporter_runs if r["job_name"] == "hung")
+    assert rows["hung"]["reason"].split(" (")[1] == hung["state_reason"].split(" (")[1]
+    assert rows["hung"]["reason"].startswith("stalled for ")
     order = [r["job_name"] for r in json.loads(proc.stdout)]
     assert order.index("hung") < order.index("healthy")  # attention first
     assert rows["healthy"]["gpus"] == 8 and rows["healthy"]["loss_trend"] == "down"
