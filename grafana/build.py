@@ -132,6 +132,43 @@ def stat(
     )
 
 
+def alerts_table(
+    pid: int,
+    title: str,
+    description: str,
+    selector: str,
+    grid: tuple[int, int, int, int],
+    hide: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A table of the training alerts firing now for ``selector``, from ``ALERTS``."""
+    return panel(
+        pid,
+        "table",
+        title,
+        description,
+        "none",
+        [
+            target(
+                f'ALERTS{{alertstate="firing", alertname=~"Training.*", {selector}}}',
+                instant=True,
+                table=True,
+            )
+        ],
+        grid,
+        transformations=[
+            {
+                "id": "organize",
+                "options": {
+                    "excludeByName": {
+                        name: True for name in ("Time", "Value", "__name__", "alertstate", *hide)
+                    }
+                },
+            }
+        ],
+        options={"showHeader": True, "cellHeight": "sm"},
+    )
+
+
 def timeseries(
     pid: int,
     title: str,
@@ -431,34 +468,12 @@ def jobs_dashboard() -> dict[str, Any]:
             overrides=overrides,
             options={"showHeader": True, "cellHeight": "sm"},
         ),
-        panel(
+        alerts_table(
             7,
-            "table",
             "Firing training alerts",
             "Training alerts firing now, from Prometheus' ALERTS series.",
-            "none",
-            [
-                target(
-                    f'ALERTS{{alertstate="firing", alertname=~"Training.*", {NS}}}',
-                    instant=True,
-                    table=True,
-                )
-            ],
+            NS,
             (0, 16, 24, 6),
-            transformations=[
-                {
-                    "id": "organize",
-                    "options": {
-                        "excludeByName": {
-                            "Time": True,
-                            "Value": True,
-                            "__name__": True,
-                            "alertstate": True,
-                        }
-                    },
-                }
-            ],
-            options={"showHeader": True},
         ),
     ]
     return dashboard(
@@ -621,36 +636,13 @@ def detail_dashboard() -> dict[str, Any]:
             (9, 0, 4, 4),
             [(None, "blue")],
         ),
-        panel(
+        alerts_table(
             13,
-            "table",
             "Firing alerts",
             "Training alerts firing now for this job.",
-            "none",
-            [
-                target(
-                    f'ALERTS{{alertstate="firing", alertname=~"Training.*", {JOB}}}',
-                    instant=True,
-                    table=True,
-                )
-            ],
+            JOB,
             (13, 0, 11, 4),
-            transformations=[
-                {
-                    "id": "organize",
-                    "options": {
-                        "excludeByName": {
-                            "Time": True,
-                            "Value": True,
-                            "__name__": True,
-                            "alertstate": True,
-                            "namespace": True,
-                            "job_name": True,
-                        }
-                    },
-                }
-            ],
-            options={"showHeader": True, "cellHeight": "sm"},
+            hide=("namespace", "job_name"),
         ),
     ]
     for p in panels:  # the graphs sit below the header row

@@ -373,3 +373,43 @@ def test_kubeflow_channel_verifies_tls_with_the_given_ca(tmp_path: Path) -> None
     finally:
         server.httpd.shutdown()
         server.httpd.server_close()
+
+
+def test_heartbeat_resends_the_latest_values_while_the_loop_hangs(capture: Capture) -> None:
+    """A hung training loop calls update() no more; the reporter's thread keeps sending the
+    same values every heartbeat_seconds, so the exporter sees a live process with a frozen
+    step (stalled), not a silent one."""
+    env = {"TPE_REPORT_URL": capture.url}
+    reporter = ProgressReporter(
+        total_steps=100, interval=0.1, heartbeat_seconds=0.5, environ=env, channels=["exporter"]
+    )
+    reporter.update(step=7, loss=1.5)
+    time.sleep(2.2)  # the loop hangs
+    sent = [body for _, _, body in capture.requests]
+    reporter.close()
+    assert 4 <= len(sent) <= 6, sent  # the first report, then one heartbeat every 0.5 s
+    assert all(b["step"] == 7 and b["loss"] == 1.5 and b["max_steps"] == 100 for b in sent[1:])
+    stamps = [b["timestamp"] for b in sent]
+    assert stamps == sorted(stamps) and stamps[-1] - stamps[0] >= 1.4
+
+
+def test_heartbeat_is_off_with_zero_and_set_by_the_environment(capture: Capture) -> None:
+    off = ProgressReporter(
+        interval=0.1,
+        environ={"TPE_REPORT_URL": capture.url, "TPE_REPORT_HEARTBEAT": "0"},
+        channels=["exporter"],
+    )
+    off.update(step=1)
+    time.sleep(0.4)
+    sent = len(capture.requests)
+    assert capture.requests[-1][2]["step"] == 1
+    time.sleep(0.8)  # no change, no heartbeat: nothing more is sent
+    off.close()
+    assert len(capture.requests) == sent
+    assert (
+        ProgressReporter(environ={"TPE_REPORT_HEARTBEAT": "15"}, channels=[]).heartbeat_seconds
+        == 15
+    )
+    assert ProgressReporter(environ={}, channels=[]).heartbeat_seconds == 60
+    junk = ProgressReporter(environ={"TPE_REPORT_HEARTBEAT": "soon"}, channels=[])
+    assert junk.heartbeat_seconds == 60

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from exporter import statuspage
-from exporter.demo import Demo
+from exporter.demo import RUNS, Demo
 from exporter.model import ProgressReport
-from exporter.states import BY_NAME
+from exporter.states import BY_NAME, severity
 from exporter.thresholds import Thresholds
 from exporter.tracker import RunKey, RunMeta, Tracker, TrackerConfig
 
@@ -107,16 +107,19 @@ def test_status_page_in_headless_chromium() -> None:
         detail_dom = chromium("--dump-dom", demo.exporter.url + "/runs/demo/hung-nccl")
     finally:
         demo.stop()
-    # The page lists the demo's runs with the right states (as the browser built the DOM).
-    for job, state in (
-        ("healthy-llm", "running"),
-        ("hung-nccl", "stalled"),
-        ("plateau-bert", "plateaued"),
-        ("diverging-gpt", "diverged"),
-        ("finished-vit", "finished"),
-    ):
-        row = next(line for line in dom.split("<tr>") if f">{job}</a>" in line)
-        assert f">{state}</span>" in row, (job, row[:300])
+    # The page lists the demo's runs, each in the state it ends in, most urgent first (as
+    # the browser built the DOM), each bar in its state's color.
+    rows = [line for line in dom.split("<tr>") if "</a></td>" in line]
+    for run in RUNS:
+        row = next(line for line in rows if f">{run.name}</a>" in line)
+        state = run.shows[-1]
+        assert f">{state}</span>" in row, (run.name, row[:300])
+        if state != "waiting":  # a run with no progress yet has no bar
+            assert f'background:{BY_NAME[state].css_color}"></span>' in row, (run.name, row)
+    names = [r.name for r in RUNS]
+    order = [n for row in rows for n in names if f">{n}</a>" in row]
+    ends = {r.name: r.shows[-1] for r in RUNS}
+    assert [severity(ends[n]) for n in order] == sorted(severity(ends[n]) for n in order)
     # An injected script is shown as text, never run.
     assert "pwned" not in dom.split("<title>")[1].split("</title>")[0]
     assert "&lt;script&gt;" in dom

@@ -34,6 +34,18 @@ DCGM_TEXT = (
 ).encode()
 
 
+class _Published(dict[str, bytes]):
+    """Bodies set here are served at once by the progression endpoint ``/NAME/metrics``."""
+
+    def __init__(self, server: ProgressionServer) -> None:
+        super().__init__()
+        self.server = server
+
+    def __setitem__(self, name: str, body: bytes) -> None:
+        super().__setitem__(name, body)
+        self.server.routes[f"/{name}/metrics"] = (200, body, 0.0)
+
+
 @dataclass
 class LiveStack:
     prometheus_url: str
@@ -97,7 +109,9 @@ def live_stack() -> Iterator[LiveStack]:
         exporter = Exporter(config)
         exporter.start()
         stack.callback(exporter.stop)
-        bodies: dict[str, bytes] = {}
+        # The driver publishes each HTTP run's latest body straight to the endpoint, so the
+        # endpoints stay current for every e2e module of the session, not only during setup.
+        bodies = _Published(progression)
         driver = Driver(exporter.url, status_dir, bodies)
         stack.callback(driver.stop)
         am_url = stack.enter_context(alertmanager(tmp, webhook.url))
@@ -114,14 +128,9 @@ def live_stack() -> Iterator[LiveStack]:
         deadline = time.time() + DEADLINE_SECONDS
         settle = 0
         while time.time() < deadline and settle < 10:
-            for name, body in list(bodies.items()):
-                progression.routes[f"/{name}/metrics"] = (200, body, 0.0)
             got = {a["labels"].get("job_name") for _, a in webhook.received}
             if expected <= got:
                 settle += 1  # keep going a few seconds: anything spurious may arrive too
             time.sleep(0.5)
-        # Keep the plateau run's HTTP endpoint current for the tests that follow.
-        for name, body in list(bodies.items()):
-            progression.routes[f"/{name}/metrics"] = (200, body, 0.0)
         assert query(prom_url, "up") != []
         yield LiveStack(prom_url, webhook, driver, exporter)
