@@ -33,9 +33,9 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collector import render_runs_text
-from exporter.model import ProgressReport
+from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.states import STATES
-from exporter.tracker import RunKey, RunMeta, Tracker, TrackerConfig
+from exporter.tracker import Tracker, TrackerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_EVERY = 30  # seconds of simulated time between reports

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from statistics import mean
 
 from exporter.estimate import naive_eta_seconds
-from exporter.model import ProgressReport
-from exporter.tracker import RunKey, Tracker
+from exporter.model import ProgressReport, RunKey
+from exporter.tracker import Tracker
 
 KEY = RunKey("bench", "run", "run")
 

@@ -19,9 +19,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 
 from exporter.collector import ExporterCollector, TrainingCollector, render_runs_text
-from exporter.model import ProgressReport
+from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.stats import ExporterStats
-from exporter.tracker import RunKey, RunMeta, Tracker
+from exporter.tracker import Tracker
 
 from .common import free_port, start_exporter, stop
 

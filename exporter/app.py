@@ -16,12 +16,14 @@ from .collector import ExporterCollector, TrainingCollector
 from .config import Config
 from .discovery import Discovery, make_discovery
 from .ingest import Ingestor
+from .model import Clock
+from .schedule import Scheduler
 from .server import ExporterHTTPServer, ServerContext, make_server, serve_in_thread
 from .sources import POLLED_SOURCES, PolledSource
 from .stats import ExporterStats
 from .tracker import Tracker
 
-Clock = Callable[[], float]
+EXPIRY = "expiry"  # the job that retires gone and idle runs
 
 
 class Exporter:
@@ -37,7 +39,6 @@ class Exporter:
         self.ingestor = Ingestor(self.tracker, self.stats, clock)
         self.discovery = discovery or make_discovery(
             config.mode,
-            self.tracker,
             clock,
             node_name=config.node_name,
             ingestor=self.ingestor,
@@ -77,8 +78,9 @@ class Exporter:
                 ready=self.ready,
             ),
         )
-        self._stop = threading.Event()
-        self._polled_once = threading.Event()
+        jobs: dict[str, Callable[[], None]] = {s.name: s.poll for s in self.sources}
+        jobs[EXPIRY] = self._expire
+        self.scheduler = Scheduler(jobs, config.poll_interval, self._polled)
         self._threads: list[threading.Thread] = []
 
     @property
@@ -93,42 +95,37 @@ class Exporter:
 
     def ready(self) -> tuple[bool, str]:
         """Ready once every source has been polled once."""
-        if not self._polled_once.is_set():
+        if not self.scheduler.all_ran():
             return False, "starting: sources not polled yet"
         ok, detail = self.discovery.ready()
         return ok, f"{detail}; mode={self.discovery.mode} runs={len(self.tracker)}"
 
-    def poll_once(self) -> None:
-        """Poll every source once, then expire runs past retention."""
-        for source in self.sources:
-            try:
-                source.poll()
-            except Exception:  # a source bug must not stop the others or the loop
-                self.stats.set_up(source.name, False)
-                self.stats.drop(source.name, "poll_error")
+    def _expire(self) -> None:
         idle = self.config.push_idle_expiry if self.discovery.push_idle_expiry else None
         self.tracker.expire(self.clock(), idle)
-        self._polled_once.set()
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self.poll_once()
-            self._stop.wait(max(0.05, self.config.poll_interval - (time.monotonic() - started)))
+    def _polled(self, name: str, seconds: float, ok: bool) -> None:
+        if name == EXPIRY:
+            return
+        self.ingestor.polled(name, seconds, ok)
+        if not ok:  # the source raised: count it, and say it is down
+            self.ingestor.source_up(name, False)
+            self.ingestor.drop(name, "poll_error")
+
+    def poll_once(self) -> None:
+        """Poll every source once, then expire runs past retention (tests drive time)."""
+        self.scheduler.run_all_once()
 
     def start(self, poll_loop: bool = True) -> None:
-        """Serve HTTP; also poll sources on the interval unless ``poll_loop`` is False
+        """Serve HTTP; also poll each source on its own thread unless ``poll_loop`` is False
         (tests then call :meth:`poll_once` themselves)."""
         self._threads.append(serve_in_thread(self.server))
         self.discovery.start()
-        if not poll_loop:
-            return
-        poller = threading.Thread(target=self._loop, name="poller", daemon=True)
-        poller.start()
-        self._threads.append(poller)
+        if poll_loop:
+            self.scheduler.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self.scheduler.stop()
         self.discovery.stop()
         self.server.shutdown()
         self.server.server_close()

@@ -24,13 +24,13 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from . import __version__
+from .model import Clock
 from .states import NAMES as STATE_NAMES
 from .stats import ExporterStats
 from .tracker import RunSnapshot, Tracker
 
 RUN_LABELS = ("namespace", "pod", "job_name")
 
-Clock = Callable[[], float]
 # Extra labels (beyond RUN_LABELS) and value, for each sample a family has for one run.
 Samples = Callable[[RunSnapshot], Iterable[tuple[tuple[tuple[str, str], ...], float]]]
 
@@ -337,6 +337,21 @@ class ExporterCollector(Collector):
         for source, ok in sorted(snap.source_up.items()):
             up.add_metric([source], 1.0 if ok else 0.0)
         yield up
+        duration = GaugeMetricFamily(
+            "training_exporter_source_poll_duration_seconds",
+            "How long the source's last poll took; each source polls on its own schedule.",
+            labels=["source"],
+        )
+        success = GaugeMetricFamily(
+            "training_exporter_source_poll_success",
+            "1 if the source's last poll completed without an error, else 0.",
+            labels=["source"],
+        )
+        for source, (seconds, ok) in sorted(snap.polls.items()):
+            duration.add_metric([source], seconds)
+            success.add_metric([source], 1.0 if ok else 0.0)
+        yield duration
+        yield success
         matches = CounterMetricFamily(
             "training_exporter_log_matches",
             "Log lines recognized as progress, by the parser that matched.",

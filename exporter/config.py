@@ -15,10 +15,11 @@ from typing import Any
 import yaml
 
 from .estimate import EstimatorConfig
+from .model import RunKey, RunMeta
 from .pods import DEFAULT_GPU_RESOURCES
 from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
 from .thresholds import BOUNDS, Thresholds, parse_overrides
-from .tracker import RunKey, RunMeta, TrackerConfig
+from .tracker import TrackerConfig
 
 MODES = ("auto", "standalone", "kubernetes")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")

@@ -43,8 +43,8 @@ from typing import Any
 from .app import Exporter
 from .config import Config
 from .config import apply as apply_settings
+from .model import RunKey, RunMeta
 from .sources.http import HttpTarget
-from .tracker import RunKey, RunMeta
 
 DEMO_NAMESPACE = "demo"
 # Shortened so that every state shows within two minutes (settings of the same names in

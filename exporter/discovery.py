@@ -15,13 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .model import RunKey
 from .pods import DEFAULT_GPU_RESOURCES
 from .sources.push import PushResolver, StandaloneResolver
-from .tracker import RunKey
 
 if TYPE_CHECKING:
     from .ingest import Ingestor
-    from .tracker import Tracker
 
 # Set in every pod by the kubelet; its presence is how "auto" detects a cluster.
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
@@ -55,7 +54,6 @@ def resolve_mode(mode: str, environ: Mapping[str, str]) -> str:
 
 def make_discovery(
     mode: str,
-    tracker: Tracker | None = None,
     clock: Callable[[], float] = time.time,
     node_name: str = "",
     environ: Mapping[str, str] | None = None,
@@ -78,11 +76,11 @@ def make_discovery(
         return Discovery(mode="standalone", resolver=StandaloneResolver(), push_idle_expiry=True)
     if not node_name:
         raise DiscoveryError("Kubernetes mode needs the node name: set NODE_NAME (downward API)")
-    if tracker is None:
-        raise DiscoveryError("Kubernetes mode needs the tracker")
+    if ingestor is None:
+        raise DiscoveryError("Kubernetes mode needs the ingestor")
     from .kubernetes_discovery import KubernetesResolver, PodRegistry, PodWatcher, TokenReview
 
-    registry = PodRegistry(node_name, tracker, clock)
+    registry = PodRegistry(node_name, ingestor)
     if core_api is None or custom_api is None or auth_api is None:
         default_core, default_custom, default_auth = _api_factories()
         core_api = core_api or default_core
@@ -110,7 +108,7 @@ def make_discovery(
         raise DiscoveryError(f"pod_discovery must be apiserver or kubelet, not {pod_source!r}")
     review = TokenReview(auth_api, token_audience)
     sources: tuple[Any, ...] = ()
-    if ingestor is not None:
+    if True:
         from .kubernetes_discovery import run_meta
         from .sources.http import HttpSource, HttpTarget
         from .sources.kubelet_file import KubeletFileSource

@@ -1,41 +1,94 @@
-"""Where every source hands over what it read: count it, then merge it into the tracker.
+"""The only port from sources (and discovery) into the tracker: count, then merge.
 
 Keeping this in one place means every source counts outcomes and drop reasons the same way,
-and no source can touch a run other than the one its key names.
+no source can touch a run other than the one its key names, and no source reaches into the
+tracker or the counters itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 
-from .model import Parsed, ReportError
+from .model import Clock, Parsed, ReportError, RunKey, RunMeta
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
-from .tracker import RunKey, RunMeta, Tracker
-
-Clock = Callable[[], float]
+from .tracker import Tracker
 
 
 class Ingestor:
-    """Counts and applies parsed reports for all sources."""
+    """Counts and applies what sources read, for all sources."""
 
     def __init__(self, tracker: Tracker, stats: ExporterStats, clock: Clock) -> None:
-        self.tracker = tracker
-        self.stats = stats
+        self._tracker = tracker
+        self._stats = stats
         self.clock = clock
 
     def accept(self, source: str, key: RunKey, parsed: Parsed, meta: RunMeta | None = None) -> bool:
         """Merge a parsed report; False if it was refused (run cap). Problems are counted."""
 
         def problem(reason: str) -> None:
-            self.stats.drop(source, reason)
+            self._stats.drop(source, reason)
 
         for reason in parsed.problems:
             problem(reason)
-        ok = self.tracker.apply(key, parsed.report, self.clock(), meta, problem)
-        self.stats.report(source, OUTCOME_ACCEPTED if ok else OUTCOME_REJECTED)
+        ok = self._tracker.apply(key, parsed.report, self.clock(), meta, problem)
+        self._stats.report(source, OUTCOME_ACCEPTED if ok else OUTCOME_REJECTED)
         return ok
 
     def reject(self, source: str, error: ReportError) -> None:
         """Count a report that could not be used at all."""
-        self.stats.drop(source, error.reason)
-        self.stats.report(source, OUTCOME_REJECTED)
+        self._stats.drop(source, error.reason)
+        self._stats.report(source, OUTCOME_REJECTED)
+
+    def drop(self, source: str, reason: str) -> None:
+        """Count something a source discarded that was not a whole report."""
+        self._stats.drop(source, reason)
+
+    def matched(self, parser: str) -> None:
+        """Count a log line a parser recognized."""
+        self._stats.match(parser)
+
+    def source_up(self, source: str, up: bool) -> None:
+        """Whether the source's last poll (or serve loop) succeeded."""
+        self._stats.set_up(source, up)
+
+    def polled(self, source: str, seconds: float, ok: bool) -> None:
+        """One poll of a source: how long it took and whether it succeeded."""
+        self._stats.polled(source, seconds, ok)
+
+    def structured_recently(self, key: RunKey) -> bool:
+        """Whether the run had a push, file or HTTP report lately (those beat its log)."""
+        return self._tracker.structured_recently(key, self.clock())
+
+    def describe(self, key: RunKey, meta: RunMeta) -> None:
+        """What discovery knows about a run that already reported (its pod changed)."""
+        self._tracker.set_meta(key, meta, self.clock())
+
+    def gone(self, keys: Iterable[RunKey]) -> None:
+        """These runs' pods, files or targets are gone: freeze them, start their retention."""
+        now = self.clock()
+        for key in keys:
+            self._tracker.mark_gone(key, now)
+
+    def presence(self) -> Presence:
+        """A tracker of the runs one source sees, for the source to call each poll."""
+        return Presence(self)
+
+
+class Presence:
+    """The runs a source saw at its last poll: those it no longer sees are gone.
+
+    The one place that turns "this file, target or pod disappeared" into a gone run.
+    """
+
+    def __init__(self, ingestor: Ingestor) -> None:
+        self._ingestor = ingestor
+        self._keys: set[RunKey] = set()
+
+    def saw(self, keys: Iterable[RunKey]) -> set[RunKey]:
+        """Record the keys seen this poll; mark the vanished ones gone and return them."""
+        current = set(keys)
+        vanished = self._keys - current
+        if vanished:
+            self._ingestor.gone(vanished)
+        self._keys = current
+        return vanished

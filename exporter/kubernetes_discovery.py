@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .ingest import Ingestor
+from .model import RunKey, RunMeta
 from .pods import DEFAULT_GPU_RESOURCES, PodInfo, training_pod
 from .sources.push import Denied, PushTarget
-from .tracker import RunKey, RunMeta, Tracker
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,9 @@ def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
 class PodRegistry:
     """The training pods of this node, by (namespace, name) and by pod IP. Thread-safe."""
 
-    def __init__(self, node: str, tracker: Tracker, clock: Callable[[], float]) -> None:
+    def __init__(self, node: str, ingestor: Ingestor) -> None:
         self.node = node
-        self.tracker = tracker
-        self.clock = clock
+        self.ingestor = ingestor
         self._lock = threading.Lock()
         self._pods: dict[tuple[str, str], PodInfo] = {}
 
@@ -94,14 +94,13 @@ class PodRegistry:
         return RunKey(pod.namespace, pod.name, pod.job_name)
 
     def _changed(self, pod: PodInfo) -> None:
-        now = self.clock()
         # A terminated pod's run says so (failed or not) before it is frozen as gone.
-        self.tracker.set_meta(self._key(pod), run_meta(pod, self.node, "push"), now)
+        self.ingestor.describe(self._key(pod), run_meta(pod, self.node, "push"))
         if pod.finished:
-            self.tracker.mark_gone(self._key(pod), now)
+            self.ingestor.gone([self._key(pod)])
 
     def _gone(self, pod: PodInfo) -> None:
-        self.tracker.mark_gone(self._key(pod), self.clock())
+        self.ingestor.gone([self._key(pod)])
 
 
 TokenReviewer = Callable[[str], "tuple[str, str] | None"]

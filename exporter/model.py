@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from .thresholds import parse_overrides
+from .thresholds import Overrides, parse_overrides
 
 # Upstream Kubeflow Trainer limits for the trainerStatus body.
 KUBEFLOW_MAX_BODY_BYTES = 64 * 1024
@@ -504,3 +504,41 @@ def parse_any(obj: Any, now: float) -> Parsed:
 def parse_bytes(body: bytes, now: float, max_bytes: int = KUBEFLOW_MAX_BODY_BYTES) -> Parsed:
     """Decode and parse a JSON body of any accepted format. Raises ReportError."""
     return parse_any(decode_json(body, max_bytes), now)
+
+
+# -- naming a run ---------------------------------------------------------------------
+
+Clock = Callable[[], float]  # Unix seconds now; injected everywhere time is read
+
+
+class RunKey(NamedTuple):
+    """The identity of a run, and the labels stamped on every per-run series."""
+
+    namespace: str
+    pod: str
+    job_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunMeta:
+    """What discovery (not the report) knows about a run: the ``training_run_info`` labels,
+    allocated GPUs and the deadline and budget annotations."""
+
+    job_kind: str = ""
+    framework: str = ""
+    source: str = ""
+    node: str = ""
+    rank: str = ""
+    container: str = ""
+    gpus: float | None = None
+    deadline_timestamp: float | None = None
+    gpu_seconds_budget: float | None = None
+    thresholds: Overrides = ()  # from annotations; beat the report's own overrides
+    # When the pod got its GPUs (Kubernetes mode): GPU-seconds are then derived from it, so
+    # they survive an exporter restart without double counting.
+    gpu_start_timestamp: float | None = None
+    # Whether the run's pod is known to be running (Kubernetes mode: it exists on this node
+    # and has not terminated); None where nobody knows (standalone). A silent run whose pod
+    # runs is stalled, not merely silent.
+    alive: bool | None = None
+    pod_failed: bool = False  # the pod ended in phase Failed

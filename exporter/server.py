@@ -22,7 +22,7 @@ from . import statuspage
 from .api import runs_document
 from .collector import render_runs_text
 from .ingest import Ingestor
-from .model import KUBEFLOW_MAX_BODY_BYTES
+from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
 from .sources.push import (
     KUBEFLOW_PATH,
     NATIVE_PATH,
@@ -34,8 +34,6 @@ from .sources.push import (
     NAME as PUSH,
 )
 from .tracker import Tracker
-
-Clock = Callable[[], float]
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

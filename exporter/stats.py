@@ -21,6 +21,8 @@ class StatsSnapshot:
     drops: dict[tuple[str, str], int]
     source_up: dict[str, bool]
     log_matches: dict[str, int]
+    # source -> (seconds the last poll took, whether it completed without an error)
+    polls: dict[str, tuple[float, bool]]
 
 
 class ExporterStats:
@@ -32,6 +34,7 @@ class ExporterStats:
         self._drops: Counter[tuple[str, str]] = Counter()
         self._up: dict[str, bool] = {}
         self._matches: Counter[str] = Counter()
+        self._polls: dict[str, tuple[float, bool]] = {}
 
     def report(self, source: str, outcome: str) -> None:
         with self._lock:
@@ -49,8 +52,16 @@ class ExporterStats:
         with self._lock:
             self._up[source] = up
 
+    def polled(self, source: str, seconds: float, ok: bool) -> None:
+        with self._lock:
+            self._polls[source] = (seconds, ok)
+
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
             return StatsSnapshot(
-                dict(self._reports), dict(self._drops), dict(self._up), dict(self._matches)
+                dict(self._reports),
+                dict(self._drops),
+                dict(self._up),
+                dict(self._matches),
+                dict(self._polls),
             )

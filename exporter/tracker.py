@@ -12,7 +12,6 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
 
 from .estimate import (
     EstimatorConfig,
@@ -23,9 +22,9 @@ from .estimate import (
     quantile,
     throughput,
 )
-from .model import ProgressReport
+from .model import ProgressReport, RunKey, RunMeta
 from .states import NO_ETA, Observation, classify, done, entered, reason
-from .thresholds import Overrides, Thresholds, effective
+from .thresholds import Thresholds, effective
 
 HISTORY_POINTS = 120
 # The best training loss is taken on a moving average, not on raw values: the minimum of a
@@ -47,39 +46,6 @@ PACE_FRACTION = 1 / 10
 PACE_POINTS = 256
 PACE_MIN_POINTS = 3
 PACE_QUANTILE = 0.9
-
-
-class RunKey(NamedTuple):
-    """The identity of a run, and the labels stamped on every per-run series."""
-
-    namespace: str
-    pod: str
-    job_name: str
-
-
-@dataclass(frozen=True, slots=True)
-class RunMeta:
-    """What discovery (not the report) knows about a run: the ``training_run_info`` labels,
-    allocated GPUs and the deadline and budget annotations."""
-
-    job_kind: str = ""
-    framework: str = ""
-    source: str = ""
-    node: str = ""
-    rank: str = ""
-    container: str = ""
-    gpus: float | None = None
-    deadline_timestamp: float | None = None
-    gpu_seconds_budget: float | None = None
-    thresholds: Overrides = ()  # from annotations; beat the report's own overrides
-    # When the pod got its GPUs (Kubernetes mode): GPU-seconds are then derived from it, so
-    # they survive an exporter restart without double counting.
-    gpu_start_timestamp: float | None = None
-    # Whether the run's pod is known to be running (Kubernetes mode: it exists on this node
-    # and has not terminated); None where nobody knows (standalone). A silent run whose pod
-    # runs is stalled, not merely silent.
-    alive: bool | None = None
-    pod_failed: bool = False  # the pod ended in phase Failed
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from exporter.collector import (
     render_runs_text,
     run_families,
 )
-from exporter.model import ProgressReport
+from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.stats import ExporterStats
 from exporter.thresholds import Thresholds
-from exporter.tracker import RunKey, RunMeta, Tracker, TrackerConfig
+from exporter.tracker import Tracker, TrackerConfig
 
 from .conftest import GOLDEN, T0, FakeClock
 

@@ -15,10 +15,11 @@ import pytest
 
 from exporter.demo import write_atomic
 from exporter.ingest import Ingestor
+from exporter.model import RunKey
 from exporter.sources.file import StatusDirSource
 from exporter.sources.http import HttpSource, HttpTarget
 from exporter.stats import ExporterStats
-from exporter.tracker import RunKey, Tracker, TrackerConfig
+from exporter.tracker import Tracker, TrackerConfig
 
 from .conftest import FakeClock
 

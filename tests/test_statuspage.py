@@ -13,10 +13,10 @@ import pytest
 
 from exporter import statuspage
 from exporter.demo import RUNS, Demo
-from exporter.model import ProgressReport
+from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.states import BY_NAME, severity
 from exporter.thresholds import Thresholds
-from exporter.tracker import RunKey, RunMeta, Tracker, TrackerConfig
+from exporter.tracker import Tracker, TrackerConfig
 
 from .conftest import T0, FakeClock, http
 

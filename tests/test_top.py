@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from exporter.model import ProgressReport
+from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.top import Row, bar, render, rows_from_exporter, sort_rows, trend
-from exporter.tracker import RunKey, RunMeta
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

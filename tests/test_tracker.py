@@ -7,14 +7,9 @@ import math
 import pytest
 
 from exporter.estimate import EstimatorConfig, eta_seconds, naive_eta_seconds, throughput
-from exporter.model import ProgressReport, parse_bytes
+from exporter.model import ProgressReport, RunKey, RunMeta, parse_bytes
 from exporter.thresholds import Thresholds
-from exporter.tracker import (
-    RunKey,
-    RunMeta,
-    Tracker,
-    TrackerConfig,
-)
+from exporter.tracker import Tracker, TrackerConfig
 
 from .conftest import T0, kubeflow_fixture_bodies
 

@@ -13,8 +13,7 @@ import stat
 from dataclasses import dataclass
 
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, parse_bytes
-from ..tracker import RunKey, RunMeta
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
 
 NAME = "file"
 SUFFIX = ".json"
@@ -86,7 +85,7 @@ class StatusDirSource:
         self.max_bytes = max_bytes
         self.max_files = max_files
         self._seen: dict[str, _Seen] = {}
-        self._keys: set[RunKey] = set()
+        self._present = ingestor.presence()
         self.last_errors: dict[str, str] = {}
 
     def _key(self, filename: str) -> RunKey:
@@ -95,32 +94,28 @@ class StatusDirSource:
 
     def poll(self) -> None:
         """One pass over the directory: parse changed files, retire vanished ones."""
-        stats = self.ingestor.stats
         try:
             dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
-            stats.set_up(NAME, False)
+            self.ingestor.source_up(NAME, False)
             return
         try:
             names = sorted(
                 n for n in os.listdir(dir_fd) if n.endswith(SUFFIX) and not n.startswith(".")
             )
             if len(names) > self.max_files:
-                stats.drop(NAME, "file_cap")
+                self.ingestor.drop(NAME, "file_cap")
                 names = names[: self.max_files]
             present: set[RunKey] = set()
             for filename in names:
                 key = self._key(filename)
                 present.add(key)
                 self._poll_file(dir_fd, filename, key)
-            now = self.ingestor.clock()
-            for key in self._keys - present:
-                self.ingestor.tracker.mark_gone(key, now)
-            for filename in list(self._seen):
-                if filename not in names:
-                    del self._seen[filename]
-            self._keys = present
-            stats.set_up(NAME, True)
+            self._present.saw(present)
+            listed = set(names)
+            for filename in [f for f in self._seen if f not in listed]:
+                del self._seen[filename]
+            self.ingestor.source_up(NAME, True)
         finally:
             os.close(dir_fd)
 

@@ -14,8 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, parse_bytes
-from ..tracker import RunKey, RunMeta
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
 
 NAME = "http"
 DEFAULT_PORT = 28080
@@ -72,7 +71,7 @@ class HttpSource:
         self.fetch = fetch
         self.max_bytes = max_bytes
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http-source")
-        self._keys: set[RunKey] = set()
+        self._present = ingestor.presence()
 
     def _pull(self, target: HttpTarget) -> bool:
         try:
@@ -88,12 +87,8 @@ class HttpSource:
         """Pull all targets concurrently and wait for them (each bounded by the timeout)."""
         targets = list(self.targets())
         results = list(self._pool.map(self._pull, targets))
-        now = self.ingestor.clock()
-        current = {t.key for t in targets}
-        for key in self._keys - current:
-            self.ingestor.tracker.mark_gone(key, now)
-        self._keys = current
-        self.ingestor.stats.set_up(NAME, all(results) if results else True)
+        self._present.saw(t.key for t in targets)
+        self.ingestor.source_up(NAME, all(results) if results else True)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -14,9 +14,8 @@ import os
 from collections.abc import Callable, Iterable
 
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, parse_bytes
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
 from ..pods import PodInfo
-from ..tracker import RunKey, RunMeta
 from .file import read_regular_file
 
 NAME = "file"
@@ -70,7 +69,7 @@ class KubeletFileSource:
             if pod.status_file is None or not pod.uid or "/" in pod.uid or pod.uid in (".", ".."):
                 continue
             self._read(pod, *pod.status_file)
-        self.ingestor.stats.set_up(NAME, True)
+        self.ingestor.source_up(NAME, True)
 
     def _read(self, pod: PodInfo, volume: str, filename: str) -> None:
         try:

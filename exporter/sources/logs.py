@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from ..ingest import Ingestor
 from ..logparse import parse_cri, parse_line
 from ..logstate import LogAccumulator
-from ..model import Parsed, ReportError
+from ..model import Parsed, ReportError, RunKey, RunMeta
 from ..pods import PodInfo
-from ..tracker import RunKey, RunMeta
 from .kubelet_file import open_dir_chain
 from .logtail import FileTail
 
@@ -76,7 +75,6 @@ class LogSource:
         self._keys: dict[str, tuple[RunKey, RunMeta]] = {}
 
     def poll(self) -> None:
-        stats = self.ingestor.stats
         self._keys = self.targets()
         paths = list(self._keys)
         for path in paths:
@@ -86,19 +84,19 @@ class LogSource:
             try:
                 lines = followed.tail.read(keep_bytes=KEEP_BYTES)
             except ReportError as err:
-                stats.drop(NAME, err.reason)
+                self.ingestor.drop(NAME, err.reason)
                 followed.tail.close()
                 del self._files[path]
                 continue
             if followed.tail.dropped_long_lines:
                 for _ in range(followed.tail.dropped_long_lines):
-                    stats.drop(NAME, "line_too_long")
+                    self.ingestor.drop(NAME, "line_too_long")
                 followed.tail.dropped_long_lines = 0
             if self._feed(followed, lines):
                 self._report(path, followed)
         for path in set(self._files) - set(paths):
             self._files.pop(path).tail.close()
-        stats.set_up(NAME, True)
+        self.ingestor.source_up(NAME, True)
 
     def _flush_stale_partials(self, followed: _Followed, now: float) -> list[bytes]:
         """Partial chunks whose final chunk has not come for PARTIAL_TIMEOUT seconds are
@@ -117,7 +115,7 @@ class LogSource:
             found = parse_line(chunk.decode("utf-8", "replace"), now)
             if found is not None:
                 followed.acc.feed(found, now)
-                self.ingestor.stats.match(found.parser)
+                self.ingestor.matched(found.parser)
                 matched = True
         if len(lines) > PARSE_TAIL:
             followed.partial.clear()  # chunks before the tail cannot be joined any more
@@ -134,22 +132,21 @@ class LogSource:
                         followed.partial_since.setdefault(cri.stream, now)
                     else:
                         followed.partial_since.pop(cri.stream, None)
-                        self.ingestor.stats.drop(NAME, "partial_too_long")
+                        self.ingestor.drop(NAME, "partial_too_long")
                     continue
                 followed.partial_since.pop(cri.stream, None)
                 text = joined.decode("utf-8", "replace")
             found = parse_line(text, now)
             if found is not None:
                 followed.acc.feed(found, now)
-                self.ingestor.stats.match(found.parser)
+                self.ingestor.matched(found.parser)
                 matched = True
         return matched
 
     def _report(self, path: str, followed: _Followed) -> None:
         key, meta = self._keys[path]
-        now = self.ingestor.clock()
-        if self.ingestor.tracker.structured_recently(key, now):
-            self.ingestor.stats.drop(NAME, "structured_wins")
+        if self.ingestor.structured_recently(key):
+            self.ingestor.drop(NAME, "structured_wins")
             return
         self.ingestor.accept(NAME, key, Parsed(followed.acc.report()), meta)
 

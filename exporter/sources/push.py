@@ -18,11 +18,12 @@ from ..model import (
     FORMAT_KUBEFLOW,
     KUBEFLOW_MAX_BODY_BYTES,
     ReportError,
+    RunKey,
+    RunMeta,
     decode_json,
     parse_any,
     parse_kubeflow,
 )
-from ..tracker import RunKey, RunMeta
 
 NAME = "push"
 

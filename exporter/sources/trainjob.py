@@ -16,9 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, parse_any, parse_kubeflow
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_any, parse_kubeflow
 from ..pods import PodInfo
-from ..tracker import RunKey, RunMeta
 
 NAME = "trainjob"
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
@@ -100,13 +99,13 @@ class TrainJobSource:
             if exc.status == 404:  # no TrainJob CRD in this cluster: nothing to read
                 self.available = False
                 return
-            self.ingestor.stats.set_up(NAME, False)
+            self.ingestor.source_up(NAME, False)
             return
         except Exception:
-            self.ingestor.stats.set_up(NAME, False)
+            self.ingestor.source_up(NAME, False)
             return
         self.available = True
-        self.ingestor.stats.set_up(NAME, True)
+        self.ingestor.source_up(NAME, True)
         pods = self.pods()
         seen = set()
         for obj in doc.get("items") or []:

@@ -17,8 +17,8 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.config import Config
+from exporter.model import RunKey, RunMeta
 from exporter.sources.http import HttpTarget
-from exporter.tracker import RunKey, RunMeta
 
 from ..test_sources import ProgressionServer
 from .scenarios import NAMESPACE, SCENARIOS, SHORT, Driver
