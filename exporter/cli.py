@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "top":
         return _top(args)
     if args.command == "inspect":
-        from .inspect import main as inspect_main
+        from .logs.inspect import main as inspect_main
 
         return inspect_main(args.paths)
     return _demo(args)

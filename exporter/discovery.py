@@ -127,7 +127,7 @@ def make_discovery(
                 if p.http_url and not p.finished
             ]
 
-        from .sources.logs import LogSource, pod_log_targets
+        from .logs.source import LogSource, pod_log_targets
         from .sources.trainjob import TrainJobSource
 
         def log_meta(pod: Any) -> Any:

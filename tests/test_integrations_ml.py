@@ -214,7 +214,7 @@ def test_lightning_progress_bar_captured_from_a_real_run_parses(tmp_path: Path) 
     import sys
     import textwrap
 
-    from exporter.logparse import parse_line
+    from exporter.logs.parse import parse_line
 
     code = textwrap.dedent(
         """

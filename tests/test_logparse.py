@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.logparse import MAX_MESSAGE, parse_cri, parse_line
+from exporter.logs.parse import MAX_MESSAGE, parse_cri, parse_line
 
 NOW = 1_800_000_000.0
 

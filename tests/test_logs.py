@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from exporter.logs.inspect import inspect_path
+from exporter.logs.tail import MAX_LINE, FileTail
 from exporter.model import ReportError
-from exporter.sources.logtail import MAX_LINE, FileTail
 
 from .conftest import get_json
 
@@ -127,10 +128,11 @@ def test_structured_reports_win_and_partial_floods_are_bounded(
     append(log, "".join(cri("x" * 100, tag="P") for _ in range(100_000)))  # never a final chunk
     exp.poll_once()
     exp.poll_once()
-    from exporter.sources.logs import MAX_PARTIAL, LogSource
+    from exporter.logs.cri import MAX_PARTIAL
+    from exporter.logs.source import LogSource
 
     (source,) = [s for s in exp.sources if isinstance(s, LogSource)]
-    held = [len(v) for f in source._files.values() for v in f.partial.values()]
+    held = [n for f in source._files.values() for n in f.cri.held()]
     assert held and max(held) <= MAX_PARTIAL  # memory stays bounded
 
 
@@ -145,3 +147,22 @@ def test_a_partial_line_without_its_final_chunk_is_flushed_after_a_timeout(
     clock.advance(6)
     exp.poll_once()
     assert get_json(exp.url + "/api/v1/runs")["runs"][0]["step"] == 20
+
+
+def test_inspect_reads_a_file_exactly_as_the_live_source_does(
+    exporter_factory: Any, clock: Any, tmp_path: Path
+) -> None:
+    """One CRI joiner for both: a bar split into P chunks with a final F, then a newer bar
+    only ever written as P chunks (the kubelet had no newline yet)."""
+    log = tmp_path / "run.log"
+    append(log, cri(" 40%|████      | 20/", tag="P"))
+    append(log, cri("50 [00:05<00:07,  4.00it/s]", tag="F"))
+    append(log, cri(" 60%|██████    | 30/50 [00:07<00:05,  4.00it/s]", tag="P"))
+    exp = exporter_factory(log_paths=(str(log),), namespace="ns")
+    exp.poll_once()
+    clock.advance(6)  # the pending partial line is read as it is after 5 s
+    exp.poll_once()
+    (live,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    inspected = inspect_path(str(log))
+    assert (live["step"], live["max_steps"]) == (30, 50)
+    assert (inspected["report"]["step"], inspected["report"]["max_steps"]) == (30, 50)

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from exporter.inspect import inspect_path
-from exporter.logparse import parse_line
-from exporter.logstate import LogAccumulator
+from exporter.logs.accumulate import LogAccumulator
+from exporter.logs.inspect import inspect_path
+from exporter.logs.parse import parse_line
 
 NOW = 1_800_000_000.0
 

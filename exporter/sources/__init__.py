@@ -43,7 +43,7 @@ def _http_targets(config: Config, ingestor: Ingestor) -> PolledSource | None:
 
 
 def _logs(config: Config, ingestor: Ingestor) -> PolledSource | None:
-    from .logs import LogSource, standalone_targets
+    from ..logs.source import LogSource, standalone_targets
 
     if not config.log_paths:
         return None

@@ -17,21 +17,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..ingest import Ingestor
-from ..logparse import parse_cri, parse_line
-from ..logstate import LogAccumulator
 from ..model import Parsed, ReportError, RunKey, RunMeta
 from ..pods import PodInfo
-from .kubelet_file import open_dir_chain
-from .logtail import FileTail
+from ..sources.kubelet_file import open_dir_chain
+from .accumulate import LogAccumulator
+from .cri import CriJoiner
+from .parse import parse_line
+from .tail import FileTail
 
 NAME = "log"
-MAX_PARTIAL = 1024 * 1024
 # Progress is a latest-value problem: of each batch of new lines, only the newest are parsed
 # (enough for the accumulator's recent history of bars). A job printing megabytes between
 # polls costs a read, not a parse of every line.
 PARSE_TAIL = 100
 KEEP_BYTES = 512 * 1024  # of each poll's new bytes, only the newest this many are kept
-PARTIAL_TIMEOUT = 5.0  # seconds a partial CRI line may wait for its final chunk
 MAX_FILES = 1000
 
 
@@ -39,9 +38,7 @@ MAX_FILES = 1000
 class _Followed:
     tail: FileTail
     acc: LogAccumulator = field(default_factory=LogAccumulator)
-    partial: dict[str, bytes] = field(default_factory=dict)
-    partial_since: dict[str, float] = field(default_factory=dict)
-    seen_counts: int = 0
+    cri: CriJoiner = field(default_factory=CriJoiner)
 
 
 Targets = Callable[[], "dict[str, tuple[RunKey, RunMeta]]"]
@@ -98,45 +95,23 @@ class LogSource:
             self._files.pop(path).tail.close()
         self.ingestor.source_up(NAME, True)
 
-    def _flush_stale_partials(self, followed: _Followed, now: float) -> list[bytes]:
-        """Partial chunks whose final chunk has not come for PARTIAL_TIMEOUT seconds are
-        parsed as they are (a progress bar without a newline is the usual case)."""
-        stale = [s for s, t in followed.partial_since.items() if now - t >= PARTIAL_TIMEOUT]
-        out = []
-        for stream in stale:
-            followed.partial_since.pop(stream)
-            out.append(followed.partial.pop(stream, b""))
-        return out
-
     def _feed(self, followed: _Followed, lines: list[bytes]) -> bool:
         now = self.ingestor.clock()
-        matched = False
-        for chunk in self._flush_stale_partials(followed, now):
-            found = parse_line(chunk.decode("utf-8", "replace"), now)
-            if found is not None:
-                followed.acc.feed(found, now)
-                self.ingestor.matched(found.parser)
-                matched = True
+        joiner = followed.cri
+        messages = joiner.stale(now)
         if len(lines) > PARSE_TAIL:
-            followed.partial.clear()  # chunks before the tail cannot be joined any more
-            followed.partial_since.clear()
+            joiner.clear()  # chunks before the tail cannot be joined any more
             lines = lines[-PARSE_TAIL:]
         for raw in lines:
-            text = raw.decode("utf-8", "replace")
-            cri = parse_cri(text)
-            if cri is not None:
-                joined = followed.partial.pop(cri.stream, b"") + cri.message.encode()
-                if cri.partial:
-                    if len(joined) <= MAX_PARTIAL:
-                        followed.partial[cri.stream] = joined
-                        followed.partial_since.setdefault(cri.stream, now)
-                    else:
-                        followed.partial_since.pop(cri.stream, None)
-                        self.ingestor.drop(NAME, "partial_too_long")
-                    continue
-                followed.partial_since.pop(cri.stream, None)
-                text = joined.decode("utf-8", "replace")
-            found = parse_line(text, now)
+            message = joiner.push(raw.decode("utf-8", "replace"), now)
+            if message is not None:
+                messages.append(message)
+        for _ in range(joiner.too_long):
+            self.ingestor.drop(NAME, "partial_too_long")
+        joiner.too_long = 0
+        matched = False
+        for message in messages:
+            found = parse_line(message.text, now)
             if found is not None:
                 followed.acc.feed(found, now)
                 self.ingestor.matched(found.parser)

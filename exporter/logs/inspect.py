@@ -5,18 +5,15 @@ status file, as JSON, with the parsers that matched. The tool to run when a job 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any, BinaryIO
 
-from .api import json_number
-from .logparse import MAX_MESSAGE, parse_cri, parse_line
-from .logstate import LogAccumulator
-from .model import KUBEFLOW_MAX_BODY_BYTES, VALUE_FIELDS, ProgressReport, ReportError, parse_bytes
-
-MAX_PARTIAL = 1024 * 1024  # a CRI line split into "P" chunks is joined up to this size
+from ..api import json_number
+from ..model import KUBEFLOW_MAX_BODY_BYTES, VALUE_FIELDS, ProgressReport, ReportError, parse_bytes
+from .accumulate import LogAccumulator
+from .cri import CriJoiner
+from .parse import MAX_MESSAGE, parse_line
 
 
 def report_dict(r: ProgressReport) -> dict[str, Any]:
@@ -42,31 +39,16 @@ def _lines(fh: BinaryIO, limit: int) -> Iterator[str]:
         yield raw.decode("utf-8", "replace")
 
 
-_FRACTION = re.compile(r"(\.\d{6})\d+")
-
-
-def _time(text: str) -> float | None:
-    """RFC 3339 with nanoseconds (as the kubelet writes) to Unix seconds."""
-    try:
-        return datetime.fromisoformat(_FRACTION.sub(r"\1", text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def messages(fh: BinaryIO) -> Iterator[tuple[str, float | None]]:
-    """Log messages with their CRI time (partial "P" chunks joined per stream)."""
-    partial: dict[str, str] = {}
+def messages(fh: BinaryIO, now: float) -> Iterator[tuple[str, float | None]]:
+    """Log messages with their CRI time, joined exactly as the log source joins them
+    (:class:`~exporter.logs.cri.CriJoiner`), pending partial lines at the end included."""
+    joiner = CriJoiner()
     for line in _lines(fh, MAX_MESSAGE * 4):
-        cri = parse_cri(line)
-        if cri is None:
-            yield line.rstrip("\n"), None
-            continue
-        joined = partial.pop(cri.stream, "") + cri.message
-        if cri.partial:
-            if len(joined) <= MAX_PARTIAL:
-                partial[cri.stream] = joined
-            continue
-        yield joined, _time(cri.time)
+        message = joiner.push(line, now)
+        if message is not None:
+            yield message.text, message.time
+    for message in joiner.pending():
+        yield message.text, message.time
 
 
 def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
@@ -92,7 +74,7 @@ def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
         fh.seek(0)
         acc = LogAccumulator()
         count = 0
-        for i, (msg, at) in enumerate(messages(fh)):
+        for i, (msg, at) in enumerate(messages(fh, now)):
             count += 1
             found = parse_line(msg, now)
             if found is not None:

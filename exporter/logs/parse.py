@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .model import NATIVE_FIELDS, ProgressReport, ReportError, parse_kubeflow, parse_native
+from ..model import NATIVE_FIELDS, ProgressReport, ReportError, parse_kubeflow, parse_native
 
 MAX_MESSAGE = 16 * 1024  # longer messages are not progress lines; they are skipped unparsed
 KUBEFLOW_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"

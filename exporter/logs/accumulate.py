@@ -20,8 +20,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from .logparse import Bar, LineReport
-from .model import VALUE_FIELDS, ProgressReport
+from ..model import VALUE_FIELDS, ProgressReport
+from .parse import Bar, LineReport
 
 RECENT = 120.0
 STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib"})
