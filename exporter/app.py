@@ -19,7 +19,7 @@ from .ingest import Ingestor
 from .model import Clock
 from .schedule import Scheduler
 from .server import ExporterHTTPServer, ServerContext, make_server, serve_in_thread
-from .sources import POLLED_SOURCES, PolledSource
+from .sources import build_sources
 from .stats import ExporterStats
 from .tracker import Tracker
 
@@ -37,26 +37,8 @@ class Exporter:
         self.tracker = Tracker(config.tracker_config())
         self.stats = ExporterStats()
         self.ingestor = Ingestor(self.tracker, self.stats, clock)
-        self.discovery = discovery or make_discovery(
-            config.mode,
-            clock,
-            node_name=config.node_name,
-            ingestor=self.ingestor,
-            kubelet_root=config.kubelet_root,
-            log_root=config.log_root,
-            token_audience=config.token_audience,
-            pod_source=config.pod_discovery,
-            gpu_resources=config.gpu_resources,
-            kubelet_url=config.kubelet_url,
-            kubelet_ca=config.kubelet_ca,
-            http_timeout=config.http_timeout,
-        )
-        self.sources: list[PolledSource] = []
-        for factory in POLLED_SOURCES.values():
-            source = factory(config, self.ingestor)
-            if source is not None:
-                self.sources.append(source)
-        self.sources += list(self.discovery.sources)
+        self.discovery = discovery or make_discovery(config, self.ingestor)
+        self.sources = build_sources(config, self.ingestor, self.discovery.cluster)
         self_collector = ExporterCollector(self.tracker, self.stats)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(TrainingCollector(self.tracker, clock))
@@ -78,7 +60,7 @@ class Exporter:
                 ready=self.ready,
             ),
         )
-        jobs: dict[str, Callable[[], None]] = {s.name: s.poll for s in self.sources}
+        jobs: dict[str, Callable[[], None]] = {n: s.poll for n, s in self.sources.items()}
         jobs[EXPIRY] = self._expire
         self.scheduler = Scheduler(jobs, config.poll_interval, self._polled)
         self._threads: list[threading.Thread] = []
@@ -129,7 +111,7 @@ class Exporter:
         self.discovery.stop()
         self.server.shutdown()
         self.server.server_close()
-        for source in self.sources:
+        for source in self.sources.values():
             close = getattr(source, "close", None)
             if close is not None:
                 close()

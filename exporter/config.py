@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from .estimate import EstimatorConfig
+from .kubernetes.pods import DEFAULT_GPU_RESOURCES
 from .model import RunKey, RunMeta
-from .pods import DEFAULT_GPU_RESOURCES
 from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
 from .thresholds import BOUNDS, Thresholds, parse_overrides
 from .tracker import TrackerConfig

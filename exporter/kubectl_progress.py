@@ -21,13 +21,12 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from .humanize import duration, format_loss
 from .states import severity
 from .top import Row, fetch_json, from_prometheus
 
-TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE")
 
 
@@ -83,22 +82,11 @@ def trainjob_row(obj: dict[str, Any], now: float) -> tuple[Row, float | None]:
 
 
 def from_kubernetes(namespace: str | None) -> list[tuple[Row, float | None]]:
-    """TrainJobs of one namespace (or all) from the API server."""
-    from kubernetes import client
+    """TrainJobs of one namespace (or all) from the API server, most urgent first."""
+    from .kubernetes.client import list_trainjobs
 
-    from .discovery import api_client
-
-    api = client.CustomObjectsApi(api_client())
-    group, version, plural = TRAINJOB
-    doc: dict[str, Any]
-    if namespace is None:
-        doc = cast(dict[str, Any], api.list_cluster_custom_object(group, version, plural))
-    else:
-        doc = cast(
-            dict[str, Any], api.list_namespaced_custom_object(group, version, namespace, plural)
-        )
     now = time.time()
-    rows = [trainjob_row(obj, now) for obj in doc.get("items", [])]
+    rows = [trainjob_row(obj, now) for obj in list_trainjobs(namespace)]
     return sorted(rows, key=lambda x: (severity(x[0].state), x[0].namespace, x[0].job_name))
 
 
@@ -145,17 +133,6 @@ def from_prometheus_with_age(url: str) -> list[tuple[Row, float | None]]:
     ]
 
 
-def _current_namespace() -> str:
-    """The kubeconfig context's namespace, as kubectl would use it."""
-    try:
-        from kubernetes import config
-
-        _, context = config.list_kube_config_contexts(config_file=os.environ.get("KUBECONFIG"))
-        return str(context.get("context", {}).get("namespace") or "default")
-    except Exception:
-        return "default"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="kubectl progress", description="Training jobs with their progress."
@@ -170,7 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("-o", "--output", choices=["table", "json"], default="table")
     args = p.parse_args(argv)
-    namespace = None if args.all_namespaces else (args.namespace or _current_namespace())
+    if not args.all_namespaces and not args.namespace:
+        from .kubernetes.client import current_namespace
+
+        args.namespace = current_namespace()
+    namespace = None if args.all_namespaces else args.namespace
     try:
         if args.prometheus:
             rows = [

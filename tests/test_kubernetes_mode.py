@@ -15,7 +15,7 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.config import Config
-from exporter.pods import training_pod
+from exporter.kubernetes.pods import training_pod
 
 from .conftest import FakeClock, get_json, http
 from .fakekube import FakeKube, fake_kube
@@ -401,9 +401,9 @@ def trainjob_obj(
 
 
 def trainjob_source(exp: Exporter) -> Any:
-    from exporter.sources.trainjob import TrainJobSource
+    from exporter.kubernetes.trainjob import TrainJobSource
 
-    (source,) = [s for s in exp.sources if isinstance(s, TrainJobSource)]
+    (source,) = [s for s in exp.sources.values() if isinstance(s, TrainJobSource)]
     return source
 
 

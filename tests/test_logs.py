@@ -131,7 +131,7 @@ def test_structured_reports_win_and_partial_floods_are_bounded(
     from exporter.logs.cri import MAX_PARTIAL
     from exporter.logs.source import LogSource
 
-    (source,) = [s for s in exp.sources if isinstance(s, LogSource)]
+    (source,) = [s for s in exp.sources.values() if isinstance(s, LogSource)]
     held = [n for f in source._files.values() for n in f.cri.held()]
     assert held and max(held) <= MAX_PARTIAL  # memory stays bounded
 

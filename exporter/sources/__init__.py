@@ -1,7 +1,11 @@
-"""Sources: one module per way a report arrives, and the explicit registry of them.
+"""Sources: one module per way a report arrives, and the one explicit registry of them.
 
 A polled source has ``name`` and ``poll()``; the push source is served by the HTTP server.
-Adding a source means one module plus one entry in :data:`POLLED_SOURCES`.
+Every polled source, in either mode, comes from a factory in :data:`SOURCES` that takes the
+whole config (as dcgm-exporter's collector factories do), the ingestor, and, in Kubernetes
+mode, the :class:`~exporter.kubernetes.discovery.Cluster` (None in standalone mode), and
+returns None when the config does not switch the source on. Each source then polls on its
+own schedule (:mod:`exporter.schedule`). Adding a source is one module plus one entry here.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ..config import Config
     from ..ingest import Ingestor
+    from ..kubernetes.discovery import Cluster
 
 
 class PolledSource(Protocol):
@@ -22,10 +27,10 @@ class PolledSource(Protocol):
     def poll(self) -> None: ...
 
 
-SourceFactory = Callable[["Config", "Ingestor"], "PolledSource | None"]
+SourceFactory = Callable[["Config", "Ingestor", "Cluster | None"], "PolledSource | None"]
 
 
-def _status_dir(config: Config, ingestor: Ingestor) -> PolledSource | None:
+def _status_dir(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> PolledSource | None:
     from .file import StatusDirSource
 
     if not config.status_dir:
@@ -33,26 +38,84 @@ def _status_dir(config: Config, ingestor: Ingestor) -> PolledSource | None:
     return StatusDirSource(config.status_dir, config.namespace, ingestor)
 
 
-def _http_targets(config: Config, ingestor: Ingestor) -> PolledSource | None:
-    from .http import HttpSource
+def _http(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> PolledSource | None:
+    """The configured targets, and in Kubernetes mode every annotated pod's endpoint."""
+    from .http import HttpSource, HttpTarget
 
-    if not config.http_targets:
-        return None
-    targets = tuple(config.http_targets)
-    return HttpSource(lambda: targets, ingestor, timeout=config.http_timeout)
+    configured = tuple(config.http_targets)
+    if cluster is None:
+        if not configured:
+            return None
+        return HttpSource(lambda: configured, ingestor, timeout=config.http_timeout)
+    from ..model import RunKey
+
+    def targets() -> list[HttpTarget]:
+        pods = [
+            HttpTarget(RunKey(p.namespace, p.name, p.job_name), p.http_url, cluster.meta(p, "http"))
+            for p in cluster.pods()
+            if p.http_url and not p.finished
+        ]
+        return [*configured, *pods]
+
+    return HttpSource(targets, ingestor, timeout=config.http_timeout)
 
 
-def _logs(config: Config, ingestor: Ingestor) -> PolledSource | None:
+def _logs(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> PolledSource | None:
+    """``log_paths`` in standalone mode; every training pod's container log in Kubernetes."""
     from ..logs.source import LogSource, standalone_targets
 
-    if not config.log_paths:
+    if cluster is None:
+        if not config.log_paths:
+            return None
+        return LogSource(standalone_targets(config.log_paths, config.namespace), ingestor)
+    from ..kubernetes.logs import pod_log_targets
+
+    targets = pod_log_targets(config.log_root, cluster.pods, lambda p: cluster.meta(p, "log"))
+    return LogSource(targets, ingestor)
+
+
+def _trainjob(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> PolledSource | None:
+    """Kubernetes mode: Kubeflow Trainer's own progress in each TrainJob's status."""
+    if cluster is None:
         return None
-    return LogSource(standalone_targets(config.log_paths, config.namespace), ingestor)
+    from ..kubernetes.trainjob import TrainJobSource
+
+    return TrainJobSource(
+        cluster.custom_api, cluster.pods, lambda p: cluster.meta(p, "trainjob"), ingestor
+    )
 
 
-# name -> factory; the factory returns None when the config does not enable the source.
-POLLED_SOURCES: dict[str, SourceFactory] = {
+def _kubelet_files(
+    config: Config, ingestor: Ingestor, cluster: Cluster | None
+) -> PolledSource | None:
+    """Kubernetes mode: status files in the pods' emptyDir volumes, through the kubelet dir."""
+    if cluster is None:
+        return None
+    from ..kubernetes.files import KubeletFileSource
+
+    return KubeletFileSource(
+        config.kubelet_root, cluster.pods, lambda p: cluster.meta(p, "file"), ingestor
+    )
+
+
+# job name -> factory. The job name labels the poll metrics; each source keeps its own name
+# on the report counters (both file sources count as source="file").
+SOURCES: dict[str, SourceFactory] = {
     "file": _status_dir,
-    "http": _http_targets,
+    "http": _http,
     "log": _logs,
+    "trainjob": _trainjob,
+    "kubelet_file": _kubelet_files,
 }
+
+
+def build_sources(
+    config: Config, ingestor: Ingestor, cluster: Cluster | None
+) -> dict[str, PolledSource]:
+    """Every source the config switches on, by job name."""
+    out = {}
+    for name, factory in SOURCES.items():
+        source = factory(config, ingestor, cluster)
+        if source is not None:
+            out[name] = source
+    return out

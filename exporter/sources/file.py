@@ -9,52 +9,14 @@ A truncated or half-written file keeps the run's previous report and is counted 
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 
+from ..hostfs import read_regular_file
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
 
 NAME = "file"
 SUFFIX = ".json"
-
-
-def read_regular_file(dir_fd: int, name: str, max_bytes: int) -> bytes:
-    """Read ``name`` inside the open directory ``dir_fd`` safely.
-
-    Raises ReportError: ``symlink`` (not followed), ``not_regular_file`` (FIFO, socket,
-    directory...), ``oversize`` (more than ``max_bytes``), ``unreadable`` (any OS error).
-    """
-    try:
-        fd = os.open(
-            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
-        )
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP: the final component is a symlink
-            raise ReportError("symlink", f"{name}: is a symlink, not followed") from None
-        raise ReportError("unreadable", f"{name}: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ReportError("not_regular_file", f"{name}: not a regular file")
-        if st.st_size > max_bytes:
-            raise ReportError("oversize", f"{name}: {st.st_size} bytes exceeds {max_bytes}")
-        chunks = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, remaining)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > max_bytes:
-            raise ReportError("oversize", f"{name}: grew beyond {max_bytes} bytes")
-        return data
-    except OSError as exc:
-        raise ReportError("unreadable", f"{name}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)

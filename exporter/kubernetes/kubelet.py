@@ -15,8 +15,8 @@ import threading
 import urllib.request
 from collections.abc import Sequence
 
-from .kubernetes_discovery import PodRegistry
 from .pods import DEFAULT_GPU_RESOURCES, training_pod
+from .watch import PodRegistry
 
 log = logging.getLogger(__name__)
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"

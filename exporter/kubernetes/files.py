@@ -5,43 +5,21 @@ The path is ``ROOT/pods/<pod uid>/volumes/kubernetes.io~empty-dir/<volume>/<file
 volume and file are named by the pod's annotations. Every directory on the way is opened
 relative to the previous one with ``O_NOFOLLOW``: a symlink anywhere (say, the volume
 replaced by a link to ``/etc``) is refused, never followed; the file itself must be a regular
-file under the size cap (see :func:`exporter.sources.file.read_regular_file`).
+file under the size cap (see :func:`exporter.hostfs.read_regular_file`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
+from ..hostfs import open_dir_chain, read_regular_file
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
-from ..pods import PodInfo
-from .file import read_regular_file
+from .pods import PodInfo
 
 NAME = "file"
 EMPTY_DIR = "kubernetes.io~empty-dir"
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def open_dir_chain(root: str, parts: Iterable[str]) -> int:
-    """An fd of ``root/part/part...``, refusing symlinks at every step. Raises ReportError."""
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ReportError("unreadable", f"{root}: {exc.strerror}") from None
-    for part in parts:
-        try:
-            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (40, 20):  # ELOOP (symlink), ENOTDIR (a file or a link)
-                raise ReportError(
-                    "symlink", f"{part}: not a plain directory, not followed"
-                ) from None
-            raise ReportError("unreadable", f"{part}: {exc.strerror}") from None
-        os.close(fd)
-        fd = nxt
-    return fd
 
 
 class KubeletFileSource:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .model import clean_label
-from .thresholds import BOUNDS, Overrides, parse_overrides
+from ..model import clean_label
+from ..thresholds import BOUNDS, Overrides, parse_overrides
 
 PREFIX = "training-progress.io/"
 ANNOTATION_ENABLED = PREFIX + "enabled"  # "true" opts a pod in, "false" opts it out

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_any, parse_kubeflow
-from ..pods import PodInfo
+from .pods import PodInfo
 
 NAME = "trainjob"
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"

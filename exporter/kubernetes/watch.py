@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .ingest import Ingestor
-from .model import RunKey, RunMeta
+from ..ingest import Ingestor
+from ..model import RunKey, RunMeta
+from ..sources.push import Denied, PushTarget
 from .pods import DEFAULT_GPU_RESOURCES, PodInfo, training_pod
-from .sources.push import Denied, PushTarget
 
 log = logging.getLogger(__name__)
 

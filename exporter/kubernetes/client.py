@@ -1,0 +1,83 @@
+"""The one place that builds ``kubernetes`` client objects, and the few calls made outside
+the exporter's own watch (``kubectl progress`` reading TrainJobs).
+
+The client is imported lazily: standalone mode and the reporter never need it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from ..discovery import DiscoveryError
+
+ApiFactory = Callable[[], Any]
+TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+
+
+def api_client() -> Any:
+    """A kubernetes ``ApiClient`` of its own (no change to the client's global default): the
+    in-cluster service account inside a pod, else ``$KUBECONFIG`` or ``~/.kube/config``.
+    Raises DiscoveryError."""
+    try:
+        from kubernetes import client, config
+    except ImportError as exc:
+        raise DiscoveryError(f"Kubernetes mode needs the kubernetes package: {exc}") from None
+    try:
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return client.ApiClient(configuration)
+    except Exception:
+        pass
+    try:
+        # Read KUBECONFIG now: the client's own default is fixed when it is first imported.
+        return config.new_client_from_config(config_file=os.environ.get("KUBECONFIG"))
+    except Exception as exc:
+        raise DiscoveryError(f"no in-cluster config and no usable kubeconfig: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Apis:
+    """Core, custom-objects and authentication APIs, built on first use."""
+
+    core: ApiFactory
+    custom: ApiFactory
+    auth: ApiFactory
+
+
+def apis() -> Apis:
+    """The three APIs over one ApiClient: the cluster configuration is loaded once."""
+    from kubernetes import client
+
+    shared = api_client()
+    return Apis(
+        core=lambda: client.CoreV1Api(shared),
+        custom=lambda: client.CustomObjectsApi(shared),
+        auth=lambda: client.AuthenticationV1Api(shared),
+    )
+
+
+def list_trainjobs(namespace: str | None) -> list[dict[str, Any]]:
+    """TrainJob objects of one namespace (or all), as plain dicts."""
+    from kubernetes import client
+
+    api = client.CustomObjectsApi(api_client())
+    group, version, plural = TRAINJOB
+    if namespace is None:
+        doc = api.list_cluster_custom_object(group, version, plural)
+    else:
+        doc = api.list_namespaced_custom_object(group, version, namespace, plural)
+    return list(cast(dict[str, Any], doc).get("items", []))
+
+
+def current_namespace() -> str:
+    """The kubeconfig context's namespace, as kubectl would use it."""
+    try:
+        from kubernetes import config
+
+        _, context = config.list_kube_config_contexts(config_file=os.environ.get("KUBECONFIG"))
+        return str(context.get("context", {}).get("namespace") or "default")
+    except Exception:
+        return "default"
