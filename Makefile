@@ -11,8 +11,8 @@ test-deps:
 check: lint types test
 
 lint:
-	$(PYTHON) -m ruff check exporter tests bench alerts grafana
-	$(PYTHON) -m ruff format --check exporter tests bench alerts grafana
+	$(PYTHON) -m ruff check exporter reporter tests bench alerts grafana
+	$(PYTHON) -m ruff format --check exporter reporter tests bench alerts grafana
 	$(PYTHON) alerts/generate.py --check
 	$(PYTHON) grafana/build.py --check
 

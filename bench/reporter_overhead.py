@@ -22,7 +22,7 @@ import time
 from statistics import median
 from typing import Any
 
-from exporter.reporter import ProgressReporter
+from training_progress_reporter import ProgressReporter
 
 from .common import free_port, start_exporter, stop
 
@@ -86,9 +86,8 @@ def unreachable_p99(calls: int = 100_000) -> dict[str, float]:
 def training_ratio(rounds: int) -> dict[str, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
+    from training_progress_reporter.transformers import ProgressCallback
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-    from exporter.integrations.transformers import ProgressCallback
 
     class Tokens(torch.utils.data.Dataset):  # type: ignore[type-arg]
         def __init__(self) -> None:

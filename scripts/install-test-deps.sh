@@ -25,4 +25,6 @@ fi
 if ! python3 -c 'import torch' 2>/dev/null; then
   python3 -m pip install -q --disable-pip-version-check --find-links /opt/wheels torch==2.13.0
 fi
-python3 -m pip install -q --disable-pip-version-check -e '.[test,ml]'
+# The reporter is its own distribution in reporter/; installed in the same call so that the
+# exporter's dependency on it resolves here, never from an index.
+python3 -m pip install -q --disable-pip-version-check -e ./reporter -e '.[test,ml]'

@@ -109,7 +109,7 @@ def test_transformers_builtin_kubeflow_callback_reports_to_the_exporter(
 def test_our_transformers_callback_without_kubeflow(
     exporter_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from exporter.integrations.transformers import ProgressCallback
+    from training_progress_reporter.transformers import ProgressCallback
 
     exp = exporter_factory()
     monkeypatch.delenv("KUBEFLOW_TRAINER_SERVER_URL", raising=False)
@@ -133,7 +133,7 @@ def test_our_transformers_callback_without_kubeflow(
 def test_our_callback_does_not_double_report_beside_kubeflow_callback(
     exporter_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from exporter.integrations.transformers import ProgressCallback
+    from training_progress_reporter.transformers import ProgressCallback
 
     exp = exporter_factory()
     token = tmp_path / "token"
@@ -157,8 +157,7 @@ def test_lightning_callback(
     exporter_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import lightning
-
-    from exporter.integrations.lightning import ProgressCallback
+    from training_progress_reporter.lightning import ProgressCallback
 
     exp = exporter_factory()
     monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/lit/report")

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from training_progress_reporter import KUBEFLOW_MARKER, ProgressReporter, global_rank
 
 from exporter.model import parse_kubeflow
-from exporter.reporter import STDOUT_MARKER, ProgressReporter, global_rank
 
 from .conftest import get_json
 
@@ -64,9 +64,9 @@ def capture() -> Iterator[Capture]:
     c.httpd.server_close()
 
 
-def test_importing_exporter_pulls_in_no_runtime_dependency() -> None:
+def test_importing_the_reporter_pulls_in_no_runtime_dependency() -> None:
     code = (
-        "import sys, exporter, exporter.reporter, exporter.integrations;"
+        "import sys, exporter, training_progress_reporter, exporter.integrations;"
         "deps = ('prometheus_client', 'kubernetes', 'yaml', 'transformers', 'lightning', 'torch');"
         "bad = [m for m in deps if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
     )
@@ -76,7 +76,7 @@ def test_importing_exporter_pulls_in_no_runtime_dependency() -> None:
 
 def test_reporter_file_alone_runs_on_a_bare_interpreter(tmp_path: Path) -> None:
     """Copied into an image with no site-packages at all (-S -I): it still reports."""
-    shutil.copy(ROOT / "exporter" / "reporter.py", tmp_path / "reporter.py")
+    shutil.copy(ROOT / "reporter" / "training_progress_reporter" / "reporter.py", tmp_path)
     code = (
         f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import reporter;"
         "r = reporter.ProgressReporter(total_steps=10, channels=['stdout'], interval=0.05);"
@@ -90,13 +90,17 @@ def test_reporter_file_alone_runs_on_a_bare_interpreter(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith(STDOUT_MARKER)]
-    body = json.loads(lines[-1][len(STDOUT_MARKER) :])
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(KUBEFLOW_MARKER)]
+    body = json.loads(lines[-1][len(KUBEFLOW_MARKER) :])
     report = parse_kubeflow(body, time.time()).report
     assert (report.step, report.max_steps, report.loss, report.final) == (3, 10, 0.5, True)
 
 
-def test_pip_install_no_deps_gives_a_working_reporter(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_pip_install_into_a_bare_venv_gives_a_working_reporter(tmp_path: Path) -> None:
+    """The reporter's own distribution, as a training image installs it: no dependency at
+    all comes with it, and importing it imports no framework (the callbacks import theirs
+    only when their own module is imported)."""
     wheel_dir = tmp_path / "wheel"
     subprocess.run(
         [
@@ -104,12 +108,11 @@ def test_pip_install_no_deps_gives_a_working_reporter(tmp_path: Path) -> None:
             "-m",
             "pip",
             "wheel",
-            "--no-deps",
             "--no-build-isolation",
             "-q",
             "-w",
             str(wheel_dir),
-            str(ROOT),
+            str(ROOT / "reporter"),
         ],
         check=True,
         timeout=300,
@@ -119,22 +122,48 @@ def test_pip_install_no_deps_gives_a_working_reporter(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
     (wheel,) = wheel_dir.glob("*.whl")
+    assert wheel.name.startswith("training_progress_reporter-")
+    before = subprocess.run(
+        [str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True
+    ).stdout
+    # No index: anything it depended on would fail to install here.
     subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        [str(py), "-m", "pip", "install", "-q", "--no-index", str(wheel)],
         check=True,
         timeout=300,
         capture_output=True,
     )
+    after = subprocess.run(
+        [str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True
+    ).stdout
+    added = set(after.split()) - set(before.split())
+    assert [a.split("==")[0] for a in added] == ["training-progress-reporter"], added
     code = (
-        "from exporter.reporter import ProgressReporter;"
+        "import sys; from training_progress_reporter import ProgressReporter;"
         "r = ProgressReporter(total_steps=4, channels=['stdout'], interval=0.05);"
-        "r.update(step=4, loss=1.25); r.finish(timeout=5)"
+        "r.update(step=4, loss=1.25); r.finish(timeout=5);"
+        "assert 'torch' not in sys.modules and 'exporter' not in sys.modules"
     )
     proc = subprocess.run([str(py), "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert STDOUT_MARKER in proc.stdout and '"value":"1.25"' in proc.stdout
-    missing = subprocess.run([str(py), "-c", "import prometheus_client"], capture_output=True)
-    assert missing.returncode != 0  # really installed without its dependencies
+    assert KUBEFLOW_MARKER in proc.stdout and '"value":"1.25"' in proc.stdout
+
+
+def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
+    code = (
+        "import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+        "try:\n    import exporter.reporter\nexcept DeprecationWarning as w:\n    print(w)\n"
+        "warnings.simplefilter('ignore')\n"
+        "import exporter.reporter as old, training_progress_reporter as new\n"
+        "assert old.ProgressReporter is new.ProgressReporter\n"
+        "assert old.STDOUT_MARKER == new.KUBEFLOW_MARKER\n"
+        "import exporter.integrations.transformers as t\n"
+        "import training_progress_reporter.transformers as n\n"
+        "assert t.ProgressCallback is n.ProgressCallback\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "training_progress_reporter" in proc.stdout  # the warning names the new import
 
 
 def test_native_push_to_the_real_exporter(exporter_factory: Any) -> None:
@@ -199,8 +228,8 @@ def test_stdout_is_the_fallback_channel() -> None:
     r.update(step=5)
     r.finish(timeout=5)
     line = out.getvalue().splitlines()[-1]
-    assert line.startswith(STDOUT_MARKER + " ")
-    report = parse_kubeflow(json.loads(line[len(STDOUT_MARKER) :]), time.time()).report
+    assert line.startswith(KUBEFLOW_MARKER + " ")
+    report = parse_kubeflow(json.loads(line[len(KUBEFLOW_MARKER) :]), time.time()).report
     assert (report.step, report.max_steps, report.final) == (5, 5, True)
 
 
@@ -295,7 +324,7 @@ def test_failing_exporter_is_retried_with_backoff_until_it_recovers(capture: Cap
 def test_process_exit_without_finish_still_flushes(capture: Capture, tmp_path: Path) -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r});"
-        "from exporter.reporter import ProgressReporter;"
+        "from training_progress_reporter import ProgressReporter;"
         f"env = {{'TPE_REPORT_URL': {capture.url!r}}};"
         "r = ProgressReporter(total_steps=9, environ=env, interval=30);"
         "r.update(step=1); import time; time.sleep(0.3); r.update(step=7, loss=0.25)"

@@ -1,3 +1,3 @@
-"""Framework callbacks around the stdlib reporter. Each module imports its framework, so
-import the one you use (``exporter.integrations.transformers`` or ``.lightning``); importing
-``exporter`` or ``exporter.integrations`` imports neither."""
+"""Deprecated aliases of the framework callbacks, which now live in the
+training-progress-reporter distribution (``training_progress_reporter.transformers`` and
+``.lightning``). Importing ``exporter.integrations`` imports no framework."""

@@ -1,95 +1,15 @@
-"""A Transformers ``TrainerCallback`` reporting progress through :class:`ProgressReporter`.
-
-    from exporter.integrations.transformers import ProgressCallback
-    trainer = Trainer(..., callbacks=[ProgressCallback()])
-
-When Transformers' own ``KubeflowCallback`` is active (it enables itself wherever
-``KUBEFLOW_TRAINER_SERVER_URL`` is set), this callback does not POST the same status again:
-it leaves the Kubeflow channel to it and reports only through the other channels configured
-(``TPE_REPORT_URL``, ``TPE_STATUS_FILE``), or stays silent.
-"""
+"""Deprecated: use ``training_progress_reporter.transformers`` (the training-progress-reporter
+distribution). This alias goes away in the next release."""
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
 
-from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from training_progress_reporter.transformers import *  # noqa: F403
 
-from ..reporter import CHANNELS, ENV_REPORT_URL, ENV_STATUS_FILE, ProgressReporter
-
-_KNOWN = {"loss", "learning_rate", "grad_norm", "eval_loss", "epoch"}
-
-
-class ProgressCallback(TrainerCallback):  # type: ignore[misc]
-    """Reports step, loss, learning rate, grad norm, eval loss and epoch from rank 0."""
-
-    def __init__(self, **reporter_kwargs: Any) -> None:
-        self.reporter_kwargs = reporter_kwargs
-        self.reporter: ProgressReporter | None = None
-
-    def _channels(self, args: TrainingArguments) -> list[str] | None:
-        report_to = args.report_to or []
-        requested: list[str] | None = self.reporter_kwargs.pop("channels", None)
-        if "kubeflow" not in report_to:
-            return requested
-        import os
-
-        # KubeflowCallback already reports to Kubeflow: only the other channels, if any.
-        wanted = requested or [
-            c
-            for c, var in (("exporter", ENV_REPORT_URL), ("file", ENV_STATUS_FILE))
-            if os.environ.get(var)
-        ]
-        return [c for c in wanted if c in CHANNELS and c != "kubeflow"]
-
-    def on_train_begin(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
-    ) -> None:
-        if not state.is_world_process_zero:
-            return
-        channels = self._channels(args)
-        if channels == []:
-            return
-        self.reporter = ProgressReporter(
-            total_steps=state.max_steps or None,
-            total_epochs=float(args.num_train_epochs) if args.num_train_epochs else None,
-            framework="transformers",
-            rank=0,
-            channels=channels,
-            **self.reporter_kwargs,
-        )
-        self.reporter.update(step=state.global_step)
-
-    def on_log(
-        self,
-        args: TrainingArguments,
-        state: TrainerState,
-        control: TrainerControl,
-        logs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if self.reporter is None or not logs:
-            return
-        extra = {k: v for k, v in logs.items() if k not in _KNOWN and isinstance(v, int | float)}
-        self.reporter.update(
-            step=state.global_step,
-            loss=logs.get("loss"),
-            learning_rate=logs.get("learning_rate"),
-            grad_norm=logs.get("grad_norm"),
-            eval_loss=logs.get("eval_loss"),
-            epoch=state.epoch,
-            **extra,
-        )
-
-    def on_step_end(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
-    ) -> None:
-        if self.reporter is not None:
-            self.reporter.update(step=state.global_step, epoch=state.epoch)
-
-    def on_train_end(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
-    ) -> None:
-        if self.reporter is not None:
-            self.reporter.update(step=state.global_step, epoch=state.epoch)
-            self.reporter.finish()
+warnings.warn(
+    "exporter.integrations.transformers is deprecated: "
+    "import training_progress_reporter.transformers",
+    DeprecationWarning,
+    stacklevel=2,
+)

@@ -29,10 +29,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from training_progress_reporter import KUBEFLOW_MARKER
+
 from ..model import NATIVE_FIELDS, ProgressReport, ReportError, parse_kubeflow, parse_native
 
 MAX_MESSAGE = 16 * 1024  # longer messages are not progress lines; they are skipped unparsed
-KUBEFLOW_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"
 
 
 @dataclass(frozen=True)

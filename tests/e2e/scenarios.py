@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from training_progress_reporter import ProgressReporter
+
 from exporter.demo import write_atomic
-from exporter.reporter import ProgressReporter
 
 NAMESPACE = "e2e"
 SHORT = {

@@ -33,10 +33,10 @@ from typing import Any
 
 import pytest
 import yaml
+from training_progress_reporter import ProgressReporter
 
 from exporter.app import Exporter
 from exporter.config import Config
-from exporter.reporter import ProgressReporter
 
 from ..fakekube import FakeKube, fake_kube
 from .stack import ROOT, Webhook, alertmanager, prometheus, query

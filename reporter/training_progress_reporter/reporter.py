@@ -1,0 +1,442 @@
+"""A stdlib-only progress reporter for training code: two lines in any training loop.
+
+    from training_progress_reporter import ProgressReporter
+    reporter = ProgressReporter(total_steps=10_000)
+    for step in ...:
+        reporter.update(step=step, loss=loss, learning_rate=lr)
+    reporter.finish()
+
+It imports only the standard library, so it works where the exporter's dependencies are
+absent (``pip install --no-deps training-progress-exporter``, or this one file copied into an
+image). It never slows, blocks or breaks training: ``update()`` only stores the latest values
+under a lock; a daemon thread sends them (coalesced, at most every ``interval`` seconds plus
+the first and final report), retries with backoff, and swallows every error. Only global
+rank 0 reports, unless told otherwise.
+
+While the process lives, the thread also sends a **heartbeat**: the latest values again
+when nothing new was sent for ``heartbeat_seconds`` (default 60 s, ``TPE_REPORT_HEARTBEAT``;
+0 turns it off). A training loop that hangs (a deadlock, a stuck collective) stops calling
+``update()`` but its process, and this thread, live on: the exporter then sees reports with
+a frozen step and calls the run *stalled*. A process that died sends nothing, and its run
+turns *silent*. Without the heartbeat both would look the same.
+
+Channels, each enabled when its configuration is present (several may be active at once):
+
+* **kubeflow**: ``KUBEFLOW_TRAINER_SERVER_URL`` (+ ``_TOKEN`` file, ``_CA_CERT`` file), the
+  upstream Kubeflow Trainer status body, as Transformers' ``KubeflowCallback`` sends it;
+* **exporter**: ``TPE_REPORT_URL``, the node-local exporter's native push URL
+  (``http://HOST:9465/api/v1/namespaces/NS/runs/NAME/report``);
+* **file**: ``TPE_STATUS_FILE``, a native JSON report written atomically (temp, fsync, rename);
+* **stdout**: when none of the above is set, one structured line per report, in the Kubeflow
+  KEP's marker form ``[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus] {json}``, which the
+  exporter's log source reads from container logs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import math
+import os
+import ssl
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import weakref
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+ENV_KUBEFLOW_URL = "KUBEFLOW_TRAINER_SERVER_URL"
+ENV_KUBEFLOW_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
+ENV_KUBEFLOW_CA = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+ENV_REPORT_URL = "TPE_REPORT_URL"
+ENV_STATUS_FILE = "TPE_STATUS_FILE"
+ENV_CHANNELS = "TPE_REPORT_CHANNELS"  # comma-separated override: kubeflow,exporter,file,stdout
+ENV_HEARTBEAT = "TPE_REPORT_HEARTBEAT"  # seconds between heartbeats; 0 turns them off
+DEFAULT_HEARTBEAT_SECONDS = 60.0
+# The Kubeflow KEP's marker before a trainerStatus JSON in a log line: what the stdout
+# channel prints and what the exporter's log parser looks for (it imports this constant).
+KUBEFLOW_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"
+CHANNELS = ("kubeflow", "exporter", "file", "stdout")
+
+# Rank variables, in the order they are trusted: torchrun/DeepSpeed/Accelerate, Open MPI,
+# MPICH/Intel MPI, SLURM. LOCAL_RANK with GROUP_RANK/NODE_RANK is a fallback for launchers
+# that set only those.
+_RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JAX_PROCESS_ID")
+
+Sender = Callable[[dict[str, Any], bool], None]
+
+
+def global_rank(environ: Mapping[str, str] | None = None) -> int:
+    """This process's global rank from the launcher's environment (0 when not distributed)."""
+    env = os.environ if environ is None else environ
+    for name in _RANK_VARS:
+        value = env.get(name)
+        if value is not None and value.strip().lstrip("-").isdigit():
+            return int(value)
+    if "LOCAL_RANK" in env:
+        node = env.get("GROUP_RANK", env.get("NODE_RANK", "0"))
+        if node.isdigit() and env["LOCAL_RANK"].isdigit():
+            return 0 if int(node) == 0 and int(env["LOCAL_RANK"]) == 0 else 1
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        try:
+            return int(jax.process_index())
+        except Exception:  # jax imported but not initialized: not our business
+            return 0
+    return 0
+
+
+def _number(value: Any) -> float | None:
+    """A float from a Python number or a one-element tensor/array; None if not numeric."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            out = item()
+        except Exception:
+            return None
+        return float(out) if isinstance(out, int | float) and not isinstance(out, bool) else None
+    return None
+
+
+def _json_float(value: float) -> float | str:
+    # Standard JSON has no NaN; the exporter reads the strings "nan", "inf", "-inf".
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+class _State:
+    """The latest values; written by update() on the training thread, read by the sender."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.metrics: dict[str, float] = {}
+        self.version = 0
+        self.final = False
+
+
+class ProgressReporter:
+    """Reports training progress in the background; see the module docstring."""
+
+    def __init__(
+        self,
+        total_steps: int | None = None,
+        *,
+        total_epochs: float | None = None,
+        interval: float = 5.0,
+        rank: int | None = None,
+        all_ranks: bool = False,
+        channels: list[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        timeout: float = 5.0,
+        framework: str | None = None,
+        stdout: TextIO | None = None,
+        heartbeat_seconds: float | None = None,
+    ) -> None:
+        env = dict(os.environ if environ is None else environ)
+        self.rank = global_rank(env) if rank is None else rank
+        self.enabled = all_ranks or self.rank == 0
+        self.interval = interval
+        self.heartbeat_seconds = (
+            _heartbeat_from(env) if heartbeat_seconds is None else max(0.0, heartbeat_seconds)
+        )
+        self._last_sent = 0.0  # time.monotonic() of the last successful send
+        self.timeout = timeout
+        self._state = _State()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._sent_version = 0
+        self._errors = 0
+        self._stdout = stdout
+        self.channels = self._pick_channels(env, channels)
+        self._senders: list[Sender] = [self._sender(name, env) for name in self.channels]
+        with self._lock:
+            if total_steps is not None:
+                self._state.values["max_steps"] = int(total_steps)
+            if total_epochs is not None:
+                self._state.values["max_epochs"] = float(total_epochs)
+            if framework:
+                self._state.values["framework"] = framework
+            self._state.version += 1
+        self._thread: threading.Thread | None = None
+        if self.enabled and self._senders:
+            self._thread = threading.Thread(target=self._run, name="progress-reporter", daemon=True)
+            self._thread.start()
+            # Flush at interpreter exit if training ends without finish(); weakly held so
+            # the reporter can still be garbage-collected.
+            atexit.register(_close_at_exit, weakref.ref(self))
+
+    # -- the training thread's API (no I/O here) ----------------------------------------
+
+    def update(
+        self,
+        step: int | None = None,
+        *,
+        loss: Any = None,
+        learning_rate: Any = None,
+        grad_norm: Any = None,
+        eval_loss: Any = None,
+        epoch: Any = None,
+        **metrics: Any,
+    ) -> None:
+        """Record the latest values. Cheap and non-blocking; never raises."""
+        if not self.enabled:
+            return
+        try:
+            with self._lock:
+                values = self._state.values
+                if step is not None:
+                    values["step"] = int(step)
+                for key, raw in (
+                    ("loss", loss),
+                    ("learning_rate", learning_rate),
+                    ("grad_norm", grad_norm),
+                    ("eval_loss", eval_loss),
+                    ("epoch", epoch),
+                ):
+                    if raw is not None:
+                        values[key] = raw
+                if metrics:
+                    self._state.metrics.update(metrics)
+                self._state.version += 1
+        except Exception:
+            return
+
+    def finish(self, timeout: float = 10.0) -> None:
+        """Mark the run complete and flush, waiting at most ``timeout`` seconds."""
+        if not self.enabled:
+            return
+        with self._lock:
+            self._state.final = True
+            self._state.version += 1
+        self.close(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Send what is pending (bounded by ``timeout``) and stop the background thread."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    @property
+    def errors(self) -> int:
+        """How many sends failed (for tests and debugging; failures are never raised)."""
+        return self._errors
+
+    # -- the background thread ------------------------------------------------------------
+
+    def _snapshot(self) -> tuple[int, dict[str, Any], bool]:
+        with self._lock:
+            s = self._state
+            report = dict(s.values)
+            metrics = {}
+            for key, raw in list(report.items()):
+                if key in ("loss", "learning_rate", "grad_norm", "eval_loss", "epoch"):
+                    number = _number(raw)
+                    if number is None:
+                        del report[key]
+                    else:
+                        report[key] = _json_float(number)
+            for key, raw in s.metrics.items():
+                number = _number(raw)
+                if number is not None:
+                    metrics[key] = _json_float(number)
+            if metrics:
+                report["metrics"] = metrics
+            if s.final:
+                report["final"] = True
+            report["timestamp"] = time.time()
+            return s.version, report, s.final
+
+    def _heartbeat_due(self, now: float) -> bool:
+        return (
+            self.heartbeat_seconds > 0
+            and self._sent_version > 0
+            and now - self._last_sent >= self.heartbeat_seconds
+        )
+
+    def _send_all(self, heartbeat: bool = False) -> bool:
+        """Send the latest values if they changed (or, for a heartbeat, even if not)."""
+        version, report, final = self._snapshot()
+        if version == self._sent_version and not heartbeat:
+            return True
+        ok = True
+        for send in self._senders:
+            try:
+                send(report, final)
+            except Exception:
+                self._errors += 1
+                ok = False
+        if ok:
+            self._sent_version = version
+            self._last_sent = time.monotonic()
+        return ok
+
+    def _run(self) -> None:
+        backoff = 0.0
+        next_send = 0.0  # the first report goes out at once
+        while True:
+            stopping = self._stop.is_set()
+            now = time.monotonic()
+            if stopping or now >= next_send:
+                ok = self._send_all(heartbeat=not stopping and self._heartbeat_due(now))
+                if stopping:
+                    if not ok:  # one retry on the way out; close() bounds the wait
+                        time.sleep(min(1.0, self.timeout))
+                        self._send_all()
+                    return
+                backoff = 0.0 if ok else min(60.0, max(1.0, backoff * 2))
+                next_send = now + max(self.interval, backoff)
+            self._wake.wait(max(0.0, next_send - time.monotonic()))
+            self._wake.clear()
+
+    # -- channels ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _pick_channels(env: Mapping[str, str], channels: list[str] | None) -> list[str]:
+        if channels is None and env.get(ENV_CHANNELS):
+            channels = [c.strip() for c in env[ENV_CHANNELS].split(",") if c.strip()]
+        if channels is not None:
+            return [c for c in channels if c in CHANNELS]
+        picked = []
+        if env.get(ENV_KUBEFLOW_URL):
+            picked.append("kubeflow")
+        if env.get(ENV_REPORT_URL):
+            picked.append("exporter")
+        if env.get(ENV_STATUS_FILE):
+            picked.append("file")
+        return picked or ["stdout"]
+
+    def _sender(self, name: str, env: Mapping[str, str]) -> Sender:
+        if name == "kubeflow":
+            return _KubeflowSender(env, self.timeout).send
+        if name == "exporter":
+            url = env.get(ENV_REPORT_URL, "")
+            return lambda report, final: _post(
+                url, json.dumps(report).encode(), {}, self.timeout, None
+            )
+        if name == "file":
+            path = env.get(ENV_STATUS_FILE, "")
+            return lambda report, final: write_status_file(path, report)
+        out = self._stdout
+        return lambda report, final: _print_line(kubeflow_body(report), out)
+
+
+def _heartbeat_from(env: Mapping[str, str]) -> float:
+    raw = env.get(ENV_HEARTBEAT)
+    if raw is None:
+        return DEFAULT_HEARTBEAT_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_HEARTBEAT_SECONDS
+    return value if math.isfinite(value) and value >= 0 else DEFAULT_HEARTBEAT_SECONDS
+
+
+def _close_at_exit(ref: weakref.ref[ProgressReporter]) -> None:
+    reporter = ref()
+    if reporter is not None:
+        reporter.close(timeout=2.0)
+
+
+def kubeflow_body(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A native report as the upstream Kubeflow ``trainerStatus`` body (values as strings)."""
+    metrics = []
+    names = {
+        "step": "current_step",
+        "max_steps": "total_steps",
+        "epoch": "current_epoch",
+        "max_epochs": "total_epochs",
+        "loss": "loss",
+        "eval_loss": "eval_loss",
+        "learning_rate": "learning_rate",
+        "grad_norm": "grad_norm",
+    }
+    for key, name in names.items():
+        if key in report:
+            metrics.append({"name": name, "value": str(report[key])})
+    for name, value in dict(report.get("metrics", {})).items():
+        if 1 <= len(name) <= 64:
+            metrics.append({"name": name, "value": str(value)})
+    status: dict[str, Any] = {
+        "lastUpdatedTime": datetime.now(timezone.utc).isoformat(),
+        "metrics": metrics[:256],
+    }
+    step, total = report.get("step"), report.get("max_steps")
+    if report.get("final"):
+        status["progressPercentage"] = 100
+    elif isinstance(step, int) and isinstance(total, int) and total > 0:
+        status["progressPercentage"] = max(0, min(99, step * 100 // total))
+    return {"trainerStatus": status}
+
+
+class _KubeflowSender:
+    """POSTs the upstream body with the bearer token and CA the Kubeflow env vars name."""
+
+    def __init__(self, env: Mapping[str, str], timeout: float) -> None:
+        self.url = env.get(ENV_KUBEFLOW_URL, "")
+        self.token_path = env.get(ENV_KUBEFLOW_TOKEN)
+        self.ca_path = env.get(ENV_KUBEFLOW_CA)
+        self.timeout = timeout
+        self._context: ssl.SSLContext | None = None
+
+    def send(self, report: dict[str, Any], final: bool) -> None:
+        headers = {}
+        if self.token_path:
+            with open(self.token_path, encoding="utf-8") as fh:  # re-read: tokens rotate
+                headers["Authorization"] = "Bearer " + fh.read().strip()
+        if self.ca_path and self._context is None:
+            self._context = ssl.create_default_context(cafile=self.ca_path)
+        _post(
+            self.url,
+            json.dumps(kubeflow_body(report)).encode(),
+            headers,
+            self.timeout,
+            self._context,
+        )
+
+
+def _post(
+    url: str, body: bytes, headers: dict[str, str], timeout: float, context: ssl.SSLContext | None
+) -> None:
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    req = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
+    )
+    with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
+        resp.read()
+
+
+def write_status_file(path: str, report: Mapping[str, Any]) -> None:
+    """Write ``report`` as JSON to ``path`` atomically: temp file, fsync, rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(report, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _print_line(body: Mapping[str, Any], out: TextIO | None) -> None:
+    stream = out or sys.stdout
+    stream.write(f"{KUBEFLOW_MARKER} {json.dumps(body, separators=(',', ':'))}\n")
+    stream.flush()
