@@ -16,6 +16,7 @@ from typing import Any
 from . import __version__
 from .config import MODES, Config
 from .humanize import setting
+from .thresholds import SPECS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,25 +54,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--namespace", help=f"standalone: namespace label for runs (default {d.namespace})"
     )
-    # Each run's own thresholds (overridable per run); what the states and alerts use.
-    for flag, seconds, what in (
-        ("--stall-threshold", d.stall_threshold, "step not advancing this long: stalled"),
-        ("--plateau-window", d.plateau_window, "best loss not improving this long: plateaued"),
-        ("--report-timeout", d.report_timeout, "no report this long: silent"),
-        ("--finished-grace", d.finished_grace, "finished, still holding GPUs: lingering"),
-    ):
-        run.add_argument(flag, metavar="DURATION", help=f"{what} (default {setting(seconds)})")
-    run.add_argument(
-        "--divergence-ratio",
-        metavar="RATIO",
-        help=f"loss above this x its best: diverged (default {d.divergence_ratio:g})",
-    )
-    run.add_argument(
-        "--throughput-drop-ratio",
-        metavar="RATIO",
-        help="steps/s below this share of the run's typical pace: degraded "
-        f"(default {d.throughput_drop_ratio:g})",
-    )
+    # Each run's own thresholds (overridable per run), what its state and alerts use: one
+    # flag per threshold, named as everywhere else, and its old name.
+    for spec in SPECS:
+        default = getattr(d.thresholds, spec.name)
+        flags = [f"--{spec.name.replace('_', '-')}"]
+        if spec.alias != spec.name:
+            flags.append(f"--{spec.alias.replace('_', '-')}")
+        shown = setting(default) if spec.kind == "duration" else f"{default:g}"
+        run.add_argument(
+            *flags,
+            dest=spec.name,
+            metavar="DURATION" if spec.kind == "duration" else "RATIO",
+            help=f"{spec.help} (default {shown})",
+        )
     run.add_argument(
         "--retention",
         metavar="DURATION",
@@ -135,15 +131,10 @@ def _run(args: argparse.Namespace) -> int:
             "status_dir",
             "log_paths",
             "namespace",
-            "stall_threshold",
-            "plateau_window",
-            "report_timeout",
-            "finished_grace",
-            "divergence_ratio",
-            "throughput_drop_ratio",
             "retention",
             "poll_interval",
             "max_custom_metrics",
+            *(spec.name for spec in SPECS),
         )
     }
     try:

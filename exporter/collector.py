@@ -27,6 +27,7 @@ from . import __version__
 from .model import Clock
 from .states import NAMES as STATE_NAMES
 from .stats import ExporterStats
+from .thresholds import SPECS
 from .tracker import RunSnapshot, Tracker
 
 RUN_LABELS = ("namespace", "pod", "job_name")
@@ -186,24 +187,14 @@ RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_run_active", "gauge",
            "1 while the run's pod (or file, or target) exists; 0 while a gone run is retained.",
            *_value(lambda s: 0.0 if s.gone else 1.0)),
-    Family("training_stall_threshold_seconds", "gauge",
-           "Step not advancing this long (while reports arrive) means stalled.",
-           *_value(attrgetter("thresholds.stall_seconds"))),
-    Family("training_plateau_window_seconds", "gauge",
-           "Best loss not improving this long means plateaued.",
-           *_value(attrgetter("thresholds.plateau_seconds"))),
-    Family("training_report_timeout_seconds", "gauge",
-           "No report of any kind this long means the run is not reporting.",
-           *_value(attrgetter("thresholds.report_timeout_seconds"))),
-    Family("training_finished_grace_seconds", "gauge",
-           "A finished run still holding GPUs after this long is lingering.",
-           *_value(attrgetter("thresholds.finished_grace_seconds"))),
-    Family("training_divergence_ratio", "gauge",
-           "Loss above this multiple of the best loss means diverged.",
-           *_value(attrgetter("thresholds.divergence_ratio"))),
-    Family("training_throughput_drop_ratio", "gauge",
-           "Steps/s below this fraction of the run's typical rate means degraded.",
-           *_value(attrgetter("thresholds.throughput_drop_ratio"))),
+    # training_stall_threshold_seconds, training_plateau_window_seconds,
+    # training_report_timeout_seconds, training_finished_grace_seconds,
+    # training_divergence_ratio, training_throughput_drop_ratio: each run's own thresholds,
+    # named once in exporter.thresholds.SPECS.
+    *(
+        Family(spec.metric, "gauge", spec.help, *_value(attrgetter(f"thresholds.{spec.name}")))
+        for spec in SPECS
+    ),
     Family("training_finished", "gauge", "1 once the run reported completion, else 0.",
            *_value(lambda s: 1.0 if s.finished else 0.0)),
     Family("training_metric", "gauge",

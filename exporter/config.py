@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import yaml
@@ -18,16 +18,12 @@ from .estimate import EstimatorConfig
 from .kubernetes.pods import DEFAULT_GPU_RESOURCES
 from .model import RunKey, RunMeta
 from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
-from .thresholds import BOUNDS, Thresholds, parse_overrides
+from .thresholds import BY_ALIAS, SPECS, Thresholds, parse_overrides
 from .tracker import TrackerConfig
 
 MODES = ("auto", "standalone", "kubernetes")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-
-
-# One source of truth for the per-run threshold defaults (documented in configuration.md).
-_DEFAULTS = Thresholds()
 
 
 class ConfigError(ValueError):
@@ -57,12 +53,9 @@ class Config:
     http_targets: tuple[HttpTarget, ...] = ()
     http_timeout: float = 2.0
     poll_interval: float = 1.0
-    stall_threshold: float = _DEFAULTS.stall_seconds
-    plateau_window: float = _DEFAULTS.plateau_seconds
-    report_timeout: float = _DEFAULTS.report_timeout_seconds
-    finished_grace: float = _DEFAULTS.finished_grace_seconds
-    divergence_ratio: float = _DEFAULTS.divergence_ratio
-    throughput_drop_ratio: float = _DEFAULTS.throughput_drop_ratio
+    # The per-run threshold defaults: each set by its one name (exporter.thresholds.SPECS),
+    # or by the config key it had before.
+    thresholds: Thresholds = field(default_factory=Thresholds)
     rate_window: float = EstimatorConfig().short_window
     retention: float = 600.0
     push_idle_expiry: float = 86400.0
@@ -79,14 +72,7 @@ class Config:
 
     def tracker_config(self) -> TrackerConfig:
         return TrackerConfig(
-            thresholds=Thresholds(
-                stall_seconds=self.stall_threshold,
-                plateau_seconds=self.plateau_window,
-                report_timeout_seconds=self.report_timeout,
-                finished_grace_seconds=self.finished_grace,
-                divergence_ratio=self.divergence_ratio,
-                throughput_drop_ratio=self.throughput_drop_ratio,
-            ),
+            thresholds=self.thresholds,
             estimator=EstimatorConfig(short_window=self.rate_window),
             retention=self.retention,
             max_custom_metrics=self.max_custom_metrics,
@@ -104,16 +90,12 @@ class Config:
 _DURATIONS = {
     "http_timeout",
     "poll_interval",
-    "stall_threshold",
-    "plateau_window",
-    "report_timeout",
-    "finished_grace",
     "rate_window",
     "retention",
     "push_idle_expiry",
 }
 _INTS = {"max_custom_metrics", "max_runs"}
-_RATIOS = {"divergence_ratio", "throughput_drop_ratio"}
+_THRESHOLDS = {s.name: s for s in SPECS}
 _STRINGS = {
     "listen",
     "mode",
@@ -129,7 +111,9 @@ _STRINGS = {
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
-SETTINGS = sorted(_DURATIONS | _INTS | _RATIOS | _STRINGS | set(_LISTS) | {"http_targets"})
+SETTINGS = sorted(_DURATIONS | _INTS | set(_THRESHOLDS) | _STRINGS | set(_LISTS) | {"http_targets"})
+# Old names still accepted (the thresholds' config keys before they had one name each).
+ALIASES: dict[str, str] = {s.alias: s.name for s in SPECS if s.alias != s.name}
 
 
 def _string_list(value: Any, error: str) -> tuple[str, ...]:
@@ -164,12 +148,31 @@ def _target(raw: Any, namespace: str) -> HttpTarget:
     return HttpTarget(RunKey(str(ns), name, str(raw.get("job_name", name))), url, meta)
 
 
+def _threshold(name: str, kind: str, bounds: tuple[float, float], value: Any, origin: str) -> float:
+    lo, hi = bounds
+    if kind == "duration":
+        number = parse_duration(value, name)
+    else:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+    if not lo <= number <= hi:
+        raise ConfigError(f"{origin}: {name} must be from {lo:g} to {hi:g}, not {value!r}")
+    return number
+
+
 def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
     """A copy of ``config`` with ``values`` applied; unknown keys are an error."""
     changes: dict[str, Any] = {}
-    known = {f.name for f in fields(Config)}
+    thresholds: dict[str, float] = {}
+    known = {f.name for f in fields(Config)} - {"thresholds"}
     for key, value in values.items():
         if value is None:
+            continue
+        spec = _THRESHOLDS.get(key) or BY_ALIAS.get(key)
+        if spec is not None:
+            thresholds[spec.name] = _threshold(key, spec.kind, spec.bounds, value, origin)
             continue
         if key not in known:
             raise ConfigError(f"{origin}: unknown setting {key!r}")
@@ -180,15 +183,6 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
                 changes[key] = int(value)
             except (TypeError, ValueError):
                 raise ConfigError(f"{origin}: {key} must be an integer") from None
-        elif key in _RATIOS:
-            lo, hi = BOUNDS[key]
-            try:
-                ratio = float(value)
-            except (TypeError, ValueError):
-                ratio = float("nan")
-            if not lo <= ratio <= hi:
-                raise ConfigError(f"{origin}: {key} must be a number from {lo} to {hi}")
-            changes[key] = ratio
         elif key in _LISTS:
             changes[key] = _string_list(value, f"{origin}: {key} must be a list of {_LISTS[key]}")
         elif key == "http_targets":
@@ -198,6 +192,8 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             changes[key] = tuple(_target(t, ns) for t in value)
         else:
             changes[key] = str(value)
+    if thresholds:
+        changes["thresholds"] = replace(config.thresholds, **thresholds)
     result = replace(config, **changes)
     if result.mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {result.mode!r}")
@@ -220,7 +216,7 @@ def from_env(config: Config, environ: Mapping[str, str]) -> Config:
     """Apply ``TPE_<SETTING>`` variables (``http_targets`` only from a file)."""
     values = {
         name: environ[f"TPE_{name.upper()}"]
-        for name in SETTINGS
+        for name in [*SETTINGS, *ALIASES]
         if name != "http_targets" and f"TPE_{name.upper()}" in environ
     }
     if "NODE_NAME" in environ and "node_name" not in values:

@@ -50,10 +50,10 @@ DEMO_NAMESPACE = "demo"
 # Shortened so that every state shows within two minutes (settings of the same names in
 # docs/configuration.md; the defaults are minutes to hours).
 DEMO_THRESHOLDS = {
-    "stall_threshold": 30.0,
-    "plateau_window": 60.0,
-    "report_timeout": 30.0,
-    "finished_grace": 45.0,
+    "stall_seconds": 30.0,
+    "plateau_seconds": 60.0,
+    "report_timeout_seconds": 30.0,
+    "finished_grace_seconds": 45.0,
 }
 HEALTHY_TOTAL_STEPS = 400_000  # 4 steps/s: a day's run, so the demo never sees it finish
 EVAL_EVERY_STEPS = 100  # 25 s, well inside the plateau window
@@ -340,7 +340,10 @@ class Demo:
 
     def banner(self) -> str:
         url = self.exporter.url
-        th = ", ".join(f"{k.replace('_', ' ')} {v:.0f}s" for k, v in DEMO_THRESHOLDS.items())
+        th = ", ".join(
+            f"{k.removesuffix('_seconds').replace('_', ' ')} {v:.0f}s"
+            for k, v in DEMO_THRESHOLDS.items()
+        )
         shows = [f"  {r.name:<16} {' -> '.join(r.shows)}" for r in RUNS]
         return "\n".join(
             [

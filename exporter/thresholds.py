@@ -26,16 +26,47 @@ class Thresholds:
     throughput_drop_ratio: float = 0.6  # steps/s below this fraction of the run's typical
 
 
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """Everything one threshold is called, in one place.
+
+    ``name`` is the threshold's one name: the :class:`Thresholds` field, the config key (and
+    ``TPE_<NAME>``, ``--<name>``), the key in a report's ``thresholds`` and the suffix of the
+    pod annotation ``training-progress.io/threshold.<name>``. ``metric`` is the per-run gauge
+    the exporter exports it as (the alert rules read it). ``alias`` is the config key it had
+    before (still accepted).
+    """
+
+    name: str
+    metric: str
+    kind: str  # "duration" (seconds) or "ratio"
+    bounds: tuple[float, float]  # a hostile or mistyped override cannot disable or flood alerts
+    alias: str
+    help: str
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec("stall_seconds", "training_stall_threshold_seconds", "duration", (10.0, 7 * 86400.0),
+         "stall_threshold",
+         "Step not advancing this long (while the run reports or its pod runs) means stalled."),
+    Spec("plateau_seconds", "training_plateau_window_seconds", "duration", (10.0, 30 * 86400.0),
+         "plateau_window", "Best loss not improving this long means plateaued."),
+    Spec("report_timeout_seconds", "training_report_timeout_seconds", "duration",
+         (10.0, 7 * 86400.0), "report_timeout",
+         "No report of any kind this long (and no pod to watch) means silent."),
+    Spec("finished_grace_seconds", "training_finished_grace_seconds", "duration",
+         (0.0, 7 * 86400.0), "finished_grace",
+         "A finished run still holding GPUs after this long is finished-but-running."),
+    Spec("divergence_ratio", "training_divergence_ratio", "ratio", (1.01, 1e6),
+         "divergence_ratio", "Loss above this multiple of the best loss means diverged."),
+    Spec("throughput_drop_ratio", "training_throughput_drop_ratio", "ratio", (0.01, 0.99),
+         "throughput_drop_ratio",
+         "Steps/s below this fraction of the run's typical rate means degraded."),
+)  # fmt: skip
+
 NAMES: tuple[str, ...] = tuple(f.name for f in fields(Thresholds))
-# Bounds keep a hostile or mistyped override from disabling or flooding alerts.
-BOUNDS: dict[str, tuple[float, float]] = {
-    "stall_seconds": (10.0, 7 * 86400.0),
-    "plateau_seconds": (10.0, 30 * 86400.0),
-    "report_timeout_seconds": (10.0, 7 * 86400.0),
-    "finished_grace_seconds": (0.0, 7 * 86400.0),
-    "divergence_ratio": (1.01, 1e6),
-    "throughput_drop_ratio": (0.01, 0.99),
-}
+BOUNDS: dict[str, tuple[float, float]] = {s.name: s.bounds for s in SPECS}
+BY_ALIAS: dict[str, Spec] = {s.alias: s for s in SPECS}
 
 Overrides = tuple[tuple[str, float], ...]
 

@@ -33,8 +33,8 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
     env = {"TPE_STALL_THRESHOLD": "20m", "TPE_NAMESPACE": "from-env", "NODE_NAME": "node-7"}
     config = load({"config": str(cfg), "namespace": "from-flag"}, env)
     assert config.listen == "127.0.0.1:1111"
-    assert config.stall_threshold == 1200
-    assert config.plateau_window == 7200
+    assert config.thresholds.stall_seconds == 1200
+    assert config.thresholds.plateau_seconds == 7200
     assert config.namespace == "from-flag"
     assert config.node_name == "node-7"
     a, b = config.http_targets
@@ -82,3 +82,20 @@ def test_docs_name_every_setting_and_env_var() -> None:
         assert f"`{name}`" in text, name
         if name != "http_targets":
             assert f"`TPE_{name.upper()}`" in text, name
+
+
+def test_each_threshold_has_one_name_and_its_old_one() -> None:
+    """The one name sets it in a file, the environment and flags; the old key still does."""
+    from exporter.thresholds import SPECS
+
+    for spec in SPECS:
+        value = "45s" if spec.kind == "duration" else "0.5" if spec.bounds[1] < 1 else "4"
+        expected = 45.0 if spec.kind == "duration" else float(value)
+        by_name = load({spec.name: value}, environ={})
+        by_alias = load({}, environ={f"TPE_{spec.alias.upper()}": value})
+        by_env = load({}, environ={f"TPE_{spec.name.upper()}": value})
+        for config in (by_name, by_alias, by_env):
+            assert getattr(config.thresholds, spec.name) == expected, spec.name
+            assert getattr(config.tracker_config().thresholds, spec.name) == expected
+    with pytest.raises(ConfigError, match="stall_threshold must be from 10"):
+        load({"stall_threshold": "1s"}, environ={})

@@ -18,7 +18,7 @@ from exporter.config import Config, parse_duration
 from exporter.demo import RUNS, Demo
 from exporter.humanize import setting
 from exporter.states import NAMES
-from exporter.thresholds import Thresholds
+from exporter.thresholds import SPECS, Thresholds
 
 from .conftest import T0, FakeClock, get_json, http
 
@@ -252,18 +252,22 @@ def test_run_help_prints_the_real_defaults() -> None:
     d = Config()
     th = Thresholds()
     expected = {
-        "--stall-threshold": setting(th.stall_seconds),
-        "--plateau-window": setting(th.plateau_seconds),
-        "--report-timeout": setting(th.report_timeout_seconds),
-        "--finished-grace": setting(th.finished_grace_seconds),
-        "--divergence-ratio": f"{th.divergence_ratio:g}",
-        "--throughput-drop-ratio": f"{th.throughput_drop_ratio:g}",
+        f"--{spec.name.replace('_', '-')}": setting(getattr(th, spec.name))
+        if spec.kind == "duration"
+        else f"{getattr(th, spec.name):g}"
+        for spec in SPECS
+    }
+    expected |= {
         "--retention": setting(d.retention),
         "--poll-interval": setting(d.poll_interval),
         "--listen": d.listen,
     }
     for flag, default in expected.items():
-        shown = re.search(re.escape(flag) + r" \S+ [^-]*?\(default ([^)]+)\)", text)
-        assert shown is not None and shown.group(1) == default, (flag, text)
+        options = text[text.index("options:") :]
+        after = options[options.index(flag + " ") :]
+        shown = re.search(r"\(default ([^)]+)\)", after)
+        assert shown is not None and shown.group(1) == default, (flag, after[:200])
+    for spec in SPECS:  # the old flag names still work
+        assert f"--{spec.alias.replace('_', '-')}" in text
     # What help prints parses back to the same default.
     assert parse_duration(setting(th.plateau_seconds), "x") == th.plateau_seconds == 7200
