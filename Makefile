@@ -1,7 +1,7 @@
 # One entry point for lint, types and tests. `make ci` is what .ci/run and the README use.
 PYTHON ?= python3
 
-.PHONY: ci test-deps check lint types test bench demo golden
+.PHONY: ci test-deps check lint types test test-fast bench demo golden
 
 ci: test-deps check
 
@@ -21,6 +21,11 @@ types:
 
 test:
 	$(PYTHON) -m pytest -q
+
+# The inner loop: everything but the tests marked slow (real training, browsers, pip
+# installs, the detection corpus, e2e). `make ci` runs them all.
+test-fast:
+	$(PYTHON) -m pytest -q -m "not slow"
 
 # Regenerate golden exposition files after an intended change; review the diff.
 golden:

@@ -191,7 +191,11 @@ def make_server(host: str, port: int, ctx: ServerContext) -> ExporterHTTPServer:
 
 def serve_in_thread(server: ExporterHTTPServer) -> threading.Thread:
     """Run ``server`` on a daemon thread and return it."""
-    thread = threading.Thread(target=server.serve_forever, name="http-server", daemon=True)
+    # serve_forever checks for shutdown every poll_interval (0.5 s by default): a shorter one
+    # makes stop() (and every restart in the tests) that much quicker, at no cost while idle.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="http-server", daemon=True
+    )
     thread.start()
     return thread
 

@@ -105,6 +105,7 @@ def wait_http(url: str, timeout: float = 20) -> None:
     raise AssertionError(f"{url} did not come up")
 
 
+@pytest.mark.slow
 def test_cli_demo_serves_metrics_and_exits_after_duration() -> None:
     port = free_port()
     proc = subprocess.Popen(

@@ -29,6 +29,7 @@ if not all(
 
 import torch
 
+pytestmark = pytest.mark.slow  # real training on CPU
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 STEPS = 50
 

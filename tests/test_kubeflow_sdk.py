@@ -17,6 +17,7 @@ import pytest
 from .conftest import get_json
 
 KUBEFLOW_SDK = "kubeflow==0.5.0"
+pytestmark = pytest.mark.slow  # pip-installs the SDK into a venv of its own
 
 
 @pytest.fixture(scope="module")

@@ -169,6 +169,7 @@ def test_lines_captured_from_real_tqdm() -> None:
 @pytest.mark.skipif(
     importlib.util.find_spec("transformers") is None, reason="the ml extra is not installed"
 )
+@pytest.mark.slow
 def test_lines_captured_from_a_real_transformers_run(tmp_path: object) -> None:
     code = textwrap.dedent(f"""
         import os, json

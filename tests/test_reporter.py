@@ -149,6 +149,7 @@ def test_pip_install_into_a_bare_venv_gives_a_working_reporter(tmp_path: Path) -
     assert KUBEFLOW_MARKER in proc.stdout and '"value":"1.25"' in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
     code = (
         "import warnings; warnings.simplefilter('error', DeprecationWarning)\n"

@@ -9,6 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from exporter.model import RunKey, RunMeta
 from exporter.schedule import Scheduler
 from exporter.sources.http import HttpTarget
@@ -60,6 +62,7 @@ class _Trickle(BaseHTTPRequestHandler):
             time.sleep(0.3)
 
 
+@pytest.mark.slow
 def test_a_trickling_http_target_does_not_hold_back_status_files(
     exporter_factory: Any, tmp_path: Path
 ) -> None:

@@ -86,6 +86,7 @@ def chromium(*args: str, timeout: float = 60) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by the test command")
 def test_status_page_in_headless_chromium() -> None:
     clock = FakeClock(T0)

@@ -15,7 +15,7 @@ from .conftest import LiveStack
 from .scenarios import NAMESPACE, SCENARIOS
 from .stack import query
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_each_bad_run_raises_its_alert_and_only_that(live_stack: LiveStack) -> None:

@@ -16,7 +16,7 @@ from .conftest import LiveStack
 from .scenarios import NAMESPACE
 from .stack import query
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
 VARIABLES = {

@@ -11,7 +11,7 @@ import pytest
 from ..conftest import get_json
 from .conftest import LiveStack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> None:
