@@ -41,7 +41,7 @@ class Exporter:
         self.sources = build_sources(config, self.ingestor, self.discovery.cluster)
         self_collector = ExporterCollector(self.tracker, self.stats)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(TrainingCollector(self.tracker, clock))
+        self.registry.register(TrainingCollector(self.tracker, clock, self.stats))
         self.registry.register(self_collector)
         self.self_registry = CollectorRegistry(auto_describe=False)
         self.self_registry.register(self_collector)
@@ -58,6 +58,7 @@ class Exporter:
                 resolver=self.discovery.resolver,
                 clock=clock,
                 ready=self.ready,
+                stats=self.stats,
             ),
         )
         jobs: dict[str, Callable[[], None]] = {n: s.poll for n, s in self.sources.items()}

@@ -213,6 +213,27 @@ def _base(s: RunSnapshot) -> tuple[tuple[str, str], ...]:
     return (("namespace", s.key.namespace), ("pod", s.key.pod), ("job_name", s.key.job_name))
 
 
+def renderable(snapshots: list[RunSnapshot]) -> tuple[list[RunSnapshot], int]:
+    """The runs every view can render, and how many it cannot.
+
+    Sources clean the names they derive (``model.run_name``, ``clean_label``), so this is
+    the last line: a run with a label value that does not encode as UTF-8 (a lone surrogate
+    from a file name that is not UTF-8) is left out, never the whole scrape or page.
+    """
+    ok = []
+    for s in snapshots:
+        m = s.meta
+        try:
+            for value in (*s.key, m.job_kind, m.framework, m.source, m.node, m.rank, m.container):
+                value.encode("utf-8")
+            for name, _ in s.metrics:
+                name.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        ok.append(s)
+    return ok, len(snapshots) - len(ok)
+
+
 def run_families(snapshots: list[RunSnapshot]) -> list[Metric]:
     """The per-run families as client_python ``Metric`` objects, in catalog order."""
     out: list[Metric] = []
@@ -280,12 +301,16 @@ def render_runs_text(snapshots: list[RunSnapshot]) -> str:
 class TrainingCollector(Collector):
     """Per-run series for every tracked run, from a fresh tracker snapshot each scrape."""
 
-    def __init__(self, tracker: Tracker, clock: Clock) -> None:
+    def __init__(self, tracker: Tracker, clock: Clock, stats: ExporterStats | None = None) -> None:
         self.tracker = tracker
         self.clock = clock
+        self.stats = stats
 
     def collect(self) -> Iterator[Metric]:
-        yield from run_families(self.tracker.snapshot(self.clock()))
+        snapshots, skipped = renderable(self.tracker.snapshot(self.clock()))
+        if self.stats is not None:
+            self.stats.set_unrenderable(skipped)
+        yield from run_families(snapshots)
 
 
 class ExporterCollector(Collector):
@@ -351,6 +376,12 @@ class ExporterCollector(Collector):
         for parser, n in sorted(snap.log_matches.items()):
             matches.add_metric([parser], n)
         yield matches
+        unrenderable = GaugeMetricFamily(
+            "training_exporter_runs_unrenderable",
+            "Runs left out of the last render (a label value that cannot be encoded).",
+        )
+        unrenderable.add_metric([], snap.unrenderable)
+        yield unrenderable
         runs = GaugeMetricFamily("training_exporter_runs_tracked", "Runs currently tracked.")
         runs.add_metric([], len(self.tracker))
         yield runs

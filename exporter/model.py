@@ -34,7 +34,10 @@ MAX_LABEL_CHARS = 128
 MAX_CLOCK_SKEW_SECONDS = 300.0
 
 # A custom metric name becomes a label value; keep it to a safe, readable alphabet.
-METRIC_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}$")
+# \Z, not $: "$" also matches before a trailing newline, which would let "loss\n" through.
+METRIC_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}\Z")
+MAX_RUN_NAME_CHARS = 63
+_RUN_NAME_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
 _LABEL_SAFE_RE = re.compile(r"[^\x20-\x7e]")
 
 FORMAT_KUBEFLOW = "kubeflow"
@@ -188,6 +191,9 @@ def _convert(fld: str, raw: Any, problem: Any) -> Any:
         if number > MAX_STEP:
             problem(f"{fld}_out_of_range")
             return None
+        if not number.is_integer():  # steps are counts: 1.5 is a mistake, not step 1
+            problem(f"invalid_{fld}")
+            return None
         return int(number)
     if number > MAX_EPOCHS:
         problem(f"{fld}_out_of_range")
@@ -275,6 +281,15 @@ def clean_label(value: Any, limit: int = MAX_LABEL_CHARS) -> str | None:
     return cleaned or None
 
 
+def run_name(text: str) -> str | None:
+    """A run name (its ``pod`` and ``job_name`` labels) from a file's name: the characters
+    of a Kubernetes name, ``[A-Za-z0-9._-]``, with anything else (spaces, quotes, control
+    characters, bytes that are not UTF-8) replaced by ``_``, at most 63 characters; None when
+    nothing but replacements would remain."""
+    cleaned = _RUN_NAME_UNSAFE_RE.sub("_", text)[:MAX_RUN_NAME_CHARS]
+    return cleaned if cleaned.strip("_") else None
+
+
 def decode_json(body: bytes, max_bytes: int = KUBEFLOW_MAX_BODY_BYTES) -> Any:
     """Decode a JSON body with a size bound. Raises ReportError(oversize|invalid_json)."""
     if len(body) > max_bytes:
@@ -283,6 +298,8 @@ def decode_json(body: bytes, max_bytes: int = KUBEFLOW_MAX_BODY_BYTES) -> Any:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ReportError("invalid_json", f"invalid JSON: {exc}") from None
+    except ValueError as exc:  # an integer over Python's 4,300-digit conversion limit
+        raise ReportError("invalid_json", f"invalid JSON: {str(exc)[:80]}") from None
 
 
 def parse_kubeflow(obj: Any, now: float) -> Parsed:

@@ -7,9 +7,14 @@ gone runs. Every run of a job reports how long it took and whether it raised.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+
+log = logging.getLogger(__name__)
+# A job that keeps failing is logged at most this often (its metrics count every failure).
+LOG_EVERY_SECONDS = 60.0
 
 Job = Callable[[], None]
 # (job name, seconds it took, completed without an exception)
@@ -26,6 +31,7 @@ class Scheduler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._ran: set[str] = set()
+        self._logged: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def run(self, name: str) -> bool:
@@ -36,6 +42,9 @@ class Scheduler:
             self.jobs[name]()
         except Exception:  # a source bug must not stop its thread or any other
             ok = False
+            if started - self._logged.get(name, -LOG_EVERY_SECONDS) >= LOG_EVERY_SECONDS:
+                self._logged[name] = started
+                log.exception("polling %s failed (logged at most once a minute)", name)
         self.done(name, time.monotonic() - started, ok)
         with self._lock:
             self._ran.add(name)

@@ -20,7 +20,7 @@ from prometheus_client.exposition import choose_encoder
 
 from . import statuspage
 from .api import runs_document
-from .collector import render_runs_text
+from .collector import render_runs_text, renderable
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
 from .sources.push import (
@@ -33,7 +33,8 @@ from .sources.push import (
 from .sources.push import (
     NAME as PUSH,
 )
-from .tracker import Tracker
+from .stats import ExporterStats
+from .tracker import RunSnapshot, Tracker
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -58,6 +59,7 @@ class ServerContext:
     resolver: PushResolver
     clock: Clock
     ready: Callable[[], tuple[bool, str]]
+    stats: ExporterStats
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -91,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
                 encoder, content_type = choose_encoder(accept)
                 self._send(200, encoder(ctx.registry), content_type)
             else:
-                runs = render_runs_text(ctx.tracker.snapshot(ctx.clock())).encode()
+                runs = render_runs_text(self._runs(ctx.clock())).encode()
                 self._send(200, runs + generate_latest(ctx.self_registry), TEXT_CONTENT_TYPE)
         elif path == "/healthz":
             self._send(200, b"ok\n", "text/plain; charset=utf-8")
@@ -100,22 +102,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200 if ok else 503, (detail + "\n").encode(), "text/plain; charset=utf-8")
         elif path == "/api/v1/runs":
             now = ctx.clock()
-            doc = runs_document(ctx.tracker.snapshot(now, history=True), now)
+            doc = runs_document(self._runs(now, history=True), now)
             self._send(200, json.dumps(doc).encode())
         elif path == "/":
             now = ctx.clock()
-            page = statuspage.index(ctx.tracker.snapshot(now, history=True), now)
+            page = statuspage.index(self._runs(now, history=True), now)
             self._send(200, page.encode(), "text/html; charset=utf-8")
         elif path.startswith("/runs/"):
             self._run_page(path)
         else:
             self._send(404, status_body(404, "NotFound", f"no route for {path}"))
 
+    def _runs(self, now: float, history: bool = False) -> list[RunSnapshot]:
+        """Every run a view can render (one that cannot is left out and counted)."""
+        snapshots, skipped = renderable(self.ctx.tracker.snapshot(now, history=history))
+        self.ctx.stats.set_unrenderable(skipped)
+        return snapshots
+
     def _run_page(self, path: str) -> None:
         parts = [unquote(p) for p in path.split("/")[2:]]
         now = self.ctx.clock()
         if len(parts) == 2:
-            for snap in self.ctx.tracker.snapshot(now, history=True):
+            for snap in self._runs(now, history=True):
                 if (snap.key.namespace, snap.key.pod) == (parts[0], parts[1]):
                     page = statuspage.detail(snap, now)
                     self._send(200, page.encode(), "text/html; charset=utf-8")

@@ -23,6 +23,7 @@ class StatsSnapshot:
     log_matches: dict[str, int]
     # source -> (seconds the last poll took, whether it completed without an error)
     polls: dict[str, tuple[float, bool]]
+    unrenderable: int  # runs left out of the last render
 
 
 class ExporterStats:
@@ -35,6 +36,7 @@ class ExporterStats:
         self._up: dict[str, bool] = {}
         self._matches: Counter[str] = Counter()
         self._polls: dict[str, tuple[float, bool]] = {}
+        self._unrenderable = 0
 
     def report(self, source: str, outcome: str) -> None:
         with self._lock:
@@ -56,6 +58,10 @@ class ExporterStats:
         with self._lock:
             self._polls[source] = (seconds, ok)
 
+    def set_unrenderable(self, runs: int) -> None:
+        with self._lock:
+            self._unrenderable = runs
+
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
             return StatsSnapshot(
@@ -64,4 +70,5 @@ class ExporterStats:
                 dict(self._up),
                 dict(self._matches),
                 dict(self._polls),
+                self._unrenderable,
             )

@@ -29,7 +29,7 @@ ANNOTATION_STATUS_VOLUME = PREFIX + "status-volume"  # an emptyDir the pod write
 ANNOTATION_STATUS_FILE = PREFIX + "status-file"  # ... named this (default progress.json)
 ODH_PROGRESSION = "trainer.opendatahub.io/progression-tracking"
 ODH_PORT = 28080
-_SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+_SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
 # (label, job kind), in order of precedence: the most specific workload first.
 JOB_LABELS: tuple[tuple[str, str], ...] = (

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..ingest import Ingestor
-from ..model import Parsed, ReportError, RunKey, RunMeta
+from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
 from .accumulate import LogAccumulator
 from .cri import CriJoiner
 from .parse import parse_line
@@ -50,7 +50,7 @@ def standalone_targets(patterns: Sequence[str], namespace: str) -> Targets:
             found += sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
         out = {}
         for path in sorted(set(found))[:MAX_FILES]:
-            name = os.path.basename(path).split(".")[0][:63] or "log"
+            name = run_name(os.path.basename(path).split(".")[0]) or "log"
             out[path] = (RunKey(namespace, name, name), RunMeta(source=NAME))
         return out
 

@@ -8,13 +8,15 @@ A truncated or half-written file keeps the run's previous report and is counted 
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
 from ..hostfs import read_regular_file
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes, run_name
 
+log = logging.getLogger(__name__)
 NAME = "file"
 SUFFIX = ".json"
 
@@ -50,9 +52,9 @@ class StatusDirSource:
         self._present = ingestor.presence()
         self.last_errors: dict[str, str] = {}
 
-    def _key(self, filename: str) -> RunKey:
-        run = filename[: -len(SUFFIX)][:63]
-        return RunKey(self.namespace, run, run)
+    def _key(self, filename: str) -> RunKey | None:
+        run = run_name(filename[: -len(SUFFIX)])
+        return None if run is None else RunKey(self.namespace, run, run)
 
     def poll(self) -> None:
         """One pass over the directory: parse changed files, retire vanished ones."""
@@ -71,12 +73,21 @@ class StatusDirSource:
             present: set[RunKey] = set()
             for filename in names:
                 key = self._key(filename)
+                if key is None:  # nothing of the name is usable as a label
+                    self.ingestor.drop(NAME, "invalid_name")
+                    continue
                 present.add(key)
-                self._poll_file(dir_fd, filename, key)
+                try:
+                    self._poll_file(dir_fd, filename, key)
+                except Exception:  # one file must never stop the pass over the others
+                    log.exception("status file %r could not be read", filename)
+                    self.ingestor.drop(NAME, "poll_error")
             self._present.saw(present)
             listed = set(names)
             for filename in [f for f in self._seen if f not in listed]:
                 del self._seen[filename]
+            for filename in [f for f in self.last_errors if f not in listed]:
+                del self.last_errors[filename]  # errors of files that are gone
             self.ingestor.source_up(NAME, True)
         finally:
             os.close(dir_fd)

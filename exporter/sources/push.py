@@ -31,11 +31,11 @@ KUBEFLOW_PATH = re.compile(
     r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<namespace>[^/]+)"
     r"/trainjobs/(?P<name>[^/]+)/status$"
 )
-NATIVE_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/runs/(?P<name>[^/]+)/report$")
+NATIVE_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/runs/(?P<name>[^/]+)/report\Z")
 
 # Kubernetes object name rules: namespaces are DNS-1123 labels, job names DNS-1123 subdomains.
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 
 
 @dataclass(frozen=True)
