@@ -43,7 +43,7 @@ from typing import Any
 from .app import Exporter
 from .config import Config
 from .config import apply as apply_settings
-from .model import RunKey, RunMeta
+from .model import Clock, RunKey, RunMeta
 from .sources.http import HttpTarget
 
 DEMO_NAMESPACE = "demo"
@@ -259,7 +259,7 @@ class Demo:
     """The exporter and the simulated runs, driven by one ticker thread."""
 
     def __init__(
-        self, listen: str = "127.0.0.1:9465", seed: int = 7, clock: Callable[[], float] = time.time
+        self, listen: str = "127.0.0.1:9465", seed: int = 7, clock: Clock = time.time
     ) -> None:
         self.status_dir = tempfile.mkdtemp(prefix="tpe-demo-")
         self.progression = _ProgressionServer()
