@@ -46,7 +46,7 @@ class Exporter:
         self.self_registry = CollectorRegistry(auto_describe=False)
         self.self_registry.register(self_collector)
         self.stats.set_up("push", True)
-        host, port = config.listen_address()
+        host, port = config.listen_address(self.discovery.mode)
         self.server: ExporterHTTPServer = make_server(
             host,
             port,

@@ -35,7 +35,15 @@ def _parser() -> argparse.ArgumentParser:
         "override the config file and TPE_* variables (docs/configuration.md).",
     )
     run.add_argument(
-        "--listen", metavar="HOST:PORT", help=f"address to serve on (default {d.listen})"
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"address to serve on (default {':'.join(map(str, d.listen_address('standalone')))}"
+        f" standalone, {':'.join(map(str, d.listen_address('kubernetes')))} in Kubernetes mode)",
+    )
+    run.add_argument(
+        "--push-token-file",
+        metavar="FILE",
+        help="standalone: pushes must send Authorization: Bearer <the token in FILE>",
     )
     run.add_argument(
         "--mode",
@@ -126,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         k: getattr(args, k)
         for k in (
             "listen",
+            "push_token_file",
             "mode",
             "config",
             "status_dir",

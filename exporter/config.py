@@ -17,11 +17,13 @@ import yaml
 from .estimate import EstimatorConfig
 from .kubernetes.pods import DEFAULT_GPU_RESOURCES
 from .model import RunKey, RunMeta
-from .sources.http import DEFAULT_PATH, DEFAULT_PORT, HttpTarget
+from .sources.http import DEFAULT_PATH, HttpTarget
+from .sources.http import DEFAULT_PORT as HTTP_TARGET_PORT
 from .thresholds import BY_ALIAS, SPECS, Thresholds, parse_overrides
 from .tracker import TrackerConfig
 
 MODES = ("auto", "standalone", "kubernetes")
+DEFAULT_PORT = 9465
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
@@ -45,7 +47,9 @@ def parse_duration(value: Any, name: str) -> float:
 class Config:
     """Everything the exporter can be told. Durations are seconds."""
 
-    listen: str = "0.0.0.0:9465"
+    # Empty: 127.0.0.1:9465 in standalone mode (its pushes carry no proof of who sends them),
+    # 0.0.0.0:9465 in Kubernetes mode (Prometheus and the node's pods must reach it).
+    listen: str = ""
     mode: str = "auto"
     namespace: str = "standalone"
     status_dir: str | None = None
@@ -79,7 +83,12 @@ class Config:
             max_runs=self.max_runs,
         )
 
-    def listen_address(self) -> tuple[str, int]:
+    push_token_file: str | None = None  # standalone: pushes must carry this bearer token
+
+    def listen_address(self, mode: str = "standalone") -> tuple[str, int]:
+        """Where to serve; an empty ``listen`` depends on the (resolved) mode."""
+        if not self.listen:
+            return ("0.0.0.0" if mode == "kubernetes" else "127.0.0.1"), DEFAULT_PORT
         host, _, port = self.listen.rpartition(":")
         try:
             return host.strip("[]") or "0.0.0.0", int(port)
@@ -98,6 +107,7 @@ _INTS = {"max_custom_metrics", "max_runs"}
 _THRESHOLDS = {s.name: s for s in SPECS}
 _STRINGS = {
     "listen",
+    "push_token_file",
     "mode",
     "namespace",
     "status_dir",
@@ -132,7 +142,7 @@ def _target(raw: Any, namespace: str) -> HttpTarget:
     if url is None:
         if not isinstance(raw.get("host"), str):
             raise ConfigError(f"http_targets[{name}]: give url, or host (port and path optional)")
-        port = int(raw.get("port", DEFAULT_PORT))
+        port = int(raw.get("port", HTTP_TARGET_PORT))
         url = f"http://{raw['host']}:{port}{raw.get('path', DEFAULT_PATH)}"
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"http_targets[{name}]: url must be http:// or https://")

@@ -51,13 +51,30 @@ def resolve_mode(mode: str, environ: Mapping[str, str]) -> str:
     return mode
 
 
+def read_token(path: str | None) -> str | None:
+    """The push token in ``path`` (surrounding whitespace dropped). Raises DiscoveryError
+    when the file is named but unusable: an exporter that was asked to check tokens must
+    not start without one."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read(4096).strip()
+    except OSError as exc:
+        raise DiscoveryError(f"push_token_file {path}: {exc.strerror}") from None
+    if not token:
+        raise DiscoveryError(f"push_token_file {path} is empty")
+    return token
+
+
 def make_discovery(
     config: Config, ingestor: Ingestor, environ: Mapping[str, str] | None = None
 ) -> Discovery:
     """The discovery for ``config.mode`` (after resolving ``auto``)."""
     env = os.environ if environ is None else environ
     if resolve_mode(config.mode, env) == "standalone":
-        return Discovery(mode="standalone", resolver=StandaloneResolver(), push_idle_expiry=True)
+        resolver = StandaloneResolver(read_token(config.push_token_file))
+        return Discovery(mode="standalone", resolver=resolver, push_idle_expiry=True)
     from .kubernetes.discovery import kubernetes_discovery
 
     return kubernetes_discovery(config, ingestor, env)

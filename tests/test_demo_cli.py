@@ -261,7 +261,7 @@ def test_run_help_prints_the_real_defaults() -> None:
     expected |= {
         "--retention": setting(d.retention),
         "--poll-interval": setting(d.poll_interval),
-        "--listen": d.listen,
+        "--listen": "127.0.0.1:9465 standalone, 0.0.0.0:9465 in Kubernetes mode",
     }
     for flag, default in expected.items():
         options = text[text.index("options:") :]

@@ -118,3 +118,57 @@ def test_a_failing_source_is_logged_once_a_minute(caplog: Any) -> None:
             scheduler.run("broken")
     assert len([r for r in caplog.records if "polling broken failed" in r.message]) == 1
     assert "a source bug" in caplog.text  # with its traceback
+
+
+def test_standalone_listens_on_loopback_unless_told_otherwise() -> None:
+    from exporter.config import Config
+
+    assert Config().listen_address() == ("127.0.0.1", 9465)
+    assert Config().listen_address("kubernetes") == ("0.0.0.0", 9465)
+    assert Config(listen="0.0.0.0:9000").listen_address() == ("0.0.0.0", 9000)
+
+
+def test_a_push_token_keeps_strangers_out(exporter_factory: Any, tmp_path: Path) -> None:
+    from training_progress_reporter import ProgressReporter
+
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    exp = exporter_factory(push_token_file=str(token))
+    native = exp.url + "/api/v1/namespaces/ml/runs/a/report"
+    kubeflow = exp.url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/b/status"
+    body = b'{"trainerStatus": {"metrics": [{"name": "current_step", "value": "3"}]}}'
+    assert http("POST", native, b'{"step": 1}')[0] == 403
+    assert http("POST", native, b'{"step": 1}', {"Authorization": "Bearer wrong"})[0] == 403
+    assert http("POST", native, b'{"step": 1}', {"Authorization": "Bearer s3cret"})[0] == 200
+    assert http("POST", kubeflow, body, {"Authorization": "Bearer s3cret"})[0] == 200
+    # Our reporter sends the token from TPE_REPORT_TOKEN_FILE.
+    reporter = ProgressReporter(
+        channels=["exporter"],
+        interval=0.05,
+        environ={
+            "TPE_REPORT_URL": exp.url + "/api/v1/namespaces/ml/runs/c/report",
+            "TPE_REPORT_TOKEN_FILE": str(token),
+        },
+    )
+    reporter.update(step=9)
+    reporter.finish(timeout=5)
+    assert reporter.errors == 0
+    runs = {r["pod"]: r["step"] for r in get_json(exp.url + "/api/v1/runs")["runs"]}
+    assert runs == {"a": 1, "b": 3, "c": 9}
+    metrics = http("GET", exp.url + "/metrics")[1].decode()
+    assert 'training_exporter_drops_total{reason="token_rejected",source="push"} 2.0' in metrics
+
+
+def test_a_named_but_missing_token_file_stops_the_start(tmp_path: Path) -> None:
+    import pytest
+
+    from exporter.config import Config
+    from exporter.discovery import DiscoveryError, make_discovery
+    from exporter.ingest import Ingestor
+    from exporter.stats import ExporterStats
+    from exporter.tracker import Tracker
+
+    ingestor = Ingestor(Tracker(), ExporterStats(), lambda: 0.0)
+    config = Config(mode="standalone", push_token_file=str(tmp_path / "nope"))
+    with pytest.raises(DiscoveryError, match="push_token_file"):
+        make_discovery(config, ingestor)

@@ -8,6 +8,7 @@ Request handling here is pure (no sockets): the server module does the HTTP.
 
 from __future__ import annotations
 
+import hmac
 import json
 import re
 from dataclasses import dataclass
@@ -73,12 +74,24 @@ class PushResolver(Protocol):
 class StandaloneResolver:
     """Standalone mode: no pods to check; the path names the run (pod = job name).
 
-    The bearer token that clients send is accepted and not checked here.
+    With a push token (``push_token_file``, for exporters reachable on a shared network)
+    every push must carry ``Authorization: Bearer <token>``; without one, any bearer token
+    is accepted unchecked, as on a laptop listening on 127.0.0.1.
     """
+
+    def __init__(self, token: str | None = None) -> None:
+        self._expected = f"Bearer {token}".encode() if token else None
 
     def resolve(
         self, namespace: str, name: str, client_ip: str, authorization: str | None
     ) -> PushTarget | Denied:
+        if self._expected is not None and not hmac.compare_digest(
+            (authorization or "").encode(), self._expected
+        ):
+            return Denied(
+                "token_rejected",
+                "this exporter requires its push token: Authorization: Bearer <token>",
+            )
         return PushTarget(RunKey(namespace, name, name), RunMeta(source=NAME))
 
 

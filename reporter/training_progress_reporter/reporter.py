@@ -55,6 +55,7 @@ ENV_KUBEFLOW_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
 ENV_KUBEFLOW_CA = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
 ENV_REPORT_URL = "TPE_REPORT_URL"
 ENV_STATUS_FILE = "TPE_STATUS_FILE"
+ENV_REPORT_TOKEN_FILE = "TPE_REPORT_TOKEN_FILE"  # the exporter's push token, if it has one
 ENV_CHANNELS = "TPE_REPORT_CHANNELS"  # comma-separated override: kubeflow,exporter,file,stdout
 ENV_HEARTBEAT = "TPE_REPORT_HEARTBEAT"  # seconds between heartbeats; 0 turns them off
 DEFAULT_HEARTBEAT_SECONDS = 60.0
@@ -324,14 +325,27 @@ class ProgressReporter:
             return _KubeflowSender(env, self.timeout).send
         if name == "exporter":
             url = env.get(ENV_REPORT_URL, "")
+            headers = _token_header(env.get(ENV_REPORT_TOKEN_FILE, ""))
             return lambda report, final: _post(
-                url, json.dumps(report).encode(), {}, self.timeout, None
+                url, json.dumps(report).encode(), headers, self.timeout, None
             )
         if name == "file":
             path = env.get(ENV_STATUS_FILE, "")
             return lambda report, final: write_status_file(path, report)
         out = self._stdout
         return lambda report, final: _print_line(kubeflow_body(report), out)
+
+
+def _token_header(path: str) -> dict[str, str]:
+    """``Authorization: Bearer`` with the token in ``path``; none when unset or unreadable."""
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read(4096).strip()
+    except OSError:
+        return {}
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def _heartbeat_from(env: Mapping[str, str]) -> float:
