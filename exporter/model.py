@@ -554,6 +554,7 @@ class RunMeta:
     # When the pod got its GPUs (Kubernetes mode): GPU-seconds are then derived from it, so
     # they survive an exporter restart without double counting.
     gpu_start_timestamp: float | None = None
+    gpu_end_timestamp: float | None = None  # when a finished pod gave its GPUs back
     # Whether the run's pod is known to be running (Kubernetes mode: it exists on this node
     # and has not terminated); None where nobody knows (standalone). A silent run whose pod
     # runs is stalled, not merely silent.

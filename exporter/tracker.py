@@ -433,6 +433,8 @@ class Tracker:
         if start is None:
             return run.gpu_seconds
         end = now if run.gone_since is None else run.gone_since
+        if run.meta.gpu_end_timestamp is not None:  # the pod gave its GPUs back then
+            end = min(end, run.meta.gpu_end_timestamp)
         return run.gpus * max(0.0, end - start)
 
     def _throughput(self, run: _Run) -> Throughput | None:

@@ -688,3 +688,61 @@ def test_pod_phase_decides_liveness_stalled_then_failed(kube: FakeKube) -> None:
     assert 'training_run_state{job_name="llm",namespace="ml",pod="llm-0",state="failed"} 1.0' in (
         metrics
     )
+
+
+def test_only_a_live_pod_owns_its_ip(kube: FakeKube) -> None:
+    """Issue 12, item 3: a finished pod keeps its IP in the API; the node may already have
+    given it to another pod. Before, the first match won: a stranger pushed as the finished
+    pod (200, a run with its 8 GPUs that never expired), and a new training pod on the
+    reused IP was locked out (403)."""
+    done = pod("ml", "old-0", {"batch.kubernetes.io/job-name": "old"}, ip="127.0.0.1")
+    done["status"]["phase"] = "Succeeded"
+    done["status"]["containerStatuses"] = [
+        {
+            "name": "trainer",
+            "state": {"terminated": {"startedAt": T_START, "finishedAt": "2026-11-29T11:00:00Z"}},
+        }
+    ]
+    kube.put("v1", "pods", done)
+    exp = k8s_exporter(FakeClock(T_START_TS + 7200))
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        # A stranger on the finished pod's IP: refused, and no run appears.
+        status, body = http("POST", exp.url + KF.format(ns="ml", name="old"), BODY)
+        assert status == 403 and b"no training pod on this node has IP" in body
+        assert get_json(exp.url + "/api/v1/runs")["runs"] == []
+        # A new training pod gets the IP: it reports.
+        kube.put("v1", "pods", pod("ml", "new-0", TRAINJOB, ip="127.0.0.1"))
+        wait(lambda: len(_registry(exp)) == 2)
+        assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
+        # Two live pods claiming one IP: nobody can tell who sends.
+        kube.put("v1", "pods", pod("ml", "twin-0", TRAINJOB, ip="127.0.0.1"))
+        wait(lambda: len(_registry(exp)) == 3)
+        status, body = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
+        assert status == 403 and b"claimed by 2 pods" in body
+    finally:
+        exp.stop()
+
+
+def test_a_finished_pod_stops_accruing_gpu_seconds_when_its_containers_stop() -> None:
+    done = pod("ml", "old-0", TRAINJOB, ip="10.0.0.8")
+    done["status"]["phase"] = "Failed"
+    done["status"]["containerStatuses"] = [
+        {
+            "name": "trainer",
+            "state": {"terminated": {"startedAt": T_START, "finishedAt": "2026-11-29T11:00:00Z"}},
+        }
+    ]
+    info = training_pod(done)
+    assert info is not None and info.finished and info.failed
+    assert info.start_timestamp == T_START_TS and info.end_timestamp == T_START_TS + 3600
+    from exporter.kubernetes.watch import run_meta
+    from exporter.model import ProgressReport, RunKey
+    from exporter.tracker import Tracker
+
+    tracker = Tracker()
+    key = RunKey("ml", "old-0", "llm")
+    tracker.apply(key, ProgressReport(step=1), T_START_TS + 60, run_meta(info, NODE, "push"))
+    # Seen hours later (an exporter restart): 8 GPUs x 1 h, not x 5 h.
+    (snap,) = tracker.snapshot(T_START_TS + 5 * 3600)
+    assert snap.gpu_seconds == pytest.approx(8 * 3600)

@@ -76,6 +76,7 @@ class PodInfo:
     gpu_seconds_budget: float | None
     thresholds: Overrides
     failed: bool = False  # phase Failed (a kind of finished)
+    end_timestamp: float | None = None  # a finished pod's last container stop
     http_url: str | None = None  # where to pull JSON progress from, if anywhere
     status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
 
@@ -177,13 +178,17 @@ def training_pod(
     status = pod.get("status") or {}
     containers = spec.get("containers") or []
     rank = next((str(labels[label]) for label in RANK_LABELS if label in labels), "")
+    states = [cs.get("state") or {} for cs in status.get("containerStatuses") or []]
     starts = [
-        _time((cs.get("state") or {}).get("running", {}).get("startedAt"))
-        for cs in status.get("containerStatuses") or []
+        _time((st.get("running") or st.get("terminated") or {}).get("startedAt")) for st in states
     ]
     start = min((s for s in starts if s is not None), default=None) or _time(
         status.get("startTime")
     )
+    finished = status.get("phase") in ("Succeeded", "Failed")
+    # A finished pod gave its GPUs back when its last container stopped.
+    ends = [_time((st.get("terminated") or {}).get("finishedAt")) for st in states]
+    end = max((e for e in ends if e is not None), default=None) if finished else None
     budget_raw = annotations.get(ANNOTATION_BUDGET)
     budget = (
         _quantity(budget_raw) * 3600
@@ -214,8 +219,9 @@ def training_pod(
         or "",
         gpus=gpus(pod, resources),
         start_timestamp=start,
-        finished=status.get("phase") in ("Succeeded", "Failed"),
+        finished=finished,
         failed=status.get("phase") == "Failed",
+        end_timestamp=end,
         deadline_timestamp=_time(annotations.get(ANNOTATION_DEADLINE)),
         gpu_seconds_budget=budget,
         thresholds=parse_overrides(overrides, lambda _reason: None),

@@ -38,6 +38,7 @@ def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
         gpu_seconds_budget=pod.gpu_seconds_budget,
         thresholds=pod.thresholds,
         gpu_start_timestamp=pod.start_timestamp,
+        gpu_end_timestamp=pod.end_timestamp,
         alive=not pod.finished,
         pod_failed=pod.failed,
     )
@@ -83,8 +84,10 @@ class PodRegistry:
             return list(self._pods.values())
 
     def by_ip(self, ip: str) -> list[PodInfo]:
+        """The live pods that have ``ip``: a finished pod owns no IP (the node may already
+        have given it to another pod)."""
         with self._lock:
-            return [p for p in self._pods.values() if p.ip == ip]
+            return [p for p in self._pods.values() if p.ip == ip and not p.finished]
 
     def __len__(self) -> int:
         with self._lock:
@@ -129,7 +132,7 @@ class KubernetesResolver:
         if identity is None:
             return Denied("token_rejected", "the token did not pass the TokenReview")
         pod = self.registry.get(*identity)
-        if pod is None:
+        if pod is None or pod.finished:
             return Denied("unknown_source", "the token belongs to no training pod on this node")
         return pod
 
@@ -145,6 +148,9 @@ class KubernetesResolver:
             if isinstance(found, Denied):
                 return found
             pods = [found]
+        if len(pods) > 1:  # two live pods claim one IP: nobody can tell which one sends
+            names = ", ".join(sorted(f"{p.namespace}/{p.name}" for p in pods))
+            return Denied("ip_conflict", f"IP {client_ip} is claimed by {len(pods)} pods: {names}")
         pod = pods[0]
         if pod.namespace != namespace:
             return Denied(
