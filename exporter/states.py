@@ -356,8 +356,3 @@ def state_code_promql(selector: str) -> str:
         f'training_run_state{{state="{s.name}"{sep}{selector}}} * {s.code}' for s in STATES
     )
     return f"max by (namespace, job_name) (\n  {terms}\n)"
-
-
-def states_regex(names: tuple[str, ...]) -> str:
-    """A PromQL regex matching exactly ``names``."""
-    return "|".join(names)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -64,7 +64,6 @@ SPECS: tuple[Spec, ...] = (
          "Steps/s below this fraction of the run's typical rate means degraded."),
 )  # fmt: skip
 
-NAMES: tuple[str, ...] = tuple(f.name for f in fields(Thresholds))
 BOUNDS: dict[str, tuple[float, float]] = {s.name: s.bounds for s in SPECS}
 BY_ALIAS: dict[str, Spec] = {s.alias: s for s in SPECS}
 

@@ -269,6 +269,9 @@ class Tracker:
         return effective(self.config.thresholds, run.threshold_overrides, dict(run.meta.thresholds))
 
     def _observe(self, run: _Run, now: float, tp: Throughput | None) -> Observation:
+        """The classifier's view of ``run``. Without a throughput (the stall check on every
+        report) the typical pace is not computed either: only the throughput-drop predicate
+        needs it, and it cannot hold without a throughput."""
         return Observation(
             now=now,
             first_report=run.first_report,
@@ -285,7 +288,7 @@ class Tracker:
             alive=run.meta.alive,
             pod_failed=run.meta.pod_failed,
             steps_per_second=tp.steps_per_second if tp else None,
-            typical_steps_per_second=self._typical_pace(run, now),
+            typical_steps_per_second=self._typical_pace(run, now) if tp is not None else None,
         )
 
     def _typical_pace(self, run: _Run, now: float) -> float | None:
