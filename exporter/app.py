@@ -15,10 +15,12 @@ from prometheus_client import CollectorRegistry
 from .collector import ExporterCollector, TrainingCollector
 from .config import Config
 from .discovery import Discovery, make_discovery
+from .httpd import HTTPStats, Limits, serve_in_thread
 from .ingest import Ingestor
-from .model import Clock
+from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
+from .persist import StateKeeper
 from .schedule import Scheduler
-from .server import ExporterHTTPServer, ServerContext, make_server, serve_in_thread
+from .server import ExporterHTTPServer, ServerContext, make_server
 from .sources import build_sources
 from .stats import ExporterStats
 from .tracker import Tracker
@@ -39,7 +41,8 @@ class Exporter:
         self.ingestor = Ingestor(self.tracker, self.stats, clock)
         self.discovery = discovery or make_discovery(config, self.ingestor)
         self.sources = build_sources(config, self.ingestor, self.discovery.cluster)
-        self_collector = ExporterCollector(self.tracker, self.stats)
+        self.http_stats = HTTPStats()
+        self_collector = ExporterCollector(self.tracker, self.stats, self.http_stats)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(TrainingCollector(self.tracker, clock, self.stats))
         self.registry.register(self_collector)
@@ -60,7 +63,21 @@ class Exporter:
                 ready=self.ready,
                 stats=self.stats,
             ),
+            limits=Limits(
+                max_connections=config.http_max_connections,
+                header_timeout=config.http_read_timeout,
+                body_timeout=config.http_read_timeout,
+                max_body_bytes=KUBEFLOW_MAX_BODY_BYTES,
+            ),
+            stats=self.http_stats,
         )
+        # Restore before any source polls; the socket is bound already, so pushes that
+        # arrive meanwhile wait in its backlog instead of being refused.
+        self.state: StateKeeper | None = None
+        self._settled = True
+        if config.state_file:
+            self.state = StateKeeper(config.state_file, self.tracker, clock, config.state_interval)
+            self._settled = self.state.restore() == 0
         jobs: dict[str, Callable[[], None]] = {n: s.poll for n, s in self.sources.items()}
         jobs[EXPIRY] = self._expire
         self.scheduler = Scheduler(jobs, config.poll_interval, self._polled)
@@ -87,7 +104,20 @@ class Exporter:
         idle = self.config.push_idle_expiry if self.discovery.push_idle_expiry else None
         self.tracker.expire(self.clock(), idle)
 
+    def _settle(self) -> None:
+        """Once every source has looked and discovery is in sync, a restored run that no one
+        saw again went away while the exporter was down. A standalone push has nobody to
+        see it: its idle expiry decides."""
+        if self._settled or not self.scheduler.all_ran() or not self.discovery.ready()[0]:
+            return
+        self._settled = True
+        push_expires = self.discovery.push_idle_expiry
+        self.tracker.settle_restored(
+            self.clock(), keep=lambda meta: push_expires and meta.source == "push"
+        )
+
     def _polled(self, name: str, seconds: float, ok: bool) -> None:
+        self._settle()
         if name == EXPIRY:
             return
         self.ingestor.polled(name, seconds, ok)
@@ -106,12 +136,17 @@ class Exporter:
         self.discovery.start()
         if poll_loop:
             self.scheduler.start()
+            if self.state is not None:
+                self.state.start()
 
     def stop(self) -> None:
+        """Stop serving and polling; the state file (if any) is written one last time."""
         self.scheduler.stop()
         self.discovery.stop()
         self.server.shutdown()
         self.server.server_close()
+        if self.state is not None:
+            self.state.stop()
         for source in self.sources.values():
             close = getattr(source, "close", None)
             if close is not None:

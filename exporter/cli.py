@@ -46,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
         help="standalone: pushes must send Authorization: Bearer <the token in FILE>",
     )
     run.add_argument(
+        "--state-file",
+        metavar="FILE",
+        help="save runs here (atomically, every few seconds and at SIGTERM) and restore them "
+        "at start, so a restart loses nothing",
+    )
+    run.add_argument(
         "--mode",
         choices=list(MODES),
         help=f"auto: kubernetes inside a pod, else standalone (default {d.mode})",
@@ -135,6 +141,7 @@ def _run(args: argparse.Namespace) -> int:
         for k in (
             "listen",
             "push_token_file",
+            "state_file",
             "mode",
             "config",
             "status_dir",

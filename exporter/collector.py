@@ -5,7 +5,7 @@ finds every name and ``tests/test_catalog.py`` can check docs and rules against 
 
 * :func:`run_families` builds prometheus_client ``Metric`` objects (used by the custom
   collector, so OpenMetrics and any other client_python encoder work);
-* :func:`render_runs_text` writes the Prometheus text format directly. With 1,000 runs the
+* :func:`iter_runs_text` writes the Prometheus text format directly, in chunks. With 1,000 runs the
   catalog is ~27,000 series, and client_python's generic encoder needs ~300 ms for them; the
   direct writer escapes each run's labels once and needs a fraction of that. A test keeps
   its output byte-identical to client_python's encoder.
@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from . import __version__
+from .httpd import HTTPStats
 from .model import Clock
 from .states import NAMES as STATE_NAMES
 from .stats import ExporterStats
@@ -269,33 +270,43 @@ def _fmt(v: float | int) -> str:
     return str(floatToGoString(v))  # type: ignore[no-untyped-call]
 
 
-def render_runs_text(snapshots: list[RunSnapshot]) -> str:
-    """The per-run families in the Prometheus text format 0.0.4, written directly."""
+# Runs per chunk of a streamed body: small enough that a chunk of the largest family (32
+# custom metrics a run) stays around a megabyte, large enough that chunking costs nothing.
+CHUNK_RUNS = 256
+
+
+def iter_runs_text(snapshots: list[RunSnapshot], chunk_runs: int = CHUNK_RUNS) -> Iterator[str]:
+    """The per-run families in the Prometheus text format 0.0.4, written directly, in
+    chunks of at most ``chunk_runs`` runs of one family: a body is streamed, never held."""
     bases = [_base(s) for s in snapshots]
     escaped = [(_escape(ns), _escape(pod), _escape(job)) for (_, ns), (_, pod), (_, job) in bases]
     label_texts = [f'job_name="{job}",namespace="{ns}",pod="{pod}"}} ' for ns, pod, job in escaped]
-    parts: list[str] = []
     for fam in RUN_FAMILIES:
-        parts.append(f"# HELP {fam.name} {fam.help}\n# TYPE {fam.name} {fam.kind}\n")
-        if fam.text is not None:
-            parts += fam.text(fam.name, snapshots, escaped)
-            continue
+        yield f"# HELP {fam.name} {fam.help}\n# TYPE {fam.name} {fam.kind}\n"
         prefix = fam.name + "{"
         get = fam.value
-        if get is not None:
-            values = [get(s) for s in snapshots]
-            parts += [
-                f"{prefix}{lt}{_fmt(v)}\n"
-                for lt, v in zip(label_texts, values, strict=True)
-                if v is not None
-            ]
-            continue
-        for s, base in zip(snapshots, bases, strict=True):
-            parts += [
-                f"{prefix}{_labels(base + extra)}}} {_fmt(value)}\n"
-                for extra, value in fam.samples(s)
-            ]
-    return "".join(parts)
+        for lo in range(0, len(snapshots), chunk_runs):
+            hi = lo + chunk_runs
+            runs = snapshots[lo:hi]
+            if fam.text is not None:
+                yield "".join(fam.text(fam.name, runs, escaped[lo:hi]))
+            elif get is not None:
+                yield "".join(
+                    f"{prefix}{lt}{_fmt(v)}\n"
+                    for lt, v in zip(label_texts[lo:hi], map(get, runs), strict=True)
+                    if v is not None
+                )
+            else:
+                yield "".join(
+                    f"{prefix}{_labels(base + extra)}}} {_fmt(value)}\n"
+                    for s, base in zip(runs, bases[lo:hi], strict=True)
+                    for extra, value in fam.samples(s)
+                )
+
+
+def render_runs_text(snapshots: list[RunSnapshot]) -> str:
+    """The per-run families in the Prometheus text format 0.0.4, as one string."""
+    return "".join(iter_runs_text(snapshots))
 
 
 class TrainingCollector(Collector):
@@ -316,9 +327,12 @@ class TrainingCollector(Collector):
 class ExporterCollector(Collector):
     """The exporter's own health: ``training_exporter_*``."""
 
-    def __init__(self, tracker: Tracker, stats: ExporterStats) -> None:
+    def __init__(
+        self, tracker: Tracker, stats: ExporterStats, http: HTTPStats | None = None
+    ) -> None:
         self.tracker = tracker
         self.stats = stats
+        self.http = http
 
     def collect(self) -> Iterator[Metric]:
         snap = self.stats.snapshot()
@@ -385,3 +399,28 @@ class ExporterCollector(Collector):
         runs = GaugeMetricFamily("training_exporter_runs_tracked", "Runs currently tracked.")
         runs.add_metric([], len(self.tracker))
         yield runs
+        if self.http is not None:
+            yield from _http_families(self.http)
+
+
+def _http_families(http: HTTPStats) -> Iterator[Metric]:
+    """The HTTP server's connection counters (exporter/httpd.py)."""
+    open_, rejected, disconnects = http.snapshot()
+    conns = GaugeMetricFamily("training_exporter_http_connections", "HTTP connections open now.")
+    conns.add_metric([], open_)
+    yield conns
+    refused = CounterMetricFamily(
+        "training_exporter_http_rejected",
+        "HTTP connections or requests refused or cut, by reason (evicted, over_capacity, "
+        "header_timeout, body_timeout, write_timeout, queue_full, bad_length, ...).",
+        labels=["reason"],
+    )
+    for reason, n in sorted(rejected.items()):
+        refused.add_metric([reason], n)
+    yield refused
+    gone = CounterMetricFamily(
+        "training_exporter_http_client_disconnects",
+        "Clients that closed their connection before the answer was sent.",
+    )
+    gone.add_metric([], disconnects)
+    yield gone

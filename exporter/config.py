@@ -65,6 +65,13 @@ class Config:
     push_idle_expiry: float = 86400.0
     max_custom_metrics: int = 32
     max_runs: int = 10_000
+    # HTTP server bounds (exporter/httpd.py, docs/reliability.md#connections).
+    http_max_connections: int = 256
+    http_read_timeout: float = 10.0
+    # Where the tracker's runs are saved (atomically, every state_interval and at SIGTERM)
+    # and restored from at start; empty: nothing survives a restart.
+    state_file: str = ""
+    state_interval: float = 5.0
     node_name: str = ""
     kubelet_root: str = "/var/lib/kubelet"
     log_root: str = "/var/log/pods"
@@ -98,16 +105,19 @@ class Config:
 
 _DURATIONS = {
     "http_timeout",
+    "http_read_timeout",
+    "state_interval",
     "poll_interval",
     "rate_window",
     "retention",
     "push_idle_expiry",
 }
-_INTS = {"max_custom_metrics", "max_runs"}
+_INTS = {"max_custom_metrics", "max_runs", "http_max_connections"}
 _THRESHOLDS = {s.name: s for s in SPECS}
 _STRINGS = {
     "listen",
     "push_token_file",
+    "state_file",
     "mode",
     "namespace",
     "status_dir",

@@ -69,6 +69,10 @@ class Ingestor:
         for key in keys:
             self._tracker.mark_gone(key, now)
 
+    def seen(self, keys: Iterable[RunKey]) -> None:
+        """A source still sees these runs (a run restored after a restart is confirmed)."""
+        self._tracker.confirm(keys)
+
     def presence(self) -> Presence:
         """A tracker of the runs one source sees, for the source to call each poll."""
         return Presence(self)
@@ -87,6 +91,8 @@ class Presence:
     def saw(self, keys: Iterable[RunKey]) -> set[RunKey]:
         """Record the keys seen this poll; mark the vanished ones gone and return them."""
         current = set(keys)
+        if current - self._keys:
+            self._ingestor.seen(current - self._keys)
         vanished = self._keys - current
         if vanished:
             self._ingestor.gone(vanished)

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from .estimate import (
     EstimatorConfig,
-    Sample,
     Throughput,
-    add_sample,
     eta_seconds,
     quantile,
     throughput,
 )
 from .model import ProgressReport, RunKey, RunMeta
+from .series import Series
 from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
+
+T = TypeVar("T")
 
 HISTORY_POINTS = 120
 # The best training loss is taken on a moving average, not on raw values: the minimum of a
@@ -46,6 +47,8 @@ PACE_FRACTION = 1 / 10
 PACE_POINTS = 256
 PACE_MIN_POINTS = 3
 PACE_QUANTILE = 0.9
+# Runs snapshotted per hold of the tracker lock (see Tracker.snapshot).
+SNAPSHOT_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,9 @@ class RunSnapshot:
 
 
 @dataclass
-class _Run:
-    """Mutable per-run state; never leaves the tracker (snapshots are copies)."""
+class RunState:
+    """Mutable per-run state; never leaves the tracker (snapshots are copies) except to be
+    saved to and restored from the state file (exporter/persist.py)."""
 
     meta: RunMeta
     first_report: float
@@ -121,6 +125,9 @@ class _Run:
     loss_ema_at: float = 0.0
     report_gpus: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    # ``metrics`` sorted, rebuilt when it changes: every snapshot shares this one tuple
+    # instead of copying 32 pairs per run per scrape.
+    metrics_view: tuple[tuple[str, float], ...] = ()
     threshold_overrides: dict[str, float] = field(default_factory=dict)
     deadline: float | None = None
     budget_seconds: float | None = None
@@ -131,16 +138,16 @@ class _Run:
     stalled_gpu_seconds: float = 0.0
     gone_since: float | None = None
     last_structured: float = float("-inf")
-    samples: list[Sample] = field(default_factory=list)
+    samples: Series[int] = field(default_factory=lambda: Series(512, "q"))
     # throughput() of the samples, cached until a new sample arrives (scrapes are frequent).
     tp_cache: tuple[tuple[int, float], Throughput | None] | None = None
-    history: deque[tuple[float, float]] = field(
-        default_factory=lambda: deque(maxlen=HISTORY_POINTS)
-    )
+    history: Series[float] = field(default_factory=lambda: Series(HISTORY_POINTS))
     # (time, steps/s) every so often, for the run's typical pace.
-    pace: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=PACE_POINTS))
+    pace: Series[float] = field(default_factory=lambda: Series(PACE_POINTS))
     state: str | None = None
     state_since: float = 0.0
+    # Restored from the state file and not yet seen again by any source or discovery.
+    restored: bool = False
 
     @property
     def gpus(self) -> float:
@@ -170,8 +177,9 @@ class Tracker:
 
     def __init__(self, config: TrackerConfig | None = None) -> None:
         self.config = config or TrackerConfig()
-        self._runs: dict[RunKey, _Run] = {}
+        self._runs: dict[RunKey, RunState] = {}
         self._lock = threading.Lock()
+        self._changes = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -196,15 +204,21 @@ class Tracker:
                 if len(self._runs) >= self.config.max_runs:
                     problem("run_cap")
                     return False
-                run = _Run(
-                    meta=meta or RunMeta(), first_report=now, last_report=now, accrued_at=now
+                run = RunState(
+                    meta=meta or RunMeta(),
+                    first_report=now,
+                    last_report=now,
+                    accrued_at=now,
+                    samples=Series(self.config.estimator.max_samples, "q"),
                 )
                 self._runs[key] = run
             elif meta is not None:
                 run.meta = _keep_framework(meta, run.meta)
             self._accrue(run, now)
             run.gone_since = None
+            run.restored = False
             self._merge(run, report, now, problem)
+            self._changes += 1
             return True
 
     def set_meta(self, key: RunKey, meta: RunMeta, now: float) -> None:
@@ -214,6 +228,8 @@ class Tracker:
             if run is not None:
                 self._accrue(run, now)
                 run.meta = _keep_framework(meta, run.meta)
+                run.restored = False
+                self._changes += 1
 
     def mark_gone(self, key: RunKey, now: float) -> None:
         """The run's pod (or file, or target) is gone: freeze it and start retention."""
@@ -222,6 +238,7 @@ class Tracker:
             if run is not None and run.gone_since is None:
                 self._accrue(run, now)
                 run.gone_since = now
+                self._changes += 1
 
     def structured_recently(self, key: RunKey, now: float, window: float = 300.0) -> bool:
         """Whether the run had a report from a structured source (not logs) within ``window``
@@ -247,28 +264,104 @@ class Tracker:
                 if run.gone_since is not None and now - run.gone_since >= self.config.retention:
                     del self._runs[key]
                     removed.append(key)
+            if removed:
+                self._changes += 1
         return removed
+
+    # -- restarts (exporter/persist.py) ------------------------------------------------------
+
+    @property
+    def changes(self) -> int:
+        """A counter that moves whenever a run changes in a way time alone does not explain
+        (GPU-seconds accrue with time, and are recomputed from the saved accrual time)."""
+        with self._lock:
+            return self._changes
+
+    def save(self, now: float, encode: Callable[[RunKey, RunState], T]) -> Iterator[T]:
+        """``encode`` applied to every run, yielded a batch at a time: the lock is held
+        while a batch is encoded (``encode`` must copy what it keeps), not while the caller
+        writes it out."""
+        with self._lock:
+            keys = list(self._runs)
+        for lo in range(0, len(keys), SNAPSHOT_BATCH):
+            batch = []
+            with self._lock:
+                for key in keys[lo : lo + SNAPSHOT_BATCH]:
+                    run = self._runs.get(key)
+                    if run is not None:
+                        self._accrue(run, now)
+                        batch.append(encode(key, run))
+            yield from batch
+
+    def restore(self, runs: Iterable[tuple[RunKey, RunState]]) -> int:
+        """Add runs read back from the state file (the most recent first, up to the run cap)
+        unless a source reported them already. Returns how many were added."""
+        added = 0
+        runs = sorted(runs, key=lambda kr: kr[1].last_report, reverse=True)
+        with self._lock:
+            for key, run in runs:
+                if key in self._runs or len(self._runs) >= self.config.max_runs:
+                    continue
+                run.restored = True
+                run.samples.maxlen = self.config.estimator.max_samples
+                self._runs[key] = run
+                added += 1
+        return added
+
+    def confirm(self, keys: Iterable[RunKey]) -> None:
+        """A source still sees these runs (their file, target or pod is there)."""
+        with self._lock:
+            for key in keys:
+                run = self._runs.get(key)
+                if run is not None:
+                    run.restored = False
+
+    def settle_restored(self, now: float, keep: Callable[[RunMeta], bool]) -> list[RunKey]:
+        """Once every source has looked: a restored run nobody saw again is gone (its pod
+        or file went while the exporter was down), unless ``keep`` says it has no source
+        that could see it (a standalone push: idle expiry decides). Returns those marked."""
+        marked = []
+        with self._lock:
+            for key, run in self._runs.items():
+                if run.restored:
+                    run.restored = False
+                    if run.gone_since is None and not keep(run.meta):
+                        self._accrue(run, now)
+                        run.gone_since = now
+                        marked.append(key)
+            if marked:
+                self._changes += 1
+        return marked
 
     def snapshot(self, now: float, history: bool = False) -> list[RunSnapshot]:
         """Every run as of ``now``, GPU-seconds accrued up to ``now``, sorted by key.
 
         ``history`` includes each run's recent loss points (the JSON API shows them;
         /metrics does not need them, and copying them is most of a snapshot's cost).
+
+        The lock is taken for :data:`SNAPSHOT_BATCH` runs at a time, not for the whole
+        pass: each run is consistent on its own, and a push waits for one batch at most,
+        however many runs there are (at 50,000 runs one pass takes seconds).
         """
         with self._lock:
-            out = []
-            for key in sorted(self._runs):
-                run = self._runs[key]
-                self._accrue(run, now)
-                out.append(self._snapshot(key, run, now, history))
-            return out
+            keys = sorted(self._runs)
+        out = []
+        for lo in range(0, len(keys), SNAPSHOT_BATCH):
+            with self._lock:
+                for key in keys[lo : lo + SNAPSHOT_BATCH]:
+                    run = self._runs.get(key)
+                    if run is None:  # expired since the keys were listed
+                        continue
+                    self._accrue(run, now)
+                    out.append(self._snapshot(key, run, now, history))
+        return out
 
     # -- internals (called with the lock held) -------------------------------------------
 
-    def _thresholds(self, run: _Run) -> Thresholds:
+    def _thresholds(self, run: RunState) -> Thresholds:
         return effective(self.config.thresholds, run.threshold_overrides, dict(run.meta.thresholds))
 
-    def _observe(self, run: _Run, now: float, tp: Throughput | None) -> Observation:
+    def _observe(self, run: RunState, now: float, tp: Throughput | None) -> Observation:
         """The classifier's view of ``run``. Without a throughput (the stall check on every
         report) the typical pace is not computed either: only the throughput-drop predicate
         needs it, and it cannot hold without a throughput."""
@@ -291,20 +384,20 @@ class Tracker:
             typical_steps_per_second=self._typical_pace(run, now) if tp is not None else None,
         )
 
-    def _typical_pace(self, run: _Run, now: float) -> float | None:
+    def _typical_pace(self, run: RunState, now: float) -> float | None:
         recent = [v for t, v in run.pace if now - t <= PACE_WINDOW]
         if len(recent) < PACE_MIN_POINTS:
             return None
         return quantile(recent, PACE_QUANTILE)
 
-    def _stalled_since(self, run: _Run, now: float) -> float | None:
+    def _stalled_since(self, run: RunState, now: float) -> float | None:
         """When the run became stalled, if the classifier says it is stalled at ``now``."""
         if run.finished or run.last_step is None:
             return None
         verdict = classify(self._observe(run, now, None), self._thresholds(run))
         return verdict.onset if verdict.state == "stalled" else None
 
-    def _accrue(self, run: _Run, now: float) -> None:
+    def _accrue(self, run: RunState, now: float) -> None:
         """Integrate GPUs x time since the last accrual; the stalled share precisely."""
         start = run.accrued_at
         end = now if run.gone_since is None else min(now, run.gone_since)
@@ -316,18 +409,17 @@ class Tracker:
                 run.stalled_gpu_seconds += gpus * max(0.0, end - max(start, stall_start))
         run.accrued_at = max(run.accrued_at, now)
 
-    def _merge(self, run: _Run, r: ProgressReport, now: float, problem: Problem) -> None:
+    def _merge(self, run: RunState, r: ProgressReport, now: float, problem: Problem) -> None:
         run.last_report = now
-        cfg = self.config.estimator
         advanced = False
         if r.step is not None:
             if run.step is None or r.step > run.step:
                 advanced = True
-                add_sample(run.samples, now, r.step, cfg)
+                run.samples.append(now, r.step)
             elif r.step < run.step:
                 # A restart from an earlier checkpoint: a new attempt, new rate baseline.
                 problem("step_regressed")
-                run.samples = [(now, r.step)]
+                run.samples.reset(now, r.step)
                 run.finished = False
                 advanced = True
             run.step = r.step
@@ -367,6 +459,8 @@ class Tracker:
                 problem("metric_cap")
                 continue
             run.metrics[name] = value
+        if r.metrics:
+            run.metrics_view = tuple(sorted(run.metrics.items()))
         if r.final:
             run.finished = True
         if r.thresholds:
@@ -378,19 +472,19 @@ class Tracker:
         if r.gpu_hours_budget is not None:
             run.budget_seconds = r.gpu_hours_budget * 3600.0
 
-    def _record_pace(self, run: _Run, now: float) -> None:
+    def _record_pace(self, run: RunState, now: float) -> None:
         every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
         if run.pace and now - run.pace[-1][0] < every:
             return
         tp = self._throughput(run)
         if tp is not None:
-            run.pace.append((now, tp.steps_per_second))
+            run.pace.append(now, tp.steps_per_second)
 
-    def _merge_loss(self, run: _Run, r: ProgressReport, now: float) -> None:
+    def _merge_loss(self, run: RunState, r: ProgressReport, now: float) -> None:
         if r.loss is not None:
             run.loss = r.loss
             if math.isfinite(r.loss):
-                run.history.append((now, r.loss))
+                run.history.append(now, r.loss)
                 ema = run.loss_ema
                 if ema is None:
                     run.loss_ema = r.loss
@@ -420,7 +514,7 @@ class Tracker:
             run.best_loss = candidate
             run.last_improvement = now
 
-    def _progress(self, run: _Run) -> float | None:
+    def _progress(self, run: RunState) -> float | None:
         if run.finished:
             return 1.0
         if run.step is not None and run.max_steps:
@@ -431,7 +525,7 @@ class Tracker:
             return min(1.0, run.epoch / run.max_epochs)
         return None
 
-    def _gpu_seconds(self, run: _Run, now: float) -> float:
+    def _gpu_seconds(self, run: RunState, now: float) -> float:
         start = run.meta.gpu_start_timestamp
         if start is None:
             return run.gpu_seconds
@@ -440,13 +534,13 @@ class Tracker:
             end = min(end, run.meta.gpu_end_timestamp)
         return run.gpus * max(0.0, end - start)
 
-    def _throughput(self, run: _Run) -> Throughput | None:
+    def _throughput(self, run: RunState) -> Throughput | None:
         key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
         if run.tp_cache is None or run.tp_cache[0] != key:
             run.tp_cache = (key, throughput(run.samples, self.config.estimator))
         return run.tp_cache[1]
 
-    def _snapshot(self, key: RunKey, run: _Run, now: float, history: bool) -> RunSnapshot:
+    def _snapshot(self, key: RunKey, run: RunState, now: float, history: bool) -> RunSnapshot:
         tp = self._throughput(run)
         th = self._thresholds(run)
         observation = self._observe(run, now, tp)
@@ -477,7 +571,7 @@ class Tracker:
             learning_rate=run.learning_rate,
             grad_norm=run.grad_norm,
             best_loss=run.best_loss,
-            metrics=tuple(sorted(run.metrics.items())),
+            metrics=run.metrics_view,
             first_report_timestamp=run.first_report,
             last_report_timestamp=run.last_report,
             last_step_timestamp=run.last_step,

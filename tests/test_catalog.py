@@ -12,6 +12,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 
 from exporter.collector import ExporterCollector, TrainingCollector
+from exporter.httpd import HTTPStats
 from exporter.stats import ExporterStats
 
 from .conftest import T0, FakeClock
@@ -29,7 +30,9 @@ def emitted_names() -> set[str]:
     stats.set_up("push", True)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(TrainingCollector(tracker, FakeClock(T0 + 300)))
-    registry.register(ExporterCollector(tracker, stats))
+    http = HTTPStats()
+    http.reject("evicted")
+    registry.register(ExporterCollector(tracker, stats, http))
     text = generate_latest(registry).decode()
     return {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")} | {
         line.split("{")[0].split(" ")[0]

@@ -111,10 +111,18 @@ def test_daemonset_is_hardened() -> None:
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in c["env"]}
     assert env["NODE_NAME"] == "spec.nodeName" and env["HOST_IP"] == "status.hostIP"
     mounts = {m["name"]: m for m in c["volumeMounts"]}
-    assert all(m["readOnly"] for m in mounts.values())
+    # Every mount is read-only but the exporter's own state directory.
+    assert [n for n, m in mounts.items() if not m.get("readOnly")] == ["state"]
+    assert mounts["state"]["mountPath"] == "/var/lib/training-progress-exporter"
+    values = {e["name"]: e.get("value") for e in c["env"]}
+    assert values["TPE_STATE_FILE"] == "/var/lib/training-progress-exporter/state.json"
     assert mounts["kubelet-pods"]["mountPropagation"] == "HostToContainer"
     host_paths = sorted(v["hostPath"]["path"] for v in pod["volumes"])
-    assert host_paths == ["/var/lib/kubelet/pods", "/var/log/pods"]
+    assert host_paths == [
+        "/var/lib/kubelet/pods",
+        "/var/lib/training-progress-exporter",
+        "/var/log/pods",
+    ]
     assert c["resources"]["requests"] and c["resources"]["limits"]
     assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"

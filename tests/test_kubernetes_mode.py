@@ -746,3 +746,36 @@ def test_a_finished_pod_stops_accruing_gpu_seconds_when_its_containers_stop() ->
     # Seen hours later (an exporter restart): 8 GPUs x 1 h, not x 5 h.
     (snap,) = tracker.snapshot(T_START_TS + 5 * 3600)
     assert snap.gpu_seconds == pytest.approx(8 * 3600)
+
+
+def test_random_tokens_cannot_amplify_into_token_reviews(kube: FakeKube) -> None:
+    """300 pushes with random tokens from a host-network IP (issue 12, item 8): at most the
+    per-address burst reaches the API server, the rest are 429; a good token that was
+    reviewed before the flood still works, and replaying a rejected token costs nothing."""
+    kube.put("v1", "pods", pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
+    kube.tokens["good"] = ("ml", "trainer", "host-0", ["training-progress-exporter"])
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    url = exp.url + KF.format(ns="ml", name="llm")
+
+    def reviews() -> int:
+        return len([r for r in kube.requests if r.startswith("POST")])
+
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        assert http("POST", url, BODY, {"Authorization": "Bearer good"})[0] == 200
+        before = reviews()
+        statuses = [
+            http("POST", url, BODY, {"Authorization": f"Bearer random-{i}"})[0] for i in range(300)
+        ]
+        flood = reviews() - before
+        replay = http("POST", url, BODY, {"Authorization": "Bearer random-0"})[0]
+        good = http("POST", url, BODY, {"Authorization": "Bearer good"})[0]
+        after = reviews()
+        drops = exp.stats.snapshot().drops
+    finally:
+        exp.stop()
+    assert flood <= 10  # the burst; before: 300
+    assert statuses.count(403) == flood and statuses.count(429) == 300 - flood
+    assert replay == 403 and good == 200 and after == before + flood  # both from the cache
+    assert drops[("push", "review_rate_limited")] == 300 - flood
+    assert drops[("push", "token_rejected")] == flood + 1

@@ -20,6 +20,7 @@ CORE = {
     "exporter.tracker",
     "exporter.estimate",
     "exporter.thresholds",
+    "exporter.series",
     "exporter.humanize",
 }
 CLI = {"exporter.cli", "exporter.top", "exporter.kubectl_progress", "exporter.demo"}

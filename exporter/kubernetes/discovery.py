@@ -13,7 +13,8 @@ from ..ingest import Ingestor
 from ..model import RunMeta
 from .client import ApiFactory, apis
 from .pods import DEFAULT_GPU_RESOURCES, PodInfo
-from .watch import KubernetesResolver, PodRegistry, PodWatcher, TokenReview, run_meta
+from .tokenreview import TokenReview
+from .watch import KubernetesResolver, PodRegistry, PodWatcher, run_meta
 
 if TYPE_CHECKING:
     from ..config import Config

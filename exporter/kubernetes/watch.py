@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -106,7 +105,14 @@ class PodRegistry:
         self.ingestor.gone([self._key(pod)])
 
 
-TokenReviewer = Callable[[str], "tuple[str, str] | None"]
+# (token, client IP) -> (namespace, pod name), or why not (a drop reason).
+TokenReviewer = Callable[[str, str], "tuple[str, str] | str"]
+
+_REVIEW_DENIALS = {
+    "token_rejected": (403, "the token did not pass the TokenReview"),
+    "review_rate_limited": (429, "too many unknown tokens from this address; retry later"),
+    "review_unavailable": (503, "the token could not be reviewed now; retry later"),
+}
 
 
 class KubernetesResolver:
@@ -121,16 +127,17 @@ class KubernetesResolver:
         self.registry = registry
         self.review = review
 
-    def _by_token(self, authorization: str | None) -> PodInfo | Denied:
+    def _by_token(self, authorization: str | None, client_ip: str) -> PodInfo | Denied:
         if not authorization or not authorization.startswith("Bearer ") or self.review is None:
             return Denied(
                 "host_network",
                 "pods on the host network must send a projected "
                 "service-account token (Authorization: Bearer)",
             )
-        identity = self.review(authorization[len("Bearer ") :].strip())
-        if identity is None:
-            return Denied("token_rejected", "the token did not pass the TokenReview")
+        identity = self.review(authorization[len("Bearer ") :].strip(), client_ip)
+        if isinstance(identity, str):
+            status, message = _REVIEW_DENIALS.get(identity, (403, identity))
+            return Denied(identity, message, status)
         pod = self.registry.get(*identity)
         if pod is None or pod.finished:
             return Denied("unknown_source", "the token belongs to no training pod on this node")
@@ -144,7 +151,7 @@ class KubernetesResolver:
             return Denied("unknown_source", f"no training pod on this node has IP {client_ip}")
         if any(p.host_network for p in pods):
             # The node's IP is shared by every host-network pod: the IP proves nothing.
-            found = self._by_token(authorization)
+            found = self._by_token(authorization, client_ip)
             if isinstance(found, Denied):
                 return found
             pods = [found]
@@ -168,66 +175,6 @@ class KubernetesResolver:
 
 
 ApiFactory = Callable[[], Any]
-
-
-class TokenReview:
-    """Who a projected service-account token belongs to, asked of the API server
-    (``create`` on ``tokenreviews``), cached for a few minutes per token."""
-
-    POD_NAME = "authentication.kubernetes.io/pod-name"
-
-    def __init__(
-        self,
-        auth_api: ApiFactory,
-        audience: str,
-        ttl: float = 300.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.auth_api = auth_api
-        self.audience = audience
-        self.ttl = ttl
-        self.clock = clock
-        self._cache: dict[str, tuple[float, tuple[str, str] | None]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, token: str) -> tuple[str, str] | None:
-        """(namespace, pod name) for a valid token of our audience, else None."""
-        now = self.clock()
-        with self._lock:
-            hit = self._cache.get(token)
-            if hit and hit[0] > now:
-                return hit[1]
-        result = self._review(token)
-        with self._lock:
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-            self._cache[token] = (now + self.ttl, result)
-        return result
-
-    def _review(self, token: str) -> tuple[str, str] | None:
-        body = {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenReview",
-            "spec": {"token": token, "audiences": [self.audience]},
-        }
-        try:
-            resp = self.auth_api().create_token_review(
-                body, _preload_content=False, _request_timeout=10
-            )
-            status = json.loads(resp.data).get("status") or {}
-        except Exception:
-            return None
-        user = status.get("user") or {}
-        username = str(user.get("username", ""))
-        pods = (user.get("extra") or {}).get(self.POD_NAME) or []
-        if not status.get("authenticated") or self.audience not in (
-            status.get("audiences") or [self.audience]
-        ):
-            return None
-        parts = username.split(":")
-        if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"] or len(pods) != 1:
-            return None
-        return parts[2], str(pods[0])
 
 
 class PodWatcher:

@@ -53,6 +53,7 @@ class Denied:
 
     reason: str
     message: str
+    status: int = 403  # 429 or 503 when the caller should retry
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ def handle_push(
     target = resolver.resolve(namespace, name, client_ip, authorization)
     if isinstance(target, Denied):
         ingestor.reject(NAME, ReportError(target.reason, target.message))
-        return PushResponse(403, status_body(403, "Forbidden", target.message))
+        reason = {429: "TooManyRequests", 503: "ServiceUnavailable"}.get(target.status, "Forbidden")
+        return PushResponse(target.status, status_body(target.status, reason, target.message))
     try:
         obj = decode_json(body)
         parsed = parse_kubeflow(obj, now) if kubeflow else parse_any(obj, now)

@@ -1,0 +1,199 @@
+"""Memory and time at the limits (issue 12, item 6): the exporter process with N long runs,
+each at the custom-metric cap (32) with full history, scraped by six clients at once.
+
+For each N it measures, on the real exporter process started from a state file:
+
+* RSS with the runs loaded, and the peak RSS (VmHWM, reset before) over six concurrent
+  scrapes;
+* one scrape's time (median of three), and the slowest of six concurrent scrapes;
+* push latency while scrapes run back to back (200 sequential pushes: p50, p99, max).
+
+The runs are loaded from a state file (exporter/persist.py) because filling 10,000 runs
+with 600 reports each over HTTP would take longer than the measurement itself; the file is
+built from one run grown report by report and copied under N names.
+
+Run: ``python -m bench.scale [--runs 1000 2000 10000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from exporter.model import ProgressReport, RunKey, RunMeta
+from exporter.persist import encode_lines, encode_run, write_atomically
+from exporter.tracker import Tracker
+
+from .common import free_port, proc_sample, wait_http
+
+T0 = time.time() - 3600
+CUSTOM_METRICS = 32
+REPORTS = 600  # every 5 s for 50 minutes: every history buffer is full
+
+
+def template_run() -> dict[str, Any]:
+    """One long run, encoded as the state file stores it."""
+    tracker = Tracker()
+    key = RunKey("team", "template", "template")
+    meta = RunMeta(source="push", gpus=8)
+    for i in range(REPORTS):
+        metrics = tuple((f"custom_metric_{k:02d}", float(i + k)) for k in range(CUSTOM_METRICS))
+        report = ProgressReport(
+            step=10 * i,
+            max_steps=100_000,
+            loss=2.0 / (1 + i / 50),
+            eval_loss=2.1 / (1 + i / 50) if i % 100 == 0 else None,
+            learning_rate=3e-4,
+            grad_norm=0.9,
+            gpus=8,
+            metrics=metrics if i % 10 == 0 else (),
+        )
+        tracker.apply(key, report, T0 + 5 * i, meta)
+    return next(tracker.save(T0 + 5 * REPORTS, encode_run))
+
+
+def state_file(path: Path, runs: int) -> int:
+    """Write the state file for ``runs`` copies of the template; returns its size."""
+    template = template_run()
+
+    def docs() -> Iterator[dict[str, Any]]:
+        for i in range(runs):
+            doc = copy.copy(template)
+            doc["key"] = [f"team-{i % 20}", f"job-{i}-worker-0", f"job-{i}"]
+            doc["metrics"] = {k: v + i for k, v in template["metrics"].items()}
+            yield doc
+
+    return write_atomically(str(path), encode_lines(docs(), T0 + 5 * REPORTS))
+
+
+def start(port: int, state: Path, runs: int) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    env["TPE_MAX_RUNS"] = str(runs)
+    env["TPE_STATE_INTERVAL"] = "1h"  # measure serving, not saving
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exporter.cli", "run", "--mode", "standalone",
+         "--listen", f"127.0.0.1:{port}", "--state-file", str(state)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_http(f"http://127.0.0.1:{port}/healthz", timeout=300)
+    return proc
+
+
+def scrape(url: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    size = 0
+    with urllib.request.urlopen(url, timeout=120) as resp:
+        while chunk := resp.read(1 << 20):
+            size += len(chunk)
+    return time.perf_counter() - started, size
+
+
+def reset_peak(pid: int) -> None:
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+
+
+def push_latencies(base: str, count: int) -> list[float]:
+    body = json.dumps({"step": 1, "loss": 1.0, "metrics": {"a": 1}}).encode()
+    out = []
+    for i in range(count):
+        req = urllib.request.Request(
+            f"{base}/api/v1/namespaces/bench/runs/pusher-{i % 10}/report",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        started = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            resp.read()
+        out.append(time.perf_counter() - started)
+    return out
+
+
+def measure(runs: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "state.json"
+        file_bytes = state_file(state, runs)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        loaded_at = time.perf_counter()
+        proc = start(port, state, runs + 10)
+        try:
+            load_seconds = time.perf_counter() - loaded_at
+            scrape(base + "/metrics")  # warm
+            idle = proc_sample(proc.pid)
+            singles = [scrape(base + "/metrics") for _ in range(3)]
+            with urllib.request.urlopen(base + "/metrics", timeout=120) as resp:
+                series = sum(1 for line in resp if not line.startswith(b"#"))
+            reset_peak(proc.pid)
+            results: list[tuple[float, int]] = []
+            threads = [
+                threading.Thread(target=lambda: results.append(scrape(base + "/metrics")))
+                for _ in range(6)
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            peak = proc_sample(proc.pid)
+            # Push latency while scrapes run back to back.
+            stop = threading.Event()
+
+            def scraper() -> None:
+                while not stop.is_set():
+                    scrape(base + "/metrics")
+
+            background = threading.Thread(target=scraper)
+            background.start()
+            time.sleep(0.2)
+            latencies = sorted(push_latencies(base, 200))
+            stop.set()
+            background.join()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return {
+        "runs": runs,
+        "series": series,
+        "body_mib": singles[0][1] / 2**20,
+        "state_file_mib": file_bytes / 2**20,
+        "start_seconds": load_seconds,
+        "rss_loaded_mib": idle.rss_bytes / 2**20,
+        "rss_peak_six_scrapes_mib": peak.hwm_bytes / 2**20,
+        "scrape_seconds_median": median(t for t, _ in singles),
+        "six_scrapes_slowest_seconds": max(t for t, _ in results),
+        "push_during_scrape_ms": {
+            "p50": latencies[len(latencies) // 2] * 1000,
+            "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000,
+            "max": latencies[-1] * 1000,
+        },
+    }
+
+
+def run(sizes: list[int]) -> list[dict[str, Any]]:
+    return [measure(n) for n in sizes]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, nargs="+", default=[1000, 2000, 10000])
+    args = parser.parse_args()
+    for result in run(args.runs):
+        print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

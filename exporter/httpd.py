@@ -1,0 +1,562 @@
+"""HTTP/1.1 framing on asyncio: bounded connections, read deadlines, streamed bodies.
+
+Why not ``http.server``: it spends one thread per connection for as long as the client
+likes. 9,000 clients sending a byte a second held 9,000 threads (318 MiB) and starved
+``/metrics``. Here a connection that is still sending its request costs a few kilobytes on
+one event loop, and only complete requests reach a worker thread:
+
+* at most ``max_connections`` connections; a new one beyond that closes the connection that
+  has waited longest for its request (answered 503), or gets 503 itself when every
+  connection is being served, so a scraper that sends its request at once is always served;
+* the request head must arrive within ``header_timeout`` and the body within
+  ``body_timeout``; an idle keep-alive connection is closed after ``idle_timeout``;
+* requests run in two small thread pools (``scrape`` for the views, ``push`` for reports),
+  each with a bounded queue (503 beyond it), so heavy scrapes never hold up pushes and six
+  concurrent scrapes never render six times in parallel;
+* a streamed response (``/metrics``) is produced chunk by chunk in its worker and written
+  with backpressure, so a body is never held whole in memory;
+* a client that goes away is one counted line, not a traceback.
+
+What each path answers is not decided here: :class:`HTTPServer` calls ``handler``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from http import HTTPStatus
+
+log = logging.getLogger(__name__)
+
+POOL_SCRAPE = "scrape"
+POOL_PUSH = "push"
+POOL_INLINE = "inline"  # answered on the event loop: must be cheap and never block
+LINGER_SECONDS = 1.0  # how long a refused client's request bytes are read and discarded
+
+_TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_DIGITS = re.compile(r"^[0-9]+\Z")
+_REQUEST_LINE = re.compile(rb"^([A-Z]+) (\S+) HTTP/(1\.[01])\r?\n\Z")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what a client can hold; defaults documented in docs/reliability.md."""
+
+    max_connections: int = 256
+    header_timeout: float = 10.0
+    body_timeout: float = 10.0
+    idle_timeout: float = 60.0
+    write_timeout: float = 30.0  # per chunk: a client must keep reading
+    max_line_bytes: int = 8192
+    max_headers: int = 100
+    max_body_bytes: int = 64 * 1024
+    scrape_workers: int = 2
+    push_workers: int = 4
+    max_queued: int = 256  # per pool: requests waiting for a worker
+
+
+@dataclass(frozen=True)
+class Request:
+    """One parsed request; header names are lower case."""
+
+    method: str
+    target: str
+    version: str
+    headers: dict[str, str]
+    body: bytes
+    client_ip: str
+    body_too_large: bool = False  # declared over the limit; the body was not read
+
+    @property
+    def path(self) -> str:
+        return self.target.split("?", 1)[0]
+
+
+@dataclass
+class Response:
+    """What to send. ``body`` is bytes, or an iterator of chunks produced in the worker
+    thread (sent with chunked encoding; the iterator is closed if the client leaves)."""
+
+    status: int
+    body: bytes | Iterator[bytes] = b""
+    content_type: str = "text/plain; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class HttpError(Exception):
+    """A request that cannot be parsed: answered with ``status`` and the connection closed."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason  # the counter's label
+
+
+class HTTPStats:
+    """Connection counters, read by the self-metrics collector. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.open = 0
+        self.rejected: dict[str, int] = {}
+        self.disconnects = 0
+        self._last_log = 0.0
+        self._unlogged = 0
+
+    def reject(self, reason: str) -> None:
+        with self._lock:
+            self.rejected[reason] = self.rejected.get(reason, 0) + 1
+
+    def disconnected(self, client: str, during: str) -> None:
+        """Count a client that went away, and log it: one line, at most one a second (the
+        line says how many more there were)."""
+        now = time.monotonic()
+        with self._lock:
+            self.disconnects += 1
+            if now - self._last_log < 1.0:
+                self._unlogged += 1
+                return
+            more, self._unlogged, self._last_log = self._unlogged, 0, now
+        extra = f" ({more} more since the last such line)" if more else ""
+        log.info("client %s disconnected during %s%s", client, during, extra)
+
+    def snapshot(self) -> tuple[int, dict[str, int], int]:
+        with self._lock:
+            return self.open, dict(self.rejected), self.disconnects
+
+
+def content_length(values: list[str]) -> int:
+    """The one body length that every ``Content-Length`` value agrees on.
+
+    Raises :class:`HttpError` (400) for a value that is not plain digits (``+2``, ``1_1``,
+    `` -1``) or for values that differ: a proxy and this server could otherwise disagree
+    on where the body ends (request smuggling, RFC 9112 section 6.3).
+    """
+    lengths = set()
+    for value in values:
+        for part in value.split(","):
+            part = part.strip(" \t")
+            if not _DIGITS.match(part) or len(part) > 18:
+                raise HttpError(400, "bad_length", f"invalid Content-Length {value!r}")
+            lengths.add(int(part))
+    if len(lengths) > 1:
+        raise HttpError(400, "bad_length", "conflicting Content-Length headers")
+    return lengths.pop() if lengths else 0
+
+
+def parse_head(lines: list[bytes], limits: Limits) -> tuple[str, str, str, dict[str, list[str]]]:
+    """Method, target, version and headers (name -> values) of a request head.
+
+    Pure: ``lines`` are the raw lines up to, not including, the empty line.
+    """
+    m = _REQUEST_LINE.match(lines[0])
+    if m is None:
+        if re.match(rb"^[A-Z]+ \S+ HTTP/\d", lines[0]):
+            raise HttpError(505, "bad_version", "only HTTP/1.0 and HTTP/1.1 are served")
+        raise HttpError(400, "bad_request_line", "malformed request line")
+    headers: dict[str, list[str]] = {}
+    for raw in lines[1:]:
+        line = raw.rstrip(b"\r\n")
+        name, sep, value = line.partition(b":")
+        # No folded lines, no space before the colon: both let two parsers disagree.
+        if not sep or not _TOKEN.match(name):
+            raise HttpError(400, "bad_header", "malformed header line")
+        try:
+            text = value.strip(b" \t").decode("latin-1")
+        except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
+            raise HttpError(400, "bad_header", "malformed header value") from None
+        headers.setdefault(name.decode("ascii").lower(), []).append(text)
+    return m.group(1).decode(), m.group(2).decode("latin-1"), m.group(3).decode(), headers
+
+
+def _head(status: int, version: str, headers: dict[str, str]) -> bytes:
+    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
+    lines = [f"HTTP/{version} {status} {phrase}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+class _Conn:
+    """A connection's bookkeeping: evictable while it waits for a request."""
+
+    __slots__ = ("client", "evicted", "reader", "since", "task", "waiting", "writer")
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        task: asyncio.Task[None] | None,
+        client: str,
+        now: float,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.task = task
+        self.client = client
+        self.since = now
+        self.waiting = True
+        self.evicted = False
+
+
+class HTTPServer:
+    """An HTTP/1.1 server on its own event loop; the API mirrors ``socketserver``'s
+    (``server_address``, ``serve_forever``, ``shutdown``, ``server_close``).
+
+    ``handler`` answers a complete request and runs in the pool ``pool_of(request)`` names.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handler: Callable[[Request], Response],
+        pool_of: Callable[[Request], str],
+        limits: Limits | None = None,
+        stats: HTTPStats | None = None,
+        server_name: str = "training-progress-exporter",
+    ) -> None:
+        self.limits = limits or Limits()
+        self.stats = stats or HTTPStats()
+        self.handler = handler
+        self.pool_of = pool_of
+        self.server_name = server_name
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.create_server((host, port), family=family, backlog=1024)
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        self._pools = {
+            POOL_SCRAPE: ThreadPoolExecutor(self.limits.scrape_workers, "http-scrape"),
+            POOL_PUSH: ThreadPoolExecutor(self.limits.push_workers, "http-push"),
+        }
+        self._queued = {POOL_SCRAPE: 0, POOL_PUSH: 0}  # in a worker or waiting for one
+        self._conns: dict[_Conn, None] = {}  # insertion-ordered: oldest first
+        self._tasks: set[asyncio.Task[None]] = set()  # connection tasks, cancelled at stop
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopped = threading.Event()
+        self._stopped.set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until :meth:`shutdown` (``poll_interval`` is accepted for compatibility)."""
+        self._stopped.clear()
+        try:
+            asyncio.run(self._serve())
+        finally:
+            self._stopped.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(
+            self._connection, sock=self.socket, limit=self.limits.max_line_bytes
+        )
+        async with server:
+            await self._stop.wait()
+            server.close()
+            for conn in list(self._conns):
+                conn.writer.transport.abort()
+            tasks = [t for t in self._tasks if not t.done()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for pool in self._pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:
+        """Stop serving and wait until :meth:`serve_forever` has returned."""
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed in the meantime
+                loop.call_soon_threadsafe(stop.set)
+        self._stopped.wait(10)
+
+    def server_close(self) -> None:
+        self.socket.close()
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _admit(self, conn: _Conn) -> bool:
+        """Make room for ``conn``: evict the connection that has waited longest for its
+        request, or refuse ``conn`` when every connection is being served."""
+        if len(self._conns) < self.limits.max_connections:
+            return True
+        victim = next((c for c in self._conns if c.waiting), None)
+        if victim is None:
+            self.stats.reject("over_capacity")
+            return False
+        self.stats.reject("evicted")
+        self._drop(victim, 503, "server busy: connection limit reached, oldest request closed")
+        return True
+
+    def _drop(self, conn: _Conn, status: int, message: str) -> None:
+        """Answer ``conn`` (still waiting for its request) and end it: its task is cancelled
+        and closes the connection on the way out."""
+        conn.evicted = True
+        self._conns.pop(conn, None)
+        self._write_error(conn.writer, status, message, "1.1")
+        if conn.task is not None:
+            conn.task.cancel()
+
+    def _close_after_answer(self, conn: _Conn) -> None:
+        """Close once the answer is out. Closing a socket with unread request bytes would
+        send a reset that can destroy the answer before the client reads it, so the
+        connection is half-closed and the client's bytes discarded for a moment first."""
+        transport = conn.writer.transport
+        if transport.is_closing():
+            return
+        with contextlib.suppress(OSError, RuntimeError):
+            if transport.can_write_eof():
+                transport.write_eof()
+        task = asyncio.get_running_loop().create_task(self._discard(conn.reader, transport))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _discard(reader: asyncio.StreamReader, transport: asyncio.BaseTransport) -> None:
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(LINGER_SECONDS):
+                while await reader.read(65536):
+                    pass
+        transport.close()
+
+    def _write_error(
+        self, writer: asyncio.StreamWriter, status: int, message: str, version: str
+    ) -> None:
+        body = (message + "\n").encode()
+        headers = {
+            "Server": self.server_name,
+            "Date": formatdate(usegmt=True),
+            "Content-Type": "text/plain; charset=utf-8",
+            "Content-Length": str(len(body)),
+            "Connection": "close",
+        }
+        if status == 503:
+            headers["Retry-After"] = "1"
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            writer.write(_head(status, version, headers) + body)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        client = str(peer[0]) if peer else "?"
+        task = asyncio.current_task()
+        conn = _Conn(reader, writer, task, client, time.monotonic())
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        if not self._admit(conn):
+            self._write_error(writer, 503, "server busy: connection limit reached", "1.1")
+            self._close_after_answer(conn)
+            return
+        self._conns[conn] = None
+        self.stats.open = len(self._conns)
+        try:
+            await self._serve_connection(conn)
+        except asyncio.CancelledError:
+            if not conn.evicted:
+                raise  # shutting down
+        except (ConnectionError, asyncio.IncompleteReadError):
+            if not conn.evicted:
+                self.stats.disconnected(client, "a request")
+        except Exception:  # one connection never takes the server down
+            log.exception("HTTP connection from %s failed", client)
+        finally:
+            self._conns.pop(conn, None)
+            self.stats.open = len(self._conns)
+            self._close_after_answer(conn)
+
+    async def _serve_connection(self, conn: _Conn) -> None:
+        first = True
+        while not conn.evicted:
+            conn.waiting, conn.since = True, time.monotonic()
+            try:
+                request = await self._read_request(conn, first)
+            except HttpError as e:
+                self.stats.reject(e.reason)
+                self._write_error(conn.writer, e.status, str(e), "1.1")
+                return
+            if request is None or conn.evicted:  # clean close, deadline, or evicted
+                return
+            first = False
+            conn.waiting = False
+            keep = await self._respond(conn, request)
+            if not keep:
+                return
+
+    async def _read_request(self, conn: _Conn, first: bool) -> Request | None:
+        """The next request, or None when the client closed or missed a deadline."""
+        limits = self.limits
+        reader = conn.reader
+        started = time.monotonic()
+        try:
+            # A reused connection may sit idle; a new one must send its request promptly.
+            wait = limits.header_timeout if first else limits.idle_timeout
+            line = await asyncio.wait_for(reader.readline(), wait)
+            if not line:
+                return None
+            if not first:
+                started = time.monotonic()
+            lines = [line]
+            while True:
+                left = limits.header_timeout - (time.monotonic() - started)
+                line = await asyncio.wait_for(reader.readline(), max(left, 0.001))
+                if not line.endswith(b"\n"):
+                    return None  # the client closed mid-head
+                if line in (b"\r\n", b"\n"):
+                    break
+                lines.append(line)
+                if len(lines) > limits.max_headers + 1:
+                    raise HttpError(431, "too_many_headers", "too many header lines")
+        except TimeoutError:
+            self.stats.reject("header_timeout")
+            return None
+        except ValueError:  # a line over the StreamReader limit
+            raise HttpError(431, "line_too_long", "request line or header too long") from None
+        method, target, version, headers = parse_head(lines, limits)
+        if "transfer-encoding" in headers:
+            # Bodies here are small and clients send a length; refusing chunked bodies keeps
+            # one framing rule (RFC 9112: a server may answer 411).
+            raise HttpError(411, "length_required", "Content-Length is required")
+        length = content_length(headers.get("content-length", []))
+        flat = {k: v[-1] for k, v in headers.items()}
+        if length > limits.max_body_bytes:
+            return Request(method, target, version, flat, b"", conn.client, body_too_large=True)
+        body = b""
+        if length:
+            if flat.get("expect", "").lower() == "100-continue":
+                conn.writer.write(f"HTTP/{version} 100 Continue\r\n\r\n".encode())
+            try:
+                body = await asyncio.wait_for(reader.readexactly(length), limits.body_timeout)
+            except TimeoutError:
+                self.stats.reject("body_timeout")
+                return None
+        return Request(method, target, version, flat, body, conn.client)
+
+    async def _respond(self, conn: _Conn, request: Request) -> bool:
+        """Run the handler, send its answer; True if the connection may serve another."""
+        version = request.version
+        connection = request.headers.get("connection", "").lower()
+        keep = (version == "1.1" and "close" not in connection) or (
+            version == "1.0" and "keep-alive" in connection
+        )
+        if request.body_too_large:
+            keep = False  # the unread body is still on the wire
+        pool = self.pool_of(request)
+        try:
+            response = await self._call(pool, request)
+        except HttpError as e:
+            self.stats.reject(e.reason)
+            self._write_error(conn.writer, e.status, str(e), version)
+            return False
+        except Exception:  # a bug in a route answers 500; the server goes on
+            log.exception("%s %s failed", request.method, request.path)
+            self.stats.reject("handler_error")
+            self._write_error(conn.writer, 500, "internal error (logged)", version)
+            return False
+        headers = {
+            "Server": self.server_name,
+            "Date": formatdate(usegmt=True),
+            "Content-Type": response.content_type,
+            **response.headers,
+        }
+        body = response.body
+        stream = not isinstance(body, bytes)
+        if not stream:
+            assert isinstance(body, bytes)
+            headers["Content-Length"] = str(len(body))
+        elif version == "1.1":
+            headers["Transfer-Encoding"] = "chunked"
+        else:
+            keep = False  # an HTTP/1.0 client reads a streamed body until the connection closes
+        if not keep:
+            headers["Connection"] = "close"
+        elif version == "1.0":
+            headers["Connection"] = "keep-alive"
+        head = _head(response.status, version, headers)
+        writer = conn.writer
+        if request.method == "HEAD":
+            if stream:
+                assert not isinstance(body, bytes)
+                close = getattr(body, "close", None)
+                if close is not None:
+                    close()
+            writer.write(head)
+            await self._drain(conn, "a response")
+            return keep
+        if not stream:
+            assert isinstance(body, bytes)
+            writer.write(head + body)
+            await self._drain(conn, "a response")
+            return keep
+        assert not isinstance(body, bytes)
+        writer.write(head)
+        return await self._stream(conn, pool, body, chunked=version == "1.1") and keep
+
+    async def _call(self, pool: str, request: Request) -> Response:
+        if pool == POOL_INLINE:
+            return self.handler(request)
+        workers = self.limits.scrape_workers if pool == POOL_SCRAPE else self.limits.push_workers
+        if self._queued[pool] >= workers + self.limits.max_queued:
+            raise HttpError(503, "queue_full", f"server busy: {pool} queue full")
+        self._queued[pool] += 1
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._pools[pool], self.handler, request)
+        finally:
+            self._queued[pool] -= 1
+
+    async def _stream(self, conn: _Conn, pool: str, chunks: Iterator[bytes], chunked: bool) -> bool:
+        """Send ``chunks`` as they are produced (each produced in the worker pool)."""
+        loop = asyncio.get_running_loop()
+        executor = self._pools.get(pool)
+        try:
+            while True:
+                chunk = await loop.run_in_executor(executor, next, chunks, None)
+                if chunk is None:
+                    break
+                if not chunk:
+                    continue
+                if chunked:
+                    conn.writer.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+                else:
+                    conn.writer.write(chunk)
+                if not await self._drain(conn, "a streamed response"):
+                    return False
+            if chunked:
+                conn.writer.write(b"0\r\n\r\n")
+            return await self._drain(conn, "a streamed response")
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                await loop.run_in_executor(executor, close)
+
+    async def _drain(self, conn: _Conn, during: str) -> bool:
+        """Wait until the client took what was written; False (and counted) if it left or
+        stopped reading for ``write_timeout``."""
+        try:
+            await asyncio.wait_for(conn.writer.drain(), self.limits.write_timeout)
+            return True
+        except TimeoutError:
+            self.stats.reject("write_timeout")
+            conn.writer.transport.abort()
+            return False
+        except ConnectionError:
+            self.stats.disconnected(conn.client, during)
+            conn.evicted = True  # counted here; not again on the way out
+            return False
+
+
+def serve_in_thread(server: HTTPServer) -> threading.Thread:
+    """Run ``server`` on a daemon thread and return the thread."""
+    thread = threading.Thread(target=server.serve_forever, name="http-server", daemon=True)
+    thread.start()
+    return thread

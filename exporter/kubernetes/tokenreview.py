@@ -1,0 +1,130 @@
+"""Who a projected service-account token belongs to, asked of the API server (TokenReview),
+without letting a caller turn pushes into API-server load.
+
+Only pods on the host network need this (their IP is the node's). Before, every push with a
+new random token cost one TokenReview: 300 pushes, 300 reviews. Now:
+
+* answers are cached per token (by its SHA-256, the token itself is not kept): accepted for
+  ``ttl``, rejected for ``ttl`` too, so replaying a bad token costs nothing;
+* tokens not in the cache are rate-limited per client address (a token bucket: ``burst``
+  at once, then one every ``refill_seconds``): beyond it, 429 without asking the API server;
+* at most ``max_concurrent`` reviews are in flight; a push that would wait is told 503;
+* an API error is not cached as a rejection (a legitimate pod is not locked out for
+  minutes by one failed call); it answers 503, retry later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+ApiFactory = Callable[[], Any]
+Identity = tuple[str, str]  # (namespace, pod name)
+
+REJECTED = "token_rejected"
+RATE_LIMITED = "review_rate_limited"
+UNAVAILABLE = "review_unavailable"
+
+
+class TokenBuckets:
+    """One token bucket per key, the least recently used dropped beyond ``max_keys``."""
+
+    def __init__(self, burst: float, refill_seconds: float, max_keys: int = 4096) -> None:
+        self.burst = burst
+        self.refill_seconds = refill_seconds
+        self.max_keys = max_keys
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, key: str, now: float) -> bool:
+        """Spend one token of ``key``'s bucket; False when it is empty. Not thread-safe."""
+        tokens, at = self._buckets.pop(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) / self.refill_seconds)
+        ok = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if ok else tokens, now)
+        while len(self._buckets) > self.max_keys:
+            self._buckets.popitem(last=False)
+        return ok
+
+
+class TokenReview:
+    """Callable ``(token, client_ip) -> (namespace, pod) | reason``; see the module doc."""
+
+    POD_NAME = "authentication.kubernetes.io/pod-name"
+
+    def __init__(
+        self,
+        auth_api: ApiFactory,
+        audience: str,
+        ttl: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+        burst: float = 10.0,
+        refill_seconds: float = 6.0,
+        max_concurrent: int = 2,
+        max_cached: int = 10_000,
+    ) -> None:
+        self.auth_api = auth_api
+        self.audience = audience
+        self.ttl = ttl
+        self.clock = clock
+        self.max_cached = max_cached
+        self.reviews = 0  # calls made to the API server
+        self._cache: OrderedDict[bytes, tuple[float, Identity | None]] = OrderedDict()
+        self._buckets = TokenBuckets(burst, refill_seconds)
+        self._lock = threading.Lock()
+        self._inflight = threading.BoundedSemaphore(max_concurrent)
+
+    def __call__(self, token: str, client_ip: str = "") -> Identity | str:
+        digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+        now = self.clock()
+        with self._lock:
+            hit = self._cache.get(digest)
+            if hit is not None and hit[0] > now:
+                return hit[1] if hit[1] is not None else REJECTED
+            if not self._buckets.take(client_ip, now):
+                return RATE_LIMITED
+        if not self._inflight.acquire(timeout=1.0):
+            return UNAVAILABLE
+        try:
+            self.reviews += 1
+            result = self._review(token)
+        finally:
+            self._inflight.release()
+        if result == UNAVAILABLE:
+            return UNAVAILABLE
+        identity = result if isinstance(result, tuple) else None
+        with self._lock:
+            self._cache[digest] = (now + self.ttl, identity)
+            self._cache.move_to_end(digest)
+            while len(self._cache) > self.max_cached:
+                self._cache.popitem(last=False)
+        return identity if identity is not None else REJECTED
+
+    def _review(self, token: str) -> Identity | str:
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token, "audiences": [self.audience]},
+        }
+        try:
+            resp = self.auth_api().create_token_review(
+                body, _preload_content=False, _request_timeout=10
+            )
+            status = json.loads(resp.data).get("status") or {}
+        except Exception:  # any API failure: say so, do not cache it as a rejection
+            return UNAVAILABLE
+        user = status.get("user") or {}
+        username = str(user.get("username", ""))
+        pods = (user.get("extra") or {}).get(self.POD_NAME) or []
+        if not status.get("authenticated") or self.audience not in (
+            status.get("audiences") or [self.audience]
+        ):
+            return REJECTED
+        parts = username.split(":")
+        if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"] or len(pods) != 1:
+            return REJECTED
+        return parts[2], str(pods[0])

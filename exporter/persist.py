@@ -1,0 +1,408 @@
+"""The state file: every run saved atomically every few seconds and at SIGTERM, restored at
+start, so a restart (a crash, an upgrade, an OOM kill) loses at most one interval.
+
+Pushgateway's ``--persistence.file`` is the model. What a run keeps across a restart is
+listed in docs/reliability.md#restarts; in short everything the tracker knows: step and
+plan, GPUs, deadline and budget, threshold overrides, custom metrics, loss history, best
+loss, rate samples, start time, GPU-seconds and state. GPU-seconds go on from the saved
+accrual time, so the time the exporter was down is counted (the job held its GPUs).
+
+The file is ours, but it sits on a hostPath: it is opened without following symlinks, read
+up to a size cap, and validated run by run. A run that does not decode is skipped and
+logged; a file that does not parse is set aside (``.corrupt``) and the exporter starts empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import stat
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
+from typing import Any, BinaryIO
+
+from .model import Clock, RunKey, RunMeta
+from .series import Series
+from .tracker import HISTORY_POINTS, PACE_POINTS, RunState, Tracker
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_LINE_BYTES = 4 * 1024 * 1024  # one run; a real one is ~20 KB
+# Rate samples kept per run in the file: the estimator's short window needs far fewer, and
+# the file is written every few seconds.
+SAVED_SAMPLES = 128
+
+_FLOATS = (
+    "first_report",
+    "last_report",
+    "accrued_at",
+    "reported_eta_at",
+    "loss_ema_at",
+    "gpu_seconds",
+    "stalled_gpu_seconds",
+    "last_structured",
+    "state_since",
+)
+_OPTIONAL_FLOATS = (
+    "epoch",
+    "max_epochs",
+    "reported_progress",
+    "reported_eta",
+    "loss",
+    "eval_loss",
+    "learning_rate",
+    "grad_norm",
+    "best_loss",
+    "loss_ema",
+    "report_gpus",
+    "deadline",
+    "budget_seconds",
+    "last_step",
+    "last_improvement",
+    "gone_since",
+)
+_OPTIONAL_INTS = ("step", "max_steps")
+_BOOLS = ("best_is_eval", "finished")
+_NAME_MAP = ("metrics", "threshold_overrides")
+_META_STRINGS = ("job_kind", "framework", "source", "node", "rank", "container")
+_META_FLOATS = (
+    "gpus",
+    "deadline_timestamp",
+    "gpu_seconds_budget",
+    "gpu_start_timestamp",
+    "gpu_end_timestamp",
+)
+
+
+class StateError(ValueError):
+    """A state file, or one run in it, that cannot be used."""
+
+
+def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
+    """One run as JSON-ready values (copies: the tracker's lock is held while this runs)."""
+    doc: dict[str, Any] = {"key": list(key), "meta": asdict(run.meta)}
+    for name in (*_FLOATS, *_OPTIONAL_FLOATS, *_OPTIONAL_INTS, *_BOOLS):
+        doc[name] = getattr(run, name)
+    for name in _NAME_MAP:
+        doc[name] = dict(getattr(run, name))
+    doc["state"] = run.state
+    samples = run.samples[-SAVED_SAMPLES:]
+    doc["samples"] = [[t for t, _ in samples], [s for _, s in samples]]
+    doc["pace"] = list(run.pace.columns())
+    doc["history"] = list(run.history.columns())
+    return doc
+
+
+def _number(value: Any, name: str, optional: bool = False, integer: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StateError(f"{name}: not a number")
+    if integer and not isinstance(value, int):
+        raise StateError(f"{name}: not an integer")
+    return value
+
+
+def _series(value: Any, name: str, maxlen: int, typecode: str) -> Series[Any]:
+    if not (isinstance(value, list) and len(value) == 2 and len(value[0]) == len(value[1])):
+        raise StateError(f"{name}: not two columns of one length")
+    times, values = value
+    for t in times:
+        _number(t, name)
+    for v in values:
+        _number(v, name, integer=typecode == "q")
+    return Series(maxlen, typecode, zip(times[-maxlen:], values[-maxlen:], strict=True))
+
+
+def _meta(doc: Any) -> RunMeta:
+    if not isinstance(doc, dict):
+        raise StateError("meta: not an object")
+    values: dict[str, Any] = {}
+    for name in _META_STRINGS:
+        value = doc.get(name, "")
+        if not isinstance(value, str) or len(value) > 253:
+            raise StateError(f"meta.{name}: not a label value")
+        values[name] = value
+    for name in _META_FLOATS:
+        values[name] = _number(doc.get(name), f"meta.{name}", optional=True)
+    alive = doc.get("alive")
+    if alive is not None and not isinstance(alive, bool):
+        raise StateError("meta.alive: not a boolean")
+    values["alive"] = alive
+    values["pod_failed"] = bool(doc.get("pod_failed", False))
+    overrides = doc.get("thresholds", [])
+    if not isinstance(overrides, list):
+        raise StateError("meta.thresholds: not a list")
+    pairs = []
+    for pair in overrides:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise StateError("meta.thresholds: not name/value pairs")
+        pairs.append((pair[0], float(_number(pair[1], "meta.thresholds"))))
+    values["thresholds"] = tuple(pairs)
+    return RunMeta(**values)
+
+
+def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
+    """The run :func:`encode_run` wrote. Raises :class:`StateError` naming the bad field."""
+    if not isinstance(doc, dict):
+        raise StateError("run: not an object")
+    key = doc.get("key")
+    if not (
+        isinstance(key, list)
+        and len(key) == 3
+        and all(isinstance(k, str) and 0 < len(k) <= 253 for k in key)
+    ):
+        raise StateError("key: not three names")
+    values: dict[str, Any] = {"meta": _meta(doc.get("meta"))}
+    for name in _FLOATS:
+        values[name] = _number(doc.get(name), name)
+    for name in _OPTIONAL_FLOATS:
+        values[name] = _number(doc.get(name), name, optional=True)
+    for name in _OPTIONAL_INTS:
+        values[name] = _number(doc.get(name), name, optional=True, integer=True)
+    for name in _BOOLS:
+        if not isinstance(doc.get(name), bool):
+            raise StateError(f"{name}: not a boolean")
+        values[name] = doc[name]
+    for name in _NAME_MAP:
+        mapping = doc.get(name)
+        if not isinstance(mapping, dict) or len(mapping) > 256:
+            raise StateError(f"{name}: not a small object")
+        values[name] = {str(k): float(_number(v, name)) for k, v in mapping.items()}
+    state = doc.get("state")
+    if state is not None and not isinstance(state, str):
+        raise StateError("state: not a string")
+    values["state"] = state
+    values["samples"] = _series(doc.get("samples"), "samples", max_samples, "q")
+    values["pace"] = _series(doc.get("pace"), "pace", PACE_POINTS, "d")
+    values["history"] = _series(doc.get("history"), "history", HISTORY_POINTS, "d")
+    for name in ("first_report", "last_report", "accrued_at"):
+        if not math.isfinite(values[name]):
+            raise StateError(f"{name}: not finite")
+    run = RunState(**values)
+    if run.metrics:
+        run.metrics_view = tuple(sorted(run.metrics.items()))
+    return RunKey(*key), run
+
+
+def _header(saved_at: float) -> bytes:
+    return json.dumps({"version": VERSION, "saved_at": saved_at}).encode() + b"\n"
+
+
+def encode_lines(runs: Iterable[dict[str, Any]], saved_at: float) -> Iterator[bytes]:
+    """The file as lines: a header, then one run per line (JSON Lines), so that neither
+    writing nor reading ever holds the whole file. NaN and infinities are kept (a diverged
+    loss is NaN) as Python's JSON writes them: this file is read only by the exporter."""
+    yield _header(saved_at)
+    for run in runs:
+        yield json.dumps(run, separators=(",", ":")).encode() + b"\n"
+
+
+def encode_file(runs: Iterable[dict[str, Any]], saved_at: float) -> bytes:
+    """The whole file as bytes (tests and benchmarks)."""
+    return b"".join(encode_lines(runs, saved_at))
+
+
+def decode_lines(
+    lines: Iterable[bytes], max_samples: int = 512, skipped: list[str] | None = None
+) -> Iterator[tuple[RunKey, RunState]]:
+    """The runs of a state file, one line at a time. Raises :class:`StateError` when the
+    header is not ours; a run that does not decode is left out and its reason appended to
+    ``skipped``."""
+    it = iter(lines)
+    try:
+        header = json.loads(next(it))
+    except (StopIteration, ValueError, RecursionError):
+        raise StateError("no state file header") from None
+    if not isinstance(header, dict) or header.get("version") != VERSION:
+        raise StateError(f"not a version {VERSION} state file")
+    for line in it:
+        if not line.strip():
+            continue
+        try:
+            yield decode_run(json.loads(line), max_samples)
+        except (StateError, TypeError, ValueError, OverflowError, RecursionError) as e:
+            if skipped is not None:
+                skipped.append(str(e))
+
+
+def decode_file(data: bytes, max_samples: int = 512) -> tuple[list[tuple[RunKey, RunState]], int]:
+    """The runs in a whole file and how many were skipped (tests and benchmarks)."""
+    skipped: list[str] = []
+    runs = list(decode_lines(data.splitlines(), max_samples, skipped))
+    return runs, len(skipped)
+
+
+def open_file(path: str) -> BinaryIO | None:
+    """The state file opened for reading, or None when there is none. Never follows a
+    symlink; refuses anything but a regular file of at most :data:`MAX_FILE_BYTES`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise StateError(f"cannot open {path}: {e.strerror}") from None
+    f = os.fdopen(fd, "rb")
+    st = os.fstat(f.fileno())
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        f.close()
+        raise StateError(f"{path} is not a regular file of at most {MAX_FILE_BYTES} bytes")
+    return f
+
+
+def read_file(path: str) -> bytes | None:
+    """The whole state file (see :func:`open_file`), or None when there is none."""
+    f = open_file(path)
+    if f is None:
+        return None
+    with f:
+        return f.read(MAX_FILE_BYTES + 1)
+
+
+def _lines(f: BinaryIO) -> Iterator[bytes]:
+    while line := f.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES:
+            raise StateError(f"a line longer than {MAX_LINE_BYTES} bytes")
+        yield line
+
+
+def write_atomically(path: str, chunks: Iterable[bytes]) -> int:
+    """Replace ``path`` with ``chunks``: a reader (or a crash) sees the old file or the new
+    one, never a mix. The temporary file is created fresh, never through a symlink.
+    Returns the bytes written."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    size = 0
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as f:
+            for chunk in chunks:
+                f.write(chunk)
+                size += len(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)  # the rename itself survives a power cut
+    finally:
+        os.close(dfd)
+    return size
+
+
+class StateKeeper:
+    """Restores the tracker from ``path`` at start and saves it every ``interval`` seconds
+    (when something changed) and once more at :meth:`stop`."""
+
+    def __init__(self, path: str, tracker: Tracker, clock: Clock, interval: float) -> None:
+        self.path = path
+        self.tracker = tracker
+        self.clock = clock
+        self.interval = interval
+        self._saved_changes = -1
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one save at a time (the loop and stop)
+        self.last_error = ""
+        self.last_bytes = 0
+        self.saves = 0
+
+    def restore(self) -> int:
+        """Load the file into the tracker; returns how many runs were restored."""
+        skipped: list[str] = []
+        try:
+            f = open_file(self.path)
+            if f is None:
+                return 0
+            with f:
+                max_samples = self.tracker.config.estimator.max_samples
+                runs = list(decode_lines(_lines(f), max_samples, skipped))
+        except StateError as e:
+            self._set_aside(str(e))
+            return 0
+        except OSError as e:
+            log.error("cannot read the state file %s: %s; starting with no runs", self.path, e)
+            return 0
+        added = self.tracker.restore(runs)
+        log.info(
+            "restored %d runs from %s (%d skipped, %d over the run cap or known)",
+            added,
+            self.path,
+            len(skipped),
+            len(runs) - added,
+        )
+        for reason in skipped[:3]:
+            log.warning("state file: skipped a run (%s)", reason)
+        return added
+
+    def _set_aside(self, reason: str) -> None:
+        log.error("state file %s unusable (%s); starting with no runs", self.path, reason)
+        with contextlib.suppress(OSError):
+            if os.path.isfile(self.path) and not os.path.islink(self.path):
+                os.replace(self.path, self.path + ".corrupt")
+
+    def save(self, force: bool = False) -> bool:
+        """Write the file if anything changed since the last write; True if written."""
+        with self._lock:
+            changes = self.tracker.changes
+            if changes == self._saved_changes and not force:
+                return False
+            now = self.clock()
+            try:
+                self.last_bytes = write_atomically(
+                    self.path, encode_lines(self.tracker.save(now, encode_run), now)
+                )
+            except OSError as e:
+                if self.last_error != str(e):
+                    log.error("cannot write the state file %s: %s", self.path, e)
+                self.last_error = str(e)
+                return False
+            self.last_error = ""
+            self._saved_changes = changes
+            self.saves += 1
+            return True
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="state-file", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.save()
+            except Exception:  # a bug here must not stop the saving for good
+                log.exception("saving the state file failed")
+
+    def stop(self) -> None:
+        """Stop the loop and save one last time (SIGTERM comes here)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.save()
+
+
+__all__ = [
+    "StateError",
+    "StateKeeper",
+    "decode_file",
+    "decode_lines",
+    "decode_run",
+    "encode_file",
+    "encode_lines",
+    "encode_run",
+    "open_file",
+    "read_file",
+    "write_atomically",
+]

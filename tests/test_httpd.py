@@ -1,0 +1,341 @@
+"""HTTP framing under hostile and unlucky clients (issue 12, item 5), on loopback.
+
+Slow clients that never finish their request, more connections than the bound, clients
+that leave mid-answer, and ambiguous ``Content-Length`` headers: the exporter stays up,
+``/metrics`` and the probes answer, and each refusal is counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from exporter.httpd import (
+    POOL_INLINE,
+    POOL_PUSH,
+    HttpError,
+    HTTPServer,
+    HTTPStats,
+    Limits,
+    Request,
+    Response,
+    content_length,
+    serve_in_thread,
+)
+
+from .conftest import http
+
+
+def _connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def _exchange(port: int, raw: bytes) -> bytes:
+    """Send ``raw`` and read until the server closes (or 5 s)."""
+    with _connect(port) as sock:
+        sock.sendall(raw)
+        chunks = []
+        try:
+            while data := sock.recv(65536):
+                chunks.append(data)
+        except TimeoutError:
+            pass
+    return b"".join(chunks)
+
+
+def _status(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+
+
+class Gate:
+    """A handler whose ``/block`` requests wait until released: 'being served' on demand."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Semaphore(0)
+
+    def __call__(self, request: Request) -> Response:
+        if request.path == "/block":
+            self.entered.release()
+            self.release.wait(10)
+        if request.path == "/stream":
+            return Response(200, (b"x" * 65536 for _ in range(400)))
+        return Response(200, b"ok:" + request.body)
+
+
+def _pool(request: Request) -> str:
+    return POOL_INLINE if request.path == "/healthz" else POOL_PUSH
+
+
+def _start(**overrides: Any) -> tuple[HTTPServer, Gate, threading.Thread]:
+    gate = Gate()
+    settings: dict[str, Any] = {
+        "max_connections": 8,
+        "header_timeout": 0.5,
+        "body_timeout": 0.5,
+        "idle_timeout": 2.0,
+        "write_timeout": 1.0,
+        "push_workers": 4,
+        "max_queued": 2,
+    }
+    limits = Limits(**(settings | overrides))
+    server = HTTPServer("127.0.0.1", 0, gate, _pool, limits, HTTPStats())
+    return server, gate, serve_in_thread(server)
+
+
+@pytest.fixture
+def gate_server() -> Iterator[tuple[HTTPServer, Gate]]:
+    server, gate, thread = _start()
+    yield server, gate
+    gate.release.set()
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+# -- Content-Length: one length or 400 ------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [["1_1"], ["+2"], [" -1"], ["0x10"], ["5", "6"], ["5, 6"], [""]])
+def test_ambiguous_content_length_is_refused(values: list[str]) -> None:
+    with pytest.raises(HttpError) as err:
+        content_length(values)
+    assert err.value.status == 400
+
+
+def test_repeated_identical_content_length_is_one_length() -> None:
+    assert content_length(["5", "5"]) == 5
+    assert content_length(["5, 5"]) == 5
+    assert content_length([]) == 0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        b"Content-Length: 2\r\nContent-Length: 3\r\n",
+        b"Content-Length: 1_1\r\n",
+        b"Content-Length: +2\r\n",
+        b"Content-Length : 2\r\n",  # space before the colon
+        b"X-A: 1\r\n folded\r\n",  # obsolete line folding
+    ],
+)
+def test_smuggling_shapes_get_400_over_the_wire(
+    gate_server: tuple[HTTPServer, Gate], headers: bytes
+) -> None:
+    server, _ = gate_server
+    answer = _exchange(
+        server.server_address[1], b"POST /p HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\nab"
+    )
+    assert _status(answer) == 400, answer
+    assert b"Connection: close" in answer
+
+
+def test_chunked_request_body_gets_411(gate_server: tuple[HTTPServer, Gate]) -> None:
+    server, _ = gate_server
+    raw = b"POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n"
+    assert _status(_exchange(server.server_address[1], raw)) == 411
+
+
+# -- deadlines ----------------------------------------------------------------------------------
+
+
+def test_a_client_that_sends_nothing_is_closed_at_the_header_deadline(
+    gate_server: tuple[HTTPServer, Gate],
+) -> None:
+    server, _ = gate_server
+    with _connect(server.server_address[1]) as sock:
+        sock.sendall(b"GET /x HTTP/1.1\r\nHost")  # and then nothing
+        started = time.monotonic()
+        assert sock.recv(100) == b""  # closed by the server
+        took = time.monotonic() - started
+    assert 0.3 < took < 2.0
+    assert server.stats.snapshot()[1].get("header_timeout") == 1
+
+
+def test_a_body_that_trickles_is_cut_at_the_body_deadline(
+    gate_server: tuple[HTTPServer, Gate],
+) -> None:
+    server, _ = gate_server
+    with _connect(server.server_address[1]) as sock:
+        sock.sendall(b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123")
+        started = time.monotonic()
+        for _ in range(3):  # a byte every 0.2 s never completes 100 bytes in time
+            time.sleep(0.2)
+            try:
+                sock.sendall(b"x")
+            except OSError:
+                break
+        assert sock.recv(100) == b""
+        took = time.monotonic() - started
+    assert took < 2.0
+    assert server.stats.snapshot()[1].get("body_timeout") == 1
+
+
+def test_keep_alive_serves_several_requests_and_http10_is_closed(
+    gate_server: tuple[HTTPServer, Gate],
+) -> None:
+    server, _ = gate_server
+    port = server.server_address[1]
+    with _connect(port) as sock:
+        for body in (b"a", b"bc"):
+            sock.sendall(
+                b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body)
+            )
+            answer = sock.recv(4096)
+            assert _status(answer) == 200 and answer.endswith(b"ok:" + body)
+    answer = _exchange(port, b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert _status(answer) == 200 and answer.startswith(b"HTTP/1.0 200")
+
+
+def test_expect_100_continue_is_answered(gate_server: tuple[HTTPServer, Gate]) -> None:
+    server, _ = gate_server
+    with _connect(server.server_address[1]) as sock:
+        sock.sendall(
+            b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"
+        )
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(b"abc")
+        assert sock.recv(4096).endswith(b"ok:abc")
+
+
+# -- the connection bound -----------------------------------------------------------------------
+
+
+def test_beyond_the_bound_the_oldest_waiting_connection_makes_room(
+    gate_server: tuple[HTTPServer, Gate],
+) -> None:
+    server, _ = gate_server
+    port = server.server_address[1]
+    slow = [_connect(port) for _ in range(8)]  # the bound: 8, all still sending their request
+    for sock in slow:
+        sock.sendall(b"GET /x HTTP/1.1\r\n")
+    time.sleep(0.1)
+    # A ninth client that sends its request at once is served...
+    status, body = http("GET", f"http://127.0.0.1:{port}/healthz")
+    assert (status, body) == (200, b"ok:")
+    # ...and the oldest slow one was answered 503 and closed to make room for it.
+    first = slow[0].recv(4096)
+    assert _status(first) == 503 and b"Retry-After: 1" in first
+    assert server.stats.snapshot()[1].get("evicted") == 1
+    for sock in slow:
+        sock.close()
+
+
+def test_when_every_connection_is_being_served_a_new_one_gets_503() -> None:
+    server, gate, thread = _start(max_queued=4)
+    port = server.server_address[1]
+    busy = [_connect(port) for _ in range(8)]
+    try:
+        for sock in busy:
+            sock.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+        for _ in range(4):  # four workers are in the handler, four requests queue
+            assert gate.entered.acquire(timeout=5)
+        time.sleep(0.1)
+        answer = _exchange(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _status(answer) == 503 and b"Retry-After" in answer
+        assert server.stats.snapshot()[1] == {"over_capacity": 1}
+        gate.release.set()
+        assert [_status(sock.recv(4096)) for sock in busy] == [200] * 8
+    finally:
+        gate.release.set()
+        for sock in busy:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_a_full_worker_queue_answers_503(gate_server: tuple[HTTPServer, Gate]) -> None:
+    server, gate = gate_server
+    port = server.server_address[1]
+    busy = [_connect(port) for _ in range(8)]
+    for sock in busy:
+        sock.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+    for _ in range(4):
+        assert gate.entered.acquire(timeout=5)
+    time.sleep(0.1)
+    gate.release.set()
+    # Four in the workers and two queued were served; two more than that were refused.
+    statuses = sorted(_status(sock.recv(4096)) for sock in busy)
+    assert statuses == [200] * 6 + [503] * 2
+    assert server.stats.snapshot()[1] == {"queue_full": 2}
+    for sock in busy:
+        sock.close()
+
+
+# -- streamed answers and clients that leave ----------------------------------------------------
+
+
+def test_a_streamed_body_is_chunked_and_read_whole_by_urllib(
+    gate_server: tuple[HTTPServer, Gate],
+) -> None:
+    server, _ = gate_server
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/stream") as resp:
+        assert resp.headers["Transfer-Encoding"] == "chunked"
+        assert len(resp.read()) == 400 * 65536
+
+
+def test_a_client_that_leaves_mid_answer_is_one_counted_line(
+    gate_server: tuple[HTTPServer, Gate], caplog: pytest.LogCaptureFixture
+) -> None:
+    server, _ = gate_server
+    caplog.set_level(logging.INFO, logger="exporter.httpd")
+    for _ in range(3):
+        sock = _connect(server.server_address[1])
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.recv(1000)
+        # RST instead of FIN: the server's next write fails at once.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        sock.close()
+    deadline = time.monotonic() + 5
+    while server.stats.snapshot()[2] < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.stats.snapshot()[2] == 3
+    lines = [r for r in caplog.records if "disconnected" in r.getMessage()]
+    assert 1 <= len(lines) <= 3  # at most one a second
+    assert all(r.exc_info is None for r in caplog.records)  # no traceback
+    # and the server still answers
+    assert http("GET", f"http://127.0.0.1:{server.server_address[1]}/healthz")[0] == 200
+
+
+# -- the exporter under a slow-client flood (the issue's scenario, scaled to loopback) -------
+
+
+def test_metrics_and_probes_answer_while_slow_clients_flood_the_exporter(
+    exporter_factory: Any,
+) -> None:
+    exp = exporter_factory(http_max_connections=64, http_read_timeout=3.0)
+    port = int(exp.url.rsplit(":", 1)[1])
+    threads_before = threading.active_count()
+    slow: list[socket.socket] = []
+    for i in range(300):  # many more than the bound, each sending a body a byte at a time
+        sock = _connect(port)
+        sock.sendall(
+            b"POST /api/v1/namespaces/ml/runs/r%d/report HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Length: 1000\r\n\r\n{" % i
+        )
+        slow.append(sock)
+    worst = 0.0
+    for path in ("/metrics", "/healthz", "/readyz", "/metrics"):
+        started = time.monotonic()
+        status, _ = http("GET", exp.url + path)
+        worst = max(worst, time.monotonic() - started)
+        assert status in (200, 503 if path == "/readyz" else 200)
+    assert worst < 1.0
+    assert threading.active_count() <= threads_before + 8  # no thread per connection
+    assert exp.http_stats.snapshot()[0] <= 64
+    assert exp.http_stats.snapshot()[1].get("evicted", 0) >= 300 - 64
+    for sock in slow:
+        sock.close()
+    # After they leave, /metrics answers at once and says what happened.
+    status, body = http("GET", exp.url + "/metrics")
+    assert status == 200
+    assert b'training_exporter_http_rejected_total{reason="evicted"}' in body
