@@ -31,9 +31,12 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
     raise RuntimeError(f"{url} did not answer within {timeout} s")
 
 
-def start_exporter(port: int, *extra: str) -> subprocess.Popen[bytes]:
+def start_exporter(
+    port: int, *extra: str, env_extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """The exporter as users run it, in standalone mode on loopback."""
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    env.update(env_extra or {})
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -33,8 +33,8 @@ from statistics import median
 from typing import Any
 
 from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.persist import encode_lines, encode_run, write_atomically
-from exporter.tracker import Tracker
+from exporter.persist import StateKeeper, encode_lines, encode_run, write_atomically
+from exporter.tracker import Tracker, TrackerConfig
 
 from .common import free_port, proc_sample, wait_http
 
@@ -71,7 +71,7 @@ def state_file(path: Path, runs: int) -> int:
     def docs() -> Iterator[dict[str, Any]]:
         for i in range(runs):
             doc = copy.copy(template)
-            doc["key"] = [f"team-{i % 20}", f"job-{i}-worker-0", f"job-{i}"]
+            doc["key"] = [f"team-{i % 20}", f"job-{i}", f"job-{i}"]
             doc["metrics"] = {k: v + i for k, v in template["metrics"].items()}
             yield doc
 
@@ -87,7 +87,11 @@ def start(port: int, state: Path, runs: int) -> subprocess.Popen[bytes]:
          "--listen", f"127.0.0.1:{port}", "--state-file", str(state)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    wait_http(f"http://127.0.0.1:{port}/healthz", timeout=300)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", timeout=300)
+    except RuntimeError:
+        proc.kill()
+        raise
     return proc
 
 
@@ -106,11 +110,13 @@ def reset_peak(pid: int) -> None:
 
 
 def push_latencies(base: str, count: int) -> list[float]:
-    body = json.dumps({"step": 1, "loss": 1.0, "metrics": {"a": 1}}).encode()
     out = []
     for i in range(count):
+        # Reports to runs that exist (the run cap is full).
+        body = json.dumps({"step": 10 * REPORTS + i, "loss": 1.0}).encode()
+        run = (i * 7) % 1000
         req = urllib.request.Request(
-            f"{base}/api/v1/namespaces/bench/runs/pusher-{i % 10}/report",
+            f"{base}/api/v1/namespaces/team-{run % 20}/runs/job-{run}/report",
             data=body,
             method="POST",
             headers={"Content-Type": "application/json"},
@@ -129,7 +135,7 @@ def measure(runs: int) -> dict[str, Any]:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         loaded_at = time.perf_counter()
-        proc = start(port, state, runs + 10)
+        proc = start(port, state, runs)
         try:
             load_seconds = time.perf_counter() - loaded_at
             scrape(base + "/metrics")  # warm
@@ -164,12 +170,14 @@ def measure(runs: int) -> dict[str, Any]:
         finally:
             proc.terminate()
             proc.wait(30)
+        save_seconds = save_cost(state, runs)
     return {
         "runs": runs,
         "series": series,
         "body_mib": singles[0][1] / 2**20,
         "state_file_mib": file_bytes / 2**20,
         "start_seconds": load_seconds,
+        "state_save_cpu_seconds": save_seconds,
         "rss_loaded_mib": idle.rss_bytes / 2**20,
         "rss_peak_six_scrapes_mib": peak.hwm_bytes / 2**20,
         "scrape_seconds_median": median(t for t, _ in singles),
@@ -180,6 +188,16 @@ def measure(runs: int) -> dict[str, Any]:
             "max": latencies[-1] * 1000,
         },
     }
+
+
+def save_cost(state: Path, runs: int) -> float:
+    """CPU seconds one write of the state file takes with these runs (in process)."""
+    tracker = Tracker(TrackerConfig(max_runs=runs))
+    keeper = StateKeeper(str(state), tracker, time.time, 5.0)
+    keeper.restore()
+    started = time.process_time()
+    keeper.save(force=True)
+    return time.process_time() - started
 
 
 def run(sizes: list[int]) -> list[dict[str, Any]]:

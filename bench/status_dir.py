@@ -16,6 +16,7 @@ import json
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,18 @@ def measure(files: int, seconds: float) -> dict[str, Any]:
         directory = Path(tmp)
         write_files(directory, files)
         port = free_port()
-        proc = start_exporter(port, "--status-dir", str(directory), "--poll-interval", "1s")
+        proc = start_exporter(
+            port,
+            "--status-dir",
+            str(directory),
+            "--poll-interval",
+            "1s",
+            env_extra={"TPE_MAX_RUNS": str(max(files, 2000))},
+        )
         try:
             time.sleep(5)  # the first pass parses every file
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/runs") as resp:
+                tracked = len(json.load(resp)["runs"])
             before = proc_sample(proc.pid)
             time.sleep(seconds)
             after = proc_sample(proc.pid)
@@ -44,6 +54,7 @@ def measure(files: int, seconds: float) -> dict[str, Any]:
     cpu = after.cpu_seconds - before.cpu_seconds
     return {
         "files": files,
+        "runs_tracked": tracked,
         "cpu_seconds_per_second": cpu / seconds,
         "rss_mib": after.rss_bytes / 2**20,
     }

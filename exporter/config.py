@@ -64,7 +64,9 @@ class Config:
     retention: float = 600.0
     push_idle_expiry: float = 86400.0
     max_custom_metrics: int = 32
-    max_runs: int = 10_000
+    # A node runs at most a few hundred pods; 2,000 runs (with retained gone ones) at full
+    # history and 32 custom metrics fit the DaemonSet's 256Mi with six concurrent scrapes.
+    max_runs: int = 2_000
     # HTTP server bounds (exporter/httpd.py, docs/reliability.md#connections).
     http_max_connections: int = 256
     http_read_timeout: float = 10.0
@@ -112,7 +114,13 @@ _DURATIONS = {
     "retention",
     "push_idle_expiry",
 }
-_INTS = {"max_custom_metrics", "max_runs", "http_max_connections"}
+# Integer settings and their bounds. 10,000 runs is the most measured (docs/benchmarks.md):
+# with 32 custom metrics each it needs a 512Mi memory limit.
+_INTS = {
+    "max_custom_metrics": (0, 256),
+    "max_runs": (1, 10_000),
+    "http_max_connections": (8, 65_536),
+}
 _THRESHOLDS = {s.name: s for s in SPECS}
 _STRINGS = {
     "listen",
@@ -131,7 +139,9 @@ _STRINGS = {
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
-SETTINGS = sorted(_DURATIONS | _INTS | set(_THRESHOLDS) | _STRINGS | set(_LISTS) | {"http_targets"})
+SETTINGS = sorted(
+    _DURATIONS | set(_INTS) | set(_THRESHOLDS) | _STRINGS | set(_LISTS) | {"http_targets"}
+)
 # Old names still accepted (the thresholds' config keys before they had one name each).
 ALIASES: dict[str, str] = {s.alias: s.name for s in SPECS if s.alias != s.name}
 
@@ -200,9 +210,13 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             changes[key] = parse_duration(value, key)
         elif key in _INTS:
             try:
-                changes[key] = int(value)
+                number = int(value)
             except (TypeError, ValueError):
                 raise ConfigError(f"{origin}: {key} must be an integer") from None
+            low, high = _INTS[key]
+            if not low <= number <= high:
+                raise ConfigError(f"{origin}: {key} must be between {low} and {high}")
+            changes[key] = number
         elif key in _LISTS:
             changes[key] = _string_list(value, f"{origin}: {key} must be a list of {_LISTS[key]}")
         elif key == "http_targets":

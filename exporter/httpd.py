@@ -40,7 +40,13 @@ log = logging.getLogger(__name__)
 POOL_SCRAPE = "scrape"
 POOL_PUSH = "push"
 POOL_INLINE = "inline"  # answered on the event loop: must be cheap and never block
-LINGER_SECONDS = 1.0  # how long a refused client's request bytes are read and discarded
+# Connections the kernel queues until they are accepted (asyncio would set 100; a burst of
+# clients beyond the queue waits a second for its SYN to be retried).
+BACKLOG = 1024
+LINGER_SECONDS = 1.0
+# A connection may be closed to make room for a new one once it has waited this long for
+# its request (a scraper's request arrives within milliseconds).
+EVICT_AFTER = 0.25  # how long a refused client's request bytes are read and discarded
 
 _TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _DIGITS = re.compile(r"^[0-9]+\Z")
@@ -230,7 +236,7 @@ class HTTPServer:
         self.pool_of = pool_of
         self.server_name = server_name
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.socket = socket.create_server((host, port), family=family, backlog=1024)
+        self.socket = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
         self._pools = {
             POOL_SCRAPE: ThreadPoolExecutor(self.limits.scrape_workers, "http-scrape"),
@@ -239,6 +245,7 @@ class HTTPServer:
         self._queued = {POOL_SCRAPE: 0, POOL_PUSH: 0}  # in a worker or waiting for one
         self._conns: dict[_Conn, None] = {}  # insertion-ordered: oldest first
         self._tasks: set[asyncio.Task[None]] = set()  # connection tasks, cancelled at stop
+        self._lingering = 0  # closed connections whose last bytes are being discarded
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._stopped = threading.Event()
@@ -258,7 +265,7 @@ class HTTPServer:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         server = await asyncio.start_server(
-            self._connection, sock=self.socket, limit=self.limits.max_line_bytes
+            self._connection, sock=self.socket, limit=self.limits.max_line_bytes, backlog=BACKLOG
         )
         async with server:
             await self._stop.wait()
@@ -286,11 +293,14 @@ class HTTPServer:
     # -- connections ---------------------------------------------------------------------------
 
     def _admit(self, conn: _Conn) -> bool:
-        """Make room for ``conn``: evict the connection that has waited longest for its
-        request, or refuse ``conn`` when every connection is being served."""
+        """Make room for ``conn``: evict the oldest connection that has waited at least
+        :data:`EVICT_AFTER` for its request, or refuse ``conn`` when there is none (every
+        connection is being served, or is new: in a burst, a client whose request is in
+        flight is not cut in favour of the next one)."""
         if len(self._conns) < self.limits.max_connections:
             return True
-        victim = next((c for c in self._conns if c.waiting), None)
+        oldest = conn.since - EVICT_AFTER
+        victim = next((c for c in self._conns if c.waiting and c.since <= oldest), None)
         if victim is None:
             self.stats.reject("over_capacity")
             return False
@@ -314,20 +324,28 @@ class HTTPServer:
         transport = conn.writer.transport
         if transport.is_closing():
             return
+        if self._lingering >= self.limits.max_connections:
+            transport.close()  # a flood: no more lingering than connections
+            return
         with contextlib.suppress(OSError, RuntimeError):
             if transport.can_write_eof():
                 transport.write_eof()
+        self._lingering += 1
         task = asyncio.get_running_loop().create_task(self._discard(conn.reader, transport))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    @staticmethod
-    async def _discard(reader: asyncio.StreamReader, transport: asyncio.BaseTransport) -> None:
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(LINGER_SECONDS):
-                while await reader.read(65536):
-                    pass
-        transport.close()
+    async def _discard(
+        self, reader: asyncio.StreamReader, transport: asyncio.BaseTransport
+    ) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(LINGER_SECONDS):
+                    while await reader.read(65536):
+                        pass
+            transport.close()
+        finally:
+            self._lingering -= 1
 
     def _write_error(
         self, writer: asyncio.StreamWriter, status: int, message: str, version: str

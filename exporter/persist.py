@@ -14,12 +14,15 @@ logged; a file that does not parse is set aside (``.corrupt``) and the exporter 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import logging
 import math
 import os
 import stat
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
@@ -92,10 +95,9 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     for name in _NAME_MAP:
         doc[name] = dict(getattr(run, name))
     doc["state"] = run.state
-    samples = run.samples[-SAVED_SAMPLES:]
-    doc["samples"] = [[t for t, _ in samples], [s for _, s in samples]]
-    doc["pace"] = list(run.pace.columns())
-    doc["history"] = list(run.history.columns())
+    doc["samples"] = _b64(run.samples.to_bytes(SAVED_SAMPLES))
+    doc["pace"] = _b64(run.pace.to_bytes())
+    doc["history"] = _b64(run.history.to_bytes())
     return doc
 
 
@@ -109,15 +111,19 @@ def _number(value: Any, name: str, optional: bool = False, integer: bool = False
     return value
 
 
+def _b64(columns: tuple[bytes, bytes]) -> list[str]:
+    return [base64.b64encode(c).decode("ascii") for c in columns]
+
+
 def _series(value: Any, name: str, maxlen: int, typecode: str) -> Series[Any]:
-    if not (isinstance(value, list) and len(value) == 2 and len(value[0]) == len(value[1])):
-        raise StateError(f"{name}: not two columns of one length")
-    times, values = value
-    for t in times:
-        _number(t, name)
-    for v in values:
-        _number(v, name, integer=typecode == "q")
-    return Series(maxlen, typecode, zip(times[-maxlen:], values[-maxlen:], strict=True))
+    """A series saved as two base64 columns of little-endian numbers."""
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(c, str) for c in value)):
+        raise StateError(f"{name}: not two base64 columns")
+    try:
+        times, values = (base64.b64decode(c, validate=True) for c in value)
+        return Series.from_bytes(maxlen, typecode, times, values)
+    except (ValueError, binascii.Error) as e:
+        raise StateError(f"{name}: {e}") from None
 
 
 def _meta(doc: Any) -> RunMeta:
@@ -174,7 +180,7 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
         mapping = doc.get(name)
         if not isinstance(mapping, dict) or len(mapping) > 256:
             raise StateError(f"{name}: not a small object")
-        values[name] = {str(k): float(_number(v, name)) for k, v in mapping.items()}
+        values[name] = {sys.intern(str(k)): float(_number(v, name)) for k, v in mapping.items()}
     state = doc.get("state")
     if state is not None and not isinstance(state, str):
         raise StateError("state: not a string")

@@ -8,6 +8,7 @@ thread-safe: sources report from their own threads while scrapes read snapshots.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -58,7 +59,7 @@ class TrackerConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     retention: float = 600.0
     max_custom_metrics: int = 32
-    max_runs: int = 10_000
+    max_runs: int = 2_000
     estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
 
 
@@ -281,17 +282,7 @@ class Tracker:
         """``encode`` applied to every run, yielded a batch at a time: the lock is held
         while a batch is encoded (``encode`` must copy what it keeps), not while the caller
         writes it out."""
-        with self._lock:
-            keys = list(self._runs)
-        for lo in range(0, len(keys), SNAPSHOT_BATCH):
-            batch = []
-            with self._lock:
-                for key in keys[lo : lo + SNAPSHOT_BATCH]:
-                    run = self._runs.get(key)
-                    if run is not None:
-                        self._accrue(run, now)
-                        batch.append(encode(key, run))
-            yield from batch
+        return self._each_run(now, encode)
 
     def restore(self, runs: Iterable[tuple[RunKey, RunState]]) -> int:
         """Add runs read back from the state file (the most recent first, up to the run cap)
@@ -343,18 +334,26 @@ class Tracker:
         pass: each run is consistent on its own, and a push waits for one batch at most,
         however many runs there are (at 50,000 runs one pass takes seconds).
         """
+        return list(
+            self._each_run(now, lambda key, run: self._snapshot(key, run, now, history), True)
+        )
+
+    def _each_run(
+        self, now: float, fn: Callable[[RunKey, RunState], T], by_key: bool = False
+    ) -> Iterator[T]:
+        """``fn`` of every run (GPU-seconds accrued to ``now``), computed under the lock
+        :data:`SNAPSHOT_BATCH` runs at a time and yielded outside it."""
         with self._lock:
-            keys = sorted(self._runs)
-        out = []
+            keys = sorted(self._runs) if by_key else list(self._runs)
         for lo in range(0, len(keys), SNAPSHOT_BATCH):
+            batch = []
             with self._lock:
                 for key in keys[lo : lo + SNAPSHOT_BATCH]:
                     run = self._runs.get(key)
-                    if run is None:  # expired since the keys were listed
-                        continue
-                    self._accrue(run, now)
-                    out.append(self._snapshot(key, run, now, history))
-        return out
+                    if run is not None:  # not expired since the keys were listed
+                        self._accrue(run, now)
+                        batch.append(fn(key, run))
+            yield from batch
 
     # -- internals (called with the lock held) -------------------------------------------
 
@@ -458,7 +457,8 @@ class Tracker:
             if name not in run.metrics and len(run.metrics) >= self.config.max_custom_metrics:
                 problem("metric_cap")
                 continue
-            run.metrics[name] = value
+            # The same few names recur in every run: one string for all of them.
+            run.metrics[sys.intern(name)] = value
         if r.metrics:
             run.metrics_view = tuple(sorted(run.metrics.items()))
         if r.final:

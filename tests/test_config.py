@@ -49,6 +49,10 @@ def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
         "bogus: 1\n",
         "mode: cluster\n",
         "max_runs: many\n",
+        "max_runs: 20000\n",  # over the most that was measured (10,000)
+        "max_runs: 0\n",
+        "max_custom_metrics: 100000\n",
+        "http_max_connections: 1\n",
         "http_targets: {a: 1}\n",
         "http_targets:\n  - {name: a, host: h, thresholds: {stall_seconds: 0}}\n",
         "http_targets:\n  - {name: a, url: 'file:///etc/passwd'}\n",

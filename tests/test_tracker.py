@@ -348,3 +348,36 @@ def test_a_failed_pod_makes_a_failed_run() -> None:
     tracker.mark_gone(KEY, T0 + 60)
     s = one(tracker, T0 + 70)
     assert s.state == "failed" and s.state_since == T0 + 60 and s.eta_seconds is None
+
+
+def test_a_report_waits_for_one_batch_of_a_pass_not_the_whole_pass() -> None:
+    """Issue 12, item 6: a scrape of many runs holds the tracker lock a batch at a time, so
+    a push arriving mid-pass is merged before the pass ends (before: it waited for the
+    whole pass, 3.6 s at 50,000 runs)."""
+    import threading
+
+    from exporter.tracker import SNAPSHOT_BATCH
+
+    tracker = Tracker(TrackerConfig(max_runs=5 * SNAPSHOT_BATCH))
+    for i in range(5 * SNAPSHOT_BATCH):
+        tracker.apply(RunKey("ns", f"p{i}", "j"), ProgressReport(step=1), T0)
+    merged = threading.Event()
+    seen_when_merged: list[int] = []
+    calls = 0
+
+    def encode(key: RunKey, run: object) -> RunKey:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # mid-pass: a report arrives from another thread
+            threading.Thread(
+                target=lambda: (tracker.apply(KEY, ProgressReport(step=2), T0 + 1), merged.set())
+            ).start()
+        if merged.is_set() and not seen_when_merged:
+            seen_when_merged.append(calls)
+        return key
+
+    for index, _ in enumerate(tracker.save(T0 + 1, encode)):
+        if index % SNAPSHOT_BATCH == SNAPSHOT_BATCH - 1:
+            merged.wait(0.05)  # the lock is free between batches
+    assert merged.is_set()
+    assert seen_when_merged and seen_when_merged[0] <= 2 * SNAPSHOT_BATCH + 1

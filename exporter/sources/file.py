@@ -49,12 +49,16 @@ class StatusDirSource:
         self.max_bytes = max_bytes
         self.max_files = max_files
         self._seen: dict[str, _Seen] = {}
+        self._keys: dict[str, RunKey | None] = {}
         self._present = ingestor.presence()
         self.last_errors: dict[str, str] = {}
 
     def _key(self, filename: str) -> RunKey | None:
-        run = run_name(filename[: -len(SUFFIX)])
-        return None if run is None else RunKey(self.namespace, run, run)
+        # Cached: the label rule is a regex, and 10,000 files are listed every second.
+        if filename not in self._keys:
+            run = run_name(filename[: -len(SUFFIX)])
+            self._keys[filename] = None if run is None else RunKey(self.namespace, run, run)
+        return self._keys[filename]
 
     def poll(self) -> None:
         """One pass over the directory: parse changed files, retire vanished ones."""
@@ -86,6 +90,8 @@ class StatusDirSource:
             listed = set(names)
             for filename in [f for f in self._seen if f not in listed]:
                 del self._seen[filename]
+            for filename in [f for f in self._keys if f not in listed]:
+                del self._keys[filename]
             for filename in [f for f in self.last_errors if f not in listed]:
                 del self.last_errors[filename]  # errors of files that are gone
             self.ingestor.source_up(NAME, True)
