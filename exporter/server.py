@@ -77,11 +77,12 @@ class ServerContext:
     stats: ExporterStats
 
 
-def pool_of(request: Request) -> str:
-    """Which worker pool answers ``request``: probes and 404s on the loop, pushes and views
-    in their own pools."""
+def pool_of(request: Request, pushes_block: bool = True) -> str:
+    """Which worker pool answers ``request``: probes and 404s on the loop, views in their
+    own pool, pushes in theirs, or on the loop when nothing in them waits on the network
+    (standalone: a thread handoff would cost more than the push itself)."""
     if request.method in ("POST", "PUT"):
-        return POOL_PUSH
+        return POOL_PUSH if pushes_block else POOL_INLINE
     path = request.path
     if path in PROBES or not (
         path in ("/", "/metrics", "/api/v1/runs") or path.startswith("/runs/")
@@ -97,11 +98,22 @@ def _runs(ctx: ServerContext, now: float, history: bool = False) -> list[RunSnap
     return snapshots
 
 
+# Chunks of a streamed /metrics are gathered up to this size: each costs a thread handoff.
+STREAM_CHUNK_BYTES = 256 * 1024
+
+
 def _metrics_text(ctx: ServerContext) -> Iterator[bytes]:
-    """The text exposition in chunks; the snapshot is taken on the first ``next``."""
-    for chunk in iter_runs_text(_runs(ctx, ctx.clock())):
-        yield chunk.encode()
-    yield generate_latest(ctx.self_registry)
+    """The text exposition in chunks of about :data:`STREAM_CHUNK_BYTES`; the snapshot is
+    taken on the first ``next``."""
+    pending: list[str] = []
+    size = 0
+    for part in iter_runs_text(_runs(ctx, ctx.clock())):
+        pending.append(part)
+        size += len(part)
+        if size >= STREAM_CHUNK_BYTES:
+            yield "".join(pending).encode()
+            pending, size = [], 0
+    yield "".join(pending).encode() + generate_latest(ctx.self_registry)
 
 
 def _run_page(ctx: ServerContext, path: str) -> Response:
@@ -187,7 +199,10 @@ def make_server(
 ) -> HTTPServer:
     """Bind (port 0 picks a free port) and return the server; call serve_forever to run."""
     limits = limits or Limits(max_body_bytes=KUBEFLOW_MAX_BODY_BYTES)
-    return HTTPServer(host, port, lambda r: route(ctx, r), pool_of, limits, stats)
+    blocks = ctx.resolver.may_block
+    return HTTPServer(
+        host, port, lambda r: route(ctx, r), lambda r: pool_of(r, blocks), limits, stats
+    )
 
 
 __all__ = [

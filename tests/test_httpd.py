@@ -345,3 +345,28 @@ def test_metrics_and_probes_answer_while_slow_clients_flood_the_exporter(
     status, body = http("GET", exp.url + "/metrics")
     assert status == 200
     assert b'training_exporter_http_rejected_total{reason="evicted"}' in body
+
+
+def test_metrics_streams_to_http11_chunked_and_http10_until_close(exporter_factory: Any) -> None:
+    exp = exporter_factory()
+    port = int(exp.url.rsplit(":", 1)[1])
+    body = b'{"step": 3, "max_steps": 10}'
+    assert http("POST", exp.url + "/api/v1/namespaces/ml/runs/r/report", body)[0] == 200
+    with urllib.request.urlopen(exp.url + "/metrics") as resp:
+        chunked = resp.read()
+        assert resp.headers["Transfer-Encoding"] == "chunked"
+    answer = _exchange(port, b"GET /metrics HTTP/1.0\r\n\r\n")
+    head, _, plain = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 200") and b"Connection: close" in head
+    assert b"Transfer-Encoding" not in head and b"Content-Length" not in head
+
+    # The same series either way (the self metrics' values may differ between scrapes).
+    def series(text: bytes) -> set[bytes]:
+        return {
+            line.split(b" ")[0] for line in text.splitlines() if line.startswith(b"training_step")
+        }
+
+    expected = {b'training_step{job_name="r",namespace="ml",pod="r"}'}
+    assert series(chunked) == series(plain) == expected
+    head_only = _exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert head_only.startswith(b"HTTP/1.1 200") and head_only.endswith(b"\r\n\r\n")

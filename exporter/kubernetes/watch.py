@@ -123,6 +123,8 @@ class KubernetesResolver:
     TokenReview names the pod.
     """
 
+    may_block = True  # a host-network pod's token is reviewed by the API server
+
     def __init__(self, registry: PodRegistry, review: TokenReviewer | None = None) -> None:
         self.registry = registry
         self.review = review

@@ -65,7 +65,13 @@ class PushTarget:
 
 
 class PushResolver(Protocol):
-    """Decides which run a push writes to, or denies it. Kubernetes mode checks the caller."""
+    """Decides which run a push writes to, or denies it. Kubernetes mode checks the caller.
+
+    ``may_block`` says whether :meth:`resolve` may wait on the network (a TokenReview): the
+    HTTP server then answers pushes from a worker thread instead of its event loop.
+    """
+
+    may_block: bool
 
     def resolve(
         self, namespace: str, name: str, client_ip: str, authorization: str | None
@@ -79,6 +85,8 @@ class StandaloneResolver:
     every push must carry ``Authorization: Bearer <token>``; without one, any bearer token
     is accepted unchecked, as on a laptop listening on 127.0.0.1.
     """
+
+    may_block = False  # a dictionary lookup and a token compare
 
     def __init__(self, token: str | None = None) -> None:
         self._expected = f"Bearer {token}".encode() if token else None
