@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import shutil
@@ -169,6 +170,55 @@ def run(megabytes: int = 250) -> dict[str, Any]:
     }
 
 
+def _timed(argv: list[str]) -> tuple[float, float, bytes]:
+    """Run ``argv`` to completion: (CPU seconds, peak RSS MiB, stdout)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = proc.stdout.read() if proc.stdout else b""
+    _, _, usage = os.wait4(proc.pid, 0)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+
+
+def inspect_vs_mtail(megabytes: int = 250) -> dict[str, Any]:
+    """``inspect`` on a whole CRI log against mtail reading the same file once
+    (``-one_shot``): CPU and the final values, side by side."""
+    mtail = shutil.which("mtail")
+    if not mtail:
+        raise SystemExit("mtail is not installed (apt-get install mtail)")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "train.log"
+        last = (0, 0)
+        with open(log, "w", buffering=1024 * 1024) as fh:
+            for line, step, total in lines(megabytes * 1024 * 1024):
+                fh.write(line)
+                last = (step, total)
+        progs = Path(tmp) / "progs"
+        progs.mkdir()
+        (progs / "training.mtail").write_text(MTAIL_PROGRAM)
+        m_cpu, m_rss, m_out = _timed(
+            [mtail, "-progs", str(progs), "-logs", str(log), "-one_shot",
+             "-one_shot_format", "prometheus", "-logtostderr"]
+        )  # fmt: skip
+        o_cpu, o_rss, o_out = _timed([sys.executable, "-m", "exporter.cli", "inspect", str(log)])
+        size = log.stat().st_size
+    values = {}
+    for name in ("training_step", "training_max_steps", "training_loss"):
+        m = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", m_out.decode(), re.M)
+        values[name] = float(m.group(1)) if m else float("nan")
+    report = json.loads(o_out)["report"]
+    return {
+        "megabytes": size / 1e6,
+        "expected_step": last[0],
+        "mtail": {**mtail_values_safe(values), "cpu_seconds": m_cpu, "peak_rss_mib": m_rss},
+        "inspect": {
+            "step": report.get("step"),
+            "max_steps": report.get("max_steps"),
+            "loss": report.get("loss"),
+            "cpu_seconds": o_cpu,
+            "peak_rss_mib": o_rss,
+        },
+    }
+
+
 def mtail_values_safe(values: dict[str, float]) -> dict[str, float]:
     return {
         "step": values.get("training_step", float("nan")),
@@ -181,10 +231,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--megabytes", type=int, default=250)
     parser.add_argument("--fleet-seconds", type=float, default=30.0)
+    parser.add_argument("--inspect-only", action="store_true")
     args = parser.parse_args()
+    if args.inspect_only:
+        print(json.dumps(inspect_vs_mtail(args.megabytes), indent=2))
+        return 0
     print(
         json.dumps(
             {
+                "inspect_vs_mtail_one_shot": inspect_vs_mtail(args.megabytes),
                 "mtail_side_by_side": run(args.megabytes),
                 "fleet_50_files_20MBps": fleet(seconds=args.fleet_seconds),
             },

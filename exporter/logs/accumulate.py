@@ -16,16 +16,14 @@ Rules:
 
 from __future__ import annotations
 
-import re
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 
 from ..model import VALUE_FIELDS, ProgressReport
-from .parse import Bar, LineReport
+from .parse import EMPTY, Bar, LineReport, bar_key
 
 RECENT = 120.0
 STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib"})
-_DIGITS = re.compile(r"\d+")
 
 
 @dataclass
@@ -34,7 +32,9 @@ class _BarTrack:
     last_n: int = 0
     epoch: int | None = None
     advances: int = 0
-    recent: list[float] = field(default_factory=list)
+    # Times of advances within RECENT seconds, oldest first (trimmed from the left: a
+    # list rebuilt on every frame made a long log quadratic).
+    recent: deque[float] = field(default_factory=deque)
     regressed: bool = False
     last: Bar | None = None
 
@@ -54,14 +54,16 @@ class LogAccumulator:
     def feed(self, line: LineReport, now: float) -> None:
         self.counts[line.parser] += 1
         r = line.report
-        for name in VALUE_FIELDS:
-            value = getattr(r, name)
-            if value is not None:
-                self.values[name] = value
-        if r.step is not None and line.parser in STRUCTURED:
-            self.structured_step = True
-        self.metrics.update(dict(r.metrics))
-        self.final = self.final or r.final
+        if r is not EMPTY:  # most lines are bare bar frames: nothing but the bar
+            for name in VALUE_FIELDS:
+                value = getattr(r, name)
+                if value is not None:
+                    self.values[name] = value
+            if r.step is not None and line.parser in STRUCTURED:
+                self.structured_step = True
+            if r.metrics:
+                self.metrics.update(r.metrics)
+            self.final = self.final or r.final
         if line.epoch_of is not None:
             self.keras_epoch = line.epoch_of
         if line.bar is not None:
@@ -70,7 +72,7 @@ class LogAccumulator:
     def _bar(self, line: LineReport, now: float) -> None:
         bar = line.bar
         assert bar is not None
-        key = (_DIGITS.sub("#", bar.prefix), bar.total)
+        key = bar_key(bar)
         track = self.bars.setdefault(key, _BarTrack(total=bar.total))
         epoch = int(line.report.epoch) if line.report.epoch is not None else None
         if line.parser == "keras" and self.keras_epoch is not None:
@@ -81,7 +83,9 @@ class LogAccumulator:
         elif bar.n < track.last_n and (epoch is None or epoch == track.epoch):
             track.regressed = True
         track.last_n, track.epoch, track.last = bar.n, epoch, bar
-        track.recent = [t for t in track.recent if now - t <= RECENT]
+        recent = track.recent
+        while recent and now - recent[0] > RECENT:
+            recent.popleft()
 
     def training_bar(self) -> tuple[tuple[str, int | None], _BarTrack] | None:
         """The bar that is the training loop's, if any (see the module docstring)."""

@@ -14,28 +14,54 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
+from typing import NamedTuple
 
 from .parse import parse_cri
 
 MAX_PARTIAL = 1024 * 1024  # characters a line split into "P" chunks may reach
+KEEP_FRAMES = 64 * 1024  # of a line over MAX_PARTIAL, the newest frames (after a "\r") kept
 PARTIAL_TIMEOUT = 5.0  # seconds a partial line may wait for its final chunk
 _FRACTION = re.compile(r"(\.\d{6})\d+")
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One logical log line, and its CRI time (Unix seconds) where it had one."""
+class Message(NamedTuple):
+    """One logical log line, and its CRI timestamp where it had one (RFC 3339, as written:
+    converting it costs more than reading the line, so only :attr:`time` does, on demand)."""
 
     text: str
-    time: float | None
+    stamp: str = ""
+
+    @property
+    def time(self) -> float | None:
+        """The timestamp in Unix seconds, or None."""
+        return cri_time(self.stamp) if self.stamp else None
+
+
+@lru_cache(maxsize=64)
+def _utc_second(text: str) -> float:
+    return datetime.fromisoformat(text + "+00:00").timestamp()
 
 
 def cri_time(text: str) -> float | None:
     """RFC 3339 with nanoseconds (as the kubelet writes it) to Unix seconds."""
+    # The kubelet writes UTC ("...T18:20:54.123456789Z"): the second is converted once and
+    # cached (a log has many lines a second), the fraction added.
+    if len(text) > 20 and text[-1] == "Z" and text[19] == "." and text[20:-1].isdigit():
+        try:
+            return _utc_second(text[:19]) + float(text[19:-1])
+        except ValueError:
+            return None
     try:
         return datetime.fromisoformat(_FRACTION.sub(r"\1", text).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def cannot_be_partial(raw: bytes) -> bool:
+    """Whether ``raw`` is surely not a partial ``P`` chunk: the tag comes right after the
+    timestamp and stream, within the first 64 bytes."""
+    return b" P " not in raw[:64]
 
 
 @dataclass
@@ -54,8 +80,15 @@ class CriJoiner:
         dropped as too long)."""
         cri = parse_cri(line)
         if cri is None:
-            return Message(line.rstrip("\n"), None)
+            return Message(line.rstrip("\n"))
+        if not cri.partial and cri.stream not in self._partial:  # the usual whole line
+            return Message(cri.message, cri.time)
         joined = self._partial.pop(cri.stream, "") + cri.message
+        if len(joined) > self.max_chars:
+            # A bar redrawn without a newline for a long time: keep its newest frames.
+            cr = joined.find("\r", len(joined) - KEEP_FRAMES)
+            if cr >= 0:
+                joined = joined[cr:]
         if cri.partial:
             if len(joined) <= self.max_chars:
                 self._partial[cri.stream] = joined
@@ -68,7 +101,10 @@ class CriJoiner:
             return None
         self._since.pop(cri.stream, None)
         self._time.pop(cri.stream, None)
-        return Message(joined, cri_time(cri.time))
+        if len(joined) > self.max_chars:
+            self.too_long += 1
+            return None
+        return Message(joined, cri.time)
 
     def stale(self, now: float) -> list[Message]:
         """Partial lines that waited ``timeout`` seconds for their final chunk, as they are."""
@@ -77,6 +113,16 @@ class CriJoiner:
     def pending(self) -> list[Message]:
         """Every partial line still waiting (the end of a file: nothing more will come)."""
         return self._take(list(self._partial))
+
+    @property
+    def idle(self) -> bool:
+        """No partial line is waiting for its final chunk."""
+        return not self._partial
+
+    def peek(self) -> list[str]:
+        """The partial lines waiting for their final chunk, left in place (the newest bar
+        frame in one is read before the line ends)."""
+        return list(self._partial.values())
 
     def held(self) -> list[int]:
         """The length of each partial line waiting for its final chunk (memory is bounded)."""
@@ -93,5 +139,5 @@ class CriJoiner:
         for stream in streams:
             self._since.pop(stream, None)
             stamp = self._time.pop(stream, "")
-            out.append(Message(self._partial.pop(stream, ""), cri_time(stamp) if stamp else None))
+            out.append(Message(self._partial.pop(stream, ""), stamp))
         return out

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
 from ..api import json_number
 from ..model import KUBEFLOW_MAX_BODY_BYTES, VALUE_FIELDS, ProgressReport, ReportError, parse_bytes
 from .accumulate import LogAccumulator
-from .cri import CriJoiner
-from .parse import MAX_MESSAGE, parse_line
+from .cri import CriJoiner, Message, cannot_be_partial
+from .parse import HINT_BYTES, parse_message
+from .tail import FileTail
 
 
 def report_dict(r: ProgressReport) -> dict[str, Any]:
@@ -27,28 +28,37 @@ def report_dict(r: ProgressReport) -> dict[str, Any]:
     return out
 
 
-def _lines(fh: BinaryIO, limit: int) -> Iterator[str]:
-    """Physical lines, each cut at ``limit`` bytes (the rest of an overlong line is skipped)."""
-    while True:
-        raw = fh.readline(limit)
-        if not raw:
-            return
-        if not raw.endswith(b"\n"):
-            while (rest := fh.readline(limit)) and not rest.endswith(b"\n"):
-                pass  # drain an overlong line without keeping it
-        yield raw.decode("utf-8", "replace")
+def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterator[Message]:
+    """Log messages with their CRI time, read and joined exactly as the log source reads
+    them (one :class:`~exporter.logs.tail.FileTail` from the start of the file, one
+    :class:`~exporter.logs.cri.CriJoiner`, the same trimming of overlong lines), then what
+    is still pending at the end: partial CRI lines and a last line without a newline.
 
-
-def messages(fh: BinaryIO, now: float) -> Iterator[tuple[str, float | None]]:
-    """Log messages with their CRI time, joined exactly as the log source joins them
-    (:class:`~exporter.logs.cri.CriJoiner`), pending partial lines at the end included."""
+    With ``skipped`` (a one-item counter), whole lines in which no parser could find
+    anything (none of :data:`~exporter.logs.parse.HINTS` in their bytes) are counted there
+    instead of being decoded and yielded: most of a log, and most of the time it takes."""
+    tail = FileTail(path, backfill=1 << 62, budget=4 << 20)  # the whole file, 4 MiB at a time
     joiner = CriJoiner()
-    for line in _lines(fh, MAX_MESSAGE * 4):
-        message = joiner.push(line, now)
-        if message is not None:
-            yield message.text, message.time
-    for message in joiner.pending():
-        yield message.text, message.time
+    search = HINT_BYTES.search
+    try:
+        while lines := tail.read():
+            for raw in lines:
+                if (
+                    skipped is not None
+                    and joiner.idle
+                    and not search(raw)
+                    and cannot_be_partial(raw)
+                ):
+                    skipped[0] += 1
+                    continue
+                message = joiner.push(raw.decode("utf-8", "replace"), now)
+                if message is not None:
+                    yield message
+        yield from joiner.pending()
+        if tail.unterminated:
+            yield Message(tail.unterminated.decode("utf-8", "replace"))
+    finally:
+        tail.close()
 
 
 def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
@@ -74,11 +84,15 @@ def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
         fh.seek(0)
         acc = LogAccumulator()
         count = 0
-        for i, (msg, at) in enumerate(messages(fh, now)):
+        skipped = [0]
+        for i, message in enumerate(messages(path, now, skipped)):
             count += 1
-            found = parse_line(msg, now)
-            if found is not None:
-                acc.feed(found, at if at is not None else float(i))
+            found = parse_message(message.text, now)
+            if found:
+                # Bars are told apart by how recently each advanced: in the file's time.
+                at = message.time
+                for report in found:
+                    acc.feed(report, at if at is not None else float(i))
     chosen = acc.training_bar()
     bar = None
     if chosen is not None and chosen[1].last is not None:
@@ -93,7 +107,7 @@ def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
     return {
         "path": path,
         "kind": "log",
-        "lines": count,
+        "lines": count + skipped[0],
         "matched": dict(sorted(acc.counts.items())),
         "training_bar": bar,
         "report": report_dict(acc.report()),

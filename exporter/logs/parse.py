@@ -27,18 +27,20 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from training_progress_reporter import KUBEFLOW_MARKER
 
 from ..model import NATIVE_FIELDS, ProgressReport, ReportError, parse_kubeflow, parse_native
 
-MAX_MESSAGE = 16 * 1024  # longer messages are not progress lines; they are skipped unparsed
+MAX_MESSAGE = 16 * 1024
+EMPTY = ProgressReport()  # longer messages are not progress lines; they are skipped unparsed
 
 
-@dataclass(frozen=True)
-class Bar:
-    """One progress-bar frame: ``n`` of ``total`` (None when the bar has no total)."""
+class Bar(NamedTuple):
+    """One progress-bar frame: ``n`` of ``total`` (None when the bar has no total). A named
+    tuple: a log has millions of frames, and a frozen dataclass costs twice as much to make."""
 
     n: int
     total: int | None
@@ -47,8 +49,7 @@ class Bar:
     prefix: str  # text before the bar, e.g. "Epoch 3" or "Downloading"
 
 
-@dataclass(frozen=True)
-class LineReport:
+class LineReport(NamedTuple):
     """What one line said: the parser that matched, report fields, and a bar if it was one."""
 
     parser: str
@@ -96,16 +97,45 @@ _TRANSFORMERS_KEYS = {
 }
 
 
+# The shape Trainer prints ({'loss': '6.9', 'epoch': 0.1}), read without ast: literal_eval
+# costs 30 µs a line. Anything else falls back to literal_eval.
+_FLAT_PAIR = r"'[A-Za-z_][\w./-]*': (?:'[^'\\]*'|[-+\w.]+)"
+_FLAT_DICT = re.compile(rf"\{{{_FLAT_PAIR}(?:, {_FLAT_PAIR})*\}}")
+_FLAT_ITEM = re.compile(r"'([A-Za-z_][\w./-]*)': (?:'([^'\\]*)'|([-+\w.]+))")
+
+
+def _literal_dict(text: str) -> object:
+    """The dict ``text`` writes, or None; never evaluates code."""
+    if _FLAT_DICT.fullmatch(text):
+        out: dict[str, object] = {}
+        for key, quoted, bare in _FLAT_ITEM.findall(text):
+            if quoted or not bare:
+                out[key] = quoted
+            elif bare in ("True", "False", "None"):
+                out[key] = {"True": True, "False": False, "None": None}[bare]
+            else:
+                try:
+                    out[key] = int(bare) if bare.lstrip("-+").isdigit() else float(bare)
+                except ValueError:
+                    return _slow_literal(text)
+        return out
+    return _slow_literal(text)
+
+
+def _slow_literal(text: str) -> object:
+    try:
+        return ast.literal_eval(text)  # a literal only: never code
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
 def parse_transformers(msg: str, now: float) -> LineReport | None:
     if "{'" not in msg:
         return None
     m = _DICT.match(msg)
     if not m:
         return None
-    try:
-        value = ast.literal_eval(m.group(1))  # a literal only: never code
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
+    value = _literal_dict(m.group(1))
     if not isinstance(value, dict) or not _TRANSFORMERS_KEYS & set(value):
         return None
     known = {
@@ -134,6 +164,7 @@ _BAR_NO_TOTAL = re.compile(
 _EPOCH_PREFIX = re.compile(r"^\s*Epoch\s+(\d+)\b")
 
 
+@lru_cache(maxsize=1024)
 def _clock(text: str | None) -> float | None:
     if not text or text == "?":
         return None
@@ -163,23 +194,24 @@ def _bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
     if "%|" not in frame and "it [" not in frame:  # cheap: most lines are not bars
         return None
-    m = _BAR.search(frame) or _BAR_NO_TOTAL.search(frame)
-    if not m:
-        return None
-    groups = m.groupdict()
+    m = _BAR.search(frame)
+    total = None
+    if m is not None:
+        total = int(m["total"])
+        remaining = _clock(m["remaining"])
+    else:
+        m = _BAR_NO_TOTAL.search(frame)
+        if m is None:
+            return None
+        remaining = None
     rate = None
-    if groups.get("rate") not in (None, "?"):
-        value = float(groups["rate"])
-        rate = value if groups.get("unit") == "it/s" else (1 / value if value else None)
-    total = int(groups["total"]) if groups.get("total") else None
-    bar = Bar(
-        n=int(groups["n"]),
-        total=total,
-        rate=rate,
-        remaining_seconds=_clock(groups.get("remaining")),
-        prefix=groups["prefix"].strip(),
-    )
-    return bar, _postfix(groups.get("postfix"))
+    text, unit = m["rate"], m["unit"]
+    if text is not None and text != "?":
+        value = float(text)
+        rate = value if unit == "it/s" else (1 / value if value else None)
+    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip())
+    postfix = m["postfix"]
+    return bar, (_postfix(postfix) if postfix else {})
 
 
 def parse_bar(msg: str, now: float) -> LineReport | None:
@@ -188,7 +220,7 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     if found is None:
         return None
     bar, postfix = found
-    epoch = _EPOCH_PREFIX.match(bar.prefix)
+    epoch = _EPOCH_PREFIX.match(bar.prefix) if bar.prefix else None
     doc: dict[str, object] = {}
     loss = postfix.pop("loss", None)
     if loss is None:
@@ -202,8 +234,9 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
         doc["metrics"] = postfix
     if epoch:
         doc["epoch"] = int(epoch.group(1))
-    report = _native(doc, now, "lightning" if epoch else "tqdm", bar)
-    return report
+    if not doc:  # a bare frame (most are): nothing to validate
+        return LineReport("tqdm", EMPTY, bar)
+    return _native(doc, now, "lightning" if epoch else "tqdm", bar)
 
 
 # Lightning's RichProgressBar (used when `rich` is installed), as a real run prints it:
@@ -400,13 +433,92 @@ PARSERS: tuple[tuple[str, Callable[[str, float], LineReport | None]], ...] = (
 )
 
 
+# Every parser needs one of these in a line; a line with none (most of a log) costs one scan.
+HINTS = (KUBEFLOW_MARKER, "{", "%|", "it [", "Epoch", "step", "=", "/")
+_ANY_HINT = re.compile("|".join(re.escape(h) for h in HINTS))
+# The same, on raw bytes: a line without any of them need not even be decoded.
+HINT_BYTES = re.compile(b"|".join(re.escape(h.encode()) for h in HINTS))
+
+
 def parse_line(msg: str, now: float) -> LineReport | None:
-    """The first parser that recognizes ``msg``, or None for an unrelated line."""
-    if not msg or len(msg) > MAX_MESSAGE:
+    """The first parser that recognizes ``msg`` (one segment, no carriage return), or None
+    for an unrelated line."""
+    if not msg or len(msg) > MAX_MESSAGE or not _ANY_HINT.search(msg):
         return None
+    if "%|" in msg and "{" not in msg:  # a tqdm frame, the most frequent progress line
+        found = parse_bar(msg, now)
+        if found is not None:
+            return found
     for _, parser in PARSERS:
         found = parser(msg, now)
         if found is not None:
+            return found
+    return None
+
+
+# Text in a segment that may make it a progress-bar frame (tqdm, Lightning's Rich bar, Keras).
+_BAR_HINTS = ("%|", "it [", "•", "[=", "[.", "[>")
+MAX_SEGMENTS = 64  # segments of one message parsed, newest first (the rest are older frames)
+_DIGITS = re.compile(r"\d+")
+
+
+@lru_cache(maxsize=256)
+def _prefix_key(prefix: str) -> str:
+    return _DIGITS.sub("#", prefix)
+
+
+def bar_key(bar: Bar) -> tuple[str, int | None]:
+    """Which bar a frame belongs to: its prefix with digits removed (``Epoch 3`` and
+    ``Epoch 4`` are one bar) and its total."""
+    return _prefix_key(bar.prefix), bar.total
+
+
+def parse_message(msg: str, now: float) -> list[LineReport]:
+    """Every report in one message, oldest first.
+
+    A message without a carriage return is one candidate. With them (a bar redrawn with
+    ``\r``, then, after the last one, a Trainer dict or a JSON line printed over it), each
+    segment is a candidate: every segment that is not a bar frame, and of the bar frames the
+    newest of each bar (an older frame of the same bar says nothing the newest does not). At
+    most :data:`MAX_SEGMENTS` segments are parsed, from the newest.
+    """
+    if "\r" not in msg:
+        found = parse_line(msg, now)
+        return [] if found is None else [found]
+    out: list[LineReport] = []
+    bars: set[tuple[str, int | None]] = set()
+    parsed = 0
+    for segment in reversed(msg.split("\r")):
+        if not segment.strip():
+            continue
+        if parsed >= MAX_SEGMENTS:
+            break
+        parsed += 1
+        found = parse_line(segment, now)
+        if found is None:
+            continue
+        if found.bar is not None:
+            key = bar_key(found.bar)
+            if key in bars:
+                continue
+            bars.add(key)
+        out.append(found)
+    out.reverse()
+    return out
+
+
+def newest_bar(text: str, now: float) -> LineReport | None:
+    """The newest complete progress-bar frame in ``text``, a line still being written (no
+    newline yet): the frames before its last carriage return are complete; the text after
+    it is read too when it parses (tqdm writes each frame whole)."""
+    if "\r" not in text or not any(hint in text for hint in _BAR_HINTS):
+        return None
+    segments = text.split("\r")
+    for segment in reversed(segments[-MAX_SEGMENTS:]):
+        if not segment.strip():
+            continue
+        found = parse_line(segment, now)
+        if found is not None and found.bar is not None:
             return found
     return None
 
@@ -418,8 +530,11 @@ _CRI = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class CriLine:
+_STREAMS = frozenset({"stdout", "stderr"})
+_TAGS = frozenset({"P", "F"})
+
+
+class CriLine(NamedTuple):
     """One line of a container log file as the kubelet writes it."""
 
     time: str
@@ -430,7 +545,11 @@ class CriLine:
 
 def parse_cri(line: str) -> CriLine | None:
     """``<RFC3339Nano> <stdout|stderr> <P|F> <message>``; None if the line is not CRI."""
-    m = _CRI.match(line.rstrip("\n"))
+    line = line.rstrip("\n")
+    parts = line.split(" ", 3)  # the common shape, without a regex
+    if len(parts) == 4 and parts[1] in _STREAMS and parts[2] in _TAGS and parts[0][:1].isdigit():
+        return CriLine(parts[0], parts[1], parts[2] == "P", parts[3])
+    m = _CRI.match(line)
     if not m:
         return None
     return CriLine(m["time"], m["stream"], m["tag"] == "P", m["msg"])

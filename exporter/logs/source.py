@@ -19,7 +19,7 @@ from ..ingest import Ingestor
 from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
 from .accumulate import LogAccumulator
 from .cri import CriJoiner
-from .parse import parse_line
+from .parse import newest_bar, parse_message
 from .tail import FileTail
 
 NAME = "log"
@@ -36,6 +36,7 @@ class _Followed:
     tail: FileTail
     acc: LogAccumulator = field(default_factory=LogAccumulator)
     cri: CriJoiner = field(default_factory=CriJoiner)
+    unterminated: str = ""  # the line still being written, as last read
 
 
 Targets = Callable[[], "dict[str, tuple[RunKey, RunMeta]]"]
@@ -108,10 +109,26 @@ class LogSource:
         joiner.too_long = 0
         matched = False
         for message in messages:
-            found = parse_line(message.text, now)
-            if found is not None:
+            for found in parse_message(message.text, now):
                 followed.acc.feed(found, now)
                 self.ingestor.matched(found.parser)
+                matched = True
+        return self._unterminated(followed, now) or matched
+
+    def _unterminated(self, followed: _Followed, now: float) -> bool:
+        """Read the newest bar frame of a line still being written (tqdm draws frames with
+        carriage returns and ends the line only when the bar closes): the step it shows is
+        current now, not when the line ends. The line's final form is read when it ends."""
+        pending = followed.cri.peek() or [followed.tail.unterminated.decode("utf-8", "replace")]
+        text = "\n".join(pending)
+        if text == followed.unterminated:
+            return False
+        followed.unterminated = text
+        matched = False
+        for part in pending:
+            found = newest_bar(part, now)
+            if found is not None:
+                followed.acc.feed(found, now)
                 matched = True
         return matched
 

@@ -19,6 +19,7 @@ from ..model import ReportError
 
 CHUNK = 64 * 1024
 MAX_LINE = 1024 * 1024
+KEEP_FRAMES = 64 * 1024  # of a line over MAX_LINE, the newest frames kept
 
 
 @dataclass
@@ -120,24 +121,47 @@ class FileTail:
         data += self._drain(self._fd, self.budget - len(data))
         return self._split(data)
 
+    @property
+    def unterminated(self) -> bytes:
+        """The text after the last newline: a line still being written (a progress bar
+        redrawn with carriage returns), at most :data:`MAX_LINE` bytes of it."""
+        return self._buffer
+
     def _split(self, data: bytes) -> list[bytes]:
-        if self._cut:  # the window starts inside a line: drop that fragment
+        if self._cut:  # the window starts inside a line
             self._buffer = b""
-            data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+            newline = data.find(b"\n")
+            head = data if newline < 0 else data[:newline]
+            # The line's start was cut, but its frames after a carriage return are whole.
+            cr = head.find(b"\r")
+            rest = b"" if newline < 0 else data[newline:]
+            data = head[cr:] + rest if cr >= 0 else rest[1:]
             self._cut = False
         buffer = self._buffer + data
         lines = buffer.split(b"\n")
-        self._buffer = lines.pop()
-        if len(self._buffer) > MAX_LINE:  # a line without end: keep memory bounded
-            self._buffer = b""
+        pending = _trim(lines.pop())
+        if pending is None:  # a line without end and without a frame to keep
+            pending = b""
             self.dropped_long_lines += 1
+        self._buffer = pending
         if self._skip_partial and lines:
             lines.pop(0)
             self._skip_partial = False
         out = []
         for line in lines:
-            if len(line) > MAX_LINE:
+            trimmed = _trim(line)
+            if trimmed is None:
                 self.dropped_long_lines += 1
                 continue
-            out.append(line)
+            out.append(trimmed)
         return out
+
+
+def _trim(line: bytes) -> bytes | None:
+    """``line`` if it is at most :data:`MAX_LINE` bytes; else its newest frames (from a
+    carriage return within the last :data:`KEEP_FRAMES` bytes: a bar redrawn for an hour
+    without a newline is read by its latest frames), or None if it has no such frame."""
+    if len(line) <= MAX_LINE:
+        return line
+    cr = line.find(b"\r", len(line) - KEEP_FRAMES)
+    return line[cr:] if cr >= 0 else None
