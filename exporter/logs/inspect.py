@@ -41,7 +41,10 @@ def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterato
     joiner = CriJoiner()
     search = HINT_BYTES.search
     try:
-        while lines := tail.read():
+        while True:
+            lines = tail.read()
+            if not lines and tail.at_end:
+                break
             for raw in lines:
                 if (
                     skipped is not None

@@ -122,6 +122,11 @@ class FileTail:
         return self._split(data)
 
     @property
+    def at_end(self) -> bool:
+        """Whether everything written so far has been read."""
+        return self._fd is not None and self._offset >= os.fstat(self._fd).st_size
+
+    @property
     def unterminated(self) -> bytes:
         """The text after the last newline: a line still being written (a progress bar
         redrawn with carriage returns), at most :data:`MAX_LINE` bytes of it."""
