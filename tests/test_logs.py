@@ -136,15 +136,16 @@ def test_structured_reports_win_and_partial_floods_are_bounded(
     assert held and max(held) <= MAX_PARTIAL  # memory stays bounded
 
 
-def test_a_partial_line_without_its_final_chunk_is_flushed_after_a_timeout(
+def test_a_partial_line_without_its_final_chunk_is_read_at_once_and_flushed_later(
     exporter_factory: Any, clock: Any, tmp_path: Path
 ) -> None:
     log = tmp_path / "bar.log"
     append(log, cri(" 40%|████      | 20/50 [00:05<00:07,  4.00it/s]", tag="P"))
     exp = exporter_factory(log_paths=(str(log),), namespace="ns")
     exp.poll_once()
-    assert get_json(exp.url + "/api/v1/runs")["runs"] == []  # still waiting for the rest
-    clock.advance(6)
+    # The newest bar frame of a line still being written counts before the line ends.
+    assert get_json(exp.url + "/api/v1/runs")["runs"][0]["step"] == 20
+    clock.advance(6)  # the pending partial line is then read as it is
     exp.poll_once()
     assert get_json(exp.url + "/api/v1/runs")["runs"][0]["step"] == 20
 
@@ -166,3 +167,118 @@ def test_inspect_reads_a_file_exactly_as_the_live_source_does(
     inspected = inspect_path(str(log))
     assert (live["step"], live["max_steps"]) == (30, 50)
     assert (inspected["report"]["step"], inspected["report"]["max_steps"]) == (30, 50)
+
+
+# -- issue 14: logs as people really write them ------------------------------------------------
+
+BAR_10 = "  5%|5         | 10/200 [00:13<05:35,  1.77s/it]"
+DICT = "{'loss': '6.8', 'grad_norm': '1.1', 'learning_rate': '4e-05', 'epoch': '0.1'}"
+
+
+def test_every_carriage_return_segment_is_a_candidate_in_files_and_cri(
+    exporter_factory: Any, tmp_path: Path
+) -> None:
+    """`python train.py > train.log 2>&1`: tqdm frames end in \\r, and Trainer prints its dict
+    after the last one, on the same line. The issue's one-line reproduction."""
+    plain = tmp_path / "plain.log"
+    append(plain, f"{BAR_10}\r{DICT}\n")
+    assert inspect_path(str(plain))["matched"] == {"tqdm": 1, "transformers": 1}
+    crilog = tmp_path / "cri.log"
+    append(crilog, cri(f"{BAR_10}\r{DICT}"))
+    for path in (plain, crilog):
+        report = inspect_path(str(path))["report"]
+        assert (report["step"], report["max_steps"], report["loss"], report["epoch"]) == (
+            10, 200, 6.8, 0.1,
+        )  # fmt: skip
+    exp = exporter_factory(log_paths=(str(tmp_path / "*.log"),), namespace="ns")
+    exp.poll_once()
+    runs = {r["job_name"]: r for r in get_json(exp.url + "/api/v1/runs")["runs"]}
+    for name in ("plain", "cri"):
+        assert (runs[name]["step"], runs[name]["loss"]) == (10, 6.8)
+
+
+def test_of_many_frames_only_the_newest_of_each_bar_is_read() -> None:
+    from exporter.logs.parse import parse_message
+
+    frames = "\r".join(
+        f"{i * 100 // 500:3d}%|#         | {i}/500 [00:01<00:10,  9.00it/s]" for i in range(1, 500)
+    )
+    found = parse_message(frames + "\rEval:  50%|#####     | 5/10 [00:01<00:01,  5.00it/s]", 0.0)
+    assert [(f.bar.n, f.bar.total) for f in found if f.bar] == [(499, 500), (5, 10)]
+
+
+def test_a_bar_drawn_without_a_newline_is_on_metrics_within_a_second(
+    exporter_factory: Any, tmp_path: Path
+) -> None:
+    """The unterminated tail counts: tqdm redraws its bar with \\r and ends the line only when
+    the bar closes, an epoch later. With the poll loop running (1 s), a frame appended with no
+    newline is on /metrics within a second; the line's final form wins once it ends."""
+    import time
+
+    from .conftest import http
+
+    log = tmp_path / "train.log"
+    append(log, "loading\n")
+    exp = exporter_factory(poll_loop=True, log_paths=(str(log),), namespace="ns")
+
+    def step() -> float | None:
+        body = http("GET", exp.url + "/metrics")[1].decode()
+        for line in body.splitlines():
+            if line.startswith("training_step{"):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    waits = []
+    for n in (3, 4, 5):
+        append(log, f"\r{n * 10:3d}%|###       | {n}/10 [00:0{n}<00:05,  1.00it/s]")
+        started = time.monotonic()
+        while step() != n and time.monotonic() - started < 5:
+            time.sleep(0.05)
+        waits.append(time.monotonic() - started)
+        assert step() == n
+    assert max(waits) < 1.5  # one poll interval (1 s) and a scrape
+    append(log, f"\r100%|##########| 10/10 [00:10<00:00,  1.00it/s]\r{DICT}\n")
+    started = time.monotonic()
+    while step() != 10 and time.monotonic() - started < 5:
+        time.sleep(0.05)
+    assert step() == 10
+
+
+def test_a_bar_line_longer_than_the_line_limit_keeps_its_newest_frames(tmp_path: Path) -> None:
+    log = tmp_path / "long.log"
+    frames = "".join(
+        f"\r{i % 100:3d}%|#         | {i}/100000 [00:01<00:10,  9.00it/s]" for i in range(40_000)
+    )
+    append(log, frames + "\n")  # ~2.3 MB in one line, over MAX_LINE
+    assert len(frames) > MAX_LINE
+    assert inspect_path(str(log))["report"]["step"] == 39_999
+    tail = FileTail(str(log))
+    (line,) = tail.read()
+    assert line.endswith(b"39999/100000 [00:01<00:10,  9.00it/s]") and len(line) < MAX_LINE
+    assert tail.dropped_long_lines == 0
+
+
+def test_names_keep_dots_and_a_missing_file_is_one_log_line(
+    exporter_factory: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="exporter.logs.source")
+    append(tmp_path / "llama-3.1.log", f"{BAR_10}\n")
+    later = tmp_path / "later.log"
+    exp = exporter_factory(log_paths=(str(tmp_path / "llama-3.1.log"), str(later)), namespace="ns")
+    for _ in range(5):
+        exp.poll_once()
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert run["job_name"] == "llama-3.1"
+    waiting = [r for r in caplog.records if "later.log" in r.getMessage()]
+    assert len(waiting) == 1 and "reading it once it is there" in waiting[0].getMessage()
+    assert exp.stats.snapshot().drops.get(("log", "vanished"), 0) == 1  # not one per poll
+    append(later, f"{BAR_10}\n")
+    exp.poll_once()
+    names = sorted(r["job_name"] for r in get_json(exp.url + "/api/v1/runs")["runs"])
+    assert names == ["later", "llama-3.1"]
+    (tmp_path / "llama-3.1.log").unlink()  # standalone: the file is the run
+    exp.poll_once()
+    states = {r["job_name"]: r["state"] for r in get_json(exp.url + "/api/v1/runs")["runs"]}
+    assert states["llama-3.1"] == "gone"

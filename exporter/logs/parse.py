@@ -509,9 +509,9 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
 
 def newest_bar(text: str, now: float) -> LineReport | None:
     """The newest complete progress-bar frame in ``text``, a line still being written (no
-    newline yet): the frames before its last carriage return are complete; the text after
-    it is read too when it parses (tqdm writes each frame whole)."""
-    if "\r" not in text or not any(hint in text for hint in _BAR_HINTS):
+    newline yet). Frames before its last carriage return are whole; the text after it is
+    read too when it parses (a frame cut short lacks its closing bracket and does not)."""
+    if not any(hint in text for hint in _BAR_HINTS):
         return None
     segments = text.split("\r")
     for segment in reversed(segments[-MAX_SEGMENTS:]):

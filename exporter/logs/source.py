@@ -11,6 +11,7 @@ while a run has had one of those recently, its log is not used.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from .accumulate import LogAccumulator
 from .cri import CriJoiner
 from .parse import newest_bar, parse_message
 from .tail import FileTail
+
+log = logging.getLogger(__name__)
 
 NAME = "log"
 # Progress is a latest-value problem: of each batch of new lines, only the newest are parsed
@@ -51,7 +54,8 @@ def standalone_targets(patterns: Sequence[str], namespace: str) -> Targets:
             found += sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
         out = {}
         for path in sorted(set(found))[:MAX_FILES]:
-            name = run_name(os.path.basename(path).split(".")[0]) or "log"
+            # Only the extension goes: llama-3.1.log is run llama-3.1.
+            name = run_name(os.path.splitext(os.path.basename(path))[0]) or "log"
             out[path] = (RunKey(namespace, name, name), RunMeta(source=NAME))
         return out
 
@@ -63,11 +67,15 @@ class LogSource:
 
     name = NAME
 
-    def __init__(self, targets: Targets, ingestor: Ingestor) -> None:
+    def __init__(self, targets: Targets, ingestor: Ingestor, files_are_runs: bool = False) -> None:
+        """``files_are_runs``: each file is the run (standalone), so a file that is gone
+        makes its run gone; in Kubernetes mode the pod decides that, not its log file."""
         self.targets = targets
         self.ingestor = ingestor
+        self._present = ingestor.presence() if files_are_runs else None
         self._files: dict[str, _Followed] = {}
         self._keys: dict[str, tuple[RunKey, RunMeta]] = {}
+        self._missing: dict[str, str] = {}  # path -> why it cannot be read (logged once)
 
     def poll(self) -> None:
         self._keys = self.targets()
@@ -79,10 +87,17 @@ class LogSource:
             try:
                 lines = followed.tail.read(keep_bytes=KEEP_BYTES)
             except ReportError as err:
-                self.ingestor.drop(NAME, err.reason)
                 followed.tail.close()
                 del self._files[path]
+                if self._missing.get(path) != err.reason:
+                    # Once per path and problem, not once a poll: a file that does not exist
+                    # yet (the job has not started) is waited for.
+                    self._missing[path] = err.reason
+                    self.ingestor.drop(NAME, err.reason)
+                    log.warning("log %s: %s; reading it once it is there", path, err.message)
                 continue
+            if self._missing.pop(path, None) is not None:
+                log.info("log %s: reading it now", path)
             if followed.tail.dropped_long_lines:
                 for _ in range(followed.tail.dropped_long_lines):
                     self.ingestor.drop(NAME, "line_too_long")
@@ -91,6 +106,10 @@ class LogSource:
                 self._report(path, followed)
         for path in set(self._files) - set(paths):
             self._files.pop(path).tail.close()
+        for path in set(self._missing) - set(paths):
+            del self._missing[path]
+        if self._present is not None:
+            self._present.saw(self._keys[p][0] for p in self._files)
         self.ingestor.source_up(NAME, True)
 
     def _feed(self, followed: _Followed, lines: list[bytes]) -> bool:

@@ -150,7 +150,11 @@ class FileTail:
             self.dropped_long_lines += 1
         self._buffer = pending
         if self._skip_partial and lines:
-            lines.pop(0)
+            # The first line read is most likely cut; its frames after a \r are whole.
+            first = lines.pop(0)
+            cr = first.find(b"\r")
+            if cr >= 0:
+                lines.insert(0, first[cr:])
             self._skip_partial = False
         out = []
         for line in lines:

@@ -67,7 +67,8 @@ def _logs(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polled
     if cluster is None:
         if not config.log_paths:
             return None
-        return LogSource(standalone_targets(config.log_paths, config.namespace), ingestor)
+        targets = standalone_targets(config.log_paths, config.namespace)
+        return LogSource(targets, ingestor, files_are_runs=True)
     from ..kubernetes.logs import pod_log_targets
 
     targets = pod_log_targets(config.log_root, cluster.pods, lambda p: cluster.meta(p, "log"))
