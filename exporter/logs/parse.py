@@ -245,7 +245,9 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
 _RICH = re.compile(
     r"^\s*Epoch (?P<epoch>\d+)/(?P<last>\d+)\s+\S*\s*(?P<n>\d+)/(?P<total>\d+)"
     r"\s+(?P<elapsed>[\d:]+)"
-    r"\s+•\s+(?P<remaining>[\d:]+|-:--:--)\s*(?:(?P<rate>[\d.]+)it/s)?\s*(?P<metrics>.*)$"
+    # The remaining time is left out once the bar is done (a real capture: "0:00:00 •
+    # 787.72it/s"); a rate must not be read as one.
+    r"\s+•\s+(?:(?P<remaining>[\d:]+|-:--:--)(?=\s))?\s*(?:(?P<rate>[\d.]+)it/s)?\s*(?P<metrics>.*)$"
 )
 
 
@@ -283,14 +285,16 @@ def parse_rich_bar(msg: str, now: float) -> LineReport | None:
 # -- keras ----------------------------------------------------------------------------------
 
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
-_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+\[[=>.]*\]\s*(?P<rest>.*)$")
+# Keras 2 draws [====>....]; Keras 3 a line of ━ (in colour, erased with backspaces: both
+# are taken out of a message before it is parsed).
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|━+)\s*(?P<rest>.*)$")
 _KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
 
 
 def parse_keras(msg: str, now: float) -> LineReport | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
     if "Epoch" not in frame and not (
-        "/" in frame and ("[=" in frame or "[." in frame or "[>" in frame)
+        "/" in frame and ("[=" in frame or "[." in frame or "[>" in frame or "━" in frame)
     ):
         return None
     m = _KERAS_EPOCH.match(frame)
@@ -434,7 +438,7 @@ PARSERS: tuple[tuple[str, Callable[[str, float], LineReport | None]], ...] = (
 
 
 # Every parser needs one of these in a line; a line with none (most of a log) costs one scan.
-HINTS = (KUBEFLOW_MARKER, "{", "%|", "it [", "Epoch", "step", "=", "/")
+HINTS = (KUBEFLOW_MARKER, "{", "%|", "it [", "Epoch", "step", "=", "/", "━")
 _ANY_HINT = re.compile("|".join(re.escape(h) for h in HINTS))
 # The same, on raw bytes: a line without any of them need not even be decoded.
 HINT_BYTES = re.compile(b"|".join(re.escape(h.encode()) for h in HINTS))
@@ -456,8 +460,23 @@ def parse_line(msg: str, now: float) -> LineReport | None:
     return None
 
 
+# Terminal control sequences (colours, cursor moves such as tqdm's "\x1b[A" for nested bars).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def plain(msg: str) -> str:
+    """``msg`` without terminal colours, cursor moves and backspaces: Keras 3 colours its bar
+    and erases each frame with backspaces before the next, tqdm moves the cursor between
+    nested bars. Frames stay separated by their carriage returns."""
+    if "\x1b" in msg:
+        msg = _ANSI.sub("", msg)
+    if "\b" in msg:
+        msg = msg.replace("\b", "")
+    return msg
+
+
 # Text in a segment that may make it a progress-bar frame (tqdm, Lightning's Rich bar, Keras).
-_BAR_HINTS = ("%|", "it [", "•", "[=", "[.", "[>")
+_BAR_HINTS = ("%|", "it [", "•", "[=", "[.", "[>", "━")
 MAX_SEGMENTS = 64  # segments of one message parsed, newest first (the rest are older frames)
 _DIGITS = re.compile(r"\d+")
 
@@ -482,6 +501,7 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
     newest of each bar (an older frame of the same bar says nothing the newest does not). At
     most :data:`MAX_SEGMENTS` segments are parsed, from the newest.
     """
+    msg = plain(msg)
     if "\r" not in msg:
         found = parse_line(msg, now)
         return [] if found is None else [found]
@@ -511,6 +531,7 @@ def newest_bar(text: str, now: float) -> LineReport | None:
     """The newest complete progress-bar frame in ``text``, a line still being written (no
     newline yet). Frames before its last carriage return are whole; the text after it is
     read too when it parses (a frame cut short lacks its closing bracket and does not)."""
+    text = plain(text)
     if not any(hint in text for hint in _BAR_HINTS):
         return None
     segments = text.split("\r")
