@@ -26,6 +26,7 @@ from .stats import ExporterStats
 from .tracker import Tracker
 
 EXPIRY = "expiry"  # the job that retires gone and idle runs
+LOG_POLL_INTERVAL = 0.5
 
 
 class Exporter:
@@ -80,7 +81,14 @@ class Exporter:
             self._settled = self.state.restore() == 0
         jobs: dict[str, Callable[[], None]] = {n: s.poll for n, s in self.sources.items()}
         jobs[EXPIRY] = self._expire
-        self.scheduler = Scheduler(jobs, config.poll_interval, self._polled)
+        # Logs are read twice as often (at most every 0.5 s): a bar frame a job just drew is
+        # then on /metrics within a second, and a poll of unchanged logs costs a stat.
+        self.scheduler = Scheduler(
+            jobs,
+            config.poll_interval,
+            self._polled,
+            intervals={"log": min(config.poll_interval, LOG_POLL_INTERVAL)},
+        )
         self._threads: list[threading.Thread] = []
 
     @property

@@ -24,9 +24,17 @@ Done = Callable[[str, float, bool], None]
 class Scheduler:
     """Runs every job every ``interval`` seconds, each on a thread of its own."""
 
-    def __init__(self, jobs: Mapping[str, Job], interval: float, done: Done) -> None:
+    def __init__(
+        self,
+        jobs: Mapping[str, Job],
+        interval: float,
+        done: Done,
+        intervals: Mapping[str, float] | None = None,
+    ) -> None:
+        """``intervals`` overrides ``interval`` for the jobs it names."""
         self.jobs = dict(jobs)
         self.interval = interval
+        self.intervals = dict(intervals or {})
         self.done = done
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -64,7 +72,8 @@ class Scheduler:
         while not self._stop.is_set():
             started = time.monotonic()
             self.run(name)
-            self._stop.wait(max(0.05, self.interval - (time.monotonic() - started)))
+            every = self.intervals.get(name, self.interval)
+            self._stop.wait(max(0.05, every - (time.monotonic() - started)))
 
     def start(self) -> None:
         for name in self.jobs:
