@@ -43,10 +43,11 @@ POOL_INLINE = "inline"  # answered on the event loop: must be cheap and never bl
 # Connections the kernel queues until they are accepted (asyncio would set 100; a burst of
 # clients beyond the queue waits a second for its SYN to be retried).
 BACKLOG = 1024
-LINGER_SECONDS = 1.0
+LINGER_SECONDS = 1.0  # how long a refused client's request bytes are read and discarded
 # A connection may be closed to make room for a new one once it has waited this long for
 # its request (a scraper's request arrives within milliseconds).
-EVICT_AFTER = 0.25  # how long a refused client's request bytes are read and discarded
+EVICT_AFTER = 0.25
+WRITE_PIECE = 256 * 1024  # a large answer is handed to the transport this much at a time
 
 _TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _DIGITS = re.compile(r"^[0-9]+\Z")
@@ -61,7 +62,9 @@ class Limits:
     header_timeout: float = 10.0
     body_timeout: float = 10.0
     idle_timeout: float = 60.0
-    write_timeout: float = 30.0  # per chunk: a client must keep reading
+    write_timeout: float = 10.0  # per chunk: a client must keep reading
+    response_timeout: float = 60.0  # a whole answer, however slowly the client reads
+    max_views: int = 4  # view answers (/metrics, /, /api/v1/runs) built or being sent at once
     max_line_bytes: int = 8192
     max_headers: int = 100
     max_body_bytes: int = 64 * 1024
@@ -243,6 +246,7 @@ class HTTPServer:
             POOL_PUSH: ThreadPoolExecutor(self.limits.push_workers, "http-push"),
         }
         self._queued = {POOL_SCRAPE: 0, POOL_PUSH: 0}  # in a worker or waiting for one
+        self._views = asyncio.Semaphore(self.limits.max_views)
         self._conns: dict[_Conn, None] = {}  # insertion-ordered: oldest first
         self._tasks: set[asyncio.Task[None]] = set()  # connection tasks, cancelled at stop
         self._lingering = 0  # closed connections whose last bytes are being discarded
@@ -469,7 +473,25 @@ class HTTPServer:
         return Request(method, target, version, flat, body, conn.client)
 
     async def _respond(self, conn: _Conn, request: Request) -> bool:
-        """Run the handler, send its answer; True if the connection may serve another."""
+        """Run the handler, send its answer; True if the connection may serve another.
+
+        A view's answer can be megabytes: at most ``max_views`` are built or being sent at
+        once (the others wait their turn, holding nothing), and each must be read within
+        ``response_timeout``, so clients that do not read cannot pile answers up in memory.
+        """
+        pool = self.pool_of(request)
+        if pool != POOL_SCRAPE:
+            return await self._answer(conn, request, pool)
+        async with self._views:
+            try:
+                async with asyncio.timeout(self.limits.response_timeout):
+                    return await self._answer(conn, request, pool)
+            except TimeoutError:
+                self.stats.reject("response_timeout")
+                conn.writer.transport.abort()
+                return False
+
+    async def _answer(self, conn: _Conn, request: Request, pool: str) -> bool:
         version = request.version
         connection = request.headers.get("connection", "").lower()
         keep = (version == "1.1" and "close" not in connection) or (
@@ -477,7 +499,6 @@ class HTTPServer:
         )
         if request.body_too_large:
             keep = False  # the unread body is still on the wire
-        pool = self.pool_of(request)
         try:
             response = await self._call(pool, request)
         except HttpError as e:
@@ -521,8 +542,15 @@ class HTTPServer:
             return keep
         if not stream:
             assert isinstance(body, bytes)
-            writer.write(head + body)
-            await self._drain(conn, "a response")
+            if len(body) <= WRITE_PIECE:
+                writer.write(head + body)
+                return await self._drain(conn, "a response") and keep
+            writer.write(head)
+            view = memoryview(body)
+            for lo in range(0, len(body), WRITE_PIECE):  # the transport holds one piece
+                writer.write(view[lo : lo + WRITE_PIECE])
+                if not await self._drain(conn, "a response"):
+                    return False
             return keep
         assert not isinstance(body, bytes)
         writer.write(head)

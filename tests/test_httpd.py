@@ -20,6 +20,7 @@ import pytest
 from exporter.httpd import (
     POOL_INLINE,
     POOL_PUSH,
+    POOL_SCRAPE,
     HttpError,
     HTTPServer,
     HTTPStats,
@@ -60,8 +61,12 @@ class Gate:
     def __init__(self) -> None:
         self.release = threading.Event()
         self.entered = threading.Semaphore(0)
+        self.big_made = 0
 
     def __call__(self, request: Request) -> Response:
+        if request.path == "/big":
+            self.big_made += 1
+            return Response(200, b"x" * (8 << 20))
         if request.path == "/block":
             self.entered.release()
             self.release.wait(10)
@@ -71,6 +76,8 @@ class Gate:
 
 
 def _pool(request: Request) -> str:
+    if request.path == "/big":
+        return POOL_SCRAPE
     return POOL_INLINE if request.path == "/healthz" else POOL_PUSH
 
 
@@ -370,3 +377,33 @@ def test_metrics_streams_to_http11_chunked_and_http10_until_close(exporter_facto
     assert series(chunked) == series(plain) == expected
     head_only = _exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert head_only.startswith(b"HTTP/1.1 200") and head_only.endswith(b"\r\n\r\n")
+
+
+def test_clients_that_do_not_read_cannot_pile_answers_up() -> None:
+    """Six clients ask for an 8 MiB view and never read it: at most ``max_views`` answers
+    exist at once, each is cut at ``response_timeout``, and probes answer throughout."""
+    server, gate, thread = _start(max_views=2, response_timeout=1.0, write_timeout=0.5)
+    port = server.server_address[1]
+    stuck = []
+    try:
+        for _ in range(6):
+            sock = _connect(port)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+            stuck.append(sock)
+        time.sleep(0.3)
+        assert gate.big_made == 2  # the other four wait their turn, holding nothing
+        assert http("GET", f"http://127.0.0.1:{port}/healthz")[0] == 200
+        deadline = time.monotonic() + 10
+        while gate.big_made < 6 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert gate.big_made == 6
+        rejected = server.stats.snapshot()[1]
+        cut = rejected.get("write_timeout", 0) + rejected.get("response_timeout", 0)
+        assert cut >= 4
+    finally:
+        for sock in stuck:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -283,3 +283,18 @@ def test_names_keep_dots_and_a_missing_file_is_one_log_line(
     exp.poll_once()
     states = {r["job_name"]: r["state"] for r in get_json(exp.url + "/api/v1/runs")["runs"]}
     assert states["llama-3.1"] == "gone"
+
+
+def test_a_cri_line_caught_half_written_is_not_read_as_a_bar(
+    exporter_factory: Any, tmp_path: Path
+) -> None:
+    log = tmp_path / "pod.log"
+    append(log, cri(" 40%|████      | 20/50 [00:05<00:07,  4.00it/s]"))
+    append(log, cri(" 60%|██████    | 30/50 [00:07<00:05,  4.00it/s]")[:-1])  # no newline yet
+    exp = exporter_factory(log_paths=(str(log),), namespace="ns")
+    exp.poll_once()
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert run["step"] == 20  # not 30 from a bar whose prefix would be the CRI timestamp
+    append(log, "\n")
+    exp.poll_once()
+    assert get_json(exp.url + "/api/v1/runs")["runs"][0]["step"] == 30

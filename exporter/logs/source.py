@@ -20,7 +20,7 @@ from ..ingest import Ingestor
 from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
 from .accumulate import LogAccumulator
 from .cri import CriJoiner
-from .parse import newest_bar, parse_message
+from .parse import newest_bar, parse_cri, parse_message
 from .tail import FileTail
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,11 @@ class LogSource:
         """Read the newest bar frame of a line still being written (tqdm draws frames with
         carriage returns and ends the line only when the bar closes): the step it shows is
         current now, not when the line ends. The line's final form is read when it ends."""
-        pending = followed.cri.peek() or [followed.tail.unterminated.decode("utf-8", "replace")]
+        pending = followed.cri.peek()
+        raw = followed.tail.unterminated.decode("utf-8", "replace")
+        # A CRI line caught half written is not a message yet: its P chunks are (peek).
+        if not pending and raw and parse_cri(raw) is None:
+            pending = [raw]
         text = "\n".join(pending)
         if text == followed.unterminated:
             return False
