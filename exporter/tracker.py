@@ -78,6 +78,7 @@ class RunSnapshot:
     max_epochs: float | None
     progress: float | None
     eta_seconds: float | None
+    eta_timestamp: float | None  # predicted completion (Unix seconds)
     steps_per_second: float | None
     loss: float | None
     eval_loss: float | None
@@ -548,11 +549,19 @@ class Tracker:
         run.state_since = entered(run.state, run.state_since, verdict, now)
         run.state = verdict.state
         # A stalled, diverged or finished run promises no completion time.
+        # The completion time is predicted at the last step advance (or the run's own ETA
+        # report) and the ETA counts down from it to ``now``: between two reports every
+        # scrape gets a fresh value, not the one computed at the last report.
         eta: float | None = None
+        completion: float | None = None
         if verdict.state not in NO_ETA:
-            eta = eta_seconds(run.step, run.max_steps, tp)
-            if eta is None and run.reported_eta is not None:
-                eta = max(0.0, run.reported_eta - (now - run.reported_eta_at))
+            remaining = eta_seconds(run.step, run.max_steps, tp)
+            if remaining is not None and run.samples:
+                completion = run.samples[-1][0] + remaining
+            elif run.reported_eta is not None:
+                completion = run.reported_eta_at + run.reported_eta
+            if completion is not None:
+                eta = max(0.0, completion - now)
         return RunSnapshot(
             key=key,
             meta=run.meta,
@@ -565,6 +574,7 @@ class Tracker:
             max_epochs=run.max_epochs,
             progress=self._progress(run),
             eta_seconds=eta,
+            eta_timestamp=completion,
             steps_per_second=tp.steps_per_second if tp else None,
             loss=run.loss,
             eval_loss=run.eval_loss,

@@ -381,3 +381,19 @@ def test_a_report_waits_for_one_batch_of_a_pass_not_the_whole_pass() -> None:
             merged.wait(0.05)  # the lock is free between batches
     assert merged.is_set()
     assert seen_when_merged and seen_when_merged[0] <= 2 * SNAPSHOT_BATCH + 1
+
+
+def test_the_eta_counts_down_between_reports_to_a_fixed_completion_time() -> None:
+    """Issue 20, item 1: computed for the moment of the scrape, not of the last report."""
+    tracker = Tracker()
+    for i in range(11):
+        tracker.apply(KEY, ProgressReport(step=i * 10, max_steps=1000), T0 + i * 5)
+    at_report = one(tracker, T0 + 50)
+    later = one(tracker, T0 + 65)
+    assert at_report.eta_seconds == pytest.approx(450.0)
+    assert later.eta_seconds == pytest.approx(435.0)  # 15 s later, 15 s less
+    assert later.eta_timestamp == at_report.eta_timestamp == pytest.approx(T0 + 500.0)
+    # The run's own ETA (no step to rate) counts down the same way.
+    tracker.apply(OTHER, ProgressReport(eta_seconds=100.0), T0)
+    assert one(tracker, T0 + 30, OTHER).eta_seconds == pytest.approx(70.0)
+    assert one(tracker, T0 + 30, OTHER).eta_timestamp == pytest.approx(T0 + 100.0)
