@@ -220,3 +220,22 @@ def test_k3s_cluster_runs_the_exporter() -> None:
             env=env,
             check=True,
         )
+
+
+def test_prometheus_operator_overlay_is_ready_for_kube_prometheus_stack() -> None:
+    """Issue 15, item 1: every namespaced object in the exporter's namespace (one kustomize
+    setting), the chart's default selectors matched: `release` on the PodMonitor and the
+    PrometheusRule, the sidecar's grafana_dashboard label, and a folder for the dashboards."""
+    docs = render("prometheus-operator")
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    for doc in docs:
+        if doc["kind"] not in cluster_scoped:
+            assert doc["metadata"].get("namespace") == "training-progress", doc["kind"]
+    for kind in ("PodMonitor", "PrometheusRule"):
+        (doc,) = [d for d in docs if d["kind"] == kind]
+        assert doc["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    dashboards = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert len(dashboards) == 3
+    for doc in dashboards:
+        assert doc["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert doc["metadata"]["annotations"]["grafana_folder"] == "Training"
