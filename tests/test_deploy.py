@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).parent.parent
-OVERLAYS = ["plain", "prometheus-operator", "kubelet-discovery"]
+OVERLAYS = ["plain", "prometheus-operator", "kubelet-discovery", "restricted"]
 KUBECTL = shutil.which("kubectl")
 CRDS = ROOT / "tests" / "fixtures" / "crds"
 OPERATOR_KINDS = {
@@ -239,3 +239,78 @@ def test_prometheus_operator_overlay_is_ready_for_kube_prometheus_stack() -> Non
     for doc in dashboards:
         assert doc["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert doc["metadata"]["annotations"]["grafana_folder"] == "Training"
+
+
+# Pod Security Standards, as the Kubernetes documentation defines the levels
+# (https://kubernetes.io/docs/concepts/security/pod-security-standards/): each control
+# returns what a pod spec breaks.
+_RESTRICTED_VOLUMES = {
+    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+    "projected", "secret",
+}  # fmt: skip
+_BASELINE_CAPS = {
+    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+    "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+}  # fmt: skip
+
+
+def pod_security_violations(pod: dict[str, Any], level: str) -> list[str]:
+    """What ``pod`` (a pod spec) breaks of Pod Security ``level`` (baseline or restricted)."""
+    out = []
+    containers = [*pod.get("containers", []), *pod.get("initContainers", [])]
+    psc = pod.get("securityContext", {})
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            out.append(key)
+    for c in containers:
+        sc = c.get("securityContext", {})
+        if sc.get("privileged"):
+            out.append(f"{c['name']}: privileged")
+        added = set(sc.get("capabilities", {}).get("add", []))
+        if added - _BASELINE_CAPS:
+            out.append(f"{c['name']}: capabilities {sorted(added - _BASELINE_CAPS)}")
+        if any(p.get("hostPort") for p in c.get("ports", [])):
+            out.append(f"{c['name']}: hostPort")
+        if sc.get("procMount", "Default") != "Default":
+            out.append(f"{c['name']}: procMount")
+    if any("hostPath" in v for v in pod.get("volumes", [])):
+        out.append("hostPath volumes")
+    if level == "baseline":
+        return out
+    for v in pod.get("volumes", []):
+        kinds = set(v) - {"name"}
+        if not kinds <= _RESTRICTED_VOLUMES:
+            out.append(f"volume {v['name']}: {sorted(kinds)}")
+    seccomp = psc.get("seccompProfile", {}).get("type")
+    for c in containers:
+        sc = c.get("securityContext", {})
+        if sc.get("allowPrivilegeEscalation") is not False:
+            out.append(f"{c['name']}: allowPrivilegeEscalation")
+        if not sc.get("runAsNonRoot", psc.get("runAsNonRoot")):
+            out.append(f"{c['name']}: runAsNonRoot")
+        if sc.get("runAsUser", psc.get("runAsUser")) == 0:
+            out.append(f"{c['name']}: runAsUser 0")
+        if sc.get("seccompProfile", {}).get("type", seccomp) not in ("RuntimeDefault", "Localhost"):
+            out.append(f"{c['name']}: seccompProfile")
+        caps = sc.get("capabilities", {})
+        if "ALL" not in caps.get("drop", []):
+            out.append(f"{c['name']}: capabilities must drop ALL")
+        if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+            out.append(f"{c['name']}: capabilities added")
+    return out
+
+
+def test_restricted_overlay_passes_pod_security_restricted_and_the_others_do_not() -> None:
+    """Issue 15, item 3. The default overlays need hostPath (logs, status files, the state
+    file), which even "baseline" refuses: the checker must say so, or it checks nothing."""
+    (ds,) = [d for d in render("restricted") if d["kind"] == "DaemonSet"]
+    pod = ds["spec"]["template"]["spec"]
+    assert pod_security_violations(pod, "restricted") == []
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["TPE_LOG_ROOT"] == "" and env["TPE_KUBELET_ROOT"] == ""
+    assert env["TPE_STATE_FILE"].startswith("/var/lib/training-progress-exporter/")
+    (ns,) = [d for d in render("restricted") if d["kind"] == "Namespace"]
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    (default,) = [d for d in render("prometheus-operator") if d["kind"] == "DaemonSet"]
+    broken = pod_security_violations(default["spec"]["template"]["spec"], "baseline")
+    assert broken == ["hostPath volumes"]

@@ -779,3 +779,21 @@ def test_random_tokens_cannot_amplify_into_token_reviews(kube: FakeKube) -> None
     assert replay == 403 and good == 200 and after == before + flood  # both from the cache
     assert drops[("push", "review_rate_limited")] == 300 - flood
     assert drops[("push", "token_rejected")] == flood + 1
+
+
+def test_without_host_paths_the_log_and_volume_sources_are_off(kube: FakeKube) -> None:
+    """The restricted overlay (issue 15, item 3) sets log_root and kubelet_root empty: what
+    needs a hostPath is off, pushes, HTTP pulls and TrainJob status are not."""
+    exp = k8s_exporter_with(FakeClock(T_START_TS), log_root="", kubelet_root="")
+    try:
+        assert "log" not in exp.sources and "kubelet_file" not in exp.sources
+        assert "http" in exp.sources
+        exp.poll_once()
+        wait(lambda: exp.ready()[0])  # every remaining source ran; the exporter is ready
+    finally:
+        exp.stop()
+    default = k8s_exporter_with(FakeClock(T_START_TS))
+    try:
+        assert {"log", "kubelet_file"} <= set(default.sources)
+    finally:
+        default.stop()

@@ -69,6 +69,8 @@ def _logs(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polled
             return None
         targets = standalone_targets(config.log_paths, config.namespace)
         return LogSource(targets, ingestor, files_are_runs=True)
+    if not config.log_root:  # switched off (no hostPath: Pod Security "restricted")
+        return None
     from ..kubernetes.logs import pod_log_targets
 
     targets = pod_log_targets(config.log_root, cluster.pods, lambda p: cluster.meta(p, "log"))
@@ -90,7 +92,7 @@ def _kubelet_files(
     config: Config, ingestor: Ingestor, cluster: Cluster | None
 ) -> PolledSource | None:
     """Kubernetes mode: status files in the pods' emptyDir volumes, through the kubelet dir."""
-    if cluster is None:
+    if cluster is None or not config.kubelet_root:  # off without the kubelet's directory
         return None
     from ..kubernetes.files import KubeletFileSource
 
