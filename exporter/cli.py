@@ -20,6 +20,8 @@ from .thresholds import SPECS
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .top import SORTS
+
     p = argparse.ArgumentParser(
         prog="training-progress-exporter",
         description="Prometheus exporter for ML training progress.",
@@ -110,6 +112,12 @@ def _parser() -> argparse.ArgumentParser:
     top.add_argument("--once", action="store_true", help="print one table and exit")
     top.add_argument("-o", "--output", choices=["table", "json"], default="table")
     top.add_argument("--interval", type=float, default=2.0, metavar="SECONDS")
+    top.add_argument(
+        "--sort",
+        choices=list(SORTS),
+        default="state",
+        help="order of the rows (default: what needs attention first); s cycles it live",
+    )
 
     insp = sub.add_parser("inspect", help="show what the exporter reads from log or status files")
     insp.add_argument("paths", nargs="+", metavar="PATH")
@@ -217,6 +225,8 @@ def _top(args: argparse.Namespace) -> int:
             interval=args.interval,
             width=lambda: shutil.get_terminal_size((120, 24)).columns,
             tty=tty,
+            sort=args.sort,
+            keys=sys.stdin,
         )
     except KeyboardInterrupt:
         return 0

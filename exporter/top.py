@@ -45,6 +45,9 @@ class Row:
     gpus: float | None
     gpu_hours: float | None
     reason: str = ""  # why the job is in its state: "stalled for 42m (threshold 30m)"
+    steps_per_second: float | None = None  # the slowest rank's
+    age_seconds: float | None = None  # since the job's first report
+    wasted_gpu_hours: float | None = None  # GPU-hours held while stalled
 
 
 def _num(value: Any) -> float | None:
@@ -71,6 +74,7 @@ def trend(points: list[float], tolerance: float = 0.01) -> str | None:
 
 def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
     """Rows from an exporter's ``/api/v1/runs``; ranks of one job merged (slowest wins)."""
+    now = _num(doc.get("time")) or time.time()
     jobs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for run in doc.get("runs", []):
         jobs.setdefault((run["namespace"], run["job_name"]), []).append(run)
@@ -94,9 +98,25 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 gpus=sum(_num(r.get("gpus")) or 0.0 for r in runs),
                 gpu_hours=sum(_num(r.get("gpu_seconds")) or 0.0 for r in runs) / 3600,
                 reason=str(worst.get("state_reason") or ""),
+                steps_per_second=_min(_num(r.get("steps_per_second")) for r in runs),
+                age_seconds=_age(
+                    now, [_num(r.get("first_report_timestamp_seconds")) for r in runs]
+                ),
+                wasted_gpu_hours=sum(_num(r.get("stalled_gpu_seconds")) or 0.0 for r in runs)
+                / 3600,
             )
         )
     return sort_rows(rows)
+
+
+def _min(values: Any) -> float | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _age(now: float, starts: list[float | None]) -> float | None:
+    first = _min(starts)
+    return None if first is None else max(0.0, now - first)
 
 
 PROMETHEUS_QUERIES = {
@@ -109,6 +129,10 @@ PROMETHEUS_QUERIES = {
     "loss_deriv": "avg by (namespace, job_name) (deriv(training_loss[10m]))",
     "gpus": "namespace_job_name:training_gpus:sum",
     "gpu_hours": "sum by (namespace, job_name) (training_gpu_seconds_total) / 3600",
+    "steps_per_second": "min by (namespace, job_name) (training_steps_per_second)",
+    "age": "time() - min by (namespace, job_name) (training_start_timestamp_seconds)",
+    "wasted": "sum by (namespace, job_name) "
+    "(increase(training_stalled_gpu_seconds_total[24h])) / 3600",
 }
 
 
@@ -217,18 +241,33 @@ def rows_from_prometheus(
                 gpus=v.get("gpus"),
                 gpu_hours=v.get("gpu_hours"),
                 reason=(reasons or {}).get((namespace, job), ""),
+                steps_per_second=v.get("steps_per_second"),
+                age_seconds=v.get("age"),
+                wasted_gpu_hours=v.get("wasted"),
             )
         )
     return sort_rows(rows)
 
 
-def sort_rows(rows: list[Row]) -> list[Row]:
-    """What needs attention first (stalled, diverged, finished-but-running...), then by name."""
+def _last(value: float | None) -> float:
+    return math.inf if value is None or math.isnan(value) else value
 
-    def key(r: Row) -> tuple[int, str, str]:
-        return severity(r.state), r.namespace, r.job_name
 
-    return sorted(rows, key=key)
+# Sort keys (``--sort``, and ``s`` cycles them in the live view): name, and how each orders.
+SORTS: dict[str, Callable[[Row], tuple[Any, ...]]] = {
+    "state": lambda r: (severity(r.state), r.namespace, r.job_name),
+    "name": lambda r: (r.namespace, r.job_name),
+    "eta": lambda r: (_last(r.eta_seconds), r.namespace, r.job_name),
+    "progress": lambda r: (-(r.progress or 0.0), r.namespace, r.job_name),
+    "gpus": lambda r: (-(r.gpus or 0.0), r.namespace, r.job_name),
+    "age": lambda r: (-(r.age_seconds or 0.0), r.namespace, r.job_name),
+}
+
+
+def sort_rows(rows: list[Row], by: str = "state") -> list[Row]:
+    """By ``by`` (:data:`SORTS`); by default what needs attention first (stalled, diverged,
+    finished-but-running...), then by name."""
+    return sorted(rows, key=SORTS[by])
 
 
 def fetch_json(url: str, timeout: float = 10.0) -> Any:
@@ -268,62 +307,120 @@ def bar(progress: float | None, width: int) -> str:
     return "█" * full + "░" * (cells - full) + " " + label
 
 
-COLUMNS = ("NAMESPACE", "JOB", "STATE", "PROGRESS", "STEP", "ETA", "LOSS", "GPUS", "GPU-H")
+@dataclass(frozen=True)
+class Column:
+    """A table column: header, its text for a row, and when it goes as the terminal narrows
+    (``drop`` order: 1 goes first; 0 never)."""
+
+    header: str
+    text: Callable[[Row], str]
+    drop: int
+    right: bool = False  # numbers align right
 
 
-def render(rows: list[Row], width: int = 120, color: bool = False) -> str:
-    """The table as text fitting ``width`` columns (the progress bar takes what is left)."""
-    cells = []
+def _step(r: Row) -> str:
+    if r.step is None:
+        return "-"
+    return f"{r.step}/{r.max_steps}" if r.max_steps else str(r.step)
+
+
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+
+
+PROGRESS = "PROGRESS"
+COLUMNS = (
+    Column("NAMESPACE", lambda r: r.namespace, 6),
+    Column("JOB", lambda r: r.job_name, 0),
+    Column("STATE", lambda r: r.state, 0),
+    Column(PROGRESS, lambda r: "", 0),
+    Column("STEP", _step, 1, right=True),
+    Column("STEPS/S", lambda r: _rate(r.steps_per_second), 7, right=True),
+    Column("ETA", lambda r: duration(r.eta_seconds), 9, right=True),
+    Column("AGE", lambda r: duration(r.age_seconds), 5, right=True),
+    Column("LOSS", lambda r: f"{format_loss(r.loss)} {ARROWS[r.loss_trend]}", 8, right=True),
+    Column("GPUS", lambda r: "-" if r.gpus is None else f"{r.gpus:g}", 4, right=True),
+    Column("GPU-H", lambda r: "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}", 2, right=True),
+)
+MIN_BAR, MAX_BAR = 10, 30
+NAME_ROOM = 40  # a job name of up to this many characters is never cut while a column can go
+
+
+def summary(rows: list[Row]) -> str:
+    """One line above the table, like htop's: jobs by state (most urgent first), GPUs held
+    by jobs still training, and GPU-hours wasted stalled."""
+    counts: dict[str, int] = {}
     for r in rows:
-        step = "-" if r.step is None else f"{r.step}/{r.max_steps}" if r.max_steps else str(r.step)
-        cells.append(
-            [
-                r.namespace,
-                r.job_name,
-                r.state,
-                r.progress,
-                step,
-                duration(r.eta_seconds),
-                f"{format_loss(r.loss)} {ARROWS[r.loss_trend]}",
-                "-" if r.gpus is None else f"{r.gpus:g}",
-                "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}",
-            ]
-        )
-    if width < 100:  # the one long state name takes a short form on narrow terminals
-        for c in cells:
-            c[2] = SHORT_STATES.get(str(c[2]), c[2])
-    widths = [len(c) for c in COLUMNS]
-    for row in cells:
-        for i, value in enumerate(row):
-            if i != 3:
-                widths[i] = max(widths[i], len(str(value)))
-    # Names give way first when the terminal is narrow; the bar gets the rest (8..30).
-    fixed = sum(w for i, w in enumerate(widths) if i != 3) + 2 * (len(COLUMNS) - 1)
-    bar_width = max(10, min(30, width - fixed))
-    overflow = fixed + bar_width - width
-    for i in (1, 0):
-        if overflow > 0:
-            cut = min(overflow, widths[i] - 8)
-            if cut > 0:
-                widths[i] -= cut
-                overflow -= cut
-    widths[3] = bar_width
+        counts[r.state] = counts.get(r.state, 0) + 1
+    states = ", ".join(
+        f"{n} {SHORT_STATES.get(state, state)}"
+        for state, n in sorted(counts.items(), key=lambda kv: severity(kv[0]))
+    )
+    busy = sum(r.gpus or 0.0 for r in rows if r.state not in ("finished", "gone", "failed"))
+    wasted = sum(r.wasted_gpu_hours or 0.0 for r in rows)
+    jobs = f"{len(rows)} job{'s' if len(rows) != 1 else ''}"
+    # The totals first: on a narrow terminal the line is cut at its end.
+    return f"{jobs} | {busy:g} GPUs held | {wasted:.1f} GPU-h wasted stalled | {states}"
+
+
+def _layout(widths: dict[str, int], width: int) -> tuple[list[Column], int, int]:
+    """The columns that fit ``width``, the progress bar's width and the job names' width.
+    Names get the room: optional columns go, in their ``drop`` order, until a name of up to
+    NAME_ROOM characters fits whole; only then is a name cut."""
+    shown = list(COLUMNS)
+
+    def need(name_width: int) -> int:
+        others = sum(widths[c.header] for c in shown if c.header not in ("JOB", PROGRESS))
+        return others + name_width + MIN_BAR + 2 * (len(shown) - 1)
+
+    room = min(widths["JOB"], NAME_ROOM)
+    for column in sorted((c for c in COLUMNS if c.drop), key=lambda c: c.drop):
+        if need(room) <= width:
+            break
+        shown.remove(column)
+    name = max(3, min(widths["JOB"], width - need(0)))
+    bar_width = max(MIN_BAR, min(MAX_BAR, width - need(name) + MIN_BAR))
+    return shown, bar_width, name
+
+
+def render(
+    rows: list[Row], width: int = 120, color: bool = False, with_summary: bool = False
+) -> str:
+    """The table as text fitting ``width`` columns: the job names get the room, the other
+    columns go by priority as the terminal narrows, the progress bar takes what is left."""
+    short = width < 100  # the one long state name takes a short form on narrow terminals
+    texts = [
+        {
+            c.header: (SHORT_STATES.get(r.state, r.state) if short else r.state)
+            if c.header == "STATE"
+            else c.text(r)
+            for c in COLUMNS
+        }
+        for r in rows
+    ]
+    widths = {c.header: max([len(c.header)] + [len(t[c.header]) for t in texts]) for c in COLUMNS}
+    shown, bar_width, name_width = _layout(widths, width)
+    widths[PROGRESS], widths["JOB"] = bar_width, name_width
 
     def fit(text: str, w: int) -> str:
         return text if len(text) <= w else text[: w - 1] + "…"
 
-    lines = ["  ".join(fit(c, widths[i]).ljust(widths[i]) for i, c in enumerate(COLUMNS)).rstrip()]
-    if color:
-        lines[0] = _BOLD + lines[0] + _RESET
-    for r, row in zip(rows, cells, strict=True):
+    def cell(c: Column, text: str) -> str:
+        text = fit(text, widths[c.header])
+        return text.rjust(widths[c.header]) if c.right else text.ljust(widths[c.header])
+
+    lines = []
+    if with_summary:
+        lines.append(fit(summary(rows), width))
+    header = "  ".join(cell(c, c.header) for c in shown).rstrip()
+    lines.append(_BOLD + header + _RESET if color else header)
+    for r, t in zip(rows, texts, strict=True):
         parts = []
-        for i, value in enumerate(row):
-            text = (
-                bar(r.progress, widths[3])
-                if i == 3
-                else fit(str(value), widths[i]).ljust(widths[i])
-            )
-            if color and i in (2, 3):  # the state and its bar share the state's color
+        for c in shown:
+            text = bar(r.progress, bar_width) if c.header == PROGRESS else cell(c, t[c.header])
+            if color and c.header in ("STATE", PROGRESS):  # the state and its bar share a color
                 text = STATE_COLOR.get(r.state, "") + text + _RESET
             parts.append(text)
         lines.append("  ".join(parts).rstrip())
@@ -347,22 +444,79 @@ def run(
     interval: float,
     width: Callable[[], int],
     tty: bool,
+    sort: str = "state",
+    keys: TextIO | None = None,
 ) -> int:
-    """Print the table once, or redraw it every ``interval`` seconds until interrupted."""
-    while True:
-        try:
-            rows = source()
-            text = as_json(rows) if output == "json" else render(rows, width(), color=tty)
-        except (OSError, RuntimeError, ValueError) as exc:
+    """Print the table once, or redraw it every ``interval`` seconds until ``q`` (read from
+    ``keys``, the terminal) or Ctrl-C. ``s`` cycles the sort key. Live on a terminal, the
+    table is drawn on the alternate screen, like htop, and the terminal is restored on exit."""
+    live = tty and not once
+    reader = _Keys(keys) if live and keys is not None and keys.isatty() else None
+    if live:
+        out.write("\x1b[?1049h\x1b[?25l")  # alternate screen, cursor hidden
+    try:
+        while True:
+            try:
+                rows = sort_rows(source(), sort)
+                if output == "json":
+                    text = as_json(rows)
+                else:
+                    text = render(rows, width(), color=tty, with_summary=live)
+            except (OSError, RuntimeError, ValueError) as exc:
+                if once:
+                    print(f"training-progress-exporter top: {exc}", file=sys.stderr)
+                    return 1
+                text = f"error: {exc}\n"
+            if live:
+                title = f"{time.strftime('%H:%M:%S')} training jobs, sorted by {sort}"
+                help_ = "q quit  s sort"
+                top_line = title + help_.rjust(max(1, width() - len(title)))
+                out.write("\x1b[H\x1b[2J" + top_line[: width()] + "\n" + text)
+            else:
+                out.write(text)
+            out.flush()
             if once:
-                print(f"training-progress-exporter top: {exc}", file=sys.stderr)
-                return 1
-            text = f"error: {exc}\n"
-        if tty and not once:
-            out.write("\x1b[H\x1b[2J" + time.strftime("%H:%M:%S ") + "training jobs\n\n" + text)
-        else:
-            out.write(text)
-        out.flush()
-        if once:
-            return 0
-        time.sleep(interval)
+                return 0
+            key = reader.wait(interval) if reader is not None else _sleep(interval)
+            if key in ("q", "Q"):
+                return 0
+            if key == "s":
+                names = list(SORTS)
+                sort = names[(names.index(sort) + 1) % len(names)]
+    finally:
+        if reader is not None:
+            reader.restore()
+        if live:
+            out.write("\x1b[?25h\x1b[?1049l")
+            out.flush()
+
+
+def _sleep(seconds: float) -> str:
+    time.sleep(seconds)
+    return ""
+
+
+class _Keys:
+    """Single key presses from a terminal, without echo or Enter (cbreak mode); the
+    terminal's mode is restored by :meth:`restore`."""
+
+    def __init__(self, stream: TextIO) -> None:
+        import termios
+        import tty as tty_mode
+
+        self.fd = stream.fileno()
+        self.saved = termios.tcgetattr(self.fd)
+        tty_mode.setcbreak(self.fd)
+
+    def wait(self, timeout: float) -> str:
+        """The key pressed within ``timeout`` seconds, or ""."""
+        import os
+        import select
+
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        return os.read(self.fd, 1).decode(errors="replace") if ready else ""
+
+    def restore(self) -> None:
+        import termios
+
+        termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)

@@ -184,35 +184,79 @@ def test_cli_reports_an_unreachable_source() -> None:
     assert proc.returncode == 1 and "top:" in proc.stderr
 
 
+def _screen(session: str) -> str:
+    return subprocess.run(
+        ["tmux", "capture-pane", "-p", "-e", "-t", session], capture_output=True, text=True
+    ).stdout
+
+
+def _alive(session: str) -> bool:
+    return (
+        subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0
+    )
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by the test command")
-def test_live_top_in_an_80_column_terminal(exporter_factory: Any, clock: Any) -> None:
+@pytest.mark.parametrize(("columns", "quit_key"), [(80, "q"), (160, "C-c")])
+def test_live_top_in_a_real_terminal(
+    exporter_factory: Any, clock: Any, columns: int, quit_key: str
+) -> None:
+    """Issue 15, item 5: like htop. At 80 columns names get the room and columns go by
+    priority; at 160 everything shows, steps/s and age included; a summary line; q and
+    Ctrl-C quit and give the terminal back."""
     exp = exporter_factory()
     populate(exp, clock)
+    exp.tracker.apply(
+        RunKey("ml", "llama-3.1-70b-finetune-lora", "llama-3.1-70b-finetune-lora"),
+        ProgressReport(step=420, max_steps=1000, loss=2.31),
+        clock(),
+        RunMeta(gpus=8),
+    )
     session = f"tpe-{uuid.uuid4().hex[:8]}"
-    cmd = f"{sys.executable} -m exporter.cli top --exporter {exp.url} --interval 0.5"
+    # tmux hands a detached session's programs COLUMNS=80 when its client has no terminal
+    # (as under pytest); without it, top asks the terminal itself, as it would in real use.
+    cmd = f"env -u COLUMNS -u LINES {sys.executable} -m exporter.cli top --exporter {exp.url} --interval 0.5"  # noqa: E501
     subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True
+        ["tmux", "new-session", "-d", "-s", session, "-x", str(columns), "-y", "24", cmd],
+        check=True,
+    )
+    # A detached session takes the size of the server's first; set this one's explicitly.
+    subprocess.run(
+        ["tmux", "resize-window", "-t", session, "-x", str(columns), "-y", "24"], check=True
     )
     try:
         screen = ""
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            screen = subprocess.run(
-                ["tmux", "capture-pane", "-p", "-e", "-t", session], capture_output=True, text=True
-            ).stdout
-            if "done" in screen:
+            screen = _screen(session)
+            if "done" in screen and (columns == 80 or "GPU-H" in screen):  # after the resize
                 break
             time.sleep(0.2)
         plain = ANSI.sub("", screen)
-        assert "training jobs" in plain and "NAMESPACE" in plain
-        assert all(len(line) <= 80 for line in plain.splitlines()), plain
-        lines = [line for line in plain.splitlines() if line.startswith("ml ")]
-        assert [line.split()[1] for line in lines] == ["bad", "ok", "done"]
+        lines = plain.splitlines()
+        assert "training jobs, sorted by state" in lines[0] and "q quit" in lines[0]
+        assert lines[1].startswith("4 jobs | 20 GPUs held | 0.0 GPU-h wasted stalled | 1 diverged")
+        assert all(len(line) <= columns for line in lines), plain
+        header = lines[2].split()
+        jobs = [line.split()[0 if columns == 80 else 1] for line in lines[3:] if "%" in line]
+        assert jobs == ["bad", "llama-3.1-70b-finetune-lora", "ok", "done"], plain  # names uncut
+        if columns == 80:
+            assert header[:3] == ["JOB", "STATE", "PROGRESS"] and "NAMESPACE" not in header
+        else:
+            assert header == [
+                "NAMESPACE", "JOB", "STATE", "PROGRESS", "STEP", "STEPS/S", "ETA", "AGE",
+                "LOSS", "GPUS", "GPU-H",
+            ]  # fmt: skip
         assert re.search(r"\x1b\[31m(\x1b\[1m)?diverged", screen), screen  # red, on a terminal
-        assert "█" in plain
-        subprocess.run(["tmux", "send-keys", "-t", session, "C-c"], check=True)
-        time.sleep(0.5)
-        alive = subprocess.run(["tmux", "has-session", "-t", session], capture_output=True)
-        assert alive.returncode != 0  # Ctrl-C ended top, and with it the session
+        subprocess.run(["tmux", "send-keys", "-t", session, "s"], check=True)
+        deadline = time.monotonic() + 5
+        while "sorted by name" not in _screen(session) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "sorted by name" in _screen(session)
+        subprocess.run(["tmux", "send-keys", "-t", session, quit_key], check=True)
+        deadline = time.monotonic() + 5
+        while _alive(session) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(session)  # top ended, and with it the session
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
