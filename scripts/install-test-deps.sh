@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything the test suite and benchmarks talk to: Debian's Prometheus (promtool),
-# Alertmanager, Pushgateway, wrk, tmux (top in a real terminal) and Chromium (the status
-# page in a real browser), then torch (CPU) and the package with its test and ml extras.
+# Alertmanager, Pushgateway, wrk, tmux (top in a real terminal), Chromium (the status page in
+# a real browser), jsonnet (the monitoring mixin) and mtail (the log benchmark's peer), then
+# torch (CPU) and the package with its test and ml extras.
 # Idempotent: skips apt when every binary is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 for pair in prometheus:prometheus promtool:prometheus prometheus-alertmanager:prometheus-alertmanager \
-            prometheus-pushgateway:prometheus-pushgateway wrk:wrk tmux:tmux chromium:chromium; do
+            prometheus-pushgateway:prometheus-pushgateway wrk:wrk tmux:tmux chromium:chromium \
+            jsonnet:jsonnet mtail:mtail; do
   bin=${pair%%:*}; pkg=${pair#*:}
   command -v "$bin" >/dev/null 2>&1 || need+=("$pkg")
 done

@@ -1,0 +1,60 @@
+// training-progress-exporter as a monitoring mixin: the alert and recording rules and the
+// dashboards this project ships, for kube-prometheus and other jsonnet-built stacks.
+//
+//   local tpe = (import 'training-progress-exporter-mixin/mixin.libsonnet') + {
+//     _config+:: { grafanaUrl: 'https://grafana.example.com', alertFor+:: { TrainingJobStalled: '5m' } },
+//   };
+//   { 'rules.yaml': std.manifestYamlDoc(tpe.prometheusAlerts + tpe.prometheusRules) }
+//
+// The rules come from alerts/training-progress.rules.yaml, the one source plain Prometheus
+// loads as it is, through rules.json (the same groups as JSON, written by
+// alerts/generate.py, which checks it is current); with the default _config this renders
+// exactly what is shipped (tests/test_mixin.py diffs it). Per-run thresholds (stall, plateau, report timeout...) are
+// series the exporter exports, set by its config or a pod's annotations, not by the rules:
+// _config sets the rules' own numbers, the `for:` of each alert.
+local source = import 'rules.json';
+
+local dashboards = {
+  'training-jobs.json': import '../grafana/dashboards/training-jobs.json',
+  'training-job-detail.json': import '../grafana/dashboards/training-job-detail.json',
+  'training-gpu-capacity.json': import '../grafana/dashboards/training-gpu-capacity.json',
+};
+
+{
+  _config+:: {
+    // Where the alerts' dashboard links point (Alertmanager, Slack and pagers open them).
+    grafanaUrl: 'http://localhost:3000',
+    // Which scrape job is the exporter (TrainingExporterDown).
+    exporterSelector: 'job=~".*training-progress-exporter.*"',
+    // Alert name -> its `for:`, for the alerts to debounce longer or shorter.
+    alertFor: {},
+  },
+
+  local config = self._config,
+  local defaults = {
+    grafanaUrl: 'http://localhost:3000',
+    exporterSelector: 'job=~".*training-progress-exporter.*"',
+  },
+  local configured(text) =
+    std.strReplace(
+      std.strReplace(text, defaults.grafanaUrl, config.grafanaUrl),
+      defaults.exporterSelector,
+      config.exporterSelector
+    ),
+  local alert(rule) =
+    rule {
+      expr: configured(rule.expr),
+      [if std.objectHas(rule, 'for') then 'for']:
+        if std.objectHas(config.alertFor, rule.alert) then config.alertFor[rule.alert] else rule['for'],
+      annotations: std.mapWithKey(function(_, v) configured(v), rule.annotations),
+    },
+  local groups(keep) = [
+    group { rules: [if keep == 'alert' then alert(r) else r for r in group.rules if std.objectHas(r, keep)] }
+    for group in source.groups
+    if std.length([r for r in group.rules if std.objectHas(r, keep)]) > 0
+  ],
+
+  prometheusAlerts+:: { groups+: groups('alert') },
+  prometheusRules+:: { groups+: groups('record') },
+  grafanaDashboards+:: dashboards,
+}
