@@ -24,8 +24,10 @@ Channels, each enabled when its configuration is present (several may be active 
 
 * **kubeflow**: ``KUBEFLOW_TRAINER_SERVER_URL`` (+ ``_TOKEN`` file, ``_CA_CERT`` file), the
   upstream Kubeflow Trainer status body, as Transformers' ``KubeflowCallback`` sends it;
-* **exporter**: ``TPE_REPORT_URL``, the node-local exporter's native push URL
-  (``http://HOST:9465/api/v1/namespaces/NS/runs/NAME/report``);
+* **exporter**: ``TPE_REPORT_URL``, the node-local exporter's native push URL: in
+  Kubernetes through its node-local Service,
+  ``http://training-progress-exporter.training-progress.svc:9465/api/v1/namespaces/NS/runs/NAME/report``
+  (docs/reporter.md says why not the node IP); standalone ``http://127.0.0.1:9465/...``;
 * **file**: ``TPE_STATUS_FILE``, a native JSON report written atomically (temp, fsync, rename);
 * **stdout**: when none of the above is set, one structured line per report, in the Kubeflow
   KEP's marker form ``[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus] {json}``, which the
