@@ -61,10 +61,6 @@ class Series(Sequence[tuple[float, V]], Generic[V]):
             return list(zip(self._t[index], self._v[index], strict=True))
         return self._t[index], self._v[index]
 
-    def columns(self) -> tuple[list[float], list[V]]:
-        """Times and values as two lists."""
-        return self._t.tolist(), self._v.tolist()
-
     def to_bytes(self, last: int | None = None) -> tuple[bytes, bytes]:
         """The newest ``last`` (default all) times and values as little-endian bytes: the
         state file stores series so, at memcpy speed instead of one float repr per point."""
