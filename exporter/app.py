@@ -15,12 +15,12 @@ from prometheus_client import CollectorRegistry
 from .collector import ExporterCollector, TrainingCollector
 from .config import Config
 from .discovery import Discovery, make_discovery
-from .httpd import HTTPStats, Limits, serve_in_thread
+from .httpd import HTTPServer, HTTPStats, Limits, serve_in_thread
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
 from .persist import StateKeeper
 from .schedule import Scheduler
-from .server import ExporterHTTPServer, ServerContext, make_server
+from .server import ServerContext, make_server
 from .sources import build_sources
 from .stats import ExporterStats
 from .tracker import Tracker
@@ -51,7 +51,7 @@ class Exporter:
         self.self_registry.register(self_collector)
         self.stats.set_up("push", True)
         host, port = config.listen_address(self.discovery.mode)
-        self.server: ExporterHTTPServer = make_server(
+        self.server: HTTPServer = make_server(
             host,
             port,
             ServerContext(

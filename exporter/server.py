@@ -51,8 +51,6 @@ PLAIN = "text/plain; charset=utf-8"
 # Paths answered on the event loop itself: they must stay up whatever the workers do.
 PROBES = ("/healthz", "/readyz")
 
-ExporterHTTPServer = HTTPServer  # the name app.py and the tests know
-
 
 def wants_openmetrics(accept: str) -> bool:
     """True only when the client cannot take the text format. Prometheus offers both and
@@ -207,7 +205,6 @@ def make_server(
 
 __all__ = [
     "PUSH",
-    "ExporterHTTPServer",
     "ServerContext",
     "make_server",
     "route",

@@ -21,9 +21,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
 
-ApiFactory = Callable[[], Any]
+from .client import ApiFactory
+
 Identity = tuple[str, str]  # (namespace, pod name)
 
 REJECTED = "token_rejected"

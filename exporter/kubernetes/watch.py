@@ -19,6 +19,7 @@ from typing import Any
 from ..ingest import Ingestor
 from ..model import RunKey, RunMeta
 from ..sources.push import Denied, PushTarget
+from .client import ApiFactory
 from .pods import DEFAULT_GPU_RESOURCES, PodInfo, training_pod
 
 log = logging.getLogger(__name__)
@@ -174,9 +175,6 @@ class KubernetesResolver:
         return PushTarget(
             RunKey(pod.namespace, pod.name, pod.job_name), run_meta(pod, self.registry.node, "push")
         )
-
-
-ApiFactory = Callable[[], Any]
 
 
 class PodWatcher:
