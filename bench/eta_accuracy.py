@@ -1,28 +1,327 @@
-"""ETA accuracy on a simulated corpus: our tracker against the naive estimate.
+"""ETA accuracy: our estimate against the naive one, on real recorded runs and on simulations.
 
-The naive estimate is what Transformers' ``KubeflowCallback`` sends: seconds since this
-process started training / global step x remaining steps. Each corpus run is simulated step
-by step with jitter; it reports every ``log_every`` steps, and at each report both estimates
-are compared with the true remaining time. Error is the mean absolute percentage error
-(MAPE) over a run's reports from 5 % to 95 % progress (before 5 % neither has a rate; after
-95 % the true remaining time is so small that any percentage error is noise), then averaged
-over the runs of a scenario and over the whole corpus.
+**Real runs** (the first table) are the corpus in ``tests/fixtures/eta/``: training runs on
+this machine's CPU recorded by ``tests/fixtures/eta/record.py`` (Transformers'
+``KubeflowCallback``, our reporter, container logs; with resumes, evaluations, warm-up and a
+CPU hog started and stopped mid-run), each kept as its reports with their real times and the
+program's own ground truth (the time of every step). A replay feeds the reports, at their
+recorded times, through the exporter's own path: the push handler (``handle_push``) for
+pushes, the log source (``LogSource`` tailing a file the replay appends the CRI lines to,
+polled every 0.5 s) for logs, into a ``Tracker``. The clock is injected, so a replay takes
+about a second; ``--real-pace`` replays in real time instead (the same code with the wall
+clock, as long as the runs took).
 
-Run: ``python -m bench.eta_accuracy`` (prints a table and JSON).
+Every second from 10 % to 90 % of a run's training time (its ``begin`` to its last step),
+the replay reads our ``training_eta_seconds`` (the snapshot at that instant) and compares it
+with the true time left. The **naive** estimate is the one Transformers' ``KubeflowCallback``
+sends: seconds since training began / global step x remaining steps, counted down between
+its updates. Both sides get the same input: for the KubeflowCallback runs the naive estimate
+is the ``estimatedRemainingSeconds`` the callback actually posted; for the other runs it is
+the same formula applied whenever the exporter saw the step advance (a report, a log chunk),
+with the training start taken from the ground truth. An instant without an estimate counts
+as a 100 % error, for either side. Error is the mean absolute percentage
+error (MAPE) per run, then averaged over the runs. ``in bounds`` is the share of instants
+where the truth lay between ``training_eta_lower_seconds`` and
+``training_eta_upper_seconds``.
+
+**Simulated runs** (the second table) are synthetic step sequences with jitter: each
+scenario isolates one effect (warm-up, evaluation pauses, a resume, a throughput drop),
+reported every 10 steps, compared at each report from 5 % to 95 % progress.
+
+Run: ``python -m bench.eta_accuracy`` (prints both tables and JSON).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
+import re
 import sys
-from collections.abc import Callable
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from statistics import mean
+from typing import Any
 
 from exporter.estimate import naive_eta_seconds
+from exporter.ingest import Ingestor
+from exporter.logs.source import LogSource, standalone_targets
 from exporter.model import ProgressReport, RunKey
-from exporter.tracker import Tracker
+from exporter.sources.push import StandaloneResolver, handle_push
+from exporter.stats import ExporterStats
+from exporter.tracker import RunSnapshot, Tracker
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "eta"
+KUBEFLOW_PATH = re.compile(
+    r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/([^/]+)/trainjobs/([^/]+)/status$"
+)
+NATIVE_PATH = re.compile(r"^/api/v1/namespaces/([^/]+)/runs/([^/]+)/report$")
+LOG_POLL = 0.5  # the log source's poll interval
+SAMPLE_EVERY = 1.0
+WINDOW = (0.10, 0.90)
+EPOCH = 1.8e9  # the replay's clock starts here (any fixed Unix time)
+
+
+# -- real runs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Instant:
+    """One comparison: seconds since the run's start, the truth, and the estimates."""
+
+    t: float
+    true: float
+    ours: float | None
+    lower: float | None
+    upper: float | None
+    naive: float | None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    name: str
+    description: str
+    channel: str
+    ours: float  # MAPE, a fraction
+    naive: float
+    in_bounds: float  # share of instants with lower <= truth <= upper
+    missing: int  # instants without our estimate
+    instants: int
+
+
+def load_corpus(directory: Path = CORPUS) -> list[dict[str, Any]]:
+    """The recorded runs, sorted by name."""
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
+
+
+def _error(estimate: float | None, true: float) -> float:
+    return 1.0 if estimate is None else abs(estimate - true) / true
+
+
+def callback_posts(run: dict[str, Any]) -> list[tuple[float, float]]:
+    """(time, estimatedRemainingSeconds) of each post of a KubeflowCallback run."""
+    posts = []
+    for t, _, body in run["reports"]:
+        eta = json.loads(body)["trainerStatus"].get("estimatedRemainingSeconds")
+        if eta is not None:
+            posts.append((t, float(eta)))
+    return posts
+
+
+def _naive(begin: float, t: float, step: int, total: int) -> float:
+    """The callback's formula at ``t``: seconds since training began / step x remaining."""
+    return float(int((t - begin) / step * (total - step)))
+
+
+class _Replay:
+    """Feeds one recorded run into a tracker through the exporter's push or log path."""
+
+    def __init__(self, run: dict[str, Any], clock: Callable[[], float], workdir: Path) -> None:
+        self.run = run
+        self.clock = clock
+        self.tracker = Tracker()
+        self.ingestor = Ingestor(self.tracker, ExporterStats(), clock)
+        self.resolver = StandaloneResolver()
+        self.pending = list(run["reports"])
+        self.log_path = workdir / f"{run['name']}.log"
+        self.log_source: LogSource | None = None
+        if run["channel"] == "log":
+            self.log_path.write_bytes(b"")
+            self.log_source = LogSource(
+                standalone_targets([str(self.log_path)], "ml"), self.ingestor, files_are_runs=True
+            )
+        self.next_poll = 0.0
+
+    def advance(self, t: float) -> None:
+        """Deliver everything recorded up to ``t`` seconds into the run."""
+        due = 0
+        while due < len(self.pending) and self.pending[due][0] <= t:
+            due += 1
+        events, self.pending = self.pending[:due], self.pending[due:]
+        if self.log_source is None:
+            for event in events:
+                self._push(event)
+            return
+        with self.log_path.open("a", encoding="utf-8") as f:
+            for at, stream, tag, text in events:
+                f.write(f"{_stamp(EPOCH + at)} {stream} {tag} {text}\n")
+        while self.next_poll <= t:
+            self.log_source.poll()
+            self.next_poll += LOG_POLL
+
+    def _push(self, event: list[Any]) -> None:
+        _, path, body = event
+        kubeflow = KUBEFLOW_PATH.match(path)
+        match = kubeflow or NATIVE_PATH.match(path)
+        if match is None:
+            raise ValueError(f"unexpected push path {path!r}")
+        answer = handle_push(
+            kubeflow=kubeflow is not None,
+            namespace=match.group(1),
+            name=match.group(2),
+            body=body.encode(),
+            client_ip="127.0.0.1",
+            authorization="Bearer recorder",
+            resolver=self.resolver,
+            ingestor=self.ingestor,
+            now=self.clock(),
+        )
+        if answer.status != 200:
+            raise ValueError(f"the exporter refused a recorded push: {answer.body!r}")
+
+    def snapshot(self) -> RunSnapshot | None:
+        runs = self.tracker.snapshot(self.clock())
+        return runs[0] if runs else None
+
+
+def _stamp(unix: float) -> str:
+    dt = datetime.fromtimestamp(unix, UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond * 1000:09d}Z"
+
+
+def _sample_times(run: dict[str, Any]) -> Iterator[float]:
+    begin = run["truth"]["begin"]
+    end = _end(run)
+    t = begin + WINDOW[0] * (end - begin)
+    while t <= begin + WINDOW[1] * (end - begin):
+        yield t
+        t += SAMPLE_EVERY
+
+
+def _end(run: dict[str, Any]) -> float:
+    """When the run made its last step: the time the true ETA counts down to."""
+    return float(run["truth"]["steps"][-1][0])
+
+
+def replay(run: dict[str, Any], real_pace: bool = False) -> list[Instant]:
+    """Every sampled instant of one recorded run, replayed on an injected (or real) clock."""
+    end = _end(run)
+    # The naive estimate from the same input: the callback's own posts, or its formula each
+    # time the exporter saw the step advance (a report, a log chunk).
+    kubeflow = run["channel"] == "kubeflow"
+    posts = callback_posts(run) if kubeflow else []
+    seen_step = 0
+    now = [EPOCH]
+    started = time.monotonic()
+
+    def clock() -> float:
+        return now[0]
+
+    def set_clock(t: float) -> float:
+        """Set the clock to ``t`` seconds into the run (in real time: wait for it first)."""
+        if real_pace:
+            time.sleep(max(0.0, t - (time.monotonic() - started)))
+            t = time.monotonic() - started
+        now[0] = EPOCH + t
+        return t
+
+    out: list[Instant] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        rp = _Replay(run, clock, Path(tmp))
+        for t in _sample_times(run):
+            # Deliveries happen at their own times, then the scrape at ``t``.
+            for step_t in _steps_until(rp, t):
+                set_clock(step_t)
+                rp.advance(step_t)
+                if not kubeflow and (snap := rp.snapshot()) and (snap.step or 0) > seen_step:
+                    seen_step = snap.step or 0
+                    begin = run["truth"]["begin"]
+                    posts.append((step_t, _naive(begin, step_t, seen_step, run["max_steps"])))
+            set_clock(t)
+            snap = rp.snapshot()
+            naive = None
+            for at, eta in posts:
+                if at > t:
+                    break
+                naive = max(0.0, eta - (t - at))
+            out.append(
+                Instant(
+                    t=t,
+                    true=end - t,
+                    ours=snap.eta_seconds if snap else None,
+                    lower=snap.eta_lower_seconds if snap else None,
+                    upper=snap.eta_upper_seconds if snap else None,
+                    naive=naive,
+                )
+            )
+    return out
+
+
+def final_snapshot(run: dict[str, Any]) -> RunSnapshot | None:
+    """The run as the exporter sees it once every report was delivered."""
+    now = [EPOCH]
+    with tempfile.TemporaryDirectory() as tmp:
+        rp = _Replay(run, lambda: now[0], Path(tmp))
+        end = run["reports"][-1][0] + 2 * LOG_POLL
+        for t in _steps_until(rp, end):
+            now[0] = EPOCH + t
+            rp.advance(t)
+        now[0] = EPOCH + end
+        return rp.snapshot()
+
+
+def _steps_until(rp: _Replay, t: float) -> Iterator[float]:
+    """The delivery times up to ``t``: each pending report's, and each log poll's."""
+    while True:
+        candidates = []
+        if rp.pending and rp.pending[0][0] <= t and rp.log_source is None:
+            candidates.append(rp.pending[0][0])
+        if rp.log_source is not None and rp.next_poll <= t:
+            candidates.append(rp.next_poll)
+        if not candidates:
+            return
+        yield min(candidates)
+
+
+def score(run: dict[str, Any], instants: list[Instant]) -> RunResult:
+    """One run's MAPE (ours and naive), bound coverage and gaps."""
+    inside = [
+        i.lower is not None and i.upper is not None and i.lower <= i.true <= i.upper
+        for i in instants
+    ]
+    return RunResult(
+        name=run["name"],
+        description=run["description"],
+        channel=run["channel"],
+        ours=mean(_error(i.ours, i.true) for i in instants),
+        naive=mean(_error(i.naive, i.true) for i in instants),
+        in_bounds=mean(inside),
+        missing=sum(i.ours is None for i in instants),
+        instants=len(instants),
+    )
+
+
+def evaluate_corpus(real_pace: bool = False, directory: Path = CORPUS) -> list[RunResult]:
+    """Every recorded run replayed and scored, in name order."""
+    return [score(run, replay(run, real_pace)) for run in load_corpus(directory)]
+
+
+def corpus_table(results: list[RunResult]) -> str:
+    lines = [
+        "| run | channel | our MAPE | naive MAPE | ratio | in bounds |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.name} | {r.channel} | {r.ours:.1%} | {r.naive:.1%} | "
+            f"{r.ours / r.naive:.2f} | {r.in_bounds:.0%} |"
+        )
+    o, n = overall(results)
+    inside = mean(r.in_bounds for r in results)
+    lines.append(f"| **overall** | | **{o:.1%}** | **{n:.1%}** | **{o / n:.2f}** | {inside:.0%} |")
+    return "\n".join(lines)
+
+
+def overall(results: list[RunResult]) -> tuple[float, float]:
+    """(our, naive) MAPE averaged over the runs."""
+    return mean(r.ours for r in results), mean(r.naive for r in results)
+
+
+# -- simulated runs -----------------------------------------------------------------------
 
 KEY = RunKey("bench", "run", "run")
 
@@ -119,12 +418,10 @@ def run_errors(sc: Scenario, seed: int) -> tuple[float, float]:
         if not 0.05 <= progress <= 0.95:
             continue
         true = t_end - t
-        est = tracker.snapshot(now)[0].eta_seconds
-        nv = naive_eta_seconds(t, step, sc.total_steps)
-        if est is None or nv is None or true <= 0:
+        if true <= 0:
             continue
-        ours.append(abs(est - true) / true)
-        naive.append(abs(nv - true) / true)
+        ours.append(_error(tracker.snapshot(now)[0].eta_seconds, true))
+        naive.append(_error(naive_eta_seconds(t, step, sc.total_steps), true))
     return mean(ours), mean(naive)
 
 
@@ -150,10 +447,23 @@ def table(results: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    results = evaluate()
-    print(table(results))
-    print(json.dumps(results))
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--real-pace", action="store_true", help="replay in real time")
+    a = p.parse_args(argv)
+    real = evaluate_corpus(a.real_pace)
+    simulated = evaluate()
+    print("Real runs (tests/fixtures/eta):\n" + corpus_table(real))
+    print("\nSimulated runs:\n" + table(simulated))
+    o, n = overall(real)
+    print(
+        json.dumps(
+            {
+                "real": {r.name: r.__dict__ for r in real} | {"overall": {"ours": o, "naive": n}},
+                "simulated": simulated,
+            }
+        )
+    )
     return 0
 
 

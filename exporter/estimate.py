@@ -3,19 +3,31 @@
 Why not ``elapsed / step * remaining`` (what Transformers' ``KubeflowCallback`` sends)? It
 is wrong in exactly the cases that matter on shared GPU clusters: a resume from checkpoint
 (the steps done before the restart count as instant), a slow warm-up that is averaged into
-the whole run, and a throughput drop midway that the long-run average hides for hours.
+the whole run, and a change of pace midway that the long-run average hides for hours.
 
-The estimate here splits time into *active* intervals (steps advancing at their usual pace)
-and *pauses* (evaluation, checkpointing: an interval far slower per step than the median).
-Throughput is the active rate over a short recent window, so it reacts to a drop within
-minutes and never collapses to zero during an evaluation. The ETA divides the remaining
-steps by that rate scaled by the duty cycle (active time / wall time) measured over a long
-window, so pauses that recur are paid for without letting one pause swing the estimate.
-The first sample of a run is only a baseline: a step jump at start (a resume) is never speed.
+The model (docs/eta.md says why this one):
+
+* Time between two reports is an *interval*. An interval far slower per step than the
+  run's recent median (``PAUSE_FACTOR``) is a *pause* (evaluation, checkpointing) when it
+  stands alone or in a pair, a *slow phase* (a real change of pace) when more follow, and
+  *warm-up* when no normal interval came before it in this attempt.
+* The *pace* is the active steps/s, every interval weighted by how recent it is: the weight
+  halves every ``tau * ln 2`` seconds, where ``tau`` is a few report intervals
+  (``TAU_INTERVALS``, at least ``TAU_MIN_SECONDS``, at most the configured rate window).
+  A lasting change of pace carries most of the weight after a few reports; an old one
+  fades; pauses and warm-up carry none.
+* Pauses recur, so they are paid for as *overhead per step*: the excess time of the pause
+  intervals over the long window divided by the steps made in it.
+* ETA = remaining steps x (1 / pace + overhead per step). The bounds use the slowest and
+  fastest pace the run showed over the long window (``BOUND_QUANTILES`` of its pace measured
+  over sliding stretches of ``tau`` seconds), never narrower than the current pace.
+* The first sample of a run is only a baseline: a step jump at start (a resume) is never
+  speed. With fewer than ``MIN_ETA_INTERVALS`` intervals there is no ETA at all.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -23,15 +35,29 @@ from statistics import median
 
 Sample = tuple[float, int]  # (unix time, global step)
 
-# An interval slower per step than this many times the median is a pause, not training.
-PAUSE_FACTOR = 3.0
+# An interval slower per step than this many times the recent median is not normal pace.
+PAUSE_FACTOR = 2.0
 # At most this many consecutive slow intervals make a pause; more are a change of pace.
 MAX_PAUSE_INTERVALS = 2
+# The pause reference: the median time per step over this many intervals around one.
+REFERENCE_INTERVALS = 9
+# The pace's time constant: this many typical report intervals, within these bounds.
+TAU_INTERVALS = 2.0
+TAU_MIN_SECONDS = 10.0
+# No ETA until the run has advanced over this many intervals after its baseline (three
+# step-advancing reports in all).
+MIN_ETA_INTERVALS = 2
+# The bounds: these quantiles of the run's pace over tau-long stretches of the long window.
+BOUND_QUANTILES = (0.1, 0.9)
 
 
 @dataclass(frozen=True)
 class EstimatorConfig:
-    """Window sizes in seconds; each window always keeps at least ``min_intervals``."""
+    """Window sizes in seconds; each window always keeps at least ``min_intervals``.
+
+    ``short_window`` is the longest the pace remembers (its time constant's cap);
+    ``long_window`` is how far back pauses and the pace's spread are measured.
+    """
 
     short_window: float = 300.0
     long_window: float = 3600.0
@@ -41,57 +67,103 @@ class EstimatorConfig:
 
 @dataclass(frozen=True)
 class Throughput:
-    """Recent active steps/s, and the fraction of wall time spent making steps."""
+    """What the samples say about a run's speed; see the module docstring."""
 
-    steps_per_second: float
-    duty_cycle: float
+    steps_per_second: float  # the recent active pace
+    pause_seconds_per_step: float  # recurring pauses, spread over the steps
+    slow_steps_per_second: float  # the low end of the pace seen (<= steps_per_second)
+    fast_steps_per_second: float  # the high end (>= steps_per_second)
+    intervals: int  # advancing intervals since the baseline (within the long window)
+
+    @property
+    def duty_cycle(self) -> float:
+        """The share of wall time spent making steps (pauses are the rest)."""
+        return 1.0 / (1.0 + self.steps_per_second * self.pause_seconds_per_step)
 
 
-def _intervals(samples: Sequence[Sample]) -> list[tuple[float, int]]:
+@dataclass(frozen=True)
+class Estimate:
+    """Seconds to completion from the last step sample, with a lower and upper bound."""
+
+    seconds: float
+    lower: float
+    upper: float
+
+
+def _intervals(samples: Sequence[Sample]) -> list[tuple[float, float, int]]:
+    """(end time, seconds, steps) of every advancing interval."""
     out = []
     for (t0, s0), (t1, s1) in pairwise(samples):
         dt, ds = t1 - t0, s1 - s0
         if dt > 0 and ds > 0:
-            out.append((dt, ds))
+            out.append((t1, dt, ds))
     return out
 
 
 def _window(
-    intervals: list[tuple[float, int]], seconds: float, keep: int
-) -> list[tuple[float, int]]:
+    intervals: list[tuple[float, float, int]], seconds: float, keep: int
+) -> list[tuple[float, float, int]]:
     """The most recent intervals covering ``seconds`` of wall time, at least ``keep`` of them."""
     total = 0.0
     start = len(intervals)
     while start > 0 and (total < seconds or len(intervals) - start < keep):
         start -= 1
-        total += intervals[start][0]
+        total += intervals[start][1]
     return intervals[start:]
 
 
-def _pauses(intervals: list[tuple[float, int]], per_step: float) -> list[bool]:
-    """Which intervals are pauses: slow ones (over PAUSE_FACTOR x the median time per step)
-    standing alone or in pairs. A longer run of slow intervals is a slow *phase* (warm-up,
-    a straggler), a change of pace rather than overhead that will recur."""
-    slow = [dt / ds > PAUSE_FACTOR * per_step for dt, ds in intervals]
-    pause = [False] * len(slow)
+NORMAL, PAUSE, SLOW, WARMUP = "normal", "pause", "slow", "warmup"
+
+
+def classify_intervals(per_step: Sequence[float]) -> tuple[list[str], list[float]]:
+    """Each interval's kind, and the reference time per step it was judged against.
+
+    The reference is the median time per step of the ``REFERENCE_INTERVALS`` around the
+    interval (only earlier ones for the newest), so a lasting change of pace becomes the
+    new reference after a few reports, and warm-up is judged against the pace that followed.
+    """
+    half = REFERENCE_INTERVALS // 2
+    refs = [median(per_step[max(0, i - half) : i + half + 1]) for i in range(len(per_step))]
+    slow = [p > PAUSE_FACTOR * r for p, r in zip(per_step, refs, strict=True)]
+    kinds = [NORMAL] * len(slow)
+    seen_normal = False
     i = 0
     while i < len(slow):
         if not slow[i]:
+            seen_normal = True
             i += 1
             continue
         j = i
         while j < len(slow) and slow[j]:
             j += 1
-        if j - i <= MAX_PAUSE_INTERVALS:
-            pause[i:j] = [True] * (j - i)
+        kind = WARMUP if not seen_normal else PAUSE if j - i <= MAX_PAUSE_INTERVALS else SLOW
+        kinds[i:j] = [kind] * (j - i)
         i = j
-    return pause
+    return kinds, refs
+
+
+def _stretch_rates(active: list[tuple[float, float, int]], tau: float) -> list[float]:
+    """The pace over every stretch of at least ``tau`` seconds of consecutive active
+    intervals (one per interval, ending there): the pace's spread, without the noise of
+    single short intervals."""
+    rates = []
+    start, dt_sum, ds_sum = 0, 0.0, 0
+    for _, dt, ds in active:
+        dt_sum += dt
+        ds_sum += ds
+        while start < len(active) and dt_sum - active[start][1] >= tau:
+            dt_sum -= active[start][1]
+            ds_sum -= active[start][2]
+            start += 1
+        if dt_sum >= tau:
+            rates.append(ds_sum / dt_sum)
+    return rates
 
 
 def throughput(
     samples: Sequence[Sample], cfg: EstimatorConfig = EstimatorConfig()
 ) -> Throughput | None:
-    """Active steps/s over the short window and duty cycle over the long one; None if unknown.
+    """The run's pace, pause overhead and pace spread; None before any step advanced.
 
     ``samples`` are the step-advancing observations of one run in time order, starting at
     the baseline (the first observation after start, resume or restart).
@@ -100,35 +172,55 @@ def throughput(
     if not intervals:
         return None
     long = _window(intervals, cfg.long_window, cfg.min_intervals)
-    per_step = median(dt / ds for dt, ds in long)
-    pause = _pauses(long, per_step)
-    slow_phase = [
-        dt / ds > PAUSE_FACTOR * per_step and not p for (dt, ds), p in zip(long, pause, strict=True)
-    ]
+    per_step = [dt / ds for _, dt, ds in long]
+    kinds, refs = classify_intervals(per_step)
+    tau = min(
+        cfg.short_window, max(TAU_MIN_SECONDS, TAU_INTERVALS * median(dt for _, dt, _ in long))
+    )
+    active = [iv for iv, k in zip(long, kinds, strict=True) if k in (NORMAL, SLOW)]
+    if not active:  # only warm-up and pauses so far: their own pace is all there is
+        active = long
+    newest = long[-1][0]
+    weights = [math.exp(-(newest - end) / tau) for end, _, _ in active]
+    rate = sum(w * ds for w, (_, _, ds) in zip(weights, active, strict=True)) / sum(
+        w * dt for w, (_, dt, _) in zip(weights, active, strict=True)
+    )
+    excess = sum(
+        max(0.0, dt - ds * ref)
+        for (_, dt, ds), k, ref in zip(long, kinds, refs, strict=True)
+        if k == PAUSE
+    )
+    steps = sum(ds for (_, _, ds), k in zip(long, kinds, strict=True) if k != WARMUP)
+    stretches = _stretch_rates(active, tau) or [rate]
+    return Throughput(
+        steps_per_second=rate,
+        pause_seconds_per_step=excess / steps if steps else 0.0,
+        slow_steps_per_second=min(rate, quantile(stretches, BOUND_QUANTILES[0])),
+        fast_steps_per_second=max(rate, quantile(stretches, BOUND_QUANTILES[1])),
+        intervals=len(intervals),
+    )
 
-    short_n = len(_window(intervals, cfg.short_window, cfg.min_intervals))
-    short = [iv for iv, p in zip(long[-short_n:], pause[-short_n:], strict=False) if not p]
-    short = short or long[-short_n:]
-    rate = sum(ds for _, ds in short) / sum(dt for dt, _ in short)
-    # Duty cycle over the long window, from steady intervals and pauses only: a slow phase
-    # says nothing about how much time future evaluations and checkpoints will take.
-    active = [iv for iv, p, s in zip(long, pause, slow_phase, strict=True) if not p and not s]
-    paused = [iv for iv, p in zip(long, pause, strict=True) if p]
-    duty = 1.0
-    if active and paused:
-        active_rate = sum(ds for _, ds in active) / sum(dt for dt, _ in active)
-        steps = sum(ds for _, ds in active + paused)
-        wall = sum(dt for dt, _ in active + paused)
-        duty = min(1.0, steps / active_rate / wall)
-    return Throughput(steps_per_second=rate, duty_cycle=max(duty, 0.05))
+
+def estimate(step: int | None, max_steps: int | None, tp: Throughput | None) -> Estimate | None:
+    """Seconds from the last step sample to ``max_steps``, with bounds; None when there is
+    nothing to base it on (no target, or fewer than ``MIN_ETA_INTERVALS`` intervals)."""
+    if step is None or max_steps is None or tp is None or tp.intervals < MIN_ETA_INTERVALS:
+        return None
+    if tp.steps_per_second <= 0:
+        return None
+    remaining = max(0, max_steps - step)
+    pause = tp.pause_seconds_per_step
+    return Estimate(
+        seconds=remaining * (1.0 / tp.steps_per_second + pause),
+        lower=remaining * (1.0 / tp.fast_steps_per_second + pause),
+        upper=remaining * (1.0 / tp.slow_steps_per_second + pause),
+    )
 
 
 def eta_seconds(step: int | None, max_steps: int | None, tp: Throughput | None) -> float | None:
-    """Seconds to reach ``max_steps`` at the current effective rate; None when unknowable."""
-    if step is None or max_steps is None or tp is None or tp.steps_per_second <= 0:
-        return None
-    remaining = max(0, max_steps - step)
-    return remaining / (tp.steps_per_second * tp.duty_cycle)
+    """Seconds from the last step sample to ``max_steps``; None when unknowable."""
+    e = estimate(step, max_steps, tp)
+    return e.seconds if e else None
 
 
 def naive_eta_seconds(elapsed: float, step: int, max_steps: int) -> float | None:

@@ -83,6 +83,9 @@ class ProgressReport:
     deadline_timestamp: float | None = None
     gpu_hours_budget: float | None = None
     format: str = FORMAT_NATIVE
+    # Earlier (time, step) points this report witnessed, oldest first: a log chunk carries a
+    # progress bar's older frames with their own elapsed times. Only the log source sets it.
+    step_samples: tuple[tuple[float, int], ...] = ()
 
 
 @dataclass(frozen=True)

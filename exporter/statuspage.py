@@ -145,6 +145,14 @@ def index(snapshots: list[RunSnapshot], now: float) -> str:
     return _page("Training runs", body)
 
 
+def _eta(s: RunSnapshot) -> str:
+    """The ETA, with its bounds when the exporter has them: ``4m (3m to 6m)``."""
+    text = duration(s.eta_seconds)
+    if s.eta_lower_seconds is not None and s.eta_upper_seconds is not None:
+        text += f" ({duration(s.eta_lower_seconds)} to {duration(s.eta_upper_seconds)})"
+    return text
+
+
 def detail(s: RunSnapshot, now: float) -> str:
     """One run's detail view."""
     fields = [
@@ -153,7 +161,7 @@ def detail(s: RunSnapshot, now: float) -> str:
         ("Progress", _progress(s.progress, s.state)),
         ("Step", escape(f"{s.step}/{s.max_steps}" if s.step is not None else "-")),
         ("Epoch", escape(f"{_num(s.epoch)} / {_num(s.max_epochs)}")),
-        ("ETA", escape(duration(s.eta_seconds))),
+        ("ETA", escape(_eta(s))),
         ("Steps per second", _num(s.steps_per_second)),
         ("Loss", _num(s.loss)),
         ("Eval loss", _num(s.eval_loss)),

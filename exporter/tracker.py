@@ -17,7 +17,7 @@ from typing import TypeVar
 from .estimate import (
     EstimatorConfig,
     Throughput,
-    eta_seconds,
+    estimate,
     quantile,
     throughput,
 )
@@ -79,6 +79,8 @@ class RunSnapshot:
     progress: float | None
     eta_seconds: float | None
     eta_timestamp: float | None  # predicted completion (Unix seconds)
+    eta_lower_seconds: float | None  # the ETA's bounds, counted down like it
+    eta_upper_seconds: float | None
     steps_per_second: float | None
     loss: float | None
     eval_loss: float | None
@@ -415,6 +417,15 @@ class Tracker:
         if r.step is not None:
             if run.step is None or r.step > run.step:
                 advanced = True
+                for at, step in r.step_samples:
+                    # Only points between the last sample and this one, in order.
+                    last = run.samples[-1] if run.samples else None
+                    if (
+                        at < now
+                        and step < r.step
+                        and (last is None or (at > last[0] and step > last[1]))
+                    ):
+                        run.samples.append(at, step)
                 run.samples.append(now, r.step)
             elif r.step < run.step:
                 # A restart from an earlier checkpoint: a new attempt, new rate baseline.
@@ -553,12 +564,20 @@ class Tracker:
         # report) and the ETA counts down from it to ``now``: between two reports every
         # scrape gets a fresh value, not the one computed at the last report.
         eta: float | None = None
+        lower: float | None = None
+        upper: float | None = None
         completion: float | None = None
         if verdict.state not in NO_ETA:
-            remaining = eta_seconds(run.step, run.max_steps, tp)
-            if remaining is not None and run.samples:
-                completion = run.samples[-1][0] + remaining
-            elif run.reported_eta is not None:
+            est = estimate(run.step, run.max_steps, tp)
+            if est is not None and run.samples:
+                at = run.samples[-1][0]
+                completion = at + est.seconds
+                lower = max(0.0, at + est.lower - now)
+                upper = max(0.0, at + est.upper - now)
+            elif run.reported_eta is not None and (run.step is None or run.max_steps is None):
+                # The run's own ETA only where steps can never give one: with steps, a run
+                # has none until it made a few reports (on a resume, the callback's own
+                # elapsed / step says 28 s where 112 s are left).
                 completion = run.reported_eta_at + run.reported_eta
             if completion is not None:
                 eta = max(0.0, completion - now)
@@ -575,6 +594,8 @@ class Tracker:
             progress=self._progress(run),
             eta_seconds=eta,
             eta_timestamp=completion,
+            eta_lower_seconds=lower,
+            eta_upper_seconds=upper,
             steps_per_second=tp.steps_per_second if tp else None,
             loss=run.loss,
             eval_loss=run.eval_loss,

@@ -514,9 +514,22 @@ def detail_dashboard() -> dict[str, Any]:
         timeseries(
             2,
             "ETA",
-            "Estimated time to completion. A healthy job's ETA falls at the rate of the clock.",
+            "Estimated time to completion, between the ETA at the fastest and at the slowest "
+            "pace the job has shown. A healthy job's ETA falls at the rate of the clock.",
             "s",
-            [target(f"namespace_job_name:training_eta_seconds:max{{{JOB}}}", legend="ETA")],
+            [
+                target(f"namespace_job_name:training_eta_seconds:max{{{JOB}}}", legend="ETA"),
+                target(
+                    f"max by (namespace, job_name) (training_eta_lower_seconds{{{JOB}}})",
+                    "B",
+                    "lower bound",
+                ),
+                target(
+                    f"max by (namespace, job_name) (training_eta_upper_seconds{{{JOB}}})",
+                    "C",
+                    "upper bound",
+                ),
+            ],
             (12, 0, 12, 8),
         ),
         timeseries(

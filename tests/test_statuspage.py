@@ -13,6 +13,7 @@ import pytest
 
 from exporter import statuspage
 from exporter.demo import RUNS, Demo
+from exporter.humanize import duration
 from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.states import BY_NAME, severity
 from exporter.thresholds import Thresholds
@@ -147,3 +148,18 @@ def test_state_colors_the_bar_and_says_why_in_severity_order() -> None:
     assert f'background:{BY_NAME["running"].css_color}"></span>' in page
     detail = statuspage.detail(next(s for s in snaps if s.key == hung), now)
     assert "stalled for 42m (threshold 30m)" in detail and "In this state since" in detail
+
+
+def test_detail_shows_the_eta_with_its_bounds() -> None:
+    tracker = Tracker()
+    key = RunKey("ml", "llm-0", "llm")
+    step = 0
+    for i in range(30):
+        step += 20 if i % 3 else 30  # an uneven pace: the bounds differ from the ETA
+        tracker.apply(key, ProgressReport(step=step, max_steps=10_000), T0 + i * 5)
+    (snap,) = tracker.snapshot(T0 + 145)
+    assert snap.eta_lower_seconds is not None and snap.eta_upper_seconds is not None
+    assert snap.eta_lower_seconds < snap.eta_upper_seconds
+    page = statuspage.detail(snap, T0 + 145)
+    bounds = f"({duration(snap.eta_lower_seconds)} to {duration(snap.eta_upper_seconds)})"
+    assert f"{duration(snap.eta_seconds)} {bounds}" in page

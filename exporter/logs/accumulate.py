@@ -8,9 +8,10 @@ Rules:
   every field they carry; once one has given a step, bars never set the step again.
 * Bars are grouped by their prefix (digits removed, so ``Epoch 3`` and ``Epoch 4`` are one
   bar) and total. A bar whose count goes backwards without a new epoch is not the training
-  bar: that is an evaluation bar restarting, or an inner loop. Among the others, the training
-  bar is the one that advanced most often within the last ``RECENT`` seconds (a download bar
-  that finished before training stops counting).
+  bar: that is an evaluation bar restarting, or an inner loop. Nor is a bar tqdm drew below
+  another (nested, see ``Bar.nested``) while an outer one exists. Among the others, the
+  training bar is the one that advanced most often within the last ``RECENT`` seconds (a
+  download bar that finished before training stops counting).
 * Keras prints ``Epoch 3/10`` and then a per-epoch progbar: its progress is epochs.
 """
 
@@ -23,6 +24,7 @@ from ..model import VALUE_FIELDS, ProgressReport
 from .parse import EMPTY, Bar, LineReport, bar_key
 
 RECENT = 120.0
+FRAME_SAMPLES = 64  # older bar frames kept as rate samples, per bar
 STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib"})
 
 
@@ -36,7 +38,10 @@ class _BarTrack:
     # list rebuilt on every frame made a long log quadratic).
     recent: deque[float] = field(default_factory=deque)
     regressed: bool = False
+    nested: bool = False  # drawn below another bar (see Bar.nested)
     last: Bar | None = None
+    # (time, n) of older frames read from the bar's own clock (see LineReport.frames).
+    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=FRAME_SAMPLES))
 
 
 @dataclass
@@ -77,12 +82,20 @@ class LogAccumulator:
         epoch = int(line.report.epoch) if line.report.epoch is not None else None
         if line.parser == "keras" and self.keras_epoch is not None:
             epoch = self.keras_epoch[0]  # Keras' progbar restarts with each "Epoch N/M"
+        if line.frames and bar.elapsed_seconds is not None and bar.n >= track.last_n:
+            # A chunk of frames (a tqdm line reaches a container log 16 KiB at a time): the
+            # frames between the last one read and the newest, at the times the bar's own
+            # clock gives them relative to the newest, which is now.
+            for elapsed, n in line.frames:
+                if track.last_n < n < bar.n and elapsed <= bar.elapsed_seconds:
+                    track.samples.append((now - (bar.elapsed_seconds - elapsed), n))
         if bar.n > track.last_n:
             track.advances += 1
             track.recent.append(now)
         elif bar.n < track.last_n and (epoch is None or epoch == track.epoch):
             track.regressed = True
         track.last_n, track.epoch, track.last = bar.n, epoch, bar
+        track.nested = track.nested or bar.nested
         recent = track.recent
         while recent and now - recent[0] > RECENT:
             recent.popleft()
@@ -90,6 +103,8 @@ class LogAccumulator:
     def training_bar(self) -> tuple[tuple[str, int | None], _BarTrack] | None:
         """The bar that is the training loop's, if any (see the module docstring)."""
         candidates = [(k, t) for k, t in self.bars.items() if not t.regressed and t.advances > 0]
+        outer = [(k, t) for k, t in candidates if not t.nested]
+        candidates = outer or candidates  # an inner bar only when there is no other
         if not candidates:
             return None
         return max(candidates, key=lambda kt: (len(kt[1].recent), kt[1].advances))
@@ -114,6 +129,7 @@ class LogAccumulator:
                 values["step"] = track.epoch * bar.total + bar.n
             elif not self.structured_step:
                 values["step"] = bar.n
+                values["step_samples"] = tuple(track.samples)
                 if bar.total:
                     values["max_steps"] = bar.total
             if bar.remaining_seconds is not None and "eta_seconds" not in self.values:

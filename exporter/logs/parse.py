@@ -47,6 +47,10 @@ class Bar(NamedTuple):
     rate: float | None  # items per second
     remaining_seconds: float | None
     prefix: str  # text before the bar, e.g. "Epoch 3" or "Downloading"
+    elapsed_seconds: float | None = None  # the bar's own clock, whole seconds
+    # Drawn below another bar: tqdm moves the cursor back up (ESC [A) after an inner bar
+    # (an evaluation loop inside training), never after the outermost one.
+    nested: bool = False
 
 
 class LineReport(NamedTuple):
@@ -56,6 +60,9 @@ class LineReport(NamedTuple):
     report: ProgressReport
     bar: Bar | None = None
     epoch_of: tuple[int, int] | None = None  # Keras "Epoch 3/10": (3, 10)
+    # The same bar's older frames in this message, (elapsed seconds, n), oldest first: each
+    # frame is stamped by the bar's own clock, so a chunk of frames is a run of rate samples.
+    frames: tuple[tuple[float, int], ...] = ()
 
 
 def _native(
@@ -209,7 +216,7 @@ def _bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     if text is not None and text != "?":
         value = float(text)
         rate = value if unit == "it/s" else (1 / value if value else None)
-    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip())
+    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip(), _clock(m["elapsed"]))
     postfix = m["postfix"]
     return bar, (_postfix(postfix) if postfix else {})
 
@@ -477,6 +484,7 @@ def plain(msg: str) -> str:
 
 # Text in a segment that may make it a progress-bar frame (tqdm, Lightning's Rich bar, Keras).
 _BAR_HINTS = ("%|", "it [", "•", "[=", "[.", "[>", "━")
+_CURSOR_UP = "\x1b[A"
 MAX_SEGMENTS = 64  # segments of one message parsed, newest first (the rest are older frames)
 _DIGITS = re.compile(r"\d+")
 
@@ -501,12 +509,11 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
     newest of each bar (an older frame of the same bar says nothing the newest does not). At
     most :data:`MAX_SEGMENTS` segments are parsed, from the newest.
     """
-    msg = plain(msg)
     if "\r" not in msg:
-        found = parse_line(msg, now)
+        found = _parse_segment(msg, now)
         return [] if found is None else [found]
     out: list[LineReport] = []
-    bars: set[tuple[str, int | None]] = set()
+    frames: dict[tuple[str, int | None], list[tuple[float, int]]] = {}
     parsed = 0
     for segment in reversed(msg.split("\r")):
         if not segment.strip():
@@ -514,34 +521,67 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
         if parsed >= MAX_SEGMENTS:
             break
         parsed += 1
-        found = parse_line(segment, now)
+        found = _parse_segment(segment, now)
         if found is None:
             continue
         if found.bar is not None:
             key = bar_key(found.bar)
-            if key in bars:
+            if key in frames:
+                if found.bar.elapsed_seconds is not None:
+                    frames[key].append((found.bar.elapsed_seconds, found.bar.n))
                 continue
-            bars.add(key)
+            frames[key] = []
         out.append(found)
     out.reverse()
-    return out
+    return [_with_frames(r, frames) for r in out]
+
+
+def _parse_segment(raw: str, now: float) -> LineReport | None:
+    """One segment (no carriage return), terminal codes removed; a bar drawn with a cursor
+    move up after it is marked nested."""
+    found = parse_line(plain(raw), now)
+    if found is not None and found.bar is not None and _CURSOR_UP in raw:
+        return found._replace(bar=found.bar._replace(nested=True))
+    return found
+
+
+def _with_frames(
+    found: LineReport, frames: dict[tuple[str, int | None], list[tuple[float, int]]]
+) -> LineReport:
+    """``found`` with its bar's older frames, one per tick of the bar's clock, oldest first."""
+    if found.bar is None or not (older := frames.get(bar_key(found.bar))):
+        return found
+    ticks: list[tuple[float, int]] = []
+    for elapsed, n in reversed(older):  # oldest first: keep the first frame of each second
+        if not ticks or elapsed > ticks[-1][0]:
+            ticks.append((elapsed, n))
+    return found._replace(frames=tuple(ticks))
 
 
 def newest_bar(text: str, now: float) -> LineReport | None:
     """The newest complete progress-bar frame in ``text``, a line still being written (no
     newline yet). Frames before its last carriage return are whole; the text after it is
-    read too when it parses (a frame cut short lacks its closing bracket and does not)."""
-    text = plain(text)
+    read too when it parses (a frame cut short lacks its closing bracket and does not). The
+    same bar's older frames come with it (``LineReport.frames``)."""
     if not any(hint in text for hint in _BAR_HINTS):
         return None
     segments = text.split("\r")
+    newest: LineReport | None = None
+    key: tuple[str, int | None] | None = None
+    older: list[tuple[float, int]] = []
     for segment in reversed(segments[-MAX_SEGMENTS:]):
         if not segment.strip():
             continue
-        found = parse_line(segment, now)
-        if found is not None and found.bar is not None:
-            return found
-    return None
+        found = _parse_segment(segment, now)
+        if found is None or found.bar is None:
+            continue
+        if newest is None:
+            newest, key = found, bar_key(found.bar)
+        elif bar_key(found.bar) == key and found.bar.elapsed_seconds is not None:
+            older.append((found.bar.elapsed_seconds, found.bar.n))
+    if newest is None or key is None:
+        return None
+    return _with_frames(newest, {key: older})
 
 
 # -- CRI log lines --------------------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""The pace model and its ETA bounds (exporter/estimate.py), on synthetic sample sequences.
+
+Each test stages one thing the issue names: a lasting change of pace picked up within a few
+reports, an evaluation pause and a resume jump that do not fool it, warm-up that is not
+mistaken for recurring overhead, no ETA from under a few reports, and bounds that hold the
+estimate and widen with the pace's own variation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from exporter.estimate import (
+    MIN_ETA_INTERVALS,
+    PAUSE,
+    WARMUP,
+    Sample,
+    classify_intervals,
+    estimate,
+    throughput,
+)
+from exporter.model import ProgressReport, RunKey
+from exporter.tracker import Tracker
+
+from .conftest import T0
+
+KEY = RunKey("ns", "pod-0", "job")
+
+
+def steady(n: int, every: float, rate: float, t0: float = T0, s0: int = 0) -> list[Sample]:
+    """``n`` reports ``every`` seconds at ``rate`` steps/s, after (t0, s0)."""
+    return [(t0 + i * every, s0 + round(i * every * rate)) for i in range(1, n + 1)]
+
+
+def per_step(samples: list[Sample]) -> list[float]:
+    return [(t1 - t0) / (s1 - s0) for (t0, s0), (t1, s1) in itertools.pairwise(samples)]
+
+
+def test_a_lasting_change_of_pace_is_picked_up_within_a_few_reports() -> None:
+    samples = [(T0, 0), *steady(60, 5.0, 4.0)]  # 5 minutes at 4 steps/s
+    t, s = samples[-1]
+    for rate, after in ((2.0, 8), (6.0, 8)):
+        changed = samples + steady(after, 5.0, rate, t, s)
+        tp = throughput(changed)
+        assert tp is not None
+        # 8 reports (40 s) after the change, the pace is within 10 % of the new one.
+        assert tp.steps_per_second == pytest.approx(rate, rel=0.10)
+    # One report after the change it has moved only part of the way: it follows a lasting
+    # change, it does not jump at one interval.
+    tp = throughput(samples + steady(1, 5.0, 2.0, t, s))
+    assert tp is not None and 2.5 < tp.steps_per_second < 4.0
+
+
+def test_old_pace_fades_instead_of_lingering_for_the_rate_window() -> None:
+    """The issue's run: 4 steps/s, then 5; a 5-minute average stayed at ~4.1 for minutes."""
+    samples = [(T0, 0), *steady(36, 5.0, 4.0)]
+    t, s = samples[-1]
+    tp = throughput(samples + steady(12, 5.0, 5.0, t, s))
+    assert tp is not None and tp.steps_per_second == pytest.approx(5.0, rel=0.03)
+
+
+def test_an_evaluation_pause_is_overhead_not_pace() -> None:
+    samples = [(T0, 0), *steady(20, 5.0, 4.0)]
+    t, s = samples[-1]
+    samples.append((t + 65.0, s + 20))  # 5 s of steps and a 60 s evaluation in one interval
+    t, s = samples[-1]
+    samples += steady(4, 5.0, 4.0, t, s)
+    tp = throughput(samples)
+    assert tp is not None
+    assert tp.steps_per_second == pytest.approx(4.0)
+    kinds, _ = classify_intervals(per_step(samples))
+    assert kinds.count(PAUSE) == 1
+    # The 60 s pause is paid for, spread over the steps made so far.
+    steps = samples[-1][1]
+    assert tp.pause_seconds_per_step == pytest.approx(60.0 / steps, rel=0.01)
+    est = estimate(samples[-1][1], 2000, tp)
+    assert est is not None
+    remaining = 2000 - samples[-1][1]
+    assert est.seconds == pytest.approx(remaining / 4.0 + remaining * 60.0 / steps, rel=0.01)
+
+
+def test_a_resume_jump_is_a_baseline_not_speed() -> None:
+    samples = [(T0, 50_000), *[(T0 + i * 10, 50_000 + i * 10) for i in range(1, 6)]]
+    tp = throughput(samples)
+    assert tp is not None and tp.steps_per_second == pytest.approx(1.0)
+
+
+def test_warm_up_fades_and_is_not_charged_as_recurring_pauses() -> None:
+    # Two reports 4x slower (cold caches, compilation), then steady.
+    samples = [(T0, 0), (T0 + 20, 20), (T0 + 40, 40)]
+    t, s = samples[-1]
+    samples += steady(30, 5.0, 4.0, t, s)
+    kinds, _ = classify_intervals(per_step(samples))
+    assert kinds[:2] == [WARMUP, WARMUP] and set(kinds[2:]) == {"normal"}
+    tp = throughput(samples)
+    assert tp is not None
+    assert tp.pause_seconds_per_step == 0.0
+    assert tp.steps_per_second == pytest.approx(4.0, rel=0.01)
+
+
+def test_a_long_slow_stretch_is_a_change_of_pace_not_a_pause() -> None:
+    samples = [(T0, 0), *steady(20, 5.0, 4.0)]
+    t, s = samples[-1]
+    # Two slow reports could still be an evaluation: pauses, for now.
+    kinds, _ = classify_intervals(per_step(samples + steady(2, 5.0, 1.0, t, s)))
+    assert kinds[-2:] == [PAUSE, PAUSE]
+    # By the third, the slow pace is the median of the recent reports: the pace itself.
+    kinds, _ = classify_intervals(per_step(samples + steady(3, 5.0, 1.0, t, s)))
+    assert kinds[-2:] == ["normal", "normal"]
+    samples += steady(6, 5.0, 1.0, t, s)  # 4x slower for six reports: a straggler
+    kinds, _ = classify_intervals(per_step(samples))
+    # Once the slow pace is the median around them, they are the normal pace: never pauses.
+    assert PAUSE not in kinds
+    tp = throughput(samples)
+    assert tp is not None and tp.steps_per_second < 1.5 and tp.pause_seconds_per_step == 0.0
+
+
+def test_no_eta_from_under_a_few_reports() -> None:
+    samples: list[Sample] = [(T0, 100)]
+    for i in range(1, MIN_ETA_INTERVALS + 1):
+        tp = throughput(samples)
+        assert estimate(samples[-1][1], 1000, tp) is None
+        samples.append((T0 + i * 5, 100 + i * 20))
+    tp = throughput(samples)
+    assert tp is not None and tp.intervals == MIN_ETA_INTERVALS
+    assert estimate(samples[-1][1], 1000, tp) is not None
+
+
+def test_bounds_hold_the_estimate_and_widen_with_the_pace_variation() -> None:
+    rng = random.Random(7)
+    calm: list[Sample] = [(T0, 0)]
+    noisy: list[Sample] = [(T0, 0)]
+    for i in range(1, 121):
+        calm.append((T0 + i * 5.0, calm[-1][1] + 20))
+        noisy.append((T0 + i * 5.0, noisy[-1][1] + round(20 * rng.choice((0.6, 1.0, 1.4)))))
+    widths = []
+    for samples in (calm, noisy):
+        tp = throughput(samples)
+        est = estimate(samples[-1][1], samples[-1][1] + 4000, tp)
+        assert est is not None
+        assert est.lower <= est.seconds <= est.upper
+        widths.append((est.upper - est.lower) / est.seconds)
+    assert widths[0] == pytest.approx(0.0, abs=1e-9)  # a perfectly even pace: no spread
+    assert widths[1] > 0.1
+
+
+def test_tracker_exports_bounds_that_count_down_and_vanish_with_the_eta() -> None:
+    tracker = Tracker()
+    rng = random.Random(3)
+    step = 0
+    for i in range(40):
+        step += rng.randint(15, 25)
+        tracker.apply(KEY, ProgressReport(step=step, max_steps=5000), T0 + i * 5)
+    at = T0 + 39 * 5
+    s = next(iter(tracker.snapshot(at)))
+    assert s.eta_seconds is not None and s.eta_lower_seconds is not None
+    assert s.eta_upper_seconds is not None
+    assert s.eta_lower_seconds <= s.eta_seconds <= s.eta_upper_seconds
+    later = next(iter(tracker.snapshot(at + 10)))
+    assert later.eta_lower_seconds == pytest.approx(s.eta_lower_seconds - 10)
+    assert later.eta_upper_seconds == pytest.approx(s.eta_upper_seconds - 10)
+    tracker.apply(KEY, ProgressReport(step=5000, final=True), at + 12)
+    done = next(iter(tracker.snapshot(at + 12)))
+    assert done.state == "finished"
+    assert (done.eta_seconds, done.eta_lower_seconds, done.eta_upper_seconds) == (None, None, None)
