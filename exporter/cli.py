@@ -122,6 +122,28 @@ def _parser() -> argparse.ArgumentParser:
     insp = sub.add_parser("inspect", help="show what the exporter reads from log or status files")
     insp.add_argument("paths", nargs="+", metavar="PATH")
 
+    act = sub.add_parser(
+        "act",
+        help="act on the exporter's alerts from Alertmanager (opt-in; docs/act.md)",
+        description="Receive Alertmanager's webhook at POST /api/v1/alerts and restart, "
+        "suspend or clean up jobs that opted in. Dry-run until the config or --no-dry-run "
+        "says otherwise.",
+    )
+    act.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:9466")
+    act.add_argument(
+        "--token-file",
+        metavar="FILE",
+        required=True,
+        help="the webhook requires Authorization: Bearer <the token in FILE>",
+    )
+    act.add_argument("--config", metavar="FILE", help="policy and limits (YAML; docs/act.md)")
+    act.add_argument(
+        "--dry-run",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="only write Events saying what would be done (default: the config's, else on)",
+    )
+
     demo = sub.add_parser("demo", help="run the exporter with simulated runs (no cluster needed)")
     demo.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9465")
     demo.add_argument(
@@ -176,6 +198,46 @@ def _run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     _wait(stop, None)
     exporter.stop()
+    return 0
+
+
+def _act(args: argparse.Namespace) -> int:
+    import time
+    from dataclasses import replace
+
+    from .act.config import load as load_act
+    from .act.controller import Actor
+    from .act.server import make_server
+    from .config import ConfigError
+    from .discovery import DiscoveryError
+    from .httpd import serve_in_thread
+    from .kubernetes.actions import Cluster
+    from .kubernetes.client import api_client
+
+    try:
+        config = load_act(args.config)
+        if args.dry_run is not None:
+            config = replace(config, dry_run=args.dry_run)
+        with open(args.token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        if not token:
+            raise ConfigError(f"{args.token_file} is empty: the webhook needs a token")
+        host, _, port = args.listen.rpartition(":")
+        actor = Actor(Cluster(api_client()), config, time.time)
+        server = make_server(host.strip("[]") or "0.0.0.0", int(port), actor, token)
+    except (ConfigError, DiscoveryError, OSError, ValueError) as exc:
+        print(f"training-progress-exporter act: {exc}", file=sys.stderr)
+        return 2
+    serve_in_thread(server)
+    mode = "dry run" if config.dry_run else "acting"
+    print(
+        f"training-progress-exporter act {__version__} ({mode}) serving "
+        f"http://{server.server_address[0]}:{server.server_address[1]}/api/v1/alerts",
+        flush=True,
+    )
+    _wait(threading.Event(), None)
+    server.shutdown()
+    server.server_close()
     return 0
 
 
@@ -242,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .logs.inspect import main as inspect_main
 
         return inspect_main(args.paths)
+    if args.command == "act":
+        return _act(args)
     return _demo(args)
 
 

@@ -1,7 +1,10 @@
 """A fake Kubernetes API server that speaks the real HTTP list/watch protocol to the real
 ``kubernetes`` client: list with ``resourceVersion``, chunked watch streams of
 ADDED/MODIFIED/DELETED events (and BOOKMARK when asked), 410 Gone for a resourceVersion
-older than what it keeps, and label/field-free filtering by namespace.
+older than what it keeps, filtering by namespace, ``fieldSelector`` and equality
+``labelSelector``; GET of one object, POST to create (``generateName`` too), PATCH (merge,
+strategic merge and JSON patch ``replace``/``add``) and DELETE. Every write is recorded in
+``writes`` as (method, path, body).
 
 Resources are addressed as the API does: ``/api/v1/namespaces/NS/pods``,
 ``/apis/GROUP/VERSION/namespaces/NS/PLURAL`` and the cluster-wide ``/apis/GROUP/VERSION/PLURAL``.
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +42,9 @@ class FakeKube:
         self.down = False  # while True, every connection is dropped (an API server outage)
         # TokenReview: token -> (namespace, service account, pod name, audiences)
         self.tokens: dict[str, tuple[str, str, str, list[str]]] = {}
+        self.writes: list[tuple[str, str, Any]] = []  # (method, path, body) of each write
+        self.write_times: list[float] = []  # time.time() of each write, in the same order
+        self.names = 0  # for generateName
 
     @staticmethod
     def resource(api: str, plural: str) -> str:
@@ -93,6 +100,48 @@ def matches(obj: dict[str, Any], field_selector: str | None) -> bool:
     return True
 
 
+def labels_match(obj: dict[str, Any], selector: str | None) -> bool:
+    """``labelSelector`` of ``a=b`` / ``a==b`` / ``a!=b`` terms."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, (selector or "").split(",")):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        else:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key) != value:
+                return False
+    return True
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch (what strategic merge does for the fields used here)."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def json_patch(target: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """RFC 6902 ``add`` and ``replace`` of object members."""
+    out = json.loads(json.dumps(target))
+    for op in ops:
+        if op.get("op") not in ("add", "replace"):
+            raise ValueError(f"unsupported op {op.get('op')}")
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = op["value"]
+    return dict(out)
+
+
 def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -108,15 +157,80 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_POST(self) -> None:
-            kube.requests.append("POST " + self.path)
-            body = json.loads(
+        def _body(self) -> Any:
+            return json.loads(
                 self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}"
             )
+
+        def _not_found(self) -> None:
+            self._json(
+                404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"}
+            )
+
+        def _target(self) -> tuple[str, str, str, str | None] | None:
+            m = _PATH.match(urlparse(self.path).path)
+            if not m:
+                return None
+            api = "v1" if m["core"] else f"{m['group']}/{m['version']}"
+            return api, m["plural"], m["ns"] or "", m["name"]
+
+        def do_PATCH(self) -> None:
+            kube.requests.append("PATCH " + self.path)
+            body = self._body()
+            kube.writes.append(("PATCH", self.path, body))
+            kube.write_times.append(time.time())
+            target = self._target()
+            with kube.lock:
+                obj = None
+                if target is not None and (name := target[3]) is not None:
+                    obj = kube.objects.get((target[0], target[1]), {}).get((target[2], name))
+                if obj is None or target is None:
+                    self._not_found()
+                    return
+                content_type = self.headers.get("Content-Type", "")
+                if "json-patch" in content_type:
+                    patched = json_patch(obj, body)
+                else:
+                    patched = merge_patch(obj, body)
+                updated = kube.put(target[0], target[1], patched)
+            self._json(200, updated)
+
+        def do_DELETE(self) -> None:
+            kube.requests.append("DELETE " + self.path)
+            kube.writes.append(("DELETE", self.path, None))
+            kube.write_times.append(time.time())
+            target = self._target()
+            with kube.lock:
+                if target is None or (name := target[3]) is None:
+                    self._not_found()
+                    return
+                api, plural, ns, _ = target
+                obj = kube.objects.get((api, plural), {}).get((ns, name))
+                if obj is None:
+                    self._not_found()
+                    return
+                kube.delete(api, plural, ns, name)
+            self._json(200, obj)
+
+        def do_POST(self) -> None:
+            kube.requests.append("POST " + self.path)
+            body = self._body()
             if self.path != "/apis/authentication.k8s.io/v1/tokenreviews":
-                self._json(
-                    404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"}
-                )
+                kube.writes.append(("POST", self.path, body))
+                kube.write_times.append(time.time())
+                target = self._target()
+                if target is None or target[3] is not None:
+                    self._not_found()
+                    return
+                api, plural, ns, _ = target
+                meta = body.setdefault("metadata", {})
+                if not meta.get("name"):
+                    with kube.lock:
+                        kube.names += 1
+                        meta["name"] = f"{meta.get('generateName', 'obj-')}{kube.names:05d}"
+                if ns:
+                    meta["namespace"] = ns
+                self._json(201, kube.put(api, plural, body))
                 return
             spec = body.get("spec") or {}
             known = kube.tokens.get(spec.get("token", ""))
@@ -158,17 +272,32 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             if query.get("watch") in ("true", "1"):
                 self._watch(api, m["plural"], m["ns"], query)
             else:
-                self._list(api, m["plural"], m["ns"], m["name"], query.get("fieldSelector"))
+                self._list(
+                    api,
+                    m["plural"],
+                    m["ns"],
+                    m["name"],
+                    query.get("fieldSelector"),
+                    query.get("labelSelector"),
+                )
 
         def _list(
-            self, api: str, plural: str, ns: str | None, name: str | None, selector: str | None
+            self,
+            api: str,
+            plural: str,
+            ns: str | None,
+            name: str | None,
+            selector: str | None,
+            label_selector: str | None = None,
         ) -> None:
             with kube.lock:
                 store = kube.objects.get((api, plural), {})
                 items = [
                     o
                     for (n, _), o in sorted(store.items())
-                    if (ns is None or n == ns) and matches(o, selector)
+                    if (ns is None or n == ns)
+                    and matches(o, selector)
+                    and labels_match(o, label_selector)
                 ]
                 rv = str(kube.rv)
             if name is not None:

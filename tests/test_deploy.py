@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).parent.parent
-OVERLAYS = ["plain", "prometheus-operator", "kubelet-discovery", "restricted"]
+OVERLAYS = ["plain", "prometheus-operator", "kubelet-discovery", "restricted", "act"]
 KUBECTL = shutil.which("kubectl")
 CRDS = ROOT / "tests" / "fixtures" / "crds"
 OPERATOR_KINDS = {
@@ -71,6 +71,9 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     ]
     if overlay == "plain":
         assert kinds == base
+    elif overlay == "act":
+        act = ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service"]
+        assert kinds == sorted([*base, *act, "ServiceAccount"])
     elif overlay == "kubelet-discovery":
         (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
         env = {
@@ -314,3 +317,72 @@ def test_restricted_overlay_passes_pod_security_restricted_and_the_others_do_not
     (default,) = [d for d in render("prometheus-operator") if d["kind"] == "DaemonSet"]
     broken = pod_security_violations(default["spec"]["template"]["spec"], "baseline")
     assert broken == ["hostPath volumes"]
+
+
+def test_act_overlay_is_least_privilege_and_starts_in_dry_run(tmp_path: Path) -> None:
+    from exporter.act.config import parse as parse_act
+
+    docs = render("act")
+    roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRole"}
+    rules = {
+        (tuple(r["apiGroups"]), tuple(r["resources"])): tuple(r["verbs"])
+        for r in roles["training-progress-act"]["rules"]
+    }
+    assert rules == {
+        (("",), ("pods",)): ("get", "list", "delete"),
+        (("",), ("events",)): ("create",),
+        (("trainer.kubeflow.org",), ("trainjobs",)): ("get", "patch"),
+        (("jobset.x-k8s.io",), ("jobsets",)): ("get", "patch"),
+        (("batch",), ("jobs",)): ("get", "patch"),
+        (
+            ("kubeflow.org",),
+            ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs"),
+        ): ("get", "patch"),
+    }
+    # The exporter's DaemonSet keeps its own read-only account; act has another.
+    (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    (dep,) = [d for d in docs if d["kind"] == "Deployment"]
+    assert ds["spec"]["template"]["spec"]["serviceAccountName"] == "training-progress-exporter"
+    assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "training-progress-act"
+    assert dep["spec"]["replicas"] == 1
+    bindings = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRoleBinding"}
+    assert bindings["training-progress-act"]["subjects"][0]["name"] == "training-progress-act"
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert c["args"][0] == "act" and c["securityContext"]["readOnlyRootFilesystem"] is True
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    config = parse_act(yaml.safe_load(cm["data"]["act.yaml"]))
+    assert config.dry_run is True and config.policy.namespaces == ()
+
+
+def test_alertmanager_receiver_example_passes_amtool(tmp_path: Path) -> None:
+    amtool = shutil.which("amtool")
+    if not amtool:
+        if os.environ.get("CI"):
+            pytest.fail("amtool comes with prometheus-alertmanager (make test-deps)")
+        pytest.skip("amtool not installed")
+    text = (ROOT / "deploy" / "alertmanager" / "act-receiver.yaml").read_text()
+    token = tmp_path / "token"
+    token.write_text("t")
+    path = tmp_path / "alertmanager.yml"
+    path.write_text(
+        text.replace("/etc/alertmanager/secrets/training-progress-act-token/token", str(token))
+    )
+    check = subprocess.run(
+        [amtool, "check-config", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    routes = subprocess.run(
+        [
+            amtool,
+            "config",
+            "routes",
+            "test",
+            f"--config.file={path}",
+            "alertname=TrainingJobStalled",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # act gets the alert, and so do the people on call.
+    assert routes.stdout.split() == ["training-progress-act,on-call"], routes.stdout

@@ -114,11 +114,14 @@ class Webhook:
 
 
 @contextmanager
-def alertmanager(tmp: Path, webhook_url: str) -> Iterator[str]:
-    """Alertmanager routing every alert to ``webhook_url`` within a second; yields its URL."""
+def alertmanager(
+    tmp: Path, webhook_url: str, config: dict[str, Any] | None = None
+) -> Iterator[str]:
+    """Alertmanager routing every alert to ``webhook_url`` within a second (or configured
+    with ``config``); yields its URL."""
     require_binaries()
     assert ALERTMANAGER
-    config = {
+    config = config or {
         "route": {
             "receiver": "test",
             "group_by": ["alertname", "namespace", "job_name"],
@@ -151,13 +154,16 @@ def prometheus(
     alertmanager_url: str | None = None,
     interval: str = "1s",
     extra_targets: dict[str, str] | None = None,
+    rule_files: list[Path] | None = None,
 ) -> Iterator[str]:
-    """Prometheus scraping the exporter with honor_labels and loading alerts/ as shipped."""
+    """Prometheus scraping the exporter with honor_labels and loading alerts/ as shipped
+    (or ``rule_files``)."""
     require_binaries()
     assert PROMETHEUS
+    rules = rule_files or sorted((ROOT / "alerts").glob("*.rules.yaml"))
     config: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
-        "rule_files": [str(p) for p in sorted((ROOT / "alerts").glob("*.rules.yaml"))],
+        "rule_files": [str(p) for p in rules],
         "scrape_configs": [
             {
                 "job_name": "training-progress-exporter",

@@ -1,0 +1,102 @@
+"""``act``'s configuration file (YAML), flags override it. docs/act.md documents the keys::
+
+dry_run: true                  # the default; act only writes Events until this is false
+namespaces: ["team-*"]         # namespaces whose jobs get the defaults below
+defaults:                      # per alert annotation: the action for opted-in namespaces
+  on-stalled: restart
+  on-finished-but-running: delete
+  on-over-budget: notify
+  on-deadline: notify
+max_actions_per_hour: 20
+max_actions_per_hour_per_namespace: 5
+cooldown: 15m                  # per job and alert
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import yaml
+
+from ..config import ConfigError, parse_duration
+from .controller import ActConfig
+from .guard import Limits
+from .policy import RULES, Policy
+
+KEYS = frozenset(
+    {
+        "dry_run",
+        "namespaces",
+        "defaults",
+        "max_actions_per_hour",
+        "max_actions_per_hour_per_namespace",
+        "cooldown",
+    }
+)
+MAX_ACTIONS = 10_000
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ACTIONS:
+        raise ConfigError(f"{name} must be an integer from 0 to {MAX_ACTIONS}")
+    return value
+
+
+def parse(doc: Mapping[str, Any]) -> ActConfig:
+    """The configuration a parsed YAML document describes; ConfigError says what is wrong."""
+    unknown = set(doc) - KEYS
+    if unknown:
+        raise ConfigError(f"unknown act settings: {', '.join(sorted(unknown))}")
+    cfg = ActConfig()
+    if "dry_run" in doc:
+        if not isinstance(doc["dry_run"], bool):
+            raise ConfigError("dry_run must be true or false")
+        cfg = replace(cfg, dry_run=doc["dry_run"])
+    namespaces = doc.get("namespaces", [])
+    if not isinstance(namespaces, list) or not all(isinstance(n, str) for n in namespaces):
+        raise ConfigError("namespaces must be a list of names or glob patterns")
+    defaults = doc.get("defaults", {}) or {}
+    if not isinstance(defaults, dict):
+        raise ConfigError("defaults must map on-stalled (and the like) to an action")
+    rules = {r.annotation: r for r in RULES.values()}
+    for key, value in defaults.items():
+        if key not in rules:
+            raise ConfigError(f"defaults: unknown key {key!r} (one of {', '.join(rules)})")
+        if value not in rules[key].actions:
+            raise ConfigError(
+                f"defaults.{key} must be one of {', '.join(rules[key].actions)}, not {value!r}"
+            )
+    limits = Limits()
+    if "max_actions_per_hour" in doc:
+        limits = replace(
+            limits, total_per_hour=_count(doc["max_actions_per_hour"], "max_actions_per_hour")
+        )
+    if "max_actions_per_hour_per_namespace" in doc:
+        limits = replace(
+            limits,
+            per_namespace_per_hour=_count(
+                doc["max_actions_per_hour_per_namespace"], "max_actions_per_hour_per_namespace"
+            ),
+        )
+    if "cooldown" in doc:
+        limits = replace(limits, cooldown_seconds=parse_duration(doc["cooldown"], "cooldown"))
+    return replace(
+        cfg,
+        policy=Policy(tuple(namespaces), dict(defaults)),
+        limits=limits,
+    )
+
+
+def load(path: str | None) -> ActConfig:
+    if path is None:
+        return ActConfig()
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: {err}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: must be a mapping")
+    return parse(doc)

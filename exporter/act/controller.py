@@ -1,0 +1,265 @@
+"""Alerts in, actions out: applies the policy to each alert of a notification, through the
+guard, on the cluster (or, in dry-run, only says what it would do).
+
+Every alert that ``act`` could act on ends in one outcome, counted as
+``training_exporter_actions_total{action, outcome}`` and logged; every one that reached a
+decision about an opted-in job (taken, dry run, skipped by the breaker, impossible, failed,
+or an invalid annotation) also becomes a Kubernetes Event on the job's object. A job that
+did not opt in is not touched at all, not even with an Event.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .guard import Guard, Limits
+from .owners import Owner, owner_of, running
+from .policy import DELETE, NONE, NOTIFY, RESTART, RULES, SUSPEND, Policy, decide, event_reason
+from .webhook import Alert
+
+log = logging.getLogger(__name__)
+
+# Outcomes (the label values of training_exporter_actions_total{outcome}); a bounded set.
+TAKEN, DRY_RUN = "taken", "dry_run"
+SKIPPED = (
+    "resolved",
+    "not_actionable",
+    "not_opted_in",
+    "invalid_policy",
+    "duplicate",
+    "cooldown",
+    "breaker_open",
+    "not_found",
+    "unsupported_owner",
+    "failed",
+)
+
+
+class ClusterOps(Protocol):
+    """What the controller needs from the cluster (``kube.Cluster``)."""
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+    def owner(self, owner: Owner) -> dict[str, Any] | None: ...
+    def suspend(self, owner: Owner) -> None: ...
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+    def event(
+        self, involved: dict[str, Any], reason: str, message: str, warning: bool = False
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class ActConfig:
+    """The controller's settings; docs/act.md documents each."""
+
+    dry_run: bool = True
+    policy: Policy = field(default_factory=Policy)
+    limits: Limits = field(default_factory=Limits)
+
+
+class ActStats:
+    """Thread-safe counts of outcomes per action."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._actions: Counter[tuple[str, str]] = Counter()
+        self._notifications: Counter[str] = Counter()
+
+    def action(self, action: str, outcome: str) -> None:
+        with self._lock:
+            self._actions[(action, outcome)] += 1
+
+    def notification(self, outcome: str) -> None:
+        with self._lock:
+            self._notifications[outcome] += 1
+
+    def snapshot(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+        with self._lock:
+            return dict(self._actions), dict(self._notifications)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one alert."""
+
+    alert: str
+    namespace: str
+    job: str
+    action: str
+    outcome: str
+    message: str
+
+
+@dataclass
+class _Job:
+    """The job an alert is about, as found in the cluster."""
+
+    pod: dict[str, Any]
+    owner: Owner | None
+    obj: dict[str, Any]  # the owner object, or the pod itself for a bare pod
+    kind: str
+    api_version: str
+
+    @property
+    def key(self) -> str:
+        meta = self.obj.get("metadata") or {}
+        return f"{self.kind}/{meta.get('name', '')}"
+
+    def annotations(self) -> dict[str, str]:
+        # The owner's annotations win; a pod's own (from its template) count too.
+        merged = dict((self.pod.get("metadata") or {}).get("annotations") or {})
+        merged.update((self.obj.get("metadata") or {}).get("annotations") or {})
+        return merged
+
+
+class Actor:
+    """Handles notifications; one per process (the guard's memory is its state)."""
+
+    def __init__(
+        self,
+        cluster: ClusterOps,
+        config: ActConfig,
+        clock: Callable[[], float],
+        stats: ActStats | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.clock = clock
+        self.stats = stats or ActStats()
+        self.guard = Guard(config.limits)
+        self._lock = threading.Lock()  # one notification at a time: the guard decides in order
+
+    def handle(self, alerts: list[Alert]) -> list[Outcome]:
+        """Every alert's outcome. Raises ClusterError only if the cluster could not be read
+        for an alert (Alertmanager then retries the notification)."""
+        with self._lock:
+            return [self._one(a) for a in alerts]
+
+    def _done(self, alert: Alert, job: str, action: str, outcome: str, message: str) -> Outcome:
+        self.stats.action(action, outcome)
+        ns = alert.label("namespace")
+        level = logging.INFO if outcome in (TAKEN, DRY_RUN) else logging.DEBUG
+        if outcome in ("failed", "breaker_open", "invalid_policy", "unsupported_owner"):
+            level = logging.WARNING
+        log.log(level, "%s %s/%s: %s %s: %s", alert.name, ns, job, action, outcome, message)
+        return Outcome(alert.name, ns, job, action, outcome, message)
+
+    def _find(self, alert: Alert) -> _Job | None:
+        ns, pod_name = alert.label("namespace"), alert.label("pod")
+        pod = self.cluster.pod(ns, pod_name) if ns and pod_name else None
+        if pod is None:
+            return None
+        owner = owner_of(pod)
+        if owner is not None:
+            obj = self.cluster.owner(owner)
+            if obj is not None:
+                return _Job(pod, owner, obj, owner.kind, owner.api_version)
+        return _Job(pod, None, pod, "Pod", "v1")
+
+    def _one(self, alert: Alert) -> Outcome:
+        job_name = alert.label("job_name")
+        if alert.status != "firing":
+            return self._done(alert, job_name, NONE, "resolved", "resolved alerts need nothing")
+        if alert.name not in RULES:
+            return self._done(alert, job_name, NONE, "not_actionable", "not an alert act handles")
+        now = self.clock()
+        identity = f"{alert.fingerprint}@{alert.starts_at}"
+        if not self.guard.first_time(identity, now):
+            return self._done(alert, job_name, NONE, "duplicate", "this alert was handled")
+        try:
+            job = self._find(alert)
+        except Exception:
+            self.guard.forget(identity)  # Alertmanager retries the notification: try again
+            raise
+        if job is None:
+            return self._done(alert, job_name, NONE, "not_found", "its pod no longer exists")
+        ns = alert.label("namespace")
+        decision = decide(alert.name, ns, job.annotations(), self.config.policy)
+        action = decision.action
+        if decision.outcome == "invalid_policy":
+            self._event(job, alert.name, NOTIFY, decision.why, warning=True, suffix="Invalid")
+            return self._done(alert, job.key, NONE, "invalid_policy", decision.why)
+        if decision.outcome != "act":
+            return self._done(alert, job.key, NONE, decision.outcome, decision.why)
+        if action == SUSPEND and job.owner is None:
+            why = "a bare pod cannot be suspended (use delete or restart)"
+            self._event(job, alert.name, action, why, warning=True, suffix="Skipped")
+            return self._done(alert, job.key, action, "unsupported_owner", why)
+        if self.guard.cooling(ns, job.key, alert.name, now):
+            why = f"acted on {job.key} for {alert.name} less than the cooldown ago"
+            return self._done(alert, job.key, action, "cooldown", why)
+        if self.guard.breaker_open(ns, now):
+            limits = self.config.limits
+            why = (
+                f"circuit breaker: at most {limits.per_namespace_per_hour} actions an hour in a "
+                f"namespace and {limits.total_per_hour} in all"
+            )
+            self._event(job, alert.name, action, why, warning=True, suffix="Skipped")
+            return self._done(alert, job.key, action, "breaker_open", why)
+        self.guard.record(ns, job.key, alert.name, now)
+        what = self._describe(job, action)
+        if self.config.dry_run:
+            message = f"dry run: would {what} ({decision.why})"
+            self._event(job, alert.name, action, message, suffix="DryRun")
+            return self._done(alert, job.key, action, DRY_RUN, message)
+        try:
+            self._apply(job, action)
+        except Exception as err:
+            message = f"could not {what}: {err}"
+            self._event(job, alert.name, action, message, warning=True, suffix="Failed")
+            self.guard.forget(identity)  # the next re-send of the alert tries again
+            return self._done(alert, job.key, action, "failed", message)
+        message = f"{what} ({decision.why})"
+        self._event(job, alert.name, action, message, warning=action != NOTIFY)
+        return self._done(alert, job.key, action, TAKEN, message)
+
+    def _targets(self, job: _Job) -> list[dict[str, Any]]:
+        """The job's pods that still hold resources."""
+        pods = (
+            [job.pod]
+            if job.owner is None
+            else self.cluster.pods(job.owner.namespace, job.owner.selector)
+        )
+        return [p for p in pods if running(p)]
+
+    def _describe(self, job: _Job, action: str) -> str:
+        if action == SUSPEND:
+            return f"suspend {job.key}"
+        if action in (RESTART, DELETE):
+            names = sorted((p.get("metadata") or {}).get("name", "") for p in self._targets(job))
+            verb = "delete" if action == DELETE else "restart (delete)"
+            return f"{verb} {len(names)} pod(s) of {job.key}: {', '.join(names)}"
+        return f"notify about {job.key}"
+
+    def _apply(self, job: _Job, action: str) -> None:
+        if action == SUSPEND:
+            assert job.owner is not None
+            self.cluster.suspend(job.owner)
+        elif action in (RESTART, DELETE):
+            for pod in self._targets(job):
+                meta = pod.get("metadata") or {}
+                self.cluster.delete_pod(meta.get("namespace", ""), meta.get("name", ""))
+
+    def _event(
+        self,
+        job: _Job,
+        alert_name: str,
+        action: str,
+        message: str,
+        warning: bool = False,
+        suffix: str = "",
+    ) -> None:
+        from ..kubernetes.actions import reference
+
+        reason = event_reason(alert_name, action) + suffix
+        try:
+            self.cluster.event(
+                reference(job.obj, job.kind, job.api_version), reason, message, warning
+            )
+        except Exception as err:  # an Event is a courtesy: its failure is logged, not fatal
+            log.warning("event %s on %s: %s", reason, job.key, err)

@@ -1,0 +1,84 @@
+"""The brakes on acting: idempotence per alert, a cooldown per job, and a circuit breaker.
+
+Alertmanager re-sends a firing alert every ``repeat_interval`` and after its own restarts,
+and a job with eight stalled ranks fires eight alerts: an alert (fingerprint and start time)
+is handled once, and a job is acted on at most once per ``cooldown`` for the same alert
+name. The breaker allows at most so many actions per hour in one namespace and in all; past
+that, alerts are skipped (and say so) until the hour has rolled on. Pure: ``now`` is passed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    per_namespace_per_hour: int = 5
+    total_per_hour: int = 20
+    cooldown_seconds: float = 900.0
+    remember_seconds: float = 86400.0
+    remember_max: int = 10_000
+
+
+class Guard:
+    """Decides whether an action may go ahead, and remembers the ones that did."""
+
+    def __init__(self, limits: Limits = Limits()) -> None:
+        self.limits = limits
+        self._seen: OrderedDict[str, float] = OrderedDict()  # alert identity -> first seen
+        self._acted: OrderedDict[tuple[str, str, str], float] = OrderedDict()  # job, alert
+        self._times: dict[str, deque[float]] = {}  # namespace -> action times in the hour
+        self._all: deque[float] = deque()
+
+    def _forget(self, now: float) -> None:
+        horizon = now - self.limits.remember_seconds
+        while self._seen and (
+            next(iter(self._seen.values())) < horizon or len(self._seen) > self.limits.remember_max
+        ):
+            self._seen.popitem(last=False)
+        while self._acted and (
+            next(iter(self._acted.values())) < now - self.limits.cooldown_seconds
+            or len(self._acted) > self.limits.remember_max
+        ):
+            self._acted.popitem(last=False)
+        for times in (self._all, *self._times.values()):
+            while times and times[0] <= now - HOUR:
+                times.popleft()
+        for ns in [ns for ns, t in self._times.items() if not t]:
+            del self._times[ns]
+
+    def first_time(self, identity: str, now: float) -> bool:
+        """True the first time an alert identity (fingerprint and start) is seen."""
+        self._forget(now)
+        if identity in self._seen:
+            return False
+        self._seen[identity] = now
+        return True
+
+    def forget(self, identity: str) -> None:
+        """Handle the alert again when it comes back (its handling failed)."""
+        self._seen.pop(identity, None)
+
+    def cooling(self, namespace: str, job: str, alert: str, now: float) -> bool:
+        """Whether the job was acted on for this alert within the cooldown."""
+        self._forget(now)
+        return (namespace, job, alert) in self._acted
+
+    def breaker_open(self, namespace: str, now: float) -> bool:
+        """Whether another action now would pass a limit (namespace or total)."""
+        self._forget(now)
+        in_ns = len(self._times.get(namespace, ()))
+        return (
+            in_ns >= self.limits.per_namespace_per_hour
+            or len(self._all) >= self.limits.total_per_hour
+        )
+
+    def record(self, namespace: str, job: str, alert: str, now: float) -> None:
+        """An action was taken (or would have been, in dry-run) on the job."""
+        self._acted[(namespace, job, alert)] = now
+        self._times.setdefault(namespace, deque()).append(now)
+        self._all.append(now)

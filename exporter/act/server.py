@@ -1,0 +1,117 @@
+"""``act``'s HTTP front: Alertmanager's webhook at ``POST /api/v1/alerts`` (bearer token
+required), ``/metrics`` and ``/healthz``. Served by the exporter's own HTTP server."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterator
+
+from ..httpd import POOL_PUSH, POOL_SCRAPE, HTTPServer, Limits, Request, Response
+from ..kubernetes.actions import ClusterError
+from .controller import TAKEN, Actor
+from .webhook import MAX_BODY_BYTES, WebhookError, parse_notification
+
+JSON = "application/json"
+TEXT = "text/plain; version=0.0.4; charset=utf-8"
+WEBHOOK = "/api/v1/alerts"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def metrics_text(actor: Actor) -> Iterator[bytes]:
+    """``act``'s own metrics in the Prometheus text format."""
+    actions, notifications = actor.stats.snapshot()
+    yield (
+        b"# HELP training_exporter_actions_total Alerts act handled, by action and outcome.\n"
+        b"# TYPE training_exporter_actions_total counter\n"
+    )
+    for (action, outcome), n in sorted(actions.items()):
+        yield (
+            f'training_exporter_actions_total{{action="{_escape(action)}",'
+            f'outcome="{_escape(outcome)}"}} {n}\n'
+        ).encode()
+    yield (
+        b"# HELP training_exporter_act_notifications_total Webhook notifications received, "
+        b"by outcome.\n"
+        b"# TYPE training_exporter_act_notifications_total counter\n"
+    )
+    for outcome, n in sorted(notifications.items()):
+        yield f'training_exporter_act_notifications_total{{outcome="{outcome}"}} {n}\n'.encode()
+    yield (
+        b"# HELP training_exporter_act_dry_run 1 while act only says what it would do.\n"
+        b"# TYPE training_exporter_act_dry_run gauge\n"
+        + f"training_exporter_act_dry_run {int(actor.config.dry_run)}\n".encode()
+    )
+
+
+def _status(code: int, message: str) -> Response:
+    return Response(code, json.dumps({"status": "error", "message": message}).encode(), JSON)
+
+
+def route(actor: Actor, token: bytes, request: Request) -> Response:
+    """The answer to one request."""
+    path = request.path
+    if request.method in ("GET", "HEAD"):
+        if path == "/metrics":
+            return Response(200, metrics_text(actor), TEXT)
+        if path in ("/healthz", "/readyz"):
+            return Response(200, b"ok\n")
+        return _status(404, "not found")
+    if request.method != "POST" or path != WEBHOOK:
+        return _status(404 if request.method == "POST" else 405, "POST /api/v1/alerts only")
+    given = request.headers.get("authorization", "").encode()
+    if not hmac.compare_digest(given, b"Bearer " + token):
+        actor.stats.notification("unauthorized")
+        return Response(
+            401,
+            json.dumps({"status": "error", "message": "a bearer token is required"}).encode(),
+            JSON,
+            {"WWW-Authenticate": 'Bearer realm="training-progress-act"'},
+        )
+    if request.body_too_large:
+        actor.stats.notification("rejected")
+        return _status(413, f"notifications are limited to {MAX_BODY_BYTES} bytes")
+    try:
+        alerts = parse_notification(request.body)
+    except WebhookError as err:
+        actor.stats.notification("rejected")
+        return _status(400, f"{err.reason}: {err}")
+    try:
+        outcomes = actor.handle(alerts)
+    except ClusterError as err:
+        # Alertmanager retries a notification answered 5xx; nothing was remembered.
+        actor.stats.notification("retry")
+        return _status(503, str(err))
+    actor.stats.notification("accepted")
+    body = {
+        "status": "ok",
+        "outcomes": [
+            {
+                "alert": o.alert,
+                "namespace": o.namespace,
+                "job": o.job,
+                "action": o.action,
+                "outcome": o.outcome,
+                "message": o.message,
+            }
+            for o in outcomes
+        ],
+        "taken": sum(o.outcome == TAKEN for o in outcomes),
+    }
+    return Response(200, json.dumps(body).encode(), JSON)
+
+
+def make_server(host: str, port: int, actor: Actor, token: str) -> HTTPServer:
+    """Bind (port 0 picks a free port); call serve_forever to run."""
+    secret = token.encode()
+    return HTTPServer(
+        host,
+        port,
+        lambda r: route(actor, secret, r),
+        lambda r: POOL_PUSH if r.method == "POST" else POOL_SCRAPE,
+        Limits(max_body_bytes=MAX_BODY_BYTES),
+        server_name="training-progress-act",
+    )

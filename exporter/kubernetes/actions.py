@@ -1,0 +1,161 @@
+"""The Kubernetes calls ``act`` (exporter/act) makes, through the real ``kubernetes`` client:
+read a pod and its owner, list the owner's pods, delete pods, patch the suspend flag, create
+Events.
+
+Objects are read as plain dicts (``_preload_content=False``), like the exporter's watch, so
+the pure parts (owners, policy) see exactly what the API server sent.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+from ..act.owners import Owner
+
+COMPONENT = "training-progress-act"
+TIMEOUT = 10.0
+
+
+class ClusterError(Exception):
+    """An API call failed (the server refused it, or could not be reached)."""
+
+
+class Cluster:
+    """One API client's worth of calls; every method raises ClusterError on failure."""
+
+    def __init__(self, api_client: Any) -> None:
+        from kubernetes import client
+
+        self._core = client.CoreV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
+        self._instance = socket.gethostname()
+
+    @staticmethod
+    def _json(response: Any) -> dict[str, Any]:
+        doc = json.loads(response.data)
+        return doc if isinstance(doc, dict) else {}
+
+    def _call(self, what: str, fn: Any, *args: Any, missing_ok: bool = False, **kw: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return fn(*args, _request_timeout=TIMEOUT, **kw)
+        except ApiException as err:
+            if missing_ok and err.status == 404:
+                return None
+            raise ClusterError(f"{what}: {err.status} {err.reason}") from None
+        except Exception as err:  # urllib3 errors: the server could not be reached
+            raise ClusterError(f"{what}: {err}") from None
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod, or None if it no longer exists."""
+        r = self._call(
+            f"read pod {namespace}/{name}",
+            self._core.read_namespaced_pod,
+            name,
+            namespace,
+            _preload_content=False,
+            missing_ok=True,
+        )
+        return None if r is None else self._json(r)
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        r = self._call(
+            f"list pods {namespace} {selector}",
+            self._core.list_namespaced_pod,
+            namespace,
+            label_selector=selector,
+            _preload_content=False,
+        )
+        return list(self._json(r).get("items") or [])
+
+    def owner(self, owner: Owner) -> dict[str, Any] | None:
+        """The owner object, or None if it is gone (or its kind is not installed)."""
+        group, version = _group_version(owner.api_version)
+        r = self._call(
+            f"read {owner.kind} {owner.namespace}/{owner.name}",
+            self._custom.get_namespaced_custom_object,
+            group,
+            version,
+            owner.namespace,
+            owner.plural,
+            owner.name,
+            _preload_content=False,
+            missing_ok=True,
+        )
+        return None if r is None else self._json(r)
+
+    def suspend(self, owner: Owner) -> None:
+        group, version = _group_version(owner.api_version)
+        self._call(
+            f"suspend {owner.kind} {owner.namespace}/{owner.name}",
+            self._custom.patch_namespaced_custom_object,
+            group,
+            version,
+            owner.namespace,
+            owner.plural,
+            owner.name,
+            owner.suspend_patch(),
+            _preload_content=False,
+        )
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self._call(
+            f"delete pod {namespace}/{name}",
+            self._core.delete_namespaced_pod,
+            name,
+            namespace,
+            _preload_content=False,
+            missing_ok=True,
+        )
+
+    def event(
+        self, involved: dict[str, Any], reason: str, message: str, warning: bool = False
+    ) -> None:
+        """A core/v1 Event on ``involved`` (its kind, apiVersion, namespace, name, uid)."""
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "generateName": f"{involved['name']}.",
+                "namespace": involved["namespace"],
+            },
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self._instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._call(
+            f"create event {reason}",
+            self._core.create_namespaced_event,
+            involved["namespace"],
+            body,
+            _preload_content=False,
+        )
+
+
+def _group_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def reference(obj: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
+    """An Event's ``involvedObject`` for ``obj``."""
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": kind,
+        "apiVersion": api_version,
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+    }
