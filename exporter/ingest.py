@@ -34,6 +34,10 @@ class Ingestor:
         self._stats.report(source, OUTCOME_ACCEPTED if ok else OUTCOME_REJECTED)
         return ok
 
+    def directives(self, key: RunKey) -> tuple[str, ...]:
+        """What the run should be told in the answer to its push (exporter.directives)."""
+        return self._tracker.directives(key, self.clock())
+
     def reject(self, source: str, error: ReportError) -> None:
         """Count a report that could not be used at all."""
         self._stats.drop(source, error.reason)

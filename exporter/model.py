@@ -563,3 +563,5 @@ class RunMeta:
     # runs is stalled, not merely silent.
     alive: bool | None = None
     pod_failed: bool = False  # the pod ended in phase Failed
+    deleting: bool = False  # the pod is being deleted (evicted, drained): time to save
+    checkpoint_request: str | None = None  # the checkpoint annotation's value, if any

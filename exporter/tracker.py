@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from .directives import CHECKPOINT, Facts, due, reasons
 from .estimate import (
     EstimatorConfig,
     Throughput,
@@ -134,6 +135,8 @@ class RunState:
     metrics_view: tuple[tuple[str, float], ...] = ()
     threshold_overrides: dict[str, float] = field(default_factory=dict)
     deadline: float | None = None
+    # Checkpoint reasons already delivered (exporter.directives), so each is told once.
+    directed: frozenset[str] = frozenset()
     budget_seconds: float | None = None
     last_step: float | None = None
     last_improvement: float | None = None
@@ -326,6 +329,26 @@ class Tracker:
             if marked:
                 self._changes += 1
         return marked
+
+    def directives(self, key: RunKey, now: float) -> tuple[str, ...]:
+        """What the run should do now (``("checkpoint",)`` or nothing), each reason once; for
+        the answer to the run's own push."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                return ()
+            snap = self._snapshot(key, run, now, False)
+            holding = reasons(
+                Facts(
+                    eta_timestamp=snap.eta_timestamp,
+                    deadline_timestamp=snap.deadline_timestamp,
+                    deleting=run.meta.deleting,
+                    request=run.meta.checkpoint_request,
+                )
+            )
+            fire = due(holding, run.directed)
+            run.directed = holding
+            return (CHECKPOINT,) if fire else ()
 
     def snapshot(self, now: float, history: bool = False) -> list[RunSnapshot]:
         """Every run as of ``now``, GPU-seconds accrued up to ``now``, sorted by key.

@@ -245,3 +245,100 @@ def test_lightning_progress_bar_captured_from_a_real_run_parses(tmp_path: Path) 
     last = bars[-1]
     assert last.bar is not None and last.bar.total == 8 and last.report.epoch == 1
     assert last.report.loss is not None
+
+
+def test_checkpoint_directive_makes_trainer_save_within_one_report_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real Trainer on CPU, our callback, a real exporter on the real clock: the run's
+    deadline is 3 s away while its ETA is far longer, so the exporter's answer to a push
+    says "checkpoint", and Trainer saves a checkpoint (its save_strategy is "no": only the
+    directive can make it save)."""
+    from dataclasses import replace
+
+    from training_progress_reporter import reporter as reporter_module
+    from training_progress_reporter.transformers import ProgressCallback
+
+    from exporter.app import Exporter
+    from exporter.config import Config
+
+    exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
+    exp.start(poll_loop=False)
+    try:
+        monkeypatch.delenv("KUBEFLOW_TRAINER_SERVER_URL", raising=False)
+        monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/ckpt/report")
+        told: list[float] = []
+        original = reporter_module.directives_of
+
+        def spy(answer: bytes) -> list[str]:
+            found = original(answer)
+            if "checkpoint" in found:
+                told.append(time.time())
+            return found
+
+        monkeypatch.setattr(reporter_module, "directives_of", spy)
+        interval = 0.5
+        callback = ProgressCallback(interval=interval, deadline=time.time() + 3)
+        trainer = tiny_gpt2_trainer(tmp_path, [callback], step_seconds=0.1)
+        trainer.train()
+    finally:
+        exp.stop()
+    saved = sorted((tmp_path / "out").glob("checkpoint-*"))
+    assert told, "the exporter never asked for a checkpoint"
+    assert len(told) == 1  # told once, not on every report
+    assert saved, "Trainer saved no checkpoint"
+    latency = saved[0].stat().st_mtime - told[0]
+    print(f"\ndirective -> checkpoint directory: {latency:.2f} s")
+    assert 0 <= latency <= interval + 1.0
+
+
+def test_checkpoint_directive_makes_lightning_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same directive through our Lightning callback: a real Trainer on CPU saves a
+    checkpoint through ``trainer.save_checkpoint`` (its own checkpointing is off)."""
+    from dataclasses import replace
+
+    import lightning
+    from training_progress_reporter.lightning import ProgressCallback
+
+    from exporter.app import Exporter
+    from exporter.config import Config
+
+    class Slow(lightning.LightningModule):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(8, 1)
+
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            time.sleep(0.05)  # a run long enough for a few reports
+            x, y = batch
+            return torch.nn.functional.mse_loss(self.layer(x), y)
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
+    exp.start(poll_loop=False)
+    try:
+        monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/litc/report")
+        x = torch.randn(1024, 8)
+        data = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8
+        )
+        trainer = lightning.Trainer(
+            max_steps=100,
+            accelerator="cpu",
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            callbacks=[ProgressCallback(interval=0.3, deadline=time.time() + 2)],
+            default_root_dir=str(tmp_path),
+        )
+        trainer.fit(Slow(), data)
+    finally:
+        exp.stop()
+    saved = list((tmp_path / "checkpoints").glob("directive-step=*.ckpt"))
+    assert len(saved) == 1, saved
+    assert "state_dict" in torch.load(saved[0], weights_only=False)

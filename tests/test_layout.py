@@ -22,6 +22,7 @@ CORE = {
     "exporter.thresholds",
     "exporter.series",
     "exporter.humanize",
+    "exporter.directives",
 }
 CLI = {"exporter.cli", "exporter.top", "exporter.kubectl_progress", "exporter.demo"}
 

@@ -27,6 +27,7 @@ ANNOTATION_HTTP_PORT = PREFIX + "http-port"  # pull JSON progress from the pod o
 ANNOTATION_HTTP_PATH = PREFIX + "http-path"  # ... at this path (default /metrics)
 ANNOTATION_STATUS_VOLUME = PREFIX + "status-volume"  # an emptyDir the pod writes its file to
 ANNOTATION_STATUS_FILE = PREFIX + "status-file"  # ... named this (default progress.json)
+ANNOTATION_CHECKPOINT = PREFIX + "checkpoint"  # any new value: tell the run to save now
 ODH_PROGRESSION = "trainer.opendatahub.io/progression-tracking"
 ODH_PORT = 28080
 _SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
@@ -78,6 +79,8 @@ class PodInfo:
     failed: bool = False  # phase Failed (a kind of finished)
     end_timestamp: float | None = None  # a finished pod's last container stop
     http_url: str | None = None  # where to pull JSON progress from, if anywhere
+    deleting: bool = False  # has a deletionTimestamp (evicted, drained, deleted)
+    checkpoint_request: str | None = None  # the checkpoint annotation's value
     status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
 
 
@@ -226,5 +229,7 @@ def training_pod(
         gpu_seconds_budget=budget,
         thresholds=parse_overrides(overrides, lambda _reason: None),
         http_url=_http_url(str(status.get("podIP") or ""), annotations),
+        deleting=bool(meta.get("deletionTimestamp")),
+        checkpoint_request=clean_label(annotations.get(ANNOTATION_CHECKPOINT), 63),
         status_file=_status_file(annotations),
     )

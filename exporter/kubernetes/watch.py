@@ -41,6 +41,8 @@ def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
         gpu_end_timestamp=pod.end_timestamp,
         alive=not pod.finished,
         pod_failed=pod.failed,
+        deleting=pod.deleting,
+        checkpoint_request=pod.checkpoint_request,
     )
 
 

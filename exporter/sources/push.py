@@ -169,6 +169,11 @@ def handle_push(
     if kubeflow or parsed.report.format == FORMAT_KUBEFLOW:
         echo = {"trainerStatus": obj.get("trainerStatus")} if isinstance(obj, dict) else {}
         return PushResponse(200, json.dumps(echo).encode())
-    return PushResponse(
-        200, json.dumps({"status": "ok", "dropped": list(parsed.problems)}).encode()
-    )
+    # The native answer carries directives (exporter.directives); the Kubeflow one stays
+    # exactly what the upstream server answers.
+    answer = {
+        "status": "ok",
+        "dropped": list(parsed.problems),
+        "directives": list(ingestor.directives(target.key)),
+    }
+    return PushResponse(200, json.dumps(answer).encode())

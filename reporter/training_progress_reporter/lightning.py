@@ -10,6 +10,7 @@ Reads ``trainer.global_step``, ``trainer.estimated_stepping_batches`` and the lo
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import lightning
@@ -73,6 +74,14 @@ class ProgressCallback(lightning.Callback):  # type: ignore[misc]
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
         self._report(trainer)
+        if self.reporter is not None and self.reporter.should_checkpoint():
+            # The exporter asked (deadline, eviction, annotation): save through the trainer.
+            path = os.path.join(
+                trainer.default_root_dir,
+                "checkpoints",
+                f"directive-step={trainer.global_step}.ckpt",
+            )
+            trainer.save_checkpoint(path)
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         self._report(trainer)

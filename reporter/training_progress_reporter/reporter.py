@@ -13,6 +13,11 @@ under a lock; a daemon thread sends them (coalesced, at most every ``interval`` 
 the first and final report), retries with backoff, and swallows every error. Only global
 rank 0 reports, unless told otherwise.
 
+The exporter channel's answers may carry **directives**: ``should_checkpoint()`` is True
+once after the exporter asked the run to save (its ETA passed its ``deadline``, its pod is
+being deleted or its node drained, or someone annotated the job
+``training-progress.io/checkpoint``). The Transformers and Lightning callbacks save then.
+
 While the process lives, the thread also sends a **heartbeat**: the latest values again
 when nothing new was sent for ``heartbeat_seconds`` (default 60 s, ``TPE_REPORT_HEARTBEAT``;
 0 turns it off). A training loop that hangs (a deadlock, a stuck collective) stops calling
@@ -58,6 +63,7 @@ ENV_KUBEFLOW_CA = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
 ENV_REPORT_URL = "TPE_REPORT_URL"
 ENV_STATUS_FILE = "TPE_STATUS_FILE"
 ENV_REPORT_TOKEN_FILE = "TPE_REPORT_TOKEN_FILE"  # the exporter's push token, if it has one
+MAX_ANSWER_BYTES = 64 * 1024  # of the exporter's answer read for directives
 ENV_CHANNELS = "TPE_REPORT_CHANNELS"  # comma-separated override: kubeflow,exporter,file,stdout
 ENV_HEARTBEAT = "TPE_REPORT_HEARTBEAT"  # seconds between heartbeats; 0 turns them off
 DEFAULT_HEARTBEAT_SECONDS = 60.0
@@ -146,6 +152,7 @@ class ProgressReporter:
         framework: str | None = None,
         stdout: TextIO | None = None,
         heartbeat_seconds: float | None = None,
+        deadline: float | str | None = None,
     ) -> None:
         env = dict(os.environ if environ is None else environ)
         self.rank = global_rank(env) if rank is None else rank
@@ -163,6 +170,7 @@ class ProgressReporter:
         self._sent_version = 0
         self._errors = 0
         self._stdout = stdout
+        self._checkpoint = threading.Event()  # the exporter asked for a checkpoint
         self.channels = self._pick_channels(env, channels)
         self._senders: list[Sender] = [self._sender(name, env) for name in self.channels]
         with self._lock:
@@ -172,6 +180,8 @@ class ProgressReporter:
                 self._state.values["max_epochs"] = float(total_epochs)
             if framework:
                 self._state.values["framework"] = framework
+            if deadline is not None:  # Unix seconds or RFC 3339: when the run must be done
+                self._state.values["deadline"] = deadline
             self._state.version += 1
         self._thread: threading.Thread | None = None
         if self.enabled and self._senders:
@@ -232,6 +242,15 @@ class ProgressReporter:
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+
+    def should_checkpoint(self) -> bool:
+        """True once after the exporter asked this run to save a checkpoint (its ETA passed
+        the deadline, its pod is being deleted, or someone annotated the job); call it in
+        the training loop and save when it says so. Cheap, never blocks."""
+        if self._checkpoint.is_set():
+            self._checkpoint.clear()
+            return True
+        return False
 
     @property
     def errors(self) -> int:
@@ -328,9 +347,13 @@ class ProgressReporter:
         if name == "exporter":
             url = env.get(ENV_REPORT_URL, "")
             headers = _token_header(env.get(ENV_REPORT_TOKEN_FILE, ""))
-            return lambda report, final: _post(
-                url, json.dumps(report).encode(), headers, self.timeout, None
-            )
+
+            def send(report: dict[str, Any], final: bool) -> None:
+                answer = _post(url, json.dumps(report).encode(), headers, self.timeout, None)
+                if "checkpoint" in directives_of(answer):
+                    self._checkpoint.set()
+
+            return send
         if name == "file":
             path = env.get(ENV_STATUS_FILE, "")
             return lambda report, final: write_status_file(path, report)
@@ -426,14 +449,25 @@ class _KubeflowSender:
 
 def _post(
     url: str, body: bytes, headers: dict[str, str], timeout: float, context: ssl.SSLContext | None
-) -> None:
+) -> bytes:
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url!r}")
     req = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
     )
     with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
-        resp.read()
+        return bytes(resp.read(MAX_ANSWER_BYTES))
+
+
+def directives_of(answer: bytes) -> list[str]:
+    """The directives in the exporter's answer to a native push (``{"directives": [...]}``);
+    none when the answer has none or is not what the exporter sends."""
+    try:
+        doc = json.loads(answer)
+    except ValueError:
+        return []
+    found = doc.get("directives") if isinstance(doc, dict) else None
+    return [d for d in found if isinstance(d, str)] if isinstance(found, list) else []
 
 
 def write_status_file(path: str, report: Mapping[str, Any]) -> None:

@@ -86,6 +86,9 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
     ) -> None:
         if self.reporter is not None:
             self.reporter.update(step=state.global_step, epoch=state.epoch)
+            if self.reporter.should_checkpoint():
+                # The exporter asked (deadline, eviction, annotation): Trainer saves now.
+                control.should_save = True
 
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any

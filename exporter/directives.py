@@ -1,0 +1,46 @@
+"""When a training process should save a checkpoint, and telling it once.
+
+Why the exporter and not the job: it sees what the job cannot, that its ETA has passed its
+deadline, that its pod is being deleted (an eviction, a node drain), or that someone asked
+(``kubectl annotate ... training-progress.io/checkpoint=<any new value>``). A directive
+is edge-triggered: each reason is delivered once when it starts to hold (a new annotation
+value is a new reason), on the next native push's answer, so a run is never told to save on
+every report. Pure: the run's facts go in, the reasons come out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHECKPOINT = "checkpoint"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the exporter knows about one run that may call for a checkpoint."""
+
+    eta_timestamp: float | None  # predicted completion
+    deadline_timestamp: float | None
+    deleting: bool  # its pod has a deletionTimestamp
+    request: str | None  # the value of the checkpoint annotation, if any
+
+
+def reasons(f: Facts) -> frozenset[str]:
+    """Every reason to checkpoint that holds now."""
+    out = set()
+    if (
+        f.eta_timestamp is not None
+        and f.deadline_timestamp is not None
+        and f.eta_timestamp > f.deadline_timestamp
+    ):
+        out.add("deadline")
+    if f.deleting:
+        out.add("deleting")
+    if f.request:
+        out.add(f"requested:{f.request}")
+    return frozenset(out)
+
+
+def due(now_holding: frozenset[str], delivered: frozenset[str]) -> bool:
+    """Whether a reason started to hold since the last delivery."""
+    return bool(now_holding - delivered)

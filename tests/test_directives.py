@@ -1,0 +1,127 @@
+"""Checkpoint directives: when the exporter tells a run to save, that it tells it once per
+reason, in the native push's answer only, and that the reporter turns it into
+``should_checkpoint()``. (A real Transformers run saving on it is in
+tests/test_integrations_ml.py.)"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Any
+
+from training_progress_reporter import ProgressReporter
+from training_progress_reporter.reporter import directives_of
+
+from exporter.directives import Facts, due, reasons
+from exporter.kubernetes.pods import training_pod
+from exporter.model import ProgressReport, RunKey, RunMeta
+from exporter.tracker import Tracker
+
+from .conftest import T0, http
+
+KEY = RunKey("ml", "llm-0", "llm")
+
+
+def test_reasons_are_the_deadline_a_deletion_and_each_new_request() -> None:
+    none = Facts(eta_timestamp=T0 + 100, deadline_timestamp=T0 + 200, deleting=False, request=None)
+    assert reasons(none) == frozenset()
+    late = replace(none, deadline_timestamp=T0 + 50)
+    assert reasons(late) == {"deadline"}
+    assert reasons(replace(none, deleting=True)) == {"deleting"}
+    assert reasons(replace(none, request="1")) == {"requested:1"}
+    assert due(frozenset({"deadline"}), frozenset())
+    assert not due(frozenset({"deadline"}), frozenset({"deadline"}))
+    assert due(frozenset({"requested:2"}), frozenset({"requested:1"}))
+
+
+def steady(tracker: Tracker, until: int, deadline: float | None = None) -> None:
+    for i in range(until):
+        tracker.apply(
+            KEY, ProgressReport(step=i * 10, max_steps=100_000, deadline_timestamp=deadline), T0 + i
+        )
+
+
+def test_tracker_tells_each_reason_once() -> None:
+    tracker = Tracker()
+    steady(tracker, 5, deadline=T0 + 10_000_000)
+    assert tracker.directives(KEY, T0 + 5) == ()
+    # The deadline moves before the predicted completion: told once.
+    tracker.apply(KEY, ProgressReport(step=60, deadline_timestamp=T0 + 60), T0 + 6)
+    assert tracker.directives(KEY, T0 + 6) == ("checkpoint",)
+    assert tracker.directives(KEY, T0 + 7) == ()
+    # Its pod is being deleted: a new reason.
+    tracker.set_meta(KEY, RunMeta(deleting=True), T0 + 8)
+    assert tracker.directives(KEY, T0 + 8) == ("checkpoint",)
+    assert tracker.directives(KEY, T0 + 9) == ()
+    # Someone annotates the job, then annotates it again with a new value.
+    tracker.set_meta(KEY, RunMeta(deleting=True, checkpoint_request="a"), T0 + 10)
+    assert tracker.directives(KEY, T0 + 10) == ("checkpoint",)
+    assert tracker.directives(KEY, T0 + 11) == ()
+    tracker.set_meta(KEY, RunMeta(deleting=True, checkpoint_request="b"), T0 + 12)
+    assert tracker.directives(KEY, T0 + 12) == ("checkpoint",)
+    assert tracker.directives(RunKey("ml", "other", "other"), T0) == ()
+
+
+def test_pod_deletion_and_annotation_reach_the_run_meta() -> None:
+    pod = {
+        "metadata": {
+            "name": "llm-0",
+            "namespace": "ml",
+            "labels": {"batch.kubernetes.io/job-name": "llm"},
+            "annotations": {"training-progress.io/checkpoint": "2026-11-30T10:00"},
+            "deletionTimestamp": "2026-11-30T10:01:00Z",
+        },
+        "spec": {"containers": [{"name": "train"}]},
+        "status": {"phase": "Running"},
+    }
+    info = training_pod(pod)
+    assert info is not None and info.deleting
+    assert info.checkpoint_request == "2026-11-30T10:00"
+
+
+def test_native_answer_carries_directives_and_kubeflow_answer_does_not(
+    exporter_factory: Any, clock: Any
+) -> None:
+    exp = exporter_factory()
+    url = exp.url + "/api/v1/namespaces/ml/runs/llm/report"
+    answers = []
+    for i in range(5):
+        body = {"step": i * 10, "max_steps": 100_000, "deadline": T0 + 30}
+        status, resp = http(
+            "POST", url, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        assert status == 200
+        answers.append(json.loads(resp)["directives"])
+        clock.advance(1)
+    # No ETA before three step reports; then the ETA passes the deadline: told once.
+    assert answers == [[], [], ["checkpoint"], [], []]
+    kf = exp.url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/llm/status"
+    body = json.dumps({"trainerStatus": {"progressPercentage": 10}}).encode()
+    status, resp = http("POST", kf, body, {"Content-Type": "application/json"})
+    assert status == 200 and json.loads(resp) == {"trainerStatus": {"progressPercentage": 10}}
+
+
+def test_reporter_should_checkpoint_once_after_a_directive(
+    exporter_factory: Any, clock: Any
+) -> None:
+    exp = exporter_factory()
+    url = exp.url + "/api/v1/namespaces/ml/runs/llm/report"
+    assert directives_of(b'{"status": "ok", "directives": ["checkpoint"]}') == ["checkpoint"]
+    assert directives_of(b"not json") == [] and directives_of(b'{"directives": "x"}') == []
+    reporter = ProgressReporter(
+        total_steps=100_000,
+        interval=0.05,
+        heartbeat_seconds=0,
+        deadline=T0 + 30,
+        environ={"TPE_REPORT_URL": url},
+    )
+    try:
+        for i in range(6):
+            reporter.update(step=i * 10)
+            time.sleep(0.3)  # the reporter sends it (every 0.05 s at most)
+            clock.advance(1)
+        assert reporter.should_checkpoint() is True
+        assert reporter.should_checkpoint() is False  # once
+    finally:
+        reporter.close()
