@@ -1,8 +1,9 @@
 """When a training process should save a checkpoint, and telling it once.
 
 Why the exporter and not the job: it sees what the job cannot, that its ETA has passed its
-deadline, that its pod is being deleted (an eviction, a node drain), or that someone asked
-(``kubectl annotate ... training-progress.io/checkpoint=<any new value>``). A directive
+deadline, that its pod is being deleted (an eviction, a node drain) or its node cordoned
+(the start of a drain), or that someone asked (``kubectl annotate trainjob/X`` or
+``pod/X training-progress.io/checkpoint=<any new value>``). A directive
 is edge-triggered: each reason is delivered once when it starts to hold (a new annotation
 value is a new reason), on the next native push's answer, so a run is never told to save on
 every report. Pure: the run's facts go in, the reasons come out.
@@ -22,7 +23,9 @@ class Facts:
     eta_timestamp: float | None  # predicted completion
     deadline_timestamp: float | None
     deleting: bool  # its pod has a deletionTimestamp
-    request: str | None  # the value of the checkpoint annotation, if any
+    request: str | None  # the value of the pod's checkpoint annotation, if any
+    job_request: str | None = None  # the same annotation on its TrainJob
+    draining: bool = False  # its node is cordoned (spec.unschedulable)
 
 
 def reasons(f: Facts) -> frozenset[str]:
@@ -36,8 +39,12 @@ def reasons(f: Facts) -> frozenset[str]:
         out.add("deadline")
     if f.deleting:
         out.add("deleting")
+    if f.draining:
+        out.add("draining")
     if f.request:
-        out.add(f"requested:{f.request}")
+        out.add(f"requested:pod:{f.request}")
+    if f.job_request:
+        out.add(f"requested:job:{f.job_request}")
     return frozenset(out)
 
 

@@ -38,6 +38,14 @@ class Ingestor:
         """What the run should be told in the answer to its push (exporter.directives)."""
         return self._tracker.directives(key, self.clock())
 
+    def checkpoint_requested(self, key: RunKey, value: str | None) -> None:
+        """The run's job carries this checkpoint annotation value (None: none)."""
+        self._tracker.request_checkpoint(key, value)
+
+    def node_cordoned(self, node: str, cordoned: bool) -> None:
+        """Whether ``node`` is cordoned; its runs are asked to checkpoint once."""
+        self._tracker.set_cordoned(node, cordoned)
+
     def reject(self, source: str, error: ReportError) -> None:
         """Count a report that could not be used at all."""
         self._stats.drop(source, error.reason)

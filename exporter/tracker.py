@@ -137,6 +137,7 @@ class RunState:
     deadline: float | None = None
     # Checkpoint reasons already delivered (exporter.directives), so each is told once.
     directed: frozenset[str] = frozenset()
+    job_checkpoint_request: str | None = None  # the checkpoint annotation on its TrainJob
     budget_seconds: float | None = None
     last_step: float | None = None
     last_improvement: float | None = None
@@ -185,6 +186,7 @@ class Tracker:
     def __init__(self, config: TrackerConfig | None = None) -> None:
         self.config = config or TrackerConfig()
         self._runs: dict[RunKey, RunState] = {}
+        self._cordoned: set[str] = set()  # nodes marked unschedulable (a drain begins)
         self._lock = threading.Lock()
         self._changes = 0
 
@@ -330,6 +332,21 @@ class Tracker:
                 self._changes += 1
         return marked
 
+    def request_checkpoint(self, key: RunKey, value: str | None) -> None:
+        """The checkpoint annotation of the run's TrainJob (None when it has none)."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is not None:
+                run.job_checkpoint_request = value
+
+    def set_cordoned(self, node: str, cordoned: bool) -> None:
+        """Whether ``node`` is cordoned (unschedulable): its runs are asked to save once."""
+        with self._lock:
+            if cordoned:
+                self._cordoned.add(node)
+            else:
+                self._cordoned.discard(node)
+
     def directives(self, key: RunKey, now: float) -> tuple[str, ...]:
         """What the run should do now (``("checkpoint",)`` or nothing), each reason once; for
         the answer to the run's own push."""
@@ -344,6 +361,8 @@ class Tracker:
                     deadline_timestamp=snap.deadline_timestamp,
                     deleting=run.meta.deleting,
                     request=run.meta.checkpoint_request,
+                    job_request=run.job_checkpoint_request,
+                    draining=bool(run.meta.node) and run.meta.node in self._cordoned,
                 )
             )
             fire = due(holding, run.directed)

@@ -140,6 +140,7 @@ def test_rbac_is_read_only_plus_tokenreviews() -> None:
     assert rules == {
         (("",), ("pods",)): ("get", "list", "watch"),
         (("trainer.kubeflow.org",), ("trainjobs",)): ("get", "list", "watch"),
+        (("",), ("nodes",)): ("get",),
         (("authentication.k8s.io",), ("tokenreviews",)): ("create",),
     }
     (svc,) = [d for d in render("plain") if d["kind"] == "Service"]

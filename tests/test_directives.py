@@ -29,10 +29,12 @@ def test_reasons_are_the_deadline_a_deletion_and_each_new_request() -> None:
     late = replace(none, deadline_timestamp=T0 + 50)
     assert reasons(late) == {"deadline"}
     assert reasons(replace(none, deleting=True)) == {"deleting"}
-    assert reasons(replace(none, request="1")) == {"requested:1"}
+    assert reasons(replace(none, request="1")) == {"requested:pod:1"}
+    assert reasons(replace(none, job_request="1")) == {"requested:job:1"}
+    assert reasons(replace(none, draining=True)) == {"draining"}
     assert due(frozenset({"deadline"}), frozenset())
     assert not due(frozenset({"deadline"}), frozenset({"deadline"}))
-    assert due(frozenset({"requested:2"}), frozenset({"requested:1"}))
+    assert due(frozenset({"requested:pod:2"}), frozenset({"requested:pod:1"}))
 
 
 def steady(tracker: Tracker, until: int, deadline: float | None = None) -> None:

@@ -797,3 +797,56 @@ def test_without_host_paths_the_log_and_volume_sources_are_off(kube: FakeKube) -
         assert {"log", "kubelet_file"} <= set(default.sources)
     finally:
         default.stop()
+
+
+def test_checkpoint_directives_from_trainjob_annotation_pod_deletion_and_cordon(
+    kube: FakeKube,
+) -> None:
+    """The rank-0 pod pushes natively; each of these makes the next answer say checkpoint,
+    once: a new annotation value on its TrainJob, its node cordoned, its pod being deleted."""
+    api = "trainer.kubeflow.org/v1alpha1"
+    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    kube.put("v1", "nodes", {"metadata": {"name": NODE}, "spec": {}})
+    kube.put(api, "trainjobs", trainjob_obj("ml", "llm"))
+    clock = FakeClock(T_START_TS + 3600)
+    exp = k8s_exporter(clock)
+    url = exp.url + "/api/v1/namespaces/ml/runs/llm/report"
+    step = [0]
+
+    def push_and_poll() -> list[str]:
+        step[0] += 10
+        body = json.dumps({"step": step[0], "max_steps": 100_000}).encode()
+        status, resp = http("POST", url, body, {"Content-Type": "application/json"})
+        assert status == 200, resp
+        clock.advance(1)
+        return list(json.loads(resp)["directives"])
+
+    def refresh() -> None:
+        for source in exp.sources.values():
+            if hasattr(source, "_next"):
+                source._next = 0.0  # the sources' rate limits, for the test
+        exp.poll_once()
+
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        refresh()
+        assert [push_and_poll() for _ in range(3)] == [[], [], []]
+        kube.put(
+            api,
+            "trainjobs",
+            trainjob_obj(
+                "ml", "llm", annotations={"training-progress.io/checkpoint": "before-upgrade"}
+            ),
+        )
+        refresh()
+        assert [push_and_poll() for _ in range(2)] == [["checkpoint"], []]
+        kube.put("v1", "nodes", {"metadata": {"name": NODE}, "spec": {"unschedulable": True}})
+        refresh()
+        assert [push_and_poll() for _ in range(2)] == [["checkpoint"], []]
+        deleting = pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1")
+        deleting["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+        kube.put("v1", "pods", deleting)
+        wait(lambda: any(p.deleting for p in _registry(exp).all()))
+        assert [push_and_poll() for _ in range(2)] == [["checkpoint"], []]
+    finally:
+        exp.stop()

@@ -27,6 +27,7 @@ class Cluster:
     node: str
     registry: PodRegistry
     custom_api: ApiFactory
+    core_api: ApiFactory
 
     def pods(self) -> list[PodInfo]:
         return self.registry.all()
@@ -69,5 +70,5 @@ def kubernetes_discovery(
         start=watcher.start,
         stop=watcher.stop,
         ready=watcher.ready,
-        cluster=Cluster(config.node_name, registry, api.custom),
+        cluster=Cluster(config.node_name, registry, api.custom, api.core),
     )

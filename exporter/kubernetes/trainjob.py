@@ -16,8 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_any, parse_kubeflow
-from .pods import PodInfo
+from ..model import (
+    KUBEFLOW_MAX_BODY_BYTES,
+    ReportError,
+    RunKey,
+    RunMeta,
+    clean_label,
+    parse_any,
+    parse_kubeflow,
+)
+from .pods import ANNOTATION_CHECKPOINT, PodInfo
 
 NAME = "trainjob"
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
@@ -117,14 +125,17 @@ class TrainJobSource:
             if pod is None or self._versions.get(key) == version:
                 continue
             self._versions[key] = version
+            run_key = RunKey(pod.namespace, pod.name, pod.job_name)
+            annotations = meta.get("annotations") or {}
+            self.ingestor.checkpoint_requested(
+                run_key, clean_label(annotations.get(ANNOTATION_CHECKPOINT), 63)
+            )
             try:
                 parsed = parse_trainjob(obj, self.ingestor.clock())
             except ReportError as err:
                 self.ingestor.reject(NAME, err)
                 continue
             if parsed is not None:
-                self.ingestor.accept(
-                    NAME, RunKey(pod.namespace, pod.name, pod.job_name), parsed, self.meta(pod)
-                )
+                self.ingestor.accept(NAME, run_key, parsed, self.meta(pod))
         for key in set(self._versions) - seen:
             del self._versions[key]

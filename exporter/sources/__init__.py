@@ -88,6 +88,15 @@ def _trainjob(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Po
     )
 
 
+def _node(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> PolledSource | None:
+    """Kubernetes mode: this node's cordon (checkpoint directives before a drain)."""
+    if cluster is None:
+        return None
+    from ..kubernetes.node import NodeSource
+
+    return NodeSource(cluster.core_api, cluster.node, ingestor)
+
+
 def _kubelet_files(
     config: Config, ingestor: Ingestor, cluster: Cluster | None
 ) -> PolledSource | None:
@@ -108,6 +117,7 @@ SOURCES: dict[str, SourceFactory] = {
     "http": _http,
     "log": _logs,
     "trainjob": _trainjob,
+    "node": _node,
     "kubelet_file": _kubelet_files,
 }
 

@@ -1,0 +1,73 @@
+"""Kubernetes mode: whether this node is cordoned, the first step of a drain.
+
+``kubectl drain`` marks the node unschedulable, then evicts its pods. The evictions give each
+training pod a deletionTimestamp (and its run a checkpoint directive); the cordon comes
+earlier, so the runs on the node are asked to save while there is still time. Read with
+GET on the node object (RBAC: ``nodes`` ``get``), at most every MIN_INTERVAL seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..ingest import Ingestor
+
+NAME = "node"
+MIN_INTERVAL = 10.0
+log = logging.getLogger(__name__)
+
+
+def cordoned(node: dict[str, Any]) -> bool:
+    """Whether the node object says it is unschedulable."""
+    return bool((node.get("spec") or {}).get("unschedulable"))
+
+
+class NodeSource:
+    """Polls this node's object; tells the ingestor when its cordon changes."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        core_api: Callable[[], Any],
+        node: str,
+        ingestor: Ingestor,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.core_api = core_api
+        self.node = node
+        self.ingestor = ingestor
+        self.monotonic = monotonic
+        self._next = 0.0
+        self._denied = False
+
+    def poll(self) -> None:
+        if self.monotonic() < self._next:
+            return
+        self._next = self.monotonic() + MIN_INTERVAL
+        from kubernetes.client import ApiException
+
+        try:
+            response = self.core_api().read_node(
+                self.node, _preload_content=False, _request_timeout=10
+            )
+            obj = json.loads(response.data)
+        except ApiException as exc:
+            if exc.status == 404:  # no such node object (a stand-in API): nothing cordoned
+                self.ingestor.node_cordoned(self.node, False)
+                self.ingestor.source_up(NAME, True)
+                return
+            if exc.status == 403 and not self._denied:
+                self._denied = True  # an older RBAC without nodes/get: the rest still works
+                log.warning("cannot read node %s (%s): cordons are not seen", self.node, exc.reason)
+            self.ingestor.source_up(NAME, False)
+            return
+        except Exception:
+            self.ingestor.source_up(NAME, False)
+            return
+        self.ingestor.node_cordoned(self.node, cordoned(obj if isinstance(obj, dict) else {}))
+        self.ingestor.source_up(NAME, True)
