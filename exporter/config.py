@@ -234,8 +234,9 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
     return result
 
 
-def from_file(config: Config, path: str) -> Config:
-    """Apply a YAML config file."""
+def read_yaml_mapping(path: str) -> Mapping[str, Any]:
+    """A YAML file that must hold a mapping of settings (an empty file is an empty one);
+    ConfigError names the file and what is wrong."""
     try:
         with open(path, encoding="utf-8") as fh:
             data = yaml.safe_load(fh) or {}
@@ -243,6 +244,12 @@ def from_file(config: Config, path: str) -> Config:
         raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: expected a mapping of settings")
+    return data
+
+
+def from_file(config: Config, path: str) -> Config:
+    """Apply a YAML config file."""
+    data = read_yaml_mapping(path)
     return apply(config, {str(k).replace("-", "_"): v for k, v in data.items()}, path)
 
 

@@ -78,6 +78,22 @@ def tiny_gpt2_trainer(tmp_path: Path, callbacks: list[Any], step_seconds: float 
     return Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=callbacks + extra)
 
 
+def lightning_trainer(tmp_path: Path, callbacks: list[Any], max_steps: int) -> Any:
+    """A quiet Lightning Trainer on CPU: no logger, bar, summary or checkpointing of its own."""
+    import lightning
+
+    return lightning.Trainer(
+        max_steps=max_steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=callbacks,
+        default_root_dir=str(tmp_path),
+    )
+
+
 def last_logged_loss(trainer: Any) -> float:
     return float(next(e["loss"] for e in reversed(trainer.state.log_history) if "loss" in e))
 
@@ -186,16 +202,7 @@ def test_lightning_callback(
     )
     module = Regression()
     callback = ProgressCallback(interval=0.2)
-    trainer = lightning.Trainer(
-        max_steps=30,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[callback],
-        default_root_dir=str(tmp_path),
-    )
+    trainer = lightning_trainer(tmp_path, [callback], max_steps=30)
     trainer.fit(module, data)
     (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
     assert (run["job_name"], run["step"], run["max_steps"], run["finished"]) == (
@@ -326,17 +333,8 @@ def test_checkpoint_directive_makes_lightning_save(
         data = torch.utils.data.DataLoader(
             torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8
         )
-        trainer = lightning.Trainer(
-            max_steps=100,
-            accelerator="cpu",
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            callbacks=[ProgressCallback(interval=0.3, deadline=time.time() + 2)],
-            default_root_dir=str(tmp_path),
-        )
-        trainer.fit(Slow(), data)
+        callback = ProgressCallback(interval=0.3, deadline=time.time() + 2)
+        lightning_trainer(tmp_path, [callback], max_steps=100).fit(Slow(), data)
     finally:
         exp.stop()
     saved = list((tmp_path / "checkpoints").glob("directive-step=*.ckpt"))

@@ -18,9 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-import yaml
-
-from ..config import ConfigError, parse_duration
+from ..config import ConfigError, parse_duration, read_yaml_mapping
 from .controller import ActConfig
 from .guard import Limits
 from .policy import RULES, Policy
@@ -90,13 +88,5 @@ def parse(doc: Mapping[str, Any]) -> ActConfig:
 
 
 def load(path: str | None) -> ActConfig:
-    if path is None:
-        return ActConfig()
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path}: {err}") from None
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: must be a mapping")
-    return parse(doc)
+    """The configuration in ``path`` (defaults without one)."""
+    return ActConfig() if path is None else parse(read_yaml_mapping(path))
