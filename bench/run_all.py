@@ -23,6 +23,7 @@ from . import (
     scale,
     slow_clients,
     status_dir,
+    trainjob_scale,
 )
 
 OUT = Path(__file__).parent / "results" / "latest.json"
@@ -97,6 +98,7 @@ def main() -> int:
         "scale": scale.run([1000, 2000, 10000]),
         "slow_clients": slow_clients.run(9000, 30.0),
         "status_dir": status_dir.run([1000, 10000]),
+        "trainjob_scale": trainjob_scale.run(),
     }
     results["seconds"] = time.time() - started
     OUT.parent.mkdir(exist_ok=True)
@@ -105,6 +107,9 @@ def main() -> int:
     real = [eta_accuracy.RunResult(**r) for r in results["eta_accuracy_real"]]
     print("\nETA accuracy on real runs:\n" + eta_accuracy.corpus_table(real))
     print("\nETA accuracy by scenario:\n" + eta_accuracy.table(results["eta_accuracy"]))
+    print(
+        "\nTrainJob source, 20,000 TrainJobs:\n" + trainjob_scale.table(results["trainjob_scale"])
+    )
     print(f"\nwritten to {OUT}")
     return 0
 

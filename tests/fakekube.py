@@ -44,6 +44,7 @@ class FakeKube:
         self.tokens: dict[str, tuple[str, str, str, list[str]]] = {}
         self.writes: list[tuple[str, str, Any]] = []  # (method, path, body) of each write
         self.write_times: list[float] = []  # time.time() of each write, in the same order
+        self.bytes_sent = 0  # response bytes (JSON answers and watch chunks), for benchmarks
         self.names = 0  # for generateName
 
     @staticmethod
@@ -151,6 +152,7 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
 
         def _json(self, status: int, doc: Any) -> None:
             body = json.dumps(doc).encode()
+            kube.bytes_sent += len(body)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -250,6 +252,9 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             url = urlparse(self.path)
+            if url.path == "/_fake/stats":  # the stand-in's own counters, not an API path
+                self._json(200, {"bytes_sent": kube.bytes_sent, "requests": len(kube.requests)})
+                return
             kube.requests.append(self.path)
             if kube.down:
                 self.close_connection = True

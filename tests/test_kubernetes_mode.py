@@ -850,3 +850,29 @@ def test_checkpoint_directives_from_trainjob_annotation_pod_deletion_and_cordon(
         assert [push_and_poll() for _ in range(2)] == [["checkpoint"], []]
     finally:
         exp.stop()
+
+
+def test_trainjob_source_reads_only_its_nodes_jobs(kube: FakeKube) -> None:
+    """One GET per TrainJob whose rank-0 pod is here; the only LIST is the CRD probe (one item)."""
+    api = "trainer.kubeflow.org/v1alpha1"
+    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.1"))
+    for i in range(50):  # the rest of the cluster's TrainJobs, none of them on this node
+        kube.put(api, "trainjobs", trainjob_obj("other", f"far-{i}", {"progressPercentage": 1}))
+    kube.put(api, "trainjobs", trainjob_obj("ml", "llm", {"progressPercentage": 45}))
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        source = trainjob_source(exp)
+        for _ in range(3):
+            source._next = 0.0  # the 15 s rate limit, for the test
+            exp.poll_once()
+        (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    finally:
+        exp.stop()
+    assert run["job_name"] == "llm" and run["progress_ratio"] == 0.45
+    reads = [r for r in kube.requests if "trainjobs" in r]
+    lists = [r for r in reads if r.split("?")[0].endswith("/trainjobs")]
+    assert len(lists) == 1 and "limit=1" in lists[0]
+    assert [r.split("?")[0] for r in reads if r not in lists] == [
+        f"/apis/{api}/namespaces/ml/trainjobs/llm"
+    ] * 3
