@@ -39,6 +39,15 @@ METRIC_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:/-]{0,63}\Z")
 MAX_RUN_NAME_CHARS = 63
 _RUN_NAME_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
 _LABEL_SAFE_RE = re.compile(r"[^\x20-\x7e]")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
+
+
+def valid_kubernetes_names(namespace: str, name: str) -> bool:
+    """Whether ``namespace`` is a valid namespace (a DNS label) and ``name`` a valid object
+    name (a DNS subdomain), as the API server requires; anything else never reaches it."""
+    return bool(_DNS_LABEL.match(namespace) and _DNS_SUBDOMAIN.match(name))
+
 
 FORMAT_KUBEFLOW = "kubeflow"
 FORMAT_OPENDATAHUB = "opendatahub"

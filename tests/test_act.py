@@ -593,3 +593,19 @@ def test_cli_act_serves_the_webhook_with_its_config(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def test_labels_that_cannot_name_a_pod_never_reach_the_api(act_factory: Any) -> None:
+    act = act_factory()
+    add_trainjob(act.kube, "llm", {"training-progress.io/on-stalled": "restart"})
+    before = len(act.kube.requests)
+    hostile = [
+        alert("TrainingJobStalled", "../../../nodes/x", "llm"),
+        alert("TrainingJobStalled", "llm-node-0-0", "llm", ns="ML/../kube-system"),
+        alert("TrainingJobStalled", "", "llm", fingerprint="empty-pod"),
+        alert("TrainingJobStalled", "llm-node-0-0\n", "llm", fingerprint="newline"),
+    ]
+    status, doc = act.post(notification(*hostile))
+    assert status == 200
+    assert [o["outcome"] for o in doc["outcomes"]] == ["not_found"] * 4
+    assert act.kube.requests[before:] == [] and act.kube.writes == []

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..model import valid_kubernetes_names
 from .guard import Guard, Limits
 from .owners import Owner, owner_of, running
 from .policy import DELETE, NONE, NOTIFY, RESTART, RULES, SUSPEND, Policy, decide, event_reason
@@ -151,7 +152,9 @@ class Actor:
 
     def _find(self, alert: Alert) -> _Job | None:
         ns, pod_name = alert.label("namespace"), alert.label("pod")
-        pod = self.cluster.pod(ns, pod_name) if ns and pod_name else None
+        # Labels that cannot name a pod never reach the API server.
+        valid = valid_kubernetes_names(ns, pod_name)
+        pod = self.cluster.pod(ns, pod_name) if valid else None
         if pod is None:
             return None
         owner = owner_of(pod)

@@ -24,6 +24,7 @@ from ..model import (
     decode_json,
     parse_any,
     parse_kubeflow,
+    valid_kubernetes_names,
 )
 
 NAME = "push"
@@ -35,8 +36,6 @@ KUBEFLOW_PATH = re.compile(
 NATIVE_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/runs/(?P<name>[^/]+)/report\Z")
 
 # Kubernetes object name rules: namespaces are DNS-1123 labels, job names DNS-1123 subdomains.
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 
 
 @dataclass(frozen=True)
@@ -119,10 +118,6 @@ def status_body(code: int, reason: str, message: str) -> bytes:
     ).encode()
 
 
-def _valid_names(namespace: str, name: str) -> bool:
-    return bool(_DNS_LABEL.match(namespace) and _DNS_SUBDOMAIN.match(name))
-
-
 def handle_push(
     *,
     kubeflow: bool,
@@ -136,7 +131,7 @@ def handle_push(
     now: float,
 ) -> PushResponse:
     """Validate, authorize, parse and ingest one push; returns what to answer."""
-    if not _valid_names(namespace, name):
+    if not valid_kubernetes_names(namespace, name):
         ingestor.reject(NAME, ReportError("invalid_name", "invalid name"))
         return PushResponse(
             422, status_body(422, "Invalid", "namespace and name must be valid Kubernetes names")
