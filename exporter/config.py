@@ -81,6 +81,9 @@ class Config:
     pod_discovery: str = "apiserver"
     kubelet_url: str = ""
     kubelet_ca: str = ""
+    # Kubernetes mode: write progress read from other sources into TrainJobs (off, status,
+    # annotation; true means status): exporter/kubernetes/writeback.py.
+    trainjob_status_writeback: str = "off"
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
 
     def tracker_config(self) -> TrackerConfig:
@@ -136,6 +139,7 @@ _STRINGS = {
     "pod_discovery",
     "kubelet_url",
     "kubelet_ca",
+    "trainjob_status_writeback",
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
@@ -231,7 +235,16 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
     result = replace(config, **changes)
     if result.mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {result.mode!r}")
-    return result
+    writeback = {"true": "status", "false": "off"}.get(
+        result.trainjob_status_writeback.strip().lower(),
+        result.trainjob_status_writeback.strip().lower(),
+    )
+    if writeback not in ("off", "status", "annotation"):
+        raise ConfigError(
+            "trainjob_status_writeback must be off, status (or true) or annotation, not "
+            f"{result.trainjob_status_writeback!r}"
+        )
+    return replace(result, trainjob_status_writeback=writeback)
 
 
 def read_yaml_mapping(path: str) -> Mapping[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from .model import Clock, Parsed, ReportError, RunKey, RunMeta
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
-from .tracker import Tracker
+from .tracker import RunSnapshot, Tracker
 
 
 class Ingestor:
@@ -33,6 +33,10 @@ class Ingestor:
         ok = self._tracker.apply(key, parsed.report, self.clock(), meta, problem)
         self._stats.report(source, OUTCOME_ACCEPTED if ok else OUTCOME_REJECTED)
         return ok
+
+    def run(self, key: RunKey) -> RunSnapshot | None:
+        """One run as of now (for writing it back where its job is), or None."""
+        return self._tracker.snapshot_one(key, self.clock())
 
     def directives(self, key: RunKey) -> tuple[str, ...]:
         """What the run should be told in the answer to its push (exporter.directives)."""

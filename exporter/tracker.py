@@ -332,6 +332,12 @@ class Tracker:
                 self._changes += 1
         return marked
 
+    def snapshot_one(self, key: RunKey, now: float) -> RunSnapshot | None:
+        """One run as of ``now``, or None if it is not tracked."""
+        with self._lock:
+            run = self._runs.get(key)
+            return None if run is None else self._snapshot(key, run, now, False)
+
     def request_checkpoint(self, key: RunKey, value: str | None) -> None:
         """The checkpoint annotation of the run's TrainJob (None when it has none)."""
         with self._lock:

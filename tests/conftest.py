@@ -75,3 +75,14 @@ def exporter_factory(clock: FakeClock) -> Iterator[Any]:
     yield make
     for exp in started:
         exp.stop()
+
+
+@pytest.fixture
+def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The fake API server, with KUBECONFIG pointing at it (Kubernetes-mode tests)."""
+    from .fakekube import fake_kube
+
+    with fake_kube(tmp_path) as (fake, kubeconfig):
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        yield fake

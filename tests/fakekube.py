@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlparse
 
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
-    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)(?:/(?P<name>[^/]+))?$"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)(?:/(?P<name>[^/]+)(?P<sub>/status)?)?$"
 )
 
 
@@ -176,6 +176,10 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             api = "v1" if m["core"] else f"{m['group']}/{m['version']}"
             return api, m["plural"], m["ns"] or "", m["name"]
 
+        def _status_subresource(self) -> bool:
+            m = _PATH.match(urlparse(self.path).path)
+            return bool(m and m["sub"])
+
         def do_PATCH(self) -> None:
             kube.requests.append("PATCH " + self.path)
             body = self._body()
@@ -190,6 +194,12 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                     self._not_found()
                     return
                 content_type = self.headers.get("Content-Type", "")
+                if self._status_subresource():
+                    # The status subresource changes status only, whatever else is sent.
+                    body = {"status": body.get("status")} if isinstance(body, dict) else body
+                elif isinstance(body, dict) and "status" in body and target[1] != "pods":
+                    # The main resource of a kind with a status subresource ignores status.
+                    body = {k: v for k, v in body.items() if k != "status"}
                 if "json-patch" in content_type:
                     patched = json_patch(obj, body)
                 else:

@@ -15,7 +15,14 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).parent.parent
-OVERLAYS = ["plain", "prometheus-operator", "kubelet-discovery", "restricted", "act"]
+OVERLAYS = [
+    "plain",
+    "prometheus-operator",
+    "kubelet-discovery",
+    "restricted",
+    "act",
+    "trainjob-writeback",
+]
 KUBECTL = shutil.which("kubectl")
 CRDS = ROOT / "tests" / "fixtures" / "crds"
 OPERATOR_KINDS = {
@@ -71,6 +78,23 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     ]
     if overlay == "plain":
         assert kinds == base
+    elif overlay == "trainjob-writeback":
+        assert kinds == sorted([*base, "ClusterRole", "ClusterRoleBinding"])
+        (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+        env = {
+            e["name"]: e.get("value")
+            for e in ds["spec"]["template"]["spec"]["containers"][0]["env"]
+        }
+        assert env["TPE_TRAINJOB_STATUS_WRITEBACK"] == "status"
+        (role,) = [
+            d
+            for d in docs
+            if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("writeback")
+        ]
+        assert [(r["resources"], r["verbs"]) for r in role["rules"]] == [
+            (["trainjobs/status"], ["patch"]),
+            (["trainjobs"], ["patch"]),
+        ]
     elif overlay == "act":
         act = ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service"]
         assert kinds == sorted([*base, *act, "ServiceAccount"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from exporter.config import Config
 from exporter.kubernetes.pods import training_pod
 
 from .conftest import FakeClock, get_json, http
-from .fakekube import FakeKube, fake_kube
+from .fakekube import FakeKube
 
 NODE = "gpu-node-1"
 T_START = "2026-11-29T10:00:00Z"
@@ -140,14 +139,6 @@ def test_gpus_annotations_and_bounds() -> None:
     assert info.deadline_timestamp == 1796083200.0 and info.gpu_seconds_budget == 360_000
     assert info.thresholds == (("stall_seconds", 7200.0),)
     assert len(info.job_name) == 253 and info.start_timestamp == T_START_TS
-
-
-@pytest.fixture
-def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
-    with fake_kube(tmp_path) as (fake, kubeconfig):
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-        yield fake
 
 
 def k8s_exporter(clock: FakeClock) -> Exporter:

@@ -97,6 +97,17 @@ def _node(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polled
     return NodeSource(cluster.core_api, cluster.node, ingestor)
 
 
+def _writeback(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> PolledSource | None:
+    """Kubernetes mode, opt-in: progress from other sources written into the TrainJobs."""
+    if cluster is None or config.trainjob_status_writeback == "off":
+        return None
+    from ..kubernetes.writeback import StatusWriter
+
+    return StatusWriter(
+        cluster.custom_api, cluster.pods, ingestor, config.trainjob_status_writeback
+    )
+
+
 def _kubelet_files(
     config: Config, ingestor: Ingestor, cluster: Cluster | None
 ) -> PolledSource | None:
@@ -118,6 +129,7 @@ SOURCES: dict[str, SourceFactory] = {
     "log": _logs,
     "trainjob": _trainjob,
     "node": _node,
+    "writeback": _writeback,
     "kubelet_file": _kubelet_files,
 }
 

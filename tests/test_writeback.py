@@ -1,0 +1,204 @@
+"""TrainJob status write-back (opt-in): progress read from another source lands in the
+TrainJob through the status subresource (or the OpenShift AI annotation), in the upstream
+shape, at most every 15 s and only on change, never over the job's own fresher status; and
+``kubectl progress`` (through the real client) then shows it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from exporter.app import Exporter
+from exporter.config import Config, ConfigError, apply
+from exporter.kubernetes.writeback import StatusWriter, trainer_status
+from exporter.model import ProgressReport, RunKey
+from exporter.tracker import Tracker
+
+from .conftest import T0, FakeClock, http
+from .fakekube import FakeKube
+from .test_kubectl_progress import plugin
+from .test_kubernetes_mode import NODE, T_START_TS, TRAINJOB, pod, trainjob_obj, wait
+
+API = "trainer.kubeflow.org/v1alpha1"
+STATUS_PATH = f"/apis/{API}/namespaces/ml/trainjobs/llm/status"
+
+
+def test_trainer_status_has_the_upstream_shape() -> None:
+    tracker = Tracker()
+    key = RunKey("ml", "llm-0", "llm")
+    for i in range(4):
+        tracker.apply(
+            key,
+            ProgressReport(step=100 * (i + 1), max_steps=1000, loss=0.25, metrics=(("acc", 0.9),)),
+            T0 + i * 10,
+        )
+    (snap,) = tracker.snapshot(T0 + 30)
+    body = trainer_status(snap)
+    assert body["progressPercentage"] == 40
+    assert body["estimatedRemainingSeconds"] == 60
+    metrics = {m["name"]: m["value"] for m in body["metrics"]}
+    assert metrics == {"loss": "0.25", "current_step": "400", "total_steps": "1000", "acc": "0.9"}
+    assert all(isinstance(m["value"], str) for m in body["metrics"])
+
+
+def test_setting_accepts_true_false_and_the_targets() -> None:
+    assert (
+        apply(Config(), {"trainjob_status_writeback": "true"}, "t").trainjob_status_writeback
+        == "status"
+    )
+    assert (
+        apply(Config(), {"trainjob_status_writeback": "annotation"}, "t").trainjob_status_writeback
+        == "annotation"
+    )
+    assert Config().trainjob_status_writeback == "off"
+    try:
+        apply(Config(), {"trainjob_status_writeback": "everywhere"}, "t")
+    except ConfigError as err:
+        assert "trainjob_status_writeback" in str(err)
+    else:
+        raise AssertionError("an unknown target must be refused")
+
+
+def writer_of(exp: Exporter) -> StatusWriter:
+    (w,) = [s for s in exp.sources.values() if isinstance(s, StatusWriter)]
+    return w
+
+
+def start(kube: FakeKube, target: str, clock: FakeClock) -> tuple[Exporter, list[float]]:
+    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
+    kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
+    config = replace(
+        Config(),
+        listen="127.0.0.1:0",
+        mode="kubernetes",
+        node_name=NODE,
+        trainjob_status_writeback=target,
+    )
+    exp = Exporter(config, clock=clock)
+    exp.start(poll_loop=False)
+    mono = [0.0]
+    writer_of(exp).monotonic = lambda: mono[0]
+    return exp, mono
+
+
+def push(exp: Exporter, step: int, clock: FakeClock) -> None:
+    body = json.dumps({"step": step, "max_steps": 1000, "loss": 1.5 - step / 1000})
+    status, resp = http(
+        "POST",
+        exp.url + "/api/v1/namespaces/ml/runs/llm/report",
+        body.encode(),
+        {"Content-Type": "application/json"},
+    )
+    assert status == 200, resp
+    clock.advance(10)
+
+
+def status_patches(kube: FakeKube) -> list[Any]:
+    return [b for m, p, b in kube.writes if m == "PATCH" and p == STATUS_PATH]
+
+
+def test_progress_from_a_push_is_written_back_through_the_status_subresource(
+    kube: FakeKube,
+) -> None:
+    clock = FakeClock(T_START_TS + 3600)
+    exp, mono = start(kube, "status", clock)
+    try:
+        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+        for step in (100, 200, 300, 400):
+            push(exp, step, clock)
+        exp.poll_once()
+        (patch,) = status_patches(kube)
+        status = patch["status"]["trainerStatus"]
+        assert status["progressPercentage"] == 40 and status["estimatedRemainingSeconds"] > 0
+        assert {"name": "current_step", "value": "400"} in status["metrics"]
+        assert status["lastUpdatedTime"].endswith("Z")
+        stored = kube.objects[(API, "trainjobs")][("ml", "llm")]
+        assert stored["status"]["trainerStatus"] == status
+        # Within 15 s: nothing more, even with new progress.
+        push(exp, 500, clock)
+        exp.poll_once()
+        assert len(status_patches(kube)) == 1
+        # After 15 s, the new progress; then, unchanged, nothing.
+        mono[0] += 16
+        exp.poll_once()
+        assert len(status_patches(kube)) == 2
+        assert status_patches(kube)[-1]["status"]["trainerStatus"]["progressPercentage"] == 50
+        mono[0] += 16
+        exp.poll_once()
+        assert len(status_patches(kube)) == 2
+        # The job now writes its own status, fresher than our latest report: it wins.
+        obj = kube.objects[(API, "trainjobs")][("ml", "llm")]
+        own = {"progressPercentage": 77, "lastUpdatedTime": "2099-01-01T00:00:00Z"}
+        kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": own}})
+        push(exp, 600, clock)
+        mono[0] += 16
+        exp.poll_once()
+        assert len(status_patches(kube)) == 2
+        # kubectl progress (the real client through kubeconfig) shows what was written.
+        ours = status_patches(kube)[-1]["status"]["trainerStatus"]
+        kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": ours}})
+        shown = plugin(Path(os.environ["KUBECONFIG"]), "-n", "ml")
+        assert shown.returncode == 0, shown.stderr
+        assert "llm" in shown.stdout and "50" in shown.stdout
+    finally:
+        exp.stop()
+
+
+def test_annotation_target_for_openshift_ai(kube: FakeKube) -> None:
+    clock = FakeClock(T_START_TS + 3600)
+    exp, _ = start(kube, "annotation", clock)
+    try:
+        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+        for step in (100, 200, 300):
+            push(exp, step, clock)
+        exp.poll_once()
+    finally:
+        exp.stop()
+    assert status_patches(kube) == []
+    (patch,) = [b for m, p, b in kube.writes if m == "PATCH" and p.endswith("/trainjobs/llm")]
+    body = json.loads(patch["metadata"]["annotations"]["trainer.opendatahub.io/trainerStatus"])
+    assert body["progressPercentage"] == 30
+
+
+def test_a_run_read_from_its_own_trainjob_status_is_not_written_back(kube: FakeKube) -> None:
+    clock = FakeClock(T_START_TS + 3600)
+    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
+    kube.put(API, "trainjobs", trainjob_obj("ml", "llm", {"progressPercentage": 45}))
+    config = replace(
+        Config(),
+        listen="127.0.0.1:0",
+        mode="kubernetes",
+        node_name=NODE,
+        trainjob_status_writeback="status",
+    )
+    exp = Exporter(config, clock=clock)
+    exp.start(poll_loop=False)
+    try:
+        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+        exp.poll_once()
+        exp.poll_once()
+    finally:
+        exp.stop()
+    assert [w for w in kube.writes if w[0] == "PATCH"] == []
+
+
+def test_writeback_is_off_by_default(kube: FakeKube) -> None:
+    clock = FakeClock(T_START_TS + 3600)
+    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
+    kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
+    exp = Exporter(
+        replace(Config(), listen="127.0.0.1:0", mode="kubernetes", node_name=NODE), clock=clock
+    )
+    exp.start(poll_loop=False)
+    try:
+        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+        for step in (100, 200, 300):
+            push(exp, step, clock)
+        exp.poll_once()
+    finally:
+        exp.stop()
+    assert not any(isinstance(s, StatusWriter) for s in exp.sources.values())
+    assert [w for w in kube.writes if w[0] == "PATCH"] == []
