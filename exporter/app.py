@@ -22,6 +22,7 @@ from .persist import StateKeeper
 from .schedule import Scheduler
 from .server import ServerContext, make_server
 from .sources import build_sources
+from .sources.forward import Forwarder
 from .stats import ExporterStats
 from .tracker import Tracker
 
@@ -63,6 +64,9 @@ class Exporter:
                 clock=clock,
                 ready=self.ready,
                 stats=self.stats,
+                forwarder=Forwarder(config.kubeflow_forward_url, config.kubeflow_forward_ca)
+                if config.kubeflow_forward_url
+                else None,
             ),
             limits=Limits(
                 max_connections=config.http_max_connections,

@@ -84,6 +84,10 @@ class Config:
     # Kubernetes mode: write progress read from other sources into TrainJobs (off, status,
     # annotation; true means status): exporter/kubernetes/writeback.py.
     trainjob_status_writeback: str = "off"
+    # Kubeflow pushes go on to Kubeflow Trainer's own endpoint (https://host:port), with this
+    # CA file: exporter/sources/forward.py.
+    kubeflow_forward_url: str = ""
+    kubeflow_forward_ca: str = ""
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
 
     def tracker_config(self) -> TrackerConfig:
@@ -140,6 +144,8 @@ _STRINGS = {
     "kubelet_url",
     "kubelet_ca",
     "trainjob_status_writeback",
+    "kubeflow_forward_url",
+    "kubeflow_forward_ca",
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
@@ -244,6 +250,9 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             "trainjob_status_writeback must be off, status (or true) or annotation, not "
             f"{result.trainjob_status_writeback!r}"
         )
+    forward = result.kubeflow_forward_url
+    if forward and not forward.startswith(("http://", "https://")):
+        raise ConfigError(f"kubeflow_forward_url must be an http(s) URL, not {forward!r}")
     return replace(result, trainjob_status_writeback=writeback)
 
 

@@ -31,6 +31,7 @@ from .httpd import (
 )
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
+from .sources.forward import Forwarder
 from .sources.push import (
     KUBEFLOW_PATH,
     NATIVE_PATH,
@@ -73,6 +74,7 @@ class ServerContext:
     clock: Clock
     ready: Callable[[], tuple[bool, str]]
     stats: ExporterStats
+    forwarder: Forwarder | None = None  # Kubeflow pushes go on upstream (kubeflow_forward_url)
 
 
 def pool_of(request: Request, pushes_block: bool = True) -> str:
@@ -171,6 +173,10 @@ def _push(ctx: ServerContext, request: Request) -> Response:
         ingestor=ctx.ingestor,
         now=ctx.clock(),
     )
+    if kubeflow and resp.status == 200 and ctx.forwarder is not None:
+        # Recorded here; the job's answer is Kubeflow Trainer's own.
+        relayed = ctx.forwarder.forward(path, body, request.headers.get("authorization"))
+        return Response(relayed.status, relayed.body, JSON)
     return Response(resp.status, resp.body, JSON)
 
 
@@ -197,7 +203,7 @@ def make_server(
 ) -> HTTPServer:
     """Bind (port 0 picks a free port) and return the server; call serve_forever to run."""
     limits = limits or Limits(max_body_bytes=KUBEFLOW_MAX_BODY_BYTES)
-    blocks = ctx.resolver.may_block
+    blocks = ctx.resolver.may_block or ctx.forwarder is not None
     return HTTPServer(
         host, port, lambda r: route(ctx, r), lambda r: pool_of(r, blocks), limits, stats
     )

@@ -1,0 +1,67 @@
+"""Forwarding Kubeflow pushes upstream (``kubeflow_forward_url``): a job whose
+``KUBEFLOW_TRAINER_SERVER_URL`` points at the exporter (its callback takes one URL) still
+reaches Kubeflow Trainer's own status endpoint, so pointing it here loses nothing.
+
+The exporter records the push first (authorized and parsed as any other), then sends the
+same body to the same path upstream with the pod's own ``Authorization`` header (its
+projected token) and, over TLS, the Kubeflow CA (``kubeflow_forward_ca``); the upstream
+answer (status, body) is relayed to the job. An upstream that cannot be reached is a 502 with
+a Kubernetes Status body; the push is recorded all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+TIMEOUT = 5.0
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Relayed:
+    status: int
+    body: bytes
+
+
+def _status(code: int, reason: str, message: str) -> bytes:
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+    ).encode()
+
+
+class Forwarder:
+    """Sends Kubeflow pushes on to ``base_url`` (``https://host:port``), path unchanged."""
+
+    def __init__(self, base_url: str, ca_file: str = "", timeout: float = TIMEOUT) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._context = (
+            ssl.create_default_context(cafile=ca_file or None)
+            if (base_url.startswith("https://"))
+            else None
+        )
+
+    def forward(self, path: str, body: bytes, authorization: str | None) -> Relayed:
+        """The upstream's answer to the same push."""
+        headers = {"Content-Type": "application/json"}
+        if authorization:
+            headers["Authorization"] = authorization
+        req = urllib.request.Request(self.base_url + path, body, headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self._context) as resp:
+                return Relayed(resp.status, resp.read(MAX_ANSWER_BYTES))
+        except urllib.error.HTTPError as err:
+            return Relayed(err.code, err.read(MAX_ANSWER_BYTES))
+        except (OSError, ValueError) as err:
+            return Relayed(502, _status(502, "BadGateway", f"the Kubeflow Trainer endpoint: {err}"))
