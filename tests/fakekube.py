@@ -180,6 +180,65 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             m = _PATH.match(urlparse(self.path).path)
             return bool(m and m["sub"])
 
+        def _discovery(self, path: str) -> dict[str, Any] | None:
+            """The legacy discovery documents kubectl reads before ``kubectl get``."""
+            with kube.lock:
+                kinds = {
+                    key: next(iter(store.values()), {}).get("kind", "")
+                    for key, store in kube.objects.items()
+                }
+            if path == "/api":
+                return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+            if path == "/apis":
+                groups = sorted({api for api, _ in kinds if api != "v1"})
+                return {
+                    "kind": "APIGroupList",
+                    "apiVersion": "v1",
+                    "groups": [
+                        {
+                            "name": g.split("/")[0],
+                            "versions": [{"groupVersion": g, "version": g.split("/")[1]}],
+                            "preferredVersion": {"groupVersion": g, "version": g.split("/")[1]},
+                        }
+                        for g in groups
+                    ],
+                }
+            m = re.match(r"^/(?:api/(v1)|apis/([^/]+/[^/]+))$", path)
+            if not m:
+                return None
+            api = m.group(1) or m.group(2)
+            resources = []
+            for (a, plural), kind in sorted(kinds.items()):
+                if a != api:
+                    continue
+                kind = kind or plural[:-1].capitalize()
+                scoped = plural not in ("nodes", "namespaces")
+                verbs = ["get", "list", "watch", "create", "patch", "delete"]
+                resources.append(
+                    {
+                        "name": plural,
+                        "singularName": kind.lower(),
+                        "namespaced": scoped,
+                        "kind": kind,
+                        "verbs": verbs,
+                    }
+                )
+                resources.append(
+                    {
+                        "name": f"{plural}/status",
+                        "singularName": "",
+                        "namespaced": scoped,
+                        "kind": kind,
+                        "verbs": ["get", "patch"],
+                    }
+                )
+            return {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": api,
+                "resources": resources,
+            }
+
         def do_PATCH(self) -> None:
             kube.requests.append("PATCH " + self.path)
             body = self._body()
@@ -194,6 +253,25 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                     self._not_found()
                     return
                 content_type = self.headers.get("Content-Type", "")
+                wanted = (
+                    (body.get("metadata") or {}).get("resourceVersion")
+                    if isinstance(body, dict)
+                    else None
+                )
+                if wanted is not None and wanted != obj["metadata"].get("resourceVersion"):
+                    # Optimistic concurrency, as the API server does it.
+                    self._json(
+                        409,
+                        {
+                            "kind": "Status",
+                            "apiVersion": "v1",
+                            "status": "Failure",
+                            "reason": "Conflict",
+                            "code": 409,
+                            "message": "the object has been modified",
+                        },
+                    )
+                    return
                 if self._status_subresource():
                     # The status subresource changes status only, whatever else is sent.
                     body = {"status": body.get("status")} if isinstance(body, dict) else body
@@ -264,6 +342,11 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             url = urlparse(self.path)
             if url.path == "/_fake/stats":  # the stand-in's own counters, not an API path
                 self._json(200, {"bytes_sent": kube.bytes_sent, "requests": len(kube.requests)})
+                return
+            discovery = self._discovery(url.path)
+            if discovery is not None:
+                kube.requests.append(self.path)
+                self._json(200, discovery)
                 return
             kube.requests.append(self.path)
             if kube.down:

@@ -6,6 +6,7 @@ installed in a venv of its own (from the package registry), and called there unc
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -72,3 +73,40 @@ def test_update_trainjob_status_reaches_the_exporter(
     )
     assert run["loss"] == 0.5 and run["metrics"] == {"accuracy": 0.75}
     assert run["progress_ratio"] == 0.4
+
+
+SDK_READS_TRAINJOB = """
+import json, sys
+from kubernetes import client, config
+from kubeflow_trainer_api import models
+config.load_kube_config(config_file=sys.argv[1])
+# The call and the model TrainerClient().get_job() uses, up to its runtime lookup.
+obj = client.CustomObjectsApi().get_namespaced_custom_object(
+    "trainer.kubeflow.org", "v1alpha1", "ml", "trainjobs", "llm")
+status = models.TrainerV1alpha1TrainJob.from_dict(obj).status.trainer_status
+print(json.dumps({"progress": status.progress_percentage,
+                  "metrics": {m.name: m.value for m in status.metrics or []}}))
+"""
+
+
+def test_the_sdk_reads_back_what_the_exporter_wrote_for_a_tqdm_only_job(
+    sdk_python: Path, kube: Any, tmp_path: Path
+) -> None:
+    """Write-back: a job that only printed tqdm bars; the Kubeflow SDK's own client and
+    generated TrainJob model read its progress from the (fake) API server."""
+    from .conftest import FakeClock
+    from .test_kubernetes_mode import T_START_TS
+    from .test_writeback import tqdm_only_job
+
+    exp = tqdm_only_job(kube, tmp_path / "pods", FakeClock(T_START_TS + 3600))
+    exp.stop()
+    proc = subprocess.run(
+        [str(sdk_python), "-c", SDK_READS_TRAINJOB, os.environ["KUBECONFIG"]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    read = json.loads(proc.stdout)
+    assert read["progress"] == 100
+    assert read["metrics"]["current_step"] == "300" and read["metrics"]["total_steps"] == "300"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -202,3 +204,99 @@ def test_writeback_is_off_by_default(kube: FakeKube) -> None:
         exp.stop()
     assert not any(isinstance(s, StatusWriter) for s in exp.sources.values())
     assert [w for w in kube.writes if w[0] == "PATCH"] == []
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+
+
+def tqdm_only_job(kube: FakeKube, log_root: Path, clock: FakeClock) -> Exporter:
+    """A TrainJob whose rank-0 pod only printed a tqdm bar (a real capture, as the kubelet
+    stores it), read by an exporter with write-back on; returns the exporter, polled."""
+    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.9"))
+    kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
+    path = log_root / "ml_llm-node-0_uid-llm-node-0" / "trainer"
+    path.mkdir(parents=True)
+    shutil.copy(FIXTURES / "pytorch_tqdm.cri.log", path / "0.log")
+    config = replace(
+        Config(),
+        listen="127.0.0.1:0",
+        mode="kubernetes",
+        node_name=NODE,
+        log_root=str(log_root),
+        trainjob_status_writeback="status",
+    )
+    exp = Exporter(config, clock=clock)
+    exp.start(poll_loop=False)
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    exp.poll_once()
+    exp.poll_once()
+    return exp
+
+
+def test_kubectl_reads_the_progress_of_a_job_that_only_printed_tqdm_bars(
+    kube: FakeKube, tmp_path: Path
+) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is on these machines (make test-deps)"
+    exp = tqdm_only_job(kube, tmp_path / "pods", FakeClock(T_START_TS + 3600))
+    exp.stop()
+    (patch,) = status_patches(kube)
+    assert patch["status"]["trainerStatus"]["progressPercentage"] == 100  # 300/300, done
+    shown = subprocess.run(
+        [
+            kubectl,
+            "--kubeconfig",
+            os.environ["KUBECONFIG"],
+            "get",
+            "trainjob",
+            "llm",
+            "-n",
+            "ml",
+            "-o",
+            "jsonpath={.status.trainerStatus.progressPercentage}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (shown.returncode, shown.stdout) == (0, "100"), shown.stderr
+    listed = plugin(Path(os.environ["KUBECONFIG"]), "-n", "ml", "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert (row["job_name"], row["progress"]) == ("llm", 1.0)
+
+
+def test_the_api_stand_in_refuses_a_patch_of_a_stale_resource_version(kube: FakeKube) -> None:
+    """What write-back relies on from the API server, through the real client: the status
+    subresource changes status only, and a stale resourceVersion is a 409 Conflict."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    obj = kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
+    stale = str(obj["metadata"]["resourceVersion"])  # before the next change
+    api = client.CustomObjectsApi(config.new_client_from_config(os.environ["KUBECONFIG"]))
+    group, version = API.split("/")
+    api.patch_namespaced_custom_object_status(
+        group,
+        version,
+        "ml",
+        "trainjobs",
+        "llm",
+        {"spec": {"suspend": True}, "status": {"trainerStatus": {"progressPercentage": 5}}},
+    )
+    stored = kube.objects[(API, "trainjobs")][("ml", "llm")]
+    assert stored["status"]["trainerStatus"] == {"progressPercentage": 5}
+    assert "spec" not in stored or "suspend" not in stored.get("spec", {})
+    try:
+        api.patch_namespaced_custom_object(
+            group,
+            version,
+            "ml",
+            "trainjobs",
+            "llm",
+            {"metadata": {"resourceVersion": stale, "annotations": {"a": "b"}}},
+        )
+    except ApiException as err:
+        assert err.status == 409
+    else:
+        raise AssertionError("a stale resourceVersion must be a conflict")
