@@ -360,11 +360,13 @@ class Tracker:
             run = self._runs.get(key)
             if run is None:
                 return ()
-            snap = self._snapshot(key, run, now, False)
+            deadline = _first(run.meta.deadline_timestamp, run.deadline)
+            # A snapshot (state, ETA) only for a run with a deadline: this is on every push.
+            eta = None if deadline is None else self._snapshot(key, run, now, False).eta_timestamp
             holding = reasons(
                 Facts(
-                    eta_timestamp=snap.eta_timestamp,
-                    deadline_timestamp=snap.deadline_timestamp,
+                    eta_timestamp=eta,
+                    deadline_timestamp=deadline,
                     deleting=run.meta.deleting,
                     request=run.meta.checkpoint_request,
                     job_request=run.job_checkpoint_request,
