@@ -75,11 +75,6 @@ class Throughput:
     fast_steps_per_second: float  # the high end (>= steps_per_second)
     intervals: int  # advancing intervals since the baseline (within the long window)
 
-    @property
-    def duty_cycle(self) -> float:
-        """The share of wall time spent making steps (pauses are the rest)."""
-        return 1.0 / (1.0 + self.steps_per_second * self.pause_seconds_per_step)
-
 
 @dataclass(frozen=True)
 class Estimate:
@@ -215,12 +210,6 @@ def estimate(step: int | None, max_steps: int | None, tp: Throughput | None) -> 
         lower=remaining * (1.0 / tp.fast_steps_per_second + pause),
         upper=remaining * (1.0 / tp.slow_steps_per_second + pause),
     )
-
-
-def eta_seconds(step: int | None, max_steps: int | None, tp: Throughput | None) -> float | None:
-    """Seconds from the last step sample to ``max_steps``; None when unknowable."""
-    e = estimate(step, max_steps, tp)
-    return e.seconds if e else None
 
 
 def naive_eta_seconds(elapsed: float, step: int, max_steps: int) -> float | None:
