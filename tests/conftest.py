@@ -86,3 +86,37 @@ def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
         monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
         yield fake
+
+
+def self_signed_cert(directory: Path) -> tuple[Path, Path]:
+    """(certificate, key) for 127.0.0.1, made by openssl; the certificate is its own CA."""
+    import shutil
+    import subprocess
+
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is part of the base system"
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key

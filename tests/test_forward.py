@@ -5,9 +5,7 @@ Kubeflow CA), and relays the upstream answer."""
 from __future__ import annotations
 
 import json
-import shutil
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import get_json, http
+from .conftest import get_json, http, self_signed_cert
 
 KF = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/llm/status"
 BODY = json.dumps(
@@ -133,34 +131,10 @@ def test_only_accepted_kubeflow_pushes_are_forwarded(
     assert upstream.received == []
 
 
-@pytest.mark.skipif(not shutil.which("openssl"), reason="openssl makes the test CA")
 def test_forwarding_over_tls_verifies_the_kubeflow_ca(
     exporter_factory: Any, tmp_path: Path
 ) -> None:
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    cert, key = self_signed_cert(tmp_path)
     up = Upstream(tls=(cert, key))
     try:
         trusted = exporter_factory(kubeflow_forward_url=up.url, kubeflow_forward_ca=str(cert))

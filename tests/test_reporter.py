@@ -21,7 +21,7 @@ from training_progress_reporter import KUBEFLOW_MARKER, ProgressReporter, global
 
 from exporter.model import parse_kubeflow
 
-from .conftest import get_json
+from .conftest import get_json, self_signed_cert
 
 ROOT = Path(__file__).parent.parent
 
@@ -339,32 +339,7 @@ def test_kubeflow_channel_verifies_tls_with_the_given_ca(tmp_path: Path) -> None
     """HTTPS with a CA file, as the Kubeflow controller injects it."""
     import ssl
 
-    openssl = shutil.which("openssl")
-    assert openssl, "openssl is part of the base system"
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    cert, key = self_signed_cert(tmp_path)
     server = Capture()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)

@@ -64,25 +64,19 @@ def test_setting_accepts_true_false_and_the_targets() -> None:
         raise AssertionError("an unknown target must be refused")
 
 
-def writer_of(exp: Exporter) -> StatusWriter:
-    (w,) = [s for s in exp.sources.values() if isinstance(s, StatusWriter)]
-    return w
-
-
-def start(kube: FakeKube, target: str, clock: FakeClock) -> tuple[Exporter, list[float]]:
+def start(kube: FakeKube, target: str | None, clock: FakeClock) -> tuple[Exporter, list[float]]:
+    """An exporter in Kubernetes mode with write-back ``target`` (None: the default)."""
     kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
-    config = replace(
-        Config(),
-        listen="127.0.0.1:0",
-        mode="kubernetes",
-        node_name=NODE,
-        trainjob_status_writeback=target,
-    )
+    config = replace(Config(), listen="127.0.0.1:0", mode="kubernetes", node_name=NODE)
+    if target is not None:
+        config = replace(config, trainjob_status_writeback=target)
     exp = Exporter(config, clock=clock)
     exp.start(poll_loop=False)
     mono = [0.0]
-    writer_of(exp).monotonic = lambda: mono[0]
+    for source in exp.sources.values():
+        if isinstance(source, StatusWriter):
+            source.monotonic = lambda: mono[0]
     return exp, mono
 
 
@@ -189,12 +183,7 @@ def test_a_run_read_from_its_own_trainjob_status_is_not_written_back(kube: FakeK
 
 def test_writeback_is_off_by_default(kube: FakeKube) -> None:
     clock = FakeClock(T_START_TS + 3600)
-    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
-    kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
-    exp = Exporter(
-        replace(Config(), listen="127.0.0.1:0", mode="kubernetes", node_name=NODE), clock=clock
-    )
-    exp.start(poll_loop=False)
+    exp, _ = start(kube, None, clock)
     try:
         wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
         for step in (100, 200, 300):

@@ -41,20 +41,34 @@ MIN_INTERVAL = 15.0
 PROBE_INTERVAL = 300.0  # while the TrainJob CRD is missing, look again this often
 
 
-def rank0_pod(pods: list[PodInfo], namespace: str, job: str) -> PodInfo | None:
-    """The pod of this TrainJob that reports for it: rank 0 (or an unranked one), by name."""
-    mine = sorted(
-        (
-            p
-            for p in pods
-            if p.namespace == namespace
-            and p.job_name == job
-            and p.job_kind == "TrainJob"
-            and p.rank in ("0", "")
-        ),
-        key=lambda p: p.name,
-    )
-    return mine[0] if mine else None
+def rank0_pods(pods: list[PodInfo]) -> dict[tuple[str, str], PodInfo]:
+    """(namespace, TrainJob) -> the pod on this node that reports for it: rank 0 (or an
+    unranked one), the first by name. TrainJobs whose rank 0 runs elsewhere are absent."""
+    out: dict[tuple[str, str], PodInfo] = {}
+    for p in pods:
+        if p.job_kind != "TrainJob" or p.rank not in ("0", ""):
+            continue
+        key = (p.namespace, p.job_name)
+        if key not in out or p.name < out[key].name:
+            out[key] = p
+    return dict(sorted(out.items()))
+
+
+def read_trainjob(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    """The TrainJob as the API server sends it, or None if it does not exist (404); other
+    failures raise (the client's ApiException, or a connection error)."""
+    from kubernetes.client import ApiException
+
+    try:
+        response = api.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name, _preload_content=False, _request_timeout=30
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    obj = json.loads(response.data)
+    return obj if isinstance(obj, dict) else None
 
 
 def parse_trainjob(obj: dict[str, Any], now: float) -> Any:
@@ -107,21 +121,18 @@ class TrainJobSource:
         self._next = self.monotonic() + MIN_INTERVAL
         if not self.available and not self._probe():
             return
-        pods = self.pods()
-        jobs = sorted({(p.namespace, p.job_name) for p in pods if p.job_kind == "TrainJob"})
-        seen = set()
+        targets = rank0_pods(self.pods())
         up = True
-        for key in jobs:
-            pod = rank0_pod(pods, *key)
-            if pod is None:
+        for key, pod in targets.items():
+            try:
+                obj = read_trainjob(self.custom_api(), *key)
+            except Exception:
+                up = False
                 continue
-            seen.add(key)
-            obj, ok = self._get(*key)
-            up = up and ok
-            if obj is not None:
+            if obj is not None:  # None: a pod whose TrainJob is gone
                 self._ingest(key, pod, obj)
         self.ingestor.source_up(NAME, up)
-        for key in set(self._versions) - seen:
+        for key in set(self._versions) - set(targets):
             del self._versions[key]
 
     def _probe(self) -> bool:
@@ -146,27 +157,6 @@ class TrainJobSource:
             return False
         self.available = True
         return True
-
-    def _get(self, namespace: str, name: str) -> tuple[dict[str, Any] | None, bool]:
-        """(the TrainJob or None, whether the API answered)."""
-        from kubernetes.client import ApiException
-
-        try:
-            response = self.custom_api().get_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                PLURAL,
-                name,
-                _preload_content=False,
-                _request_timeout=30,
-            )
-            obj = json.loads(response.data)
-        except ApiException as exc:
-            return None, exc.status == 404  # 404: a pod whose TrainJob is gone
-        except Exception:
-            return None, False
-        return (obj if isinstance(obj, dict) else None), True
 
     def _ingest(self, key: tuple[str, str], pod: PodInfo, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}

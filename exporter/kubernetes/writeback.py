@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_FIELD_CHARS, KUBEFLOW_MAX_METRICS, RunKey, RunMeta
 from .pods import PodInfo
-from .trainjob import GROUP, ODH_ANNOTATION, PLURAL, VERSION, rank0_pod
+from .trainjob import GROUP, ODH_ANNOTATION, PLURAL, VERSION, rank0_pods, read_trainjob
 from .trainjob import NAME as TRAINJOB_SOURCE
 
 NAME = "writeback"
@@ -133,13 +133,9 @@ class StatusWriter:
         self._written: dict[tuple[str, str], tuple[float, str]] = {}  # when, what
 
     def poll(self) -> None:
-        pods = self.pods()
-        jobs = sorted({(p.namespace, p.job_name) for p in pods if p.job_kind == "TrainJob"})
+        targets = rank0_pods(self.pods())
         ok = True
-        for key in jobs:
-            pod = rank0_pod(pods, *key)
-            if pod is None:
-                continue
+        for key, pod in targets.items():
             last = self._written.get(key)
             if last is not None and self.monotonic() - last[0] < MIN_INTERVAL:
                 continue
@@ -157,24 +153,16 @@ class StatusWriter:
                 log.warning("trainjob %s/%s: cannot write progress back: %s", *key, exc)
                 continue
             self._written[key] = (self.monotonic(), text)
-        for key in set(self._written) - set(jobs):
+        for key in set(self._written) - set(targets):
             del self._written[key]
         self.ingestor.source_up(NAME, ok)
 
     def _write(self, key: tuple[str, str], content: dict[str, Any], snap: RunView) -> None:
         namespace, name = key
         api = self.custom_api()
-        current = json.loads(
-            api.get_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                PLURAL,
-                name,
-                _preload_content=False,
-                _request_timeout=10,
-            ).data
-        )
+        current = read_trainjob(api, namespace, name)
+        if current is None:
+            return  # the TrainJob is gone
         if self.target == "annotation":
             raw = ((current.get("metadata") or {}).get("annotations") or {}).get(ODH_ANNOTATION)
             try:
