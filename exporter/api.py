@@ -47,6 +47,7 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "gpus": s.gpus,
         "gpu_seconds": s.gpu_seconds,
         "stalled_gpu_seconds": s.stalled_gpu_seconds,
+        "wasted_gpu_seconds": dict(s.wasted_gpu_seconds),
         "deadline_timestamp_seconds": s.deadline_timestamp,
         "gpu_seconds_budget": s.gpu_seconds_budget,
     }

@@ -126,6 +126,20 @@ def _run_state_text(
     return out
 
 
+def _wasted(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (((("cause", cause),), value) for cause, value in s.wasted_gpu_seconds)
+
+
+def _wasted_text(
+    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
+) -> list[str]:
+    out: list[str] = []
+    for s, (ns, pod, job) in zip(snapshots, escaped, strict=True):
+        tail = f'",job_name="{job}",namespace="{ns}",pod="{pod}"}} '
+        out += [f'{name}{{cause="{c}{tail}{_fmt(v)}\n' for c, v in s.wasted_gpu_seconds]
+    return out
+
+
 def _custom(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
     return (((("metric", name),), value) for name, value in s.metrics)
 
@@ -216,6 +230,9 @@ RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_stalled_gpu_seconds_total", "counter",
            "GPU-seconds held while the run was stalled.",
            *_value(attrgetter("stalled_gpu_seconds"))),
+    Family("training_wasted_gpu_seconds_total", "counter",
+           "GPU-seconds that did not advance training, by cause (docs/promql.md#goodput).",
+           _wasted, text=_wasted_text),
 )  # fmt: skip
 
 

@@ -212,6 +212,24 @@ def estimate(step: int | None, max_steps: int | None, tp: Throughput | None) -> 
     )
 
 
+def newest_pause_seconds(samples: Sequence[Sample]) -> float:
+    """Seconds the newest interval took beyond the run's pace when it is a pause (an
+    evaluation or a checkpoint save), else 0: what the goodput split charges to pauses.
+
+    Judged as :func:`throughput` judges it, against the intervals before it, at the moment
+    it ends; a pause that a later report turns into a change of pace stays charged.
+    """
+    intervals = _intervals(samples[-(REFERENCE_INTERVALS + 2) :])
+    if len(intervals) < 2:
+        return 0.0
+    per_step = [dt / ds for _, dt, ds in intervals]
+    kinds, refs = classify_intervals(per_step)
+    if kinds[-1] != PAUSE:
+        return 0.0
+    _, dt, ds = intervals[-1]
+    return max(0.0, dt - ds * refs[-1])
+
+
 def naive_eta_seconds(elapsed: float, step: int, max_steps: int) -> float | None:
     """The estimate Transformers' KubeflowCallback sends: elapsed / step * remaining."""
     if step <= 0:

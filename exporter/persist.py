@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from typing import Any, BinaryIO
 
+from .goodput import EXPORTED_CAUSES
 from .model import Clock, RunKey, RunMeta
 from .series import Series
 from .tracker import HISTORY_POINTS, PACE_POINTS, RunState, Tracker
@@ -70,7 +71,7 @@ _OPTIONAL_FLOATS = (
     "last_improvement",
     "gone_since",
 )
-_OPTIONAL_INTS = ("step", "max_steps")
+_OPTIONAL_INTS = ("step", "max_steps", "high_water")
 _BOOLS = ("best_is_eval", "finished")
 _NAME_MAP = ("metrics", "threshold_overrides")
 _META_STRINGS = ("job_kind", "framework", "source", "node", "rank", "container")
@@ -94,6 +95,9 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
         doc[name] = getattr(run, name)
     for name in _NAME_MAP:
         doc[name] = dict(getattr(run, name))
+    doc["wasted"] = dict(run.wasted)
+    doc["wasted_at_step"] = run.wasted_at_step
+    doc["stalled_at_step"] = run.stalled_at_step
     doc["state"] = run.state
     doc["samples"] = _b64(run.samples.to_bytes(SAVED_SAMPLES))
     doc["pace"] = _b64(run.pace.to_bytes())
@@ -181,6 +185,13 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
         if not isinstance(mapping, dict) or len(mapping) > 256:
             raise StateError(f"{name}: not a small object")
         values[name] = {sys.intern(str(k)): float(_number(v, name)) for k, v in mapping.items()}
+    # Added after the first state files: absent in those, which still restore.
+    wasted = doc.get("wasted", {})
+    if not isinstance(wasted, dict) or not set(wasted) <= set(EXPORTED_CAUSES):
+        raise StateError("wasted: not GPU-seconds by cause")
+    values["wasted"] = {str(k): float(_number(v, "wasted")) for k, v in wasted.items()}
+    for name in ("wasted_at_step", "stalled_at_step"):
+        values[name] = float(_number(doc.get(name, 0.0), name))
     state = doc.get("state")
     if state is not None and not isinstance(state, str):
         raise StateError("state: not a string")

@@ -24,6 +24,11 @@ class Thresholds:
     finished_grace_seconds: float = 600.0  # finished but still holding GPUs this long
     divergence_ratio: float = 3.0  # loss above this multiple of the best loss
     throughput_drop_ratio: float = 0.6  # steps/s below this fraction of the run's typical
+    gpu_idle_seconds: float = 1800.0  # GPUs below gpu_idle_utilization this long: idle
+    gpu_idle_utilization: float = 0.05  # GPU utilization (0..1) at or below which is idle
+    rank_lag_seconds: float = (
+        120.0  # a rank whose last step is this much older than its job's newest
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,15 @@ SPECS: tuple[Spec, ...] = (
     Spec("throughput_drop_ratio", "training_throughput_drop_ratio", "ratio", (0.01, 0.99),
          "throughput_drop_ratio",
          "Steps/s below this fraction of the run's typical rate means degraded."),
+    Spec("gpu_idle_seconds", "training_gpu_idle_threshold_seconds", "duration",
+         (10.0, 86400.0), "gpu_idle_seconds",  # the rules look back one day
+         "GPUs at or below the idle utilization this long (dcgm-exporter) means idle."),
+    Spec("gpu_idle_utilization", "training_gpu_idle_utilization_ratio", "ratio", (0.0, 0.99),
+         "gpu_idle_utilization",
+         "GPU utilization (0..1, dcgm-exporter) at or below which the run's GPUs are idle."),
+    Spec("rank_lag_seconds", "training_rank_lag_threshold_seconds", "duration",
+         (1.0, 7 * 86400.0), "rank_lag_seconds",
+         "A rank whose last step is this much older than the newest of its job is stuck."),
 )  # fmt: skip
 
 BOUNDS: dict[str, tuple[float, float]] = {s.name: s.bounds for s in SPECS}

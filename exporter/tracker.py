@@ -15,10 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from .directives import CHECKPOINT, Facts, due, reasons
+from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
 from .estimate import (
     EstimatorConfig,
     Throughput,
     estimate,
+    newest_pause_seconds,
     quantile,
     throughput,
 )
@@ -97,6 +99,8 @@ class RunSnapshot:
     gpus: float
     gpu_seconds: float
     stalled_gpu_seconds: float
+    # GPU-seconds wasted, by cause (exporter.goodput.EXPORTED_CAUSES, every cause present)
+    wasted_gpu_seconds: tuple[tuple[str, float], ...]
     deadline_timestamp: float | None
     gpu_seconds_budget: float | None
     thresholds: Thresholds
@@ -144,6 +148,13 @@ class RunState:
     finished: bool = False
     gpu_seconds: float = 0.0
     stalled_gpu_seconds: float = 0.0
+    # GPU-seconds wasted by cause (exporter.goodput), and the non-pause total at the last
+    # step advance: a pause is charged only for what no other cause took of its interval.
+    wasted: dict[str, float] = field(default_factory=dict)
+    wasted_at_step: float = 0.0
+    stalled_at_step: float = 0.0
+    # The highest step reached before the latest restart from a checkpoint (None: none).
+    high_water: int | None = None
     gone_since: float | None = None
     last_structured: float = float("-inf")
     samples: Series[int] = field(default_factory=lambda: Series(512, "q"))
@@ -442,24 +453,42 @@ class Tracker:
             return None
         return quantile(recent, PACE_QUANTILE)
 
-    def _stalled_since(self, run: RunState, now: float) -> float | None:
-        """When the run became stalled, if the classifier says it is stalled at ``now``."""
-        if run.finished or run.last_step is None:
-            return None
-        verdict = classify(self._observe(run, now, None), self._thresholds(run))
-        return verdict.onset if verdict.state == "stalled" else None
-
     def _accrue(self, run: RunState, now: float) -> None:
-        """Integrate GPUs x time since the last accrual; the stalled share precisely."""
+        """Integrate GPUs x time since the last accrual, and charge it to its cause of waste
+        (exporter.goodput) by the state at its end; a state whose onset the classifier knows
+        (stalled at last step + threshold) is charged from that onset only."""
         start = run.accrued_at
         end = now if run.gone_since is None else min(now, run.gone_since)
-        if end > start:
-            gpus = run.gpus
+        if run.meta.gpu_end_timestamp is not None:  # the pod gave its GPUs back then
+            end = min(end, run.meta.gpu_end_timestamp)
+        gpus = run.gpus
+        if end > start and gpus > 0:
             run.gpu_seconds += gpus * (end - start)
-            stall_start = self._stalled_since(run, end)
-            if stall_start is not None:
-                run.stalled_gpu_seconds += gpus * max(0.0, end - max(start, stall_start))
+            verdict = classify(self._observe(run, end, None), self._thresholds(run))
+            if verdict.state == "stalled":
+                run.stalled_gpu_seconds += gpus * interval_share(start, end, verdict.onset)
+            cause = cause_of(verdict.state, run.step, run.high_water)
+            if cause is not None:
+                share = interval_share(
+                    start, end, verdict.onset if verdict.state == "stalled" else None
+                )
+                run.wasted[cause] = run.wasted.get(cause, 0.0) + gpus * share
         run.accrued_at = max(run.accrued_at, now)
+
+    def _charge_pause(self, run: RunState) -> None:
+        """At a step advance: charge the interval's time beyond the run's pace to ``pause``
+        when it was one, less what another cause already took of it. An interval that went
+        stalled was a hang from its start, not an evaluation: the time before the stall
+        threshold is charged to ``stalled`` too (the state could not know it yet)."""
+        stalled_before = run.wasted.get(STALLED, 0.0)
+        others = sum(v for c, v in run.wasted.items() if c != PAUSE)
+        excess = run.gpus * newest_pause_seconds(run.samples)
+        taken = others - run.wasted_at_step
+        if excess > taken:
+            cause = STALLED if run.stalled_at_step < stalled_before else PAUSE
+            run.wasted[cause] = run.wasted.get(cause, 0.0) + excess - taken
+        run.wasted_at_step = sum(v for c, v in run.wasted.items() if c != PAUSE)
+        run.stalled_at_step = run.wasted.get(STALLED, 0.0)
 
     def _merge(self, run: RunState, r: ProgressReport, now: float, problem: Problem) -> None:
         run.last_report = now
@@ -467,6 +496,8 @@ class Tracker:
         if r.step is not None:
             if run.step is None or r.step > run.step:
                 advanced = True
+                if run.high_water is not None and r.step >= run.high_water:
+                    run.high_water = None  # caught up: new steps again
                 for at, step in r.step_samples:
                     # Only points between the last sample and this one, in order.
                     last = run.samples[-1] if run.samples else None
@@ -480,6 +511,7 @@ class Tracker:
             elif r.step < run.step:
                 # A restart from an earlier checkpoint: a new attempt, new rate baseline.
                 problem("step_regressed")
+                run.high_water = max(run.step, run.high_water or 0)
                 run.samples.reset(now, r.step)
                 run.finished = False
                 advanced = True
@@ -506,6 +538,7 @@ class Tracker:
         if advanced:
             run.last_step = now
             self._record_pace(run, now)
+            self._charge_pause(run)
         if r.learning_rate is not None:
             run.learning_rate = r.learning_rate
         if r.grad_norm is not None:
@@ -596,6 +629,17 @@ class Tracker:
             end = min(end, run.meta.gpu_end_timestamp)
         return run.gpus * max(0.0, end - start)
 
+    def _wasted(self, run: RunState) -> tuple[tuple[str, float], ...]:
+        """Every exported cause's GPU-seconds; in Kubernetes mode the time from the pod's
+        start to the run's first report is waiting too (loading, downloading, compiling)."""
+        before = 0.0
+        start = run.meta.gpu_start_timestamp
+        if start is not None:
+            before = run.gpus * max(0.0, run.first_report - start)
+        return tuple(
+            (c, run.wasted.get(c, 0.0) + (before if c == WAITING else 0.0)) for c in EXPORTED_CAUSES
+        )
+
     def _throughput(self, run: RunState) -> Throughput | None:
         key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
         if run.tp_cache is None or run.tp_cache[0] != key:
@@ -662,6 +706,7 @@ class Tracker:
             gpus=run.gpus,
             gpu_seconds=self._gpu_seconds(run, now),
             stalled_gpu_seconds=run.stalled_gpu_seconds,
+            wasted_gpu_seconds=self._wasted(run),
             # Annotations (meta) win over what the run reports about itself.
             deadline_timestamp=_first(run.meta.deadline_timestamp, run.deadline),
             gpu_seconds_budget=_first(run.meta.gpu_seconds_budget, run.budget_seconds),

@@ -23,6 +23,7 @@ CORE = {
     "exporter.series",
     "exporter.humanize",
     "exporter.directives",
+    "exporter.goodput",
 }
 CLI = {"exporter.cli", "exporter.top", "exporter.kubectl_progress", "exporter.demo"}
 
