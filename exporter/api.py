@@ -47,7 +47,6 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "gpus": s.gpus,
         "gpu_seconds": s.gpu_seconds,
         "stalled_gpu_seconds": s.stalled_gpu_seconds,
-        "wasted_gpu_seconds": dict(s.wasted_gpu_seconds),
         "deadline_timestamp_seconds": s.deadline_timestamp,
         "gpu_seconds_budget": s.gpu_seconds_budget,
     }
@@ -70,6 +69,7 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         },
         **{k: json_number(v) for k, v in numbers.items()},
         "metrics": {name: json_number(v) for name, v in s.metrics},
+        "wasted_gpu_seconds": {cause: json_number(v) for cause, v in s.wasted_gpu_seconds},
         # The run's effective thresholds (defaults, its own overrides, annotations).
         "thresholds": asdict(s.thresholds),
         "loss_history": [[t, v] for t, v in s.loss_history],

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from .directives import CHECKPOINT, Facts, due, reasons
-from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
 from .estimate import (
     EstimatorConfig,
     Throughput,
@@ -24,6 +23,7 @@ from .estimate import (
     quantile,
     throughput,
 )
+from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
 from .model import ProgressReport, RunKey, RunMeta
 from .series import Series
 from .states import NO_ETA, Observation, classify, done, entered, reason
