@@ -83,6 +83,24 @@ TRAINJOB = {
             {},
             ("pt", "KubeflowJob", "1"),
         ),
+        (
+            {
+                "training.kubeflow.org/job-name": "pt",
+                "training.kubeflow.org/replica-type": "master",
+                "training.kubeflow.org/replica-index": "0",
+            },
+            {},
+            ("pt", "KubeflowJob", "0"),
+        ),
+        (
+            {
+                "training.kubeflow.org/job-name": "pt",
+                "training.kubeflow.org/replica-type": "worker",
+                "training.kubeflow.org/replica-index": "0",
+            },
+            {},
+            ("pt", "KubeflowJob", "worker-0"),
+        ),
         ({"batch.kubernetes.io/job-name": "b"}, {}, ("b", "Job", "")),
         ({"ray.io/originated-from-cr-name": "ray"}, {}, ("ray", "RayJob", "")),
         ({}, {"training-progress.io/enabled": "true"}, ("p", "Pod", "")),

@@ -41,9 +41,11 @@ JOB_LABELS: tuple[tuple[str, str], ...] = (
     ("batch.kubernetes.io/job-name", "Job"),
     ("job-name", "Job"),
 )
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 RANK_LABELS = (
     "batch.kubernetes.io/job-completion-index",
-    "training.kubeflow.org/replica-index",
+    REPLICA_INDEX_LABEL,
     "jobset.sigs.k8s.io/job-index",
 )
 DEFAULT_GPU_RESOURCES = (
@@ -180,7 +182,13 @@ def training_pod(
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     containers = spec.get("containers") or []
-    rank = next((str(labels[label]) for label in RANK_LABELS if label in labels), "")
+    rank_label = next((label for label in RANK_LABELS if label in labels), "")
+    rank = str(labels[rank_label]) if rank_label else ""
+    replica_type = str(labels.get(REPLICA_TYPE_LABEL, "")).lower()
+    if rank_label == REPLICA_INDEX_LABEL and replica_type not in ("", "master"):
+        # A PyTorchJob's master and its first worker are both replica index 0: name the
+        # worker's rank by its replica type so no two pods of a job share one.
+        rank = f"{replica_type}-{rank}"
     states = [cs.get("state") or {} for cs in status.get("containerStatuses") or []]
     starts = [
         _time((st.get("running") or st.get("terminated") or {}).get("startedAt")) for st in states
