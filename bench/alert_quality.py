@@ -44,6 +44,15 @@ NAMESPACE = "corpus"
 
 # A run: given simulated seconds and a seeded RNG, the report to send (None: nothing).
 ReportFn = Callable[[float, random.Random], "ProgressReport | None"]
+# A rank of a multi-rank job: the same, given the rank too.
+RankReportFn = Callable[[float, random.Random, int], "ProgressReport | None"]
+# GPU utilization (percent, as dcgm-exporter's DCGM_FI_DEV_GPU_UTIL) at a time, of a rank.
+UtilFn = Callable[[float, int], float]
+
+
+def busy(t: float, rank: int) -> float:
+    """What a training GPU shows: 85 to 99 %, never idle."""
+    return 92.0 + 7.0 * math.sin(t / 97.0 + rank)
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,23 @@ class Run:
     # Kubernetes mode: the exporter sees the pod running for ``minutes`` (True); standalone:
     # nothing tells whether the process lives (None).
     alive: bool | None = None
+    # Other alerts it must raise too (a stuck rank is also a stalled run).
+    also: tuple[str, ...] = ()
+    # A multi-rank job: ``ranks`` pods of one job, each a run, each reporting through
+    # ``rank_report`` (``report`` is unused) at its own phase of the report interval.
+    ranks: int = 1
+    rank_report: RankReportFn | None = None
+    # dcgm-exporter's view of each rank's GPUs (scraped beside the exporter), and whether
+    # it names the pod in exported_pod/exported_namespace (a ServiceMonitor scrape).
+    gpu_util: UtilFn = busy
+    exported_labels: bool = False
+    # The rank TrainingRankStalled must name (and no other).
+    stuck_rank: str | None = None
+
+    @property
+    def alerts(self) -> tuple[str, ...]:
+        """Every alert the run must raise."""
+        return ((self.expected,) if self.expected else ()) + self.also
 
 
 def _loss(step: float, floor: float = 1.8, scale: float = 2.0, k: float = 500) -> float:
@@ -165,21 +191,96 @@ def straggler(t: float, rng: random.Random) -> ProgressReport:
     )
 
 
+def _rank_step(t: float, rank: int, rate: float = 2.0) -> int:
+    return int(t * rate) - rank % 3  # ranks report at their own moment: a few steps apart
+
+
+def ranks_healthy(t: float, rng: random.Random, rank: int) -> ProgressReport:
+    step = _rank_step(t, rank)
+    return ProgressReport(step=step, max_steps=50_000, loss=_loss(step) * (1 + rng.gauss(0, 0.03)))
+
+
+def rank_slow_alive(t: float, rng: random.Random, rank: int) -> ProgressReport:
+    # Rank 3 runs at 70 % of the others' pace from the start (a slower node, local SGD).
+    step = int(t * (1.4 if rank == 3 else 2.0))
+    return ProgressReport(step=step, max_steps=50_000, loss=_loss(step) * (1 + rng.gauss(0, 0.03)))
+
+
+def rank_hangs(t: float, rng: random.Random, rank: int) -> ProgressReport:
+    # Rank 2 deadlocks after 1 h (heartbeat on); the others go on without it.
+    step = _rank_step(min(t, 3600) if rank == 2 else t, rank)
+    return ProgressReport(step=step, max_steps=50_000, loss=_loss(step))
+
+
+def all_hang_after_one(t: float, rng: random.Random, rank: int) -> ProgressReport:
+    # Rank 1 stops after 1 h; the others go on 5 more minutes (prefetched micro-batches,
+    # pipeline stages) until they wait for it in a collective.
+    step = _rank_step(min(t, 3600 if rank == 1 else 3900), rank)
+    return ProgressReport(step=step, max_steps=50_000, loss=_loss(step))
+
+
+def all_hang_together(t: float, rng: random.Random, rank: int) -> ProgressReport:
+    # Every rank stops within a report interval (a network partition): no rank to blame.
+    step = _rank_step(min(t, 3600), rank)
+    return ProgressReport(step=step, max_steps=50_000, loss=_loss(step))
+
+
+def starved(t: float, rng: random.Random) -> ProgressReport:
+    # Steps advance, slowly, on a CPU-bound input pipeline: the GPUs sit at 2 %.
+    step = int(t * 0.2)
+    return ProgressReport(
+        step=step, max_steps=20_000, loss=_loss(step, k=50) * (1 + rng.gauss(0, 0.03))
+    )
+
+
+def starved_util(t: float, rank: int) -> float:
+    return 2.0 + abs(math.sin(t / 50.0))
+
+
+def waits_for_data(t: float, rng: random.Random) -> ProgressReport:
+    # Downloads its dataset for 80 min (reports, no step), then trains.
+    if t < 4800:
+        return ProgressReport(max_steps=50_000)
+    step = int((t - 4800) * 2)
+    return ProgressReport(step=step, max_steps=50_000, loss=_loss(step))
+
+
+def waits_util(t: float, rank: int) -> float:
+    return 0.0 if t < 4800 else busy(t, rank)
+
+
+def eval_on_cpu_util(t: float, rank: int) -> float:
+    # The 20-minute evaluations of eval_pauses run on the CPU: the GPUs idle meanwhile.
+    return 0.0 if t % 7200 > 6000 else busy(t, rank)
+
+
+def nccl_spin_util(t: float, rank: int) -> float:
+    # A rank waiting in a NCCL collective spins its GPU at 100 % "utilization".
+    return 100.0 if t > 3600 else busy(t, rank)
+
+
 CORPUS: tuple[Run, ...] = (
     Run(
         "noisy-healthy", "3 % noise on the logged loss, evaluation every 30 min", noisy_healthy, 360
     ),
     Run("long-warmup", "40 min at a fifth of the speed, loss flat meanwhile", long_warmup, 300),
-    Run("eval-pauses", "20-min evaluations every 2 h with no report during them", eval_pauses, 400),
+    Run(
+        "eval-pauses",
+        "20-min evaluations every 2 h with no report during them, on the CPU (GPUs idle)",
+        eval_pauses,
+        400,
+        gpu_util=eval_on_cpu_util,
+    ),
     Run("lr-restarts", "warm restarts every 45 min push the loss up", lr_restarts, 360),
     Run("slow-steady", "one step every 20 s", slow_steady, 360),
     Run("finishes-exits", "finishes after 58 min, pod exits 5 min later", finishes_and_exits, 63),
     Run(
         "hung-heartbeat",
-        "deadlock after 1 h, heartbeat continues",
+        "deadlock after 1 h, heartbeat continues, GPUs spin in NCCL",
         hung_heartbeat,
         180,
         "TrainingJobStalled",
+        gpu_util=nccl_spin_util,
     ),
     Run(
         "hung-silent",
@@ -235,49 +336,158 @@ CORPUS: tuple[Run, ...] = (
         240,
         "TrainingThroughputDegraded",
     ),
+    Run(
+        "ranks-healthy",
+        "4 ranks, a few steps apart, each reporting at its own moment",
+        noisy_healthy,
+        240,
+        alive=True,
+        ranks=4,
+        rank_report=ranks_healthy,
+    ),
+    Run(
+        "rank-slow-alive",
+        "4 ranks, rank 3 at 70 % of the others' pace throughout",
+        noisy_healthy,
+        240,
+        alive=True,
+        ranks=4,
+        rank_report=rank_slow_alive,
+    ),
+    Run(
+        "rank-hangs",
+        "4 ranks, rank 2 deadlocks after 1 h (heartbeat on), the others go on",
+        noisy_healthy,
+        180,
+        "TrainingRankStalled",
+        alive=True,
+        also=("TrainingJobStalled",),
+        ranks=4,
+        rank_report=rank_hangs,
+        stuck_rank="2",
+        exported_labels=True,
+    ),
+    Run(
+        "all-hang-after-one",
+        "4 ranks, rank 1 stops after 1 h, the others 5 min later",
+        noisy_healthy,
+        180,
+        "TrainingRankStalled",
+        alive=True,
+        also=("TrainingJobStalled",),
+        ranks=4,
+        rank_report=all_hang_after_one,
+        stuck_rank="1",
+        gpu_util=nccl_spin_util,
+    ),
+    Run(
+        "all-hang-together",
+        "4 ranks stop within one report interval (a network partition)",
+        noisy_healthy,
+        180,
+        "TrainingJobStalled",
+        alive=True,
+        ranks=4,
+        rank_report=all_hang_together,
+    ),
+    Run(
+        "gpus-starved",
+        "steps advance on a CPU-bound input pipeline, GPUs at 2 to 3 %",
+        starved,
+        180,
+        "TrainingGPUsIdle",
+        alive=True,
+        gpu_util=starved_util,
+        exported_labels=True,
+    ),
+    Run(
+        "gpus-wait-for-data",
+        "80 min downloading its dataset (reports, no step), GPUs at 0 %",
+        waits_for_data,
+        180,
+        "TrainingGPUsIdle",
+        alive=True,
+        gpu_util=waits_util,
+    ),
 )
 
 
 @dataclass(frozen=True)
 class Simulation:
-    """What the exporter showed: promtool series text -> one value per minute, and the
-    run's state at each minute (None once it left the exporter)."""
+    """What the exporter (and dcgm-exporter) showed: promtool series text -> one value per
+    minute, and each rank's state at each minute (None once it left the exporter)."""
 
     series: dict[str, list[str]]
-    states: list[str | None]
+    states: list[list[str | None]]  # per rank
+
+
+def _dcgm_labels(run: Run, rank: int, pod: str) -> str:
+    """dcgm-exporter's labels for the GPU of ``pod``, as Prometheus stores them."""
+    gpu = (
+        f'gpu="0",UUID="GPU-{rank:04d}",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",'
+        f'Hostname="node-{rank}",job="dcgm-exporter",instance="node-{rank}:9400"'
+    )
+    if run.exported_labels:  # scraped through a ServiceMonitor: the pod labels are its own
+        return (
+            f'{gpu},namespace="gpu-operator",pod="nvidia-dcgm-exporter-{rank}",'
+            f'exported_namespace="{NAMESPACE}",exported_pod="{pod}",exported_container="trainer"'
+        )
+    return f'{gpu},namespace="{NAMESPACE}",pod="{pod}",container="trainer"'
 
 
 def scrape_series(run: Run, seed: int) -> Simulation:
-    """Simulate ``run`` through the tracker and the collector, one scrape a minute."""
+    """Simulate ``run`` through the tracker and the collector, one scrape a minute; each
+    rank's pod is a run of the job, reporting at its own phase of the report interval."""
     rng = random.Random(seed)
     tracker = Tracker(TrackerConfig())
-    key = RunKey(NAMESPACE, run.name, run.name)
-    meta = RunMeta(source="push", gpus=run.gpus, alive=run.alive)
+    if run.ranks == 1:
+        keys = [RunKey(NAMESPACE, run.name, run.name)]
+    else:
+        keys = [RunKey(NAMESPACE, f"{run.name}-{r}", run.name) for r in range(run.ranks)]
+    metas = [
+        RunMeta(source="push", gpus=run.gpus, alive=run.alive, rank=str(r), node=f"node-{r}")
+        for r in range(run.ranks)
+    ]
     series: dict[str, list[str]] = {}
-    states: list[str | None] = []
+    states: list[list[str | None]] = [[] for _ in keys]
     retention_end = run.minutes + 10  # the exporter keeps a gone run 10 min by default
     total_minutes = retention_end + 10
     for minute in range(total_minutes + 1):
         now = minute * 60.0
         if minute > 0 and minute <= run.minutes:
-            for t in range(int(now - 60) + REPORT_EVERY, int(now) + 1, REPORT_EVERY):
-                report = run.report(float(t), rng)
-                if report is not None:
-                    tracker.apply(key, report, float(t), meta)
+            for r, (key, meta) in enumerate(zip(keys, metas, strict=True)):
+                phase = (r * 7) % REPORT_EVERY
+                for t in range(int(now - 60) + REPORT_EVERY, int(now) + 1, REPORT_EVERY):
+                    at = float(t - phase)
+                    if run.rank_report is not None:
+                        report = run.rank_report(at, rng, r)
+                    else:
+                        report = run.report(at, rng)
+                    if report is not None:
+                        tracker.apply(key, report, at, meta)
         if minute == run.minutes:
-            tracker.mark_gone(key, now)
+            for key in keys:
+                tracker.mark_gone(key, now)
         tracker.expire(now)
         snapshots = tracker.snapshot(now)
-        states.append(snapshots[0].state if snapshots else None)
+        by_key = {snap.key: snap.state for snap in snapshots}
+        for r, key in enumerate(keys):
+            states[r].append(by_key.get(key))
         text = render_runs_text(snapshots)
         seen = set()
         for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
-                name = f"{s.name}{{{labels}}}"
+            for smp in family.samples:
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(smp.labels.items()))
+                name = f"{smp.name}{{{labels}}}"
                 seen.add(name)
                 values = series.setdefault(name, ["_"] * minute)
-                values.append("NaN" if math.isnan(s.value) else repr(float(s.value)))
+                values.append("NaN" if math.isnan(smp.value) else repr(float(smp.value)))
+        if 0 < minute <= run.minutes:  # dcgm-exporter sees the GPUs while the pod holds them
+            for r, key in enumerate(keys):
+                name = f"DCGM_FI_DEV_GPU_UTIL{{{_dcgm_labels(run, r, key.pod)}}}"
+                seen.add(name)
+                values = series.setdefault(name, ["_"] * minute)
+                values.append(repr(float(run.gpu_util(now, r))))
         for name, values in series.items():
             if name not in seen:
                 values.append("stale" if values and values[-1] not in ("_", "stale") else "_")
@@ -296,6 +506,11 @@ def _alert_rules() -> list[dict[str, Any]]:
 
 def _for_minutes(rule: dict[str, Any]) -> int:
     return _minutes(str(rule.get("for", "0m")))
+
+
+def state_alerts() -> set[str]:
+    """The alerts that page on one state of a run (the others join runs or other data)."""
+    return {d.alert for d in STATES if d.alert}
 
 
 def expected_firing(states: list[str | None]) -> set[tuple[str, int]]:
@@ -322,6 +537,8 @@ def promtool_test(run: Run, sim: Simulation, workdir: Path) -> str:
     test = {
         "rule_files": [str(ROOT / "alerts" / "training-progress.rules.yaml")],
         "evaluation_interval": "1m",
+        # Recording rules before the alerts that read them (promtool's own order is random).
+        "group_eval_order": GROUP_ORDER,
         "tests": [
             {
                 "interval": "1m",
@@ -354,6 +571,14 @@ def promtool_test(run: Run, sim: Simulation, workdir: Path) -> str:
     return proc.stdout + proc.stderr
 
 
+GROUP_ORDER = [
+    "training-progress.capacity",
+    "training-progress.ranks",
+    "training-progress.gpus",
+    "training-progress.goodput",
+    "training-progress.alerts",
+]
+_NAMED_RANK = re.compile(r'alertname="TrainingRankStalled"[^}]*?rank="([^"]*)"')
 _FIRED = re.compile(r"alertname: (\w+), time: ((?:\d+h)?(?:\d+m)?(?:\d+s)?),")
 
 
@@ -377,22 +602,33 @@ def evaluate(seed: int = 1) -> dict[str, Any]:
             for name, duration in _FIRED.findall(output):
                 fired.setdefault(name, _minutes(duration))
                 firing.add((name, _minutes(duration)))
-            expected = expected_firing(sim.states)
-            disagree = sorted(firing ^ expected, key=lambda x: (x[1], x[0]))
+            expected = set().union(*(expected_firing(states) for states in sim.states))
+            # One truth: the state alerts fire exactly when the ranks' states say so.
+            by_state = {(a, m) for a, m in firing if a in state_alerts()}
+            disagree = sorted(by_state ^ expected, key=lambda x: (x[1], x[0]))
             disagreements += len(disagree)
-            unexpected = sorted(set(fired) - {run.expected} if run.expected else set(fired))
-            missed = run.expected is not None and run.expected not in fired
+            unexpected = sorted(set(fired) - set(run.alerts))
+            missed = any(a not in fired for a in run.alerts)
+            named = sorted(set(_NAMED_RANK.findall(output)))
+            if run.stuck_rank is not None and named != [run.stuck_rank]:
+                unexpected.append(f"TrainingRankStalled named ranks {named}")
             false_positives += len(unexpected)
             misses += int(missed)
             results[run.name] = {
                 "description": run.description,
-                "expected": run.expected,
+                "expected": list(run.alerts),
                 "fired_first_minute": fired,
+                "ranks_named": named,
                 "false_positives": unexpected,
                 "missed": missed,
-                "minutes_checked": len(sim.states),
+                "minutes_checked": len(sim.states[0]),
                 "disagreements": [
-                    {"minute": m, "alert": a, "firing": (a, m) in firing, "state": sim.states[m]}
+                    {
+                        "minute": m,
+                        "alert": a,
+                        "firing": (a, m) in firing,
+                        "states": [states[m] for states in sim.states],
+                    }
                     for a, m in disagree
                 ],
             }
@@ -420,9 +656,8 @@ def table(result: dict[str, Any]) -> str:
             if r["false_positives"]
             else "ok"
         )
-        lines.append(
-            f"| {name} | {r['description']} | {r['expected'] or 'none'} | {fired} | {verdict} |"
-        )
+        expected = ", ".join(r["expected"]) or "none"
+        lines.append(f"| {name} | {r['description']} | {expected} | {fired} | {verdict} |")
     return "\n".join(lines)
 
 

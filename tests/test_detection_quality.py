@@ -1,8 +1,9 @@
 """Detection quality on the simulated corpus, judged by promtool with the shipped rules.
 
 Healthy runs (noisy losses, long warm-ups, evaluation pauses, learning-rate restarts, slow
-jobs, a job that finishes and exits) must raise nothing with the default thresholds; each
-bad run must raise its alert. And the exporter and the rules tell one truth: at every
+jobs, a job that finishes and exits, ranks a few steps apart, a slow but live rank) must raise
+nothing with the default thresholds; each bad run must raise its alerts (a stuck rank names
+that rank, idle GPUs come from dcgm-exporter series beside the exporter's). And the exporter and the rules tell one truth: at every
 minute, the alerts firing are exactly those the exporter's state (training_run_state) and
 each alert's ``for:`` call for. bench/alert_quality.py holds the corpus and prints the table.
 """
@@ -20,11 +21,15 @@ def test_corpus_no_false_positives_no_misses_and_state_agrees_with_alerts() -> N
     result = evaluate(seed=1)
     bad = {n: r for n, r in result["runs"].items() if r["false_positives"] or r["missed"]}
     assert bad == {}
-    assert result["healthy_runs"] >= 8 and result["bad_runs"] >= 8
-    # Every bad run was caught by exactly its own alert.
+    assert result["healthy_runs"] >= 10 and result["bad_runs"] >= 13
+    # Every bad run was caught by exactly its own alerts; a stuck rank by its rank.
     for run in CORPUS:
         fired = set(result["runs"][run.name]["fired_first_minute"])
-        assert fired == ({run.expected} if run.expected else set()), run.name
+        assert fired == set(run.alerts), run.name
+        named = result["runs"][run.name]["ranks_named"]
+        assert named == ([run.stuck_rank] if run.stuck_rank else []), run.name
+    multi = {r.name for r in CORPUS if r.ranks > 1}
+    assert {"ranks-healthy", "rank-slow-alive", "rank-hangs", "all-hang-after-one"} <= multi
     # At every evaluation of every run, what fired is what the exporter's state said.
     disagreements = {n: r["disagreements"] for n, r in result["runs"].items() if r["disagreements"]}
     assert disagreements == {} and result["disagreements"] == 0
