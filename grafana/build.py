@@ -497,10 +497,6 @@ def jobs_dashboard() -> dict[str, Any]:
 
 
 def detail_dashboard() -> dict[str, Any]:
-    dcgm = (
-        'label_replace(label_replace(DCGM_FI_DEV_GPU_UTIL, "pod", "$1", "exported_pod", "(.+)"),'
-        ' "namespace", "$1", "exported_namespace", "(.+)")'
-    )
     panels = [
         timeseries(
             1,
@@ -603,17 +599,80 @@ def detail_dashboard() -> dict[str, Any]:
         timeseries(
             9,
             "GPU utilization (dcgm-exporter)",
-            "GPU utilization of the job's pods from dcgm-exporter, when it runs (pod or exported_pod labels).",
+            "GPU utilization of the job's pods from dcgm-exporter, when it runs: SM activity where "
+            "the GPU has it, else GPU utilization (the recording rule reads both the pod and the "
+            "exported_pod label forms). At or below the run's idle utilization for its idle "
+            "threshold, TrainingGPUsIdle fires.",
             "percent",
             [
                 target(
-                    f"avg by (pod) ({dcgm} * on (namespace, pod) group_left () "
-                    f"max by (namespace, pod) (training_run_info{{{JOB}}}))",
+                    f"namespace_pod_job_name:training_gpu_utilization:avg{{{JOB}}} * 100",
                     legend="{{pod}}",
                 )
             ],
             (12, 24, 12, 8),
             defaults={"min": 0, "max": 100},
+        ),
+        panel(
+            14,
+            "table",
+            "Ranks",
+            "Every rank of the job (a pod each, on its own node): its step, and how long before "
+            "the job's newest step it last advanced. The laggard is on top; past the rank lag "
+            "threshold (default 2 min) it is the stuck rank TrainingRankStalled names.",
+            "s",
+            [
+                target(
+                    f"namespace_pod_job_name:training_rank_lag_seconds:behind_newest{{{JOB}}}",
+                    "LAG",
+                    instant=True,
+                    table=True,
+                ),
+                target(f"max by (pod) (training_step{{{JOB}}})", "STEP", instant=True, table=True),
+            ],
+            (0, 32, 24, 8),
+            transformations=[
+                {"id": "merge", "options": {}},
+                {
+                    "id": "organize",
+                    "options": {
+                        "excludeByName": {"Time": True, "namespace": True, "job_name": True},
+                        "renameByName": {
+                            "Value #LAG": "Behind the newest rank",
+                            "Value #STEP": "Step",
+                        },
+                        "indexByName": {"rank": 0, "pod": 1, "node": 2},
+                    },
+                },
+                {
+                    "id": "sortBy",
+                    "options": {"sort": [{"field": "Behind the newest rank", "desc": True}]},
+                },
+            ],
+            overrides=[
+                {
+                    "matcher": {"id": "byName", "options": "Behind the newest rank"},
+                    "properties": [
+                        {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+                        {
+                            "id": "thresholds",
+                            "value": {
+                                "mode": "absolute",
+                                "steps": [
+                                    {"value": None, "color": "green"},
+                                    {"value": 60, "color": "orange"},
+                                    {"value": 120, "color": "red"},
+                                ],
+                            },
+                        },
+                    ],
+                },
+                {
+                    "matcher": {"id": "byName", "options": "Step"},
+                    "properties": [{"id": "unit", "value": "none"}],
+                },
+            ],
+            options={"showHeader": True, "cellHeight": "sm"},
         ),
     ]
     # The runbook sends people here first: the job's state, how long since it last stepped
@@ -783,6 +842,58 @@ def capacity_dashboard() -> dict[str, Any]:
             f"(sum(increase(training_stalled_gpu_seconds_total{{{NS}}}[7d])) / 3600 or vector(0)) * $gpu_hour_price",
             (12, 16, 12, 8),
             [(None, "green"), (100, "orange"), (1000, "red")],
+        ),
+        # The goodput row: of the GPU-seconds held, how many moved training forward, and
+        # where the rest went (training-progress.goodput rules, evaluated every minute, so
+        # sum_over_time(...) * 60 s is GPU-seconds).
+        timeseries(
+            7,
+            "Goodput by namespace",
+            "Share of the GPU-seconds held that advanced training (the step moving on GPUs "
+            "that work), by namespace. The rest is wasted, by cause, on the right.",
+            "percentunit",
+            [target(f"namespace:training_goodput:ratio{{{NS}}}", legend="{{namespace}}")],
+            (0, 24, 8, 8),
+            defaults={"min": 0, "max": 1},
+        ),
+        timeseries(
+            8,
+            "Goodput: GPUs productive and wasted, by cause",
+            "GPUs held, split into productive and wasted by cause: waiting for the first step, "
+            "stalled, silent, diverged, finished but running, restarts (steps redone after a "
+            "resume), evaluation and checkpoint pauses, idle GPUs (dcgm-exporter).",
+            "none",
+            [
+                target(
+                    f"sum(namespace:training_productive_gpu_seconds:rate5m{{{NS}}})",
+                    "A",
+                    "productive",
+                ),
+                target(
+                    f"sum by (cause) (namespace_cause:training_wasted_gpu_seconds:rate5m{{{NS}}}) > 0",
+                    "B",
+                    "{{cause}}",
+                ),
+            ],
+            (8, 24, 8, 8),
+            stack=True,
+        ),
+        panel(
+            9,
+            "barchart",
+            "Goodput: wasted GPU-hours by cause (7 days)",
+            "GPU-hours wasted over the last 7 days, by cause, in the selected namespaces.",
+            "none",
+            [
+                target(
+                    f"sum by (cause) (sum_over_time(namespace_cause:training_wasted_gpu_seconds:rate5m{{{NS}}}[7d])) * 60 / 3600",
+                    legend="{{cause}}",
+                    instant=True,
+                    table=True,
+                )
+            ],
+            (16, 24, 8, 8),
+            options={"orientation": "horizontal", "xField": "cause"},
         ),
     ]
     return dashboard(

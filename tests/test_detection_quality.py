@@ -3,9 +3,9 @@
 Healthy runs (noisy losses, long warm-ups, evaluation pauses, learning-rate restarts, slow
 jobs, a job that finishes and exits, ranks a few steps apart, a slow but live rank) must raise
 nothing with the default thresholds; each bad run must raise its alerts (a stuck rank names
-that rank, idle GPUs come from dcgm-exporter series beside the exporter's). And the exporter and the rules tell one truth: at every
-minute, the alerts firing are exactly those the exporter's state (training_run_state) and
-each alert's ``for:`` call for. bench/alert_quality.py holds the corpus and prints the table.
+that rank, idle GPUs come from dcgm-exporter series beside the exporter's). And the
+exporter and the rules tell one truth: at every minute, the state alerts firing are exactly
+those the ranks' states (training_run_state) and each alert's ``for:`` call for. bench/alert_quality.py holds the corpus and prints the table.
 """
 
 from __future__ import annotations

@@ -21,17 +21,53 @@ from exporter.model import RunKey, RunMeta
 from exporter.sources.http import HttpTarget
 
 from ..test_sources import ProgressionServer
-from .scenarios import NAMESPACE, SCENARIOS, SHORT, Driver
+from .scenarios import NAMESPACE, RANKED_JOB, RANKS, SCENARIOS, SHORT, Driver
 from .stack import Webhook, alertmanager, prometheus, query
 
 DEADLINE_SECONDS = 200
-# What dcgm-exporter exposes, in both label forms it appears with: namespace/pod (scraped
-# with honor_labels or relabeled) and exported_namespace/exported_pod (scraped as a target).
-DCGM_TEXT = (
-    "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
-    f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",namespace="{NAMESPACE}",pod="healthy"}} 91\n'
-    f'DCGM_FI_DEV_GPU_UTIL{{gpu="1",exported_namespace="{NAMESPACE}",exported_pod="hung"}} 0\n'
-).encode()
+
+
+def dcgm_text(node: str, pods: dict[str, tuple[float, float | None]]) -> bytes:
+    """dcgm-exporter's exposition for one node: per pod (GPU_UTIL percent, SM_ACTIVE ratio
+    or None where the GPU has no profiling metrics), one GPU each, with the labels and help
+    texts dcgm-exporter 3.x writes (its Kubernetes pod mapping adds pod/namespace/container).
+    """
+    lines = {"DCGM_FI_DEV_GPU_UTIL": [], "DCGM_FI_PROF_SM_ACTIVE": []}
+    for i, (pod, (util, sm)) in enumerate(sorted(pods.items())):
+        labels = (
+            f'gpu="{i}",UUID="GPU-3f1c{i:04d}-8a2b-4c3d-9e8f-0a1b2c3d4e5f",'
+            f'pci_bus_id="00000000:{0x18 + i:02X}:00.0",device="nvidia{i}",'
+            f'modelName="NVIDIA H100 80GB HBM3",Hostname="{node}",'
+            f'DCGM_FI_DRIVER_VERSION="550.54.15",container="trainer",'
+            f'namespace="{NAMESPACE}",pod="{pod}"'
+        )
+        lines["DCGM_FI_DEV_GPU_UTIL"].append(f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} {util:g}\n")
+        if sm is not None:
+            lines["DCGM_FI_PROF_SM_ACTIVE"].append(f"DCGM_FI_PROF_SM_ACTIVE{{{labels}}} {sm:g}\n")
+    helps = {
+        "DCGM_FI_DEV_GPU_UTIL": "GPU utilization (in %).",
+        "DCGM_FI_PROF_SM_ACTIVE": "The ratio of cycles an SM has at least 1 warp assigned (in %).",
+    }
+    out = ""
+    for name, samples in lines.items():
+        if samples:
+            out += f"# HELP {name} {helps[name]}\n# TYPE {name} gauge\n" + "".join(samples)
+    return out.encode()
+
+
+# Two dcgm-exporters, in the two ways Prometheus stores what they say: node-a scraped with
+# honor_labels (namespace/pod kept), node-b as a Kubernetes target whose own namespace and
+# pod labels win, so Prometheus itself renames the GPU's to exported_namespace/exported_pod.
+DCGM_NODE_A = dcgm_text("node-a", {"healthy": (91, None)})
+DCGM_NODE_B = dcgm_text(
+    "node-b",
+    {
+        "hung": (0, None),
+        # A GPU that spins in a collective reads 100 % utilization; SM activity says idle.
+        "idle": (100, 0.01),
+        **{pod: (88, 0.7) for pod, _, _ in RANKS},
+    },
+)
 
 
 class _Published(dict[str, bytes]):
@@ -54,17 +90,17 @@ class LiveStack:
     exporter: Exporter
 
 
-def _dcgm_stand_in() -> ThreadingHTTPServer:
+def _dcgm_stand_in(text: bytes) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             return
 
         def do_GET(self) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(DCGM_TEXT)))
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(text)))
             self.end_headers()
-            self.wfile.write(DCGM_TEXT)
+            self.wfile.write(text)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
@@ -82,8 +118,9 @@ def live_stack() -> Iterator[LiveStack]:
         stack.callback(webhook.close)
         progression = ProgressionServer()
         stack.callback(progression.httpd.shutdown)
-        dcgm = _dcgm_stand_in()
-        stack.callback(dcgm.shutdown)
+        dcgm_a, dcgm_b = _dcgm_stand_in(DCGM_NODE_A), _dcgm_stand_in(DCGM_NODE_B)
+        stack.callback(dcgm_a.shutdown)
+        stack.callback(dcgm_b.shutdown)
         status_dir = str(tmp / "status")
         Path(status_dir).mkdir()
         targets = tuple(
@@ -94,6 +131,13 @@ def live_stack() -> Iterator[LiveStack]:
             )
             for sc in SCENARIOS
             if sc.channel == "http"
+        ) + tuple(
+            HttpTarget(
+                RunKey(NAMESPACE, pod, RANKED_JOB),
+                progression.url(f"/{pod}/metrics"),
+                RunMeta(source="http", gpus=8.0, rank=rank, node=node, job_kind="JobSet"),
+            )
+            for pod, rank, node in RANKS
         )
         config = replace(
             Config(),
@@ -120,7 +164,21 @@ def live_stack() -> Iterator[LiveStack]:
                 tmp,
                 exporter.url.removeprefix("http://"),
                 am_url,
-                extra_targets={"dcgm-exporter": f"127.0.0.1:{dcgm.server_address[1]}"},
+                extra_targets={"dcgm-exporter": f"127.0.0.1:{dcgm_a.server_address[1]}"},
+                extra_scrape_configs=[
+                    {
+                        "job_name": "dcgm-exporter-servicemonitor",
+                        "static_configs": [
+                            {
+                                "targets": [f"127.0.0.1:{dcgm_b.server_address[1]}"],
+                                "labels": {
+                                    "namespace": "gpu-operator",
+                                    "pod": "nvidia-dcgm-exporter-7xk2p",
+                                },
+                            }
+                        ],
+                    }
+                ],
             )
         )
         driver.start()

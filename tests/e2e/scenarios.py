@@ -125,6 +125,43 @@ def reporter_hang(t: float) -> dict[str, Any] | None:
     return {"step": int(t * 5), "loss": 2 - t * 0.05}
 
 
+def idle(t: float) -> dict[str, Any] | None:
+    # Steps advance (a CPU-bound input pipeline) while dcgm-exporter shows its GPUs at 1 %.
+    return {
+        "step": int(t),
+        "max_steps": 100_000,
+        "loss": 3 - t * 0.005,
+        "gpus": 4,
+        "thresholds": {**SHORT, "gpu_idle_seconds": 10},
+    }
+
+
+# One job of three ranks, each rank's pod a run of its own (pulled over HTTP, the way the
+# exporter reads each pod on its own node); rank 2 hangs at 10 s, the others go on. Its
+# stall threshold is long, so the stuck rank pages as the stuck rank, not as a stalled job.
+RANKED_JOB = "ranked"
+RANKED_STUCK = 2
+RANKS: tuple[tuple[str, str, str], ...] = tuple(
+    (f"{RANKED_JOB}-{r}", str(r), f"node-{'abc'[r]}") for r in range(3)
+)
+
+
+def ranked(t: float, rank: int) -> dict[str, Any]:
+    frozen = min(t, 10) if rank == RANKED_STUCK else t
+    return {
+        "step": int(frozen * 4) - rank,
+        "max_steps": 100_000,
+        "loss": 2 - frozen * 0.01,
+        "gpus": 8,
+        "thresholds": {
+            **SHORT,
+            "stall_seconds": 600,
+            "plateau_seconds": 600,
+            "rank_lag_seconds": 5,
+        },
+    }
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -143,6 +180,9 @@ SCENARIOS = (
     Scenario("halves", halves, "native", "TrainingThroughputDegraded", 40),
     Scenario("silent", silent, "native", "TrainingReportsStopped", 10),
     Scenario("reporter-hang", reporter_hang, "reporter", "TrainingJobStalled", 10),
+    Scenario("idle", idle, "native", "TrainingGPUsIdle", 0),
+    # Its runs are the ranks (RANKS); ``report`` stands for rank 0 only.
+    Scenario(RANKED_JOB, lambda t: ranked(t, 0), "ranks", "TrainingRankStalled", 10),
 )
 
 
@@ -205,6 +245,9 @@ class Driver:
                             json.dumps({"gpus": 2, "thresholds": SHORT}).encode(),
                         )
                     reporter.update(**report)
+                elif sc.channel == "ranks":
+                    for r, (pod, _, _) in enumerate(RANKS):
+                        self.http_bodies[pod] = json.dumps(ranked(t, r)).encode()
                 elif sc.channel == "file":
                     if t < 1:  # written once: a finished run's file does not change
                         write_atomic(self.status_dir, f"{sc.name}.json", body)

@@ -155,9 +155,11 @@ def prometheus(
     interval: str = "1s",
     extra_targets: dict[str, str] | None = None,
     rule_files: list[Path] | None = None,
+    extra_scrape_configs: list[dict[str, Any]] | None = None,
 ) -> Iterator[str]:
     """Prometheus scraping the exporter with honor_labels and loading alerts/ as shipped
-    (or ``rule_files``)."""
+    (or ``rule_files``); ``extra_targets`` with honor_labels too, ``extra_scrape_configs``
+    as given."""
     require_binaries()
     assert PROMETHEUS
     rules = rule_files or sorted((ROOT / "alerts").glob("*.rules.yaml"))
@@ -174,7 +176,8 @@ def prometheus(
         + [
             {"job_name": name, "honor_labels": True, "static_configs": [{"targets": [t]}]}
             for name, t in (extra_targets or {}).items()
-        ],
+        ]
+        + list(extra_scrape_configs or []),
     }
     if alertmanager_url:
         target = urllib.parse.urlparse(alertmanager_url).netloc

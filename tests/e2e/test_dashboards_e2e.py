@@ -13,7 +13,7 @@ from exporter.states import BY_CODE, BY_NAME
 
 from ..conftest import get_json
 from .conftest import LiveStack
-from .scenarios import NAMESPACE
+from .scenarios import NAMESPACE, RANKED_JOB, RANKED_STUCK, RANKS
 from .stack import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -34,7 +34,7 @@ def substitute(expr: str, job: str) -> str:
 
 
 # Panels that show a job's alerts have data only for a job that has one.
-ALERT_PANELS = {"Firing alerts": "hung"}
+ALERT_PANELS = {"Firing alerts": "hung", "Ranks": "ranked"}
 
 
 def panel_results(doc: dict[str, Any], prom: str, job: str) -> dict[str, list[Any]]:
@@ -109,6 +109,8 @@ def test_fleet_view_shows_each_jobs_state_and_the_waste(live_stack: LiveStack) -
         "finished": "finished-but-running",
         "silent": "silent",
         "reporter-hang": "stalled",
+        "idle": "running",
+        "ranked": "running",
     }
     # The same states as the exporter's own view.
     runs = get_json(live_stack.exporter.url + "/api/v1/runs")["runs"]
@@ -132,7 +134,61 @@ def test_gpu_utilization_joins_both_dcgm_label_forms(live_stack: LiveStack) -> N
     doc = json.loads((ROOT / "grafana" / "dashboards" / "training-job-detail.json").read_text())
     panel = next(p for p in doc["panels"] if p["title"].startswith("GPU utilization"))
     expr = panel["targets"][0]["expr"]
-    healthy = query(live_stack.prometheus_url, substitute(expr, "healthy"))
-    hung = query(live_stack.prometheus_url, substitute(expr, "hung"))
-    assert [(r["metric"]["pod"], float(r["value"][1])) for r in healthy] == [("healthy", 91.0)]
-    assert [(r["metric"]["pod"], float(r["value"][1])) for r in hung] == [("hung", 0.0)]
+    prom = live_stack.prometheus_url
+    # node-b's series were renamed by Prometheus itself (the target's own pod label won).
+    renamed = query(prom, 'DCGM_FI_DEV_GPU_UTIL{exported_pod="hung"}')
+    assert [r["metric"]["pod"] for r in renamed] == ["nvidia-dcgm-exporter-7xk2p"]
+
+    def values(job: str) -> list[tuple[str, float]]:
+        return [
+            (r["metric"]["pod"], float(r["value"][1])) for r in query(prom, substitute(expr, job))
+        ]
+
+    assert values("healthy") == [("healthy", 91.0)]  # pod/namespace form
+    assert values("hung") == [("hung", 0.0)]  # exported_ form, GPU_UTIL only
+    assert values("idle") == [("idle", 1.0)]  # SM activity wins over GPU_UTIL's 100 %
+    assert sorted(values("ranked")) == [(pod, 70.0) for pod, _, _ in RANKS]
+
+
+def test_goodput_row_splits_gpu_seconds_by_cause(live_stack: LiveStack) -> None:
+    """The capacity dashboard's goodput: the stalled runs' GPU-seconds are wasted as
+    stalled, the idle run's as idle (from dcgm-exporter), and productive + wasted = held."""
+    prom = live_stack.prometheus_url
+    wasted = {
+        (r["metric"]["job_name"], r["metric"]["cause"]): float(r["value"][1])
+        for r in query(prom, "namespace_job_name_cause:training_wasted_gpu_seconds:rate5m > 0")
+    }
+    assert wasted[("hung", "stalled")] > 0
+    assert ("healthy", "idle") not in wasted and ("healthy", "stalled") not in wasted
+    by_job = {
+        r["metric"]["job_name"]: float(r["value"][1])
+        for r in query(prom, "namespace_job_name:training_gpu_seconds:rate5m")
+    }
+    # All it holds is wasted, idle: its GPUs do nothing while it steps.
+    assert wasted[("idle", "idle")] == pytest.approx(by_job["idle"]) and by_job["idle"] > 0
+    held = {
+        r["metric"]["namespace"]: float(r["value"][1])
+        for r in query(prom, "sum by (namespace) (namespace_job_name:training_gpu_seconds:rate5m)")
+    }
+    productive = query(prom, "namespace:training_productive_gpu_seconds:rate5m")
+    total_wasted = query(
+        prom, "sum by (namespace) (namespace_cause:training_wasted_gpu_seconds:rate5m)"
+    )
+    assert float(productive[0]["value"][1]) + float(total_wasted[0]["value"][1]) == pytest.approx(
+        held[NAMESPACE], rel=0.05
+    )
+    ratio = float(query(prom, "namespace:training_goodput:ratio")[0]["value"][1])
+    assert 0 < ratio < 1
+    doc = json.loads((ROOT / "grafana" / "dashboards" / "training-gpu-capacity.json").read_text())
+    goodput = [p for p in doc["panels"] if p.get("title", "").startswith("Goodput")]
+    assert goodput, "the capacity dashboard has a Goodput row"
+
+
+def test_ranks_panel_puts_the_stuck_rank_first(live_stack: LiveStack) -> None:
+    doc = json.loads((ROOT / "grafana" / "dashboards" / "training-job-detail.json").read_text())
+    panel = next(p for p in doc["panels"] if p["title"] == "Ranks")
+    lag = next(t for t in panel["targets"] if t["refId"] == "LAG")
+    rows = query(live_stack.prometheus_url, substitute(lag["expr"], RANKED_JOB))
+    by_rank = {r["metric"]["rank"]: float(r["value"][1]) for r in rows}
+    stuck = RANKS[RANKED_STUCK][1]
+    assert max(by_rank, key=by_rank.__getitem__) == stuck and by_rank[stuck] > 5
