@@ -5,7 +5,8 @@ jobs, a job that finishes and exits, ranks a few steps apart, a slow but live ra
 nothing with the default thresholds; each bad run must raise its alerts (a stuck rank names
 that rank, idle GPUs come from dcgm-exporter series beside the exporter's). And the
 exporter and the rules tell one truth: at every minute, the state alerts firing are exactly
-those the ranks' states (training_run_state) and each alert's ``for:`` call for. bench/alert_quality.py holds the corpus and prints the table.
+those the ranks' states (training_run_state) and each alert's ``for:`` call for.
+bench/alert_quality.py holds the corpus and prints the table.
 """
 
 from __future__ import annotations
