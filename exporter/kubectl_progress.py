@@ -27,7 +27,7 @@ from .humanize import duration, format_loss
 from .states import severity
 from .top import Row, fetch_json, from_prometheus
 
-COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE")
+COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "STUCK-RANK", "AGE")
 
 
 def _age(created: str | None, now: float) -> float | None:
@@ -102,6 +102,7 @@ def render(rows: list[tuple[Row, float | None]], all_namespaces: bool) -> str:
             duration(r.eta_seconds) if r.eta_seconds is not None else "-",
             format_loss(r.loss),
             "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}",
+            r.stuck_rank_short or "-",
             duration(age) if age is not None else "<unknown>",
         ]
         table.append(([r.namespace] if all_namespaces else []) + cells)

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 from .humanize import duration, format_loss
+from .ranks import DONE_STATES, Laggard, RankView, stuck_rank
 from .states import BY_CODE, STATES, Observation, reason, severity, state_code_promql
 from .thresholds import Thresholds
 
@@ -48,6 +49,8 @@ class Row:
     steps_per_second: float | None = None  # the slowest rank's
     age_seconds: float | None = None  # since the job's first report
     wasted_gpu_hours: float | None = None  # GPU-hours held while stalled
+    stuck_rank: str = ""  # the rank TrainingRankStalled names, in words ("" for none)
+    stuck_rank_short: str = ""  # the same for a table cell: "2@node-c"
 
 
 def _num(value: Any) -> float | None:
@@ -84,6 +87,21 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
         worst = min(runs, key=lambda r: severity(r["state"]))
         state = worst["state"]
         losses = [v for _, v in lead.get("loss_history", [])]
+        laggard = stuck_rank(
+            [
+                RankView(
+                    rank=str((r.get("info") or {}).get("rank", "")),
+                    pod=str(r.get("pod", "")),
+                    node=str((r.get("info") or {}).get("node", "")),
+                    last_step=_num(r.get("last_step_timestamp_seconds")),
+                    lag_threshold=_num((r.get("thresholds") or {}).get("rank_lag_seconds"))
+                    or math.inf,
+                    state=str(r.get("state", "")),
+                )
+                for r in runs
+                if not r.get("gone")
+            ]
+        )
         rows.append(
             Row(
                 namespace=namespace,
@@ -104,6 +122,8 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 ),
                 wasted_gpu_hours=sum(_num(r.get("stalled_gpu_seconds")) or 0.0 for r in runs)
                 / 3600,
+                stuck_rank=laggard.describe() if laggard else "",
+                stuck_rank_short=laggard.short() if laggard else "",
             )
         )
     return sort_rows(rows)
@@ -134,6 +154,33 @@ PROMETHEUS_QUERIES = {
     "wasted": "sum by (namespace, job_name) "
     "(increase(training_stalled_gpu_seconds_total[24h])) / 3600",
 }
+
+
+# The rank TrainingRankStalled names per job (exporter.ranks in PromQL: the alert's own
+# expression, the furthest behind first).
+STUCK_RANK_QUERY = (
+    "topk by (namespace, job_name) (1, "
+    "namespace_pod_job_name:training_rank_lag_seconds:behind_newest"
+    " > on (namespace, pod, job_name) group_left"
+    " max by (namespace, pod, job_name) (training_rank_lag_threshold_seconds)"
+    ' unless on (namespace, pod, job_name) training_run_state{state=~"'
+    + "|".join(DONE_STATES)
+    + '"} == 1)'
+)
+
+
+def stuck_ranks_from_prometheus(
+    series: list[dict[str, Any]],
+) -> dict[tuple[str, str], Laggard]:
+    """(namespace, job_name) -> its stuck rank, from :data:`STUCK_RANK_QUERY`."""
+    out = {}
+    for s in series:
+        m = s["metric"]
+        lag = _num(s["value"][1])
+        if lag is not None:
+            laggard = Laggard(m.get("rank", ""), m.get("pod", ""), m.get("node", ""), lag)
+            out[(m.get("namespace", ""), m.get("job_name", ""))] = laggard
+    return out
 
 
 # Per run: what states.reason() needs, so that a job's reason reads exactly as the exporter
@@ -207,7 +254,9 @@ def reasons_from_prometheus(
 
 
 def rows_from_prometheus(
-    results: dict[str, list[dict[str, Any]]], reasons: dict[tuple[str, str], str] | None = None
+    results: dict[str, list[dict[str, Any]]],
+    reasons: dict[tuple[str, str], str] | None = None,
+    stuck: dict[tuple[str, str], Laggard] | None = None,
 ) -> list[Row]:
     """Rows from the instant-query results of :data:`PROMETHEUS_QUERIES`."""
     values: dict[tuple[str, str], dict[str, float | None]] = {}
@@ -227,6 +276,7 @@ def rows_from_prometheus(
             else ("flat" if abs(deriv) < 1e-9 else "down" if deriv < 0 else "up")
         )
         step, total = v.get("step"), v.get("max_steps")
+        laggard = (stuck or {}).get((namespace, job))
         rows.append(
             Row(
                 namespace=namespace,
@@ -244,6 +294,8 @@ def rows_from_prometheus(
                 steps_per_second=v.get("steps_per_second"),
                 age_seconds=v.get("age"),
                 wasted_gpu_hours=v.get("wasted"),
+                stuck_rank=laggard.describe() if laggard else "",
+                stuck_rank_short=laggard.short() if laggard else "",
             )
         )
     return sort_rows(rows)
@@ -293,7 +345,8 @@ def from_prometheus(url: str) -> list[Row]:
         _query(url, "typical pace", TYPICAL_PACE_QUERY),
         time.time(),
     )
-    return rows_from_prometheus(results, reasons)
+    stuck = stuck_ranks_from_prometheus(_query(url, "stuck rank", STUCK_RANK_QUERY))
+    return rows_from_prometheus(results, reasons, stuck)
 
 
 def bar(progress: float | None, width: int) -> str:
@@ -426,6 +479,8 @@ def render(
         lines.append("  ".join(parts).rstrip())
         if r.reason and r.state not in QUIET_STATES:
             lines.append(fit("  └ " + r.reason, width))
+        if r.stuck_rank:
+            lines.append(fit("  └ stuck: " + r.stuck_rank, width))
     if not rows:
         lines.append("(no training jobs)")
     return "\n".join(lines) + "\n"

@@ -73,7 +73,16 @@ def test_plugin_reads_trainjob_status_through_the_api(tmp_path: Path) -> None:
         as_json = plugin(kubeconfig, "-n", "other", "-o", "json")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE"]
+    assert lines[0].split() == [
+        "NAME",
+        "STATE",
+        "PROGRESS%",
+        "ETA",
+        "LOSS",
+        "GPU-HOURS",
+        "STUCK-RANK",
+        "AGE",
+    ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["llm"][1:6] == ["running", "45", "1h00m", "0.2347", "-"]
     assert rows["done"][1:3] == ["finished", "100"]

@@ -24,6 +24,7 @@ CORE = {
     "exporter.humanize",
     "exporter.directives",
     "exporter.goodput",
+    "exporter.ranks",
 }
 CLI = {"exporter.cli", "exporter.top", "exporter.kubectl_progress", "exporter.demo"}
 

@@ -10,6 +10,7 @@ import pytest
 
 from ..conftest import get_json
 from .conftest import LiveStack
+from .scenarios import RANKED_STUCK, RANKS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -53,6 +54,11 @@ def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> No
     order = [r["job_name"] for r in json.loads(proc.stdout)]
     assert order.index("hung") < order.index("healthy")  # attention first
     assert rows["healthy"]["gpus"] == 8 and rows["healthy"]["loss_trend"] == "down"
+    # The stuck rank of the three-rank job, named as TrainingRankStalled names it.
+    pod, rank, node = RANKS[RANKED_STUCK]
+    assert rows["ranked"]["stuck_rank"].startswith(f"rank {rank} (pod {pod} on {node}) stopped")
+    assert rows["ranked"]["stuck_rank_short"] == f"{rank}@{node}"
+    assert rows["healthy"]["stuck_rank"] == "" and rows["hung"]["stuck_rank"] == ""
     assert 0 < rows["healthy"]["progress"] < 1 and rows["healthy"]["step"] > 0
     table = subprocess.run(
         [
@@ -88,9 +94,20 @@ def test_kubectl_progress_reads_prometheus(live_stack: LiveStack) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "AGE"]
+    assert lines[0].split() == [
+        "NAME",
+        "STATE",
+        "PROGRESS%",
+        "ETA",
+        "LOSS",
+        "GPU-HOURS",
+        "STUCK-RANK",
+        "AGE",
+    ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["hung"][1] == "stalled" and rows["finished"][1:3] == ["finished-but-running", "100"]
     assert rows["diverging"][4] == "NaN"
-    assert rows["healthy"][6] != "<unknown>"  # age from training_start_timestamp_seconds
+    assert rows["healthy"][7] != "<unknown>"  # age from training_start_timestamp_seconds
+    _, rank, node = RANKS[RANKED_STUCK]
+    assert rows["ranked"][6] == f"{rank}@{node}" and rows["healthy"][6] == "-"
     assert float(rows["healthy"][5]) >= 0
