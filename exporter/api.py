@@ -66,6 +66,8 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
             "node": s.meta.node,
             "rank": s.meta.rank,
             "container": s.meta.container,
+            "trial": s.meta.trial,
+            "experiment": s.meta.experiment,
         },
         **{k: json_number(v) for k, v in numbers.items()},
         "metrics": {name: json_number(v) for name, v in s.metrics},

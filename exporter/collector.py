@@ -79,6 +79,8 @@ def _info(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]
         ("node", m.node),
         ("rank", m.rank),
         ("container", m.container),
+        ("trial", m.trial),
+        ("experiment", m.experiment),
     )
     return ((extra, 1.0),)
 
@@ -90,10 +92,11 @@ def _info_text(
     for s, (ns, pod, job) in zip(snapshots, escaped, strict=True):
         m = s.meta
         out.append(
-            f'{name}{{container="{_escape(m.container)}",framework="{_escape(m.framework)}",'
+            f'{name}{{container="{_escape(m.container)}",experiment="{_escape(m.experiment)}",'
+            f'framework="{_escape(m.framework)}",'
             f'job_kind="{_escape(m.job_kind)}",job_name="{job}",namespace="{ns}",'
             f'node="{_escape(m.node)}",pod="{pod}",rank="{_escape(m.rank)}",'
-            f'source="{_escape(m.source)}"}} 1.0\n'
+            f'source="{_escape(m.source)}",trial="{_escape(m.trial)}"}} 1.0\n'
         )
     return out
 
@@ -251,7 +254,17 @@ def renderable(snapshots: list[RunSnapshot]) -> tuple[list[RunSnapshot], int]:
     for s in snapshots:
         m = s.meta
         try:
-            for value in (*s.key, m.job_kind, m.framework, m.source, m.node, m.rank, m.container):
+            for value in (
+                *s.key,
+                m.job_kind,
+                m.framework,
+                m.source,
+                m.node,
+                m.rank,
+                m.container,
+                m.trial,
+                m.experiment,
+            ):
                 value.encode("utf-8")
             for name, _ in s.metrics:
                 name.encode("utf-8")

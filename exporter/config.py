@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from .estimate import EstimatorConfig
+from .katib.dbmanager import DEFAULT_ADDRESS as KATIB_DEFAULT_ADDRESS
 from .kubernetes.pods import DEFAULT_GPU_RESOURCES
 from .model import RunKey, RunMeta
 from .sources.http import DEFAULT_PATH, HttpTarget
@@ -89,6 +90,10 @@ class Config:
     kubeflow_forward_url: str = ""
     kubeflow_forward_ca: str = ""
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+    # Kubernetes mode: report Katib trials' objective metrics to this DB manager (host:port;
+    # true means Katib's default address), empty: off. exporter/kubernetes/katib.py.
+    katib_db_manager: str = ""
+    katib_report_interval: float = 10.0  # at most one ReportObservationLog per trial this often
 
     def tracker_config(self) -> TrackerConfig:
         return TrackerConfig(
@@ -120,6 +125,7 @@ _DURATIONS = {
     "rate_window",
     "retention",
     "push_idle_expiry",
+    "katib_report_interval",
 }
 # Integer settings and their bounds. 10,000 runs is the most measured (docs/benchmarks.md):
 # with 32 custom metrics each it needs a 512Mi memory limit.
@@ -146,6 +152,7 @@ _STRINGS = {
     "trainjob_status_writeback",
     "kubeflow_forward_url",
     "kubeflow_forward_ca",
+    "katib_db_manager",
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
@@ -253,7 +260,11 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
     forward = result.kubeflow_forward_url
     if forward and not forward.startswith(("http://", "https://")):
         raise ConfigError(f"kubeflow_forward_url must be an http(s) URL, not {forward!r}")
-    return replace(result, trainjob_status_writeback=writeback)
+    katib = result.katib_db_manager.strip()
+    katib = {"true": KATIB_DEFAULT_ADDRESS, "false": "", "off": ""}.get(katib.lower(), katib)
+    if katib and (":" not in katib or "/" in katib):
+        raise ConfigError(f"katib_db_manager must be HOST:PORT (or true), not {katib!r}")
+    return replace(result, trainjob_status_writeback=writeback, katib_db_manager=katib)
 
 
 def read_yaml_mapping(path: str) -> Mapping[str, Any]:

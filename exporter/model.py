@@ -559,6 +559,9 @@ class RunMeta:
     node: str = ""
     rank: str = ""
     container: str = ""
+    # Katib (Kubernetes mode): the trial and experiment the pod runs, from Katib's labels
+    trial: str = ""
+    experiment: str = ""
     gpus: float | None = None
     deadline_timestamp: float | None = None
     gpu_seconds_budget: float | None = None

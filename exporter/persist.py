@@ -74,7 +74,16 @@ _OPTIONAL_FLOATS = (
 _OPTIONAL_INTS = ("step", "max_steps", "high_water")
 _BOOLS = ("best_is_eval", "finished")
 _NAME_MAP = ("metrics", "threshold_overrides")
-_META_STRINGS = ("job_kind", "framework", "source", "node", "rank", "container")
+_META_STRINGS = (
+    "job_kind",
+    "framework",
+    "source",
+    "node",
+    "rank",
+    "container",
+    "trial",
+    "experiment",
+)
 _META_FLOATS = (
     "gpus",
     "deadline_timestamp",

@@ -29,4 +29,4 @@ if ! python3 -c 'import torch' 2>/dev/null; then
 fi
 # The reporter is its own distribution in reporter/; installed in the same call so that the
 # exporter's dependency on it resolves here, never from an index.
-python3 -m pip install -q --disable-pip-version-check -e ./reporter -e '.[test,ml]'
+python3 -m pip install -q --disable-pip-version-check -e ./reporter -e '.[test,ml,katib]'

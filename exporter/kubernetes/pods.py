@@ -41,6 +41,8 @@ JOB_LABELS: tuple[tuple[str, str], ...] = (
     ("batch.kubernetes.io/job-name", "Job"),
     ("job-name", "Job"),
 )
+KATIB_TRIAL_LABEL = "katib.kubeflow.org/trial"
+KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 RANK_LABELS = (
@@ -80,6 +82,8 @@ class PodInfo:
     thresholds: Overrides
     failed: bool = False  # phase Failed (a kind of finished)
     end_timestamp: float | None = None  # a finished pod's last container stop
+    trial: str = ""  # Katib: the trial this pod runs (katib.kubeflow.org/trial)
+    experiment: str = ""  # ... and its experiment (katib.kubeflow.org/experiment)
     http_url: str | None = None  # where to pull JSON progress from, if anywhere
     deleting: bool = False  # has a deletionTimestamp (evicted, drained, deleted)
     checkpoint_request: str | None = None  # the checkpoint annotation's value
@@ -220,6 +224,8 @@ def training_pod(
         job_name=clean_label(job[0], 253) or "",
         job_kind=clean_label(job[1], 64) or "",
         rank=clean_label(rank, 16) or "",
+        trial=clean_label(str(labels.get(KATIB_TRIAL_LABEL, "")), 63) or "",
+        experiment=clean_label(str(labels.get(KATIB_EXPERIMENT_LABEL, "")), 63) or "",
         container=clean_label(
             str(
                 annotations.get(ANNOTATION_CONTAINER)

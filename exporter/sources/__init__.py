@@ -108,6 +108,25 @@ def _writeback(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> P
     )
 
 
+def _katib(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> PolledSource | None:
+    """Kubernetes mode, opt-in: Katib trials' objective metrics to Katib's DB manager."""
+    if cluster is None or not config.katib_db_manager:
+        return None
+    import logging
+
+    from ..katib.dbmanager import DBManager, KatibUnavailable
+    from ..kubernetes.katib import KatibReporter
+
+    try:
+        sink = DBManager(config.katib_db_manager)
+    except KatibUnavailable as exc:
+        logging.getLogger(__name__).warning("Katib reporting is off: %s", exc)
+        return None
+    return KatibReporter(
+        cluster.custom_api, cluster.pods, ingestor, sink, config.katib_report_interval
+    )
+
+
 def _kubelet_files(
     config: Config, ingestor: Ingestor, cluster: Cluster | None
 ) -> PolledSource | None:
@@ -130,6 +149,7 @@ SOURCES: dict[str, SourceFactory] = {
     "trainjob": _trainjob,
     "node": _node,
     "writeback": _writeback,
+    "katib": _katib,
     "kubelet_file": _kubelet_files,
 }
 

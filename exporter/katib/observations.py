@@ -1,0 +1,173 @@
+"""What to tell Katib about a trial, and when: pure functions over a run's snapshot.
+
+A trial's objective (``spec.objective.objectiveMetricName``) and additional metrics
+(``additionalMetricNames``) are looked up by name in what the run reported: ``loss``,
+``eval_loss``, ``learning_rate``, ``grad_norm``, ``epoch``, ``step``, then its other metrics
+(``train_loss``, ``eval_accuracy`` and whatever a log or callback named them). Every value
+the exporter sees (each poll) is queued once, stamped with the time of the report that
+carried it (RFC 3339, as Katib's DB manager parses it); the queue goes to Katib in one
+``ReportObservationLog`` at most every ``min_interval`` seconds per trial, and at once when
+the run finishes. A value equal to the last one seen for that metric is not queued again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+PUSH = "Push"  # the collector kind with no sidecar: the trial reports itself (or we do)
+MAX_METRICS = 16  # objective + additional metric names taken from one Trial
+MAX_NAME = 128
+
+
+class TrialError(ValueError):
+    """A Trial object that does not say what to report."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrialSpec:
+    """What the exporter needs of a Katib Trial."""
+
+    namespace: str
+    name: str
+    metric_names: tuple[str, ...]  # the objective first, then the additional ones
+    collector: str  # spec.metricsCollector.collector.kind ("Push", "StdOut", ...)
+
+    @property
+    def pushed(self) -> bool:
+        """Whether nothing else reports this trial's metrics (no sidecar collector)."""
+        return self.collector == PUSH
+
+
+def parse_trial(obj: Mapping[str, Any]) -> TrialSpec:
+    """The :class:`TrialSpec` of a Trial object as the API returns it (a dict).
+
+    Raises :class:`TrialError` with a reason when it names no objective metric.
+    """
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    objective = spec.get("objective") or {}
+    names: list[str] = []
+    for raw in [
+        objective.get("objectiveMetricName"),
+        *(objective.get("additionalMetricNames") or []),
+    ]:
+        if isinstance(raw, str) and 0 < len(raw) <= MAX_NAME and raw not in names:
+            names.append(raw)
+    if not names:
+        raise TrialError("the Trial names no objective metric")
+    collector = ((spec.get("metricsCollector") or {}).get("collector") or {}).get("kind")
+    return TrialSpec(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        metric_names=tuple(names[:MAX_METRICS]),
+        # Katib defaults the collector to StdOut when the Experiment names none.
+        collector=collector if isinstance(collector, str) else "StdOut",
+    )
+
+
+class RunView(Protocol):
+    """The parts of a run's snapshot (``tracker.RunSnapshot``) read here."""
+
+    @property
+    def loss(self) -> float | None: ...
+    @property
+    def eval_loss(self) -> float | None: ...
+    @property
+    def learning_rate(self) -> float | None: ...
+    @property
+    def grad_norm(self) -> float | None: ...
+    @property
+    def epoch(self) -> float | None: ...
+    @property
+    def step(self) -> int | None: ...
+    @property
+    def metrics(self) -> tuple[tuple[str, float], ...]: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def last_report_timestamp(self) -> float: ...
+
+
+def metric_value(run: RunView, name: str) -> float | None:
+    """The run's latest value of the metric Katib calls ``name``, if finite."""
+    builtin: dict[str, float | int | None] = {
+        "loss": run.loss,
+        "eval_loss": run.eval_loss,
+        "learning_rate": run.learning_rate,
+        "grad_norm": run.grad_norm,
+        "epoch": run.epoch,
+        "step": run.step,
+    }
+    value = builtin.get(name)
+    if value is None:
+        value = dict(run.metrics).get(name)
+    if value is None or not math.isfinite(float(value)):
+        return None  # Katib parses the value as a number; NaN would poison the search
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One ``MetricLog``: a metric's value at the time of the report that carried it."""
+
+    name: str
+    value: float
+    time_stamp: str
+
+
+MAX_PENDING = 1_000  # observations kept for one trial while the DB manager is unreachable
+
+
+@dataclass
+class TrialLog:
+    """One trial's observations: the last value seen per metric, those not yet sent, when
+    the last batch went (monotonic seconds), and whether the final one did."""
+
+    seen: dict[str, float] = field(default_factory=dict)
+    pending: list[Observation] = field(default_factory=list)
+    sent_at: float = float("-inf")
+    final: bool = False
+    dropped: int = 0  # pending observations dropped, oldest first, past MAX_PENDING
+
+
+def rfc3339(unix: float) -> str:
+    """Katib's time format (Go's RFC3339Nano parses it), microseconds, UTC."""
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def observe(spec: TrialSpec, run: RunView, log: TrialLog) -> None:
+    """Queue each metric value of ``run`` that differs from the last one seen (each value
+    once), stamped with the time of the report that carried it."""
+    if log.final:
+        return
+    stamp = rfc3339(run.last_report_timestamp)
+    for name in spec.metric_names:
+        value = metric_value(run, name)
+        if value is not None and log.seen.get(name) != value:
+            log.seen[name] = value
+            log.pending.append(Observation(name, value, stamp))
+    if len(log.pending) > MAX_PENDING:
+        log.dropped += len(log.pending) - MAX_PENDING
+        del log.pending[: len(log.pending) - MAX_PENDING]
+
+
+def due(log: TrialLog, now: float, min_interval: float, finished: bool) -> list[Observation]:
+    """The batch to send now: everything pending, once ``min_interval`` (monotonic seconds)
+    passed since the last batch, or at once when the run finished. Empty: nothing, or not
+    yet."""
+    if not log.pending or log.final:
+        return []
+    if not finished and now - log.sent_at < min_interval:
+        return []
+    return list(log.pending)
+
+
+def sent(log: TrialLog, batch: list[Observation], now: float, finished: bool) -> None:
+    """Record a batch the DB manager accepted."""
+    del log.pending[: len(batch)]
+    log.sent_at = now
+    log.final = finished and not log.pending

@@ -1,0 +1,155 @@
+"""Kubernetes mode, opt-in (``katib_db_manager``): Katib trials get their objective metrics
+from what the exporter already reads (logs, callbacks, status files, pushes), with no
+``report_metrics()`` and no sidecar in the trial.
+
+For each Katib trial with a pod on this node (label ``katib.kubeflow.org/trial``), the
+exporter reads the Trial (its objective and additional metric names, its collector kind),
+and when the collector kind is ``Push`` (nothing else reports) sends each new value of
+those metrics to Katib's DB manager with ``ReportObservationLog``: each value once, in
+batches at most every ``katib_report_interval`` per trial, the last ones at once when the run
+finishes (exporter/katib/observations.py). One pod per trial reports: rank 0, or the first
+by name, as for TrainJobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..ingest import Ingestor
+from ..katib.observations import (
+    Observation,
+    TrialError,
+    TrialLog,
+    TrialSpec,
+    due,
+    observe,
+    parse_trial,
+    sent,
+)
+from ..model import RunKey
+from .pods import PodInfo
+
+NAME = "katib"
+GROUP, VERSION, PLURAL = "kubeflow.org", "v1beta1", "trials"
+TRIAL_TTL = 60.0  # a Trial's spec does not change; re-read it this often to notice deletion
+log = logging.getLogger(__name__)
+
+
+class ObservationSink(Protocol):
+    """Where observations go: exporter.katib.dbmanager.DBManager, or a test's recorder."""
+
+    def report(self, trial: str, observations: list[Observation]) -> None: ...
+
+
+def trial_pods(pods: list[PodInfo]) -> dict[tuple[str, str], PodInfo]:
+    """(namespace, trial) -> the pod on this node that reports for it: rank 0 (or an
+    unranked one), the first by name."""
+    out: dict[tuple[str, str], PodInfo] = {}
+    for p in sorted(pods, key=lambda p: p.name):
+        if p.trial and p.rank in ("0", ""):
+            out.setdefault((p.namespace, p.trial), p)
+    return out
+
+
+class KatibReporter:
+    """Sends this node's Push-collector trials' metrics to Katib's DB manager."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        custom_api: Callable[[], Any],
+        pods: Callable[[], list[PodInfo]],
+        ingestor: Ingestor,
+        sink: ObservationSink,
+        min_interval: float = 10.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.custom_api = custom_api
+        self.pods = pods
+        self.ingestor = ingestor
+        self.sink = sink
+        self.min_interval = min_interval
+        self.monotonic = monotonic
+        self._specs: dict[tuple[str, str], tuple[float, TrialSpec | None]] = {}
+        self._logs: dict[tuple[str, str], TrialLog] = {}
+        self.reported = 0  # observations the DB manager accepted
+
+    def poll(self) -> None:
+        targets = trial_pods(self.pods())
+        ok = True
+        for key, pod in targets.items():
+            try:
+                spec = self._spec(*key)
+            except Exception as exc:
+                ok = False
+                log.warning("katib trial %s/%s: cannot read it: %s", *key, exc)
+                continue
+            if spec is None or not spec.pushed:
+                continue  # gone, or a sidecar collector reports it already
+            snap = self.ingestor.run(RunKey(pod.namespace, pod.name, pod.job_name))
+            if snap is None:
+                continue
+            trial_log = self._logs.setdefault(key, TrialLog())
+            observe(spec, snap, trial_log)
+            now = self.monotonic()
+            # The run said it is done, or its pod completed: the last values go now.
+            finished = snap.finished or pod.finished
+            batch = due(trial_log, now, self.min_interval, finished)
+            if not batch:
+                continue
+            try:
+                self.sink.report(spec.name, batch)
+            except Exception as exc:
+                ok = False  # kept pending (bounded): the next poll tries again
+                log.warning("katib trial %s/%s: ReportObservationLog failed: %s", *key, exc)
+                continue
+            sent(trial_log, batch, now, finished)
+            self.reported += len(batch)
+        for key in set(self._logs) - set(targets):
+            del self._logs[key]
+        for key in set(self._specs) - set(targets):
+            del self._specs[key]
+        self.ingestor.source_up(NAME, ok)
+
+    def _spec(self, namespace: str, trial: str) -> TrialSpec | None:
+        """The Trial's spec, cached for TRIAL_TTL; None when it is gone or says nothing
+        to report (logged once)."""
+        cached = self._specs.get((namespace, trial))
+        now = self.monotonic()
+        if cached is not None and now - cached[0] < TRIAL_TTL:
+            return cached[1]
+        spec: TrialSpec | None = None
+        obj = read_trial(self.custom_api(), namespace, trial)
+        if obj is not None:
+            try:
+                spec = parse_trial(obj)
+            except TrialError as exc:
+                log.warning("katib trial %s/%s: %s", namespace, trial, exc)
+            if spec is not None and not spec.pushed:
+                log.info(
+                    "katib trial %s/%s: collector %s reports it, not us",
+                    namespace,
+                    trial,
+                    spec.collector,
+                )
+        self._specs[(namespace, trial)] = (now, spec)
+        return spec
+
+
+def read_trial(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    """The Trial object, or None when it does not exist."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        obj = api.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, name, _request_timeout=10
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return obj if isinstance(obj, dict) else None

@@ -1,0 +1,298 @@
+"""Katib without regex: a trial's objective metrics go from what the exporter reads to Katib's
+DB manager (``ReportObservationLog``), with no ``report_metrics()`` in the trial.
+
+The DB manager is a stand-in built from Katib's own generated API (``kubeflow-katib``'s
+``katib_api_pb2_grpc.DBManagerServicer``, a real gRPC server on loopback) that records each
+request; the Trial and its pod come from the fake API server through the real ``kubernetes``
+client; the values come from a real Transformers run's container log (a CRI capture),
+appended as the run wrote it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from kubeflow.katib import katib_api_pb2, katib_api_pb2_grpc
+
+from exporter.katib.dbmanager import DBManager, KatibUnavailable
+from exporter.katib.observations import (
+    MAX_PENDING,
+    Observation,
+    TrialError,
+    TrialLog,
+    due,
+    observe,
+    parse_trial,
+    rfc3339,
+    sent,
+)
+from exporter.model import ProgressReport, RunKey
+from exporter.tracker import Tracker
+
+from .conftest import T0, FakeClock, get_json
+from .fakekube import FakeKube
+from .test_kubernetes_mode import NODE, T_START_TS, _registry, k8s_exporter_with, pod, wait
+
+CAPTURE = Path(__file__).parent / "fixtures" / "logs" / "transformers_trainer.cri.log"
+TRIALS = "kubeflow.org/v1beta1"
+
+
+@dataclass
+class StandIn(katib_api_pb2_grpc.DBManagerServicer):  # type: ignore[misc]
+    """Katib's DB manager as far as reporting goes: records every ReportObservationLog."""
+
+    requests: list[Any] = field(default_factory=list)
+    fail_next: int = 0  # answer UNAVAILABLE this many times first
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ReportObservationLog(self, request: Any, context: Any) -> Any:
+        with self.lock:
+            if self.fail_next:
+                self.fail_next -= 1
+                context.abort(grpc.StatusCode.UNAVAILABLE, "database is down")
+            self.requests.append(request)
+        return katib_api_pb2.ReportObservationLogReply()
+
+    def logs(self, trial: str) -> list[tuple[str, float, str]]:
+        """(metric, value, time_stamp) of every MetricLog received for ``trial``, in order."""
+        with self.lock:
+            return [
+                (m.metric.name, float(m.metric.value), m.time_stamp)
+                for r in self.requests
+                if r.trial_name == trial
+                for m in r.observation_log.metric_logs
+            ]
+
+
+@pytest.fixture
+def db_manager() -> Iterator[tuple[StandIn, str]]:
+    standin = StandIn()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    katib_api_pb2_grpc.add_DBManagerServicer_to_server(standin, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield standin, f"127.0.0.1:{port}"
+    finally:
+        server.stop(grace=None)
+
+
+def trial(
+    ns: str, name: str, objective: str, additional: list[str], collector: str = "Push"
+) -> dict[str, Any]:
+    """A Trial as Katib's controller creates it from its Experiment."""
+    return {
+        "apiVersion": TRIALS,
+        "kind": "Trial",
+        "metadata": {
+            "namespace": ns,
+            "name": name,
+            "labels": {"katib.kubeflow.org/experiment": "gpt-lr"},
+        },
+        "spec": {
+            "objective": {
+                "type": "minimize",
+                "goal": 1.0,
+                "objectiveMetricName": objective,
+                "additionalMetricNames": additional,
+            },
+            "metricsCollector": {"collector": {"kind": collector}},
+            "parameterAssignments": [{"name": "lr", "value": "0.0003"}],
+        },
+    }
+
+
+def trial_pod(ns: str, name: str, trial_name: str) -> dict[str, Any]:
+    labels = {
+        "batch.kubernetes.io/job-name": trial_name,
+        "katib.kubeflow.org/trial": trial_name,
+        "katib.kubeflow.org/experiment": "gpt-lr",
+    }
+    return pod(ns, name, labels, ip=f"10.0.1.{len(name)}")
+
+
+# -- what to send, and when (pure) --------------------------------------------------------
+
+
+def test_parse_trial_objective_additional_and_collector() -> None:
+    spec = parse_trial(trial("ml", "t1", "eval_loss", ["loss", "eval_loss", "accuracy"]))
+    assert spec.metric_names == ("eval_loss", "loss", "accuracy") and spec.pushed
+    assert not parse_trial(trial("ml", "t1", "loss", [], collector="StdOut")).pushed
+    no_collector = trial("ml", "t1", "loss", [])
+    del no_collector["spec"]["metricsCollector"]
+    assert parse_trial(no_collector).collector == "StdOut"  # Katib's default: not ours
+    with pytest.raises(TrialError, match="no objective"):
+        parse_trial({"metadata": {"name": "t"}, "spec": {"objective": {}}})
+    hostile = trial("ml", "t1", "x" * 10_000, [3, None, "loss"])  # type: ignore[list-item]
+    assert parse_trial(hostile).metric_names == ("loss",)
+
+
+def test_each_value_once_batched_by_the_interval_and_flushed_at_the_finish() -> None:
+    spec = parse_trial(trial("ml", "t1", "eval_loss", ["loss", "train_accuracy"]))
+    tracker = Tracker()
+    key = RunKey("ml", "t1-0", "t1")
+    log = TrialLog()
+
+    def step(report: ProgressReport, at: float) -> Any:
+        tracker.apply(key, report, at)
+        (snap,) = tracker.snapshot(at)
+        observe(spec, snap, log)
+        return snap
+
+    step(ProgressReport(step=1, loss=2.0), T0)
+    assert due(log, now=100.0, min_interval=10.0, finished=False) == [
+        Observation("loss", 2.0, rfc3339(T0))
+    ]
+    sent(log, due(log, 100.0, 10.0, False), 100.0, False)
+    step(ProgressReport(step=2, loss=2.0), T0 + 1)  # same value: not again
+    step(ProgressReport(step=3, loss=1.5, metrics=(("train_accuracy", 0.4),)), T0 + 2)
+    step(ProgressReport(step=4, loss=float("nan")), T0 + 3)  # NaN: never sent
+    assert due(log, now=105.0, min_interval=10.0, finished=False) == []  # not yet
+    batch = due(log, now=111.0, min_interval=10.0, finished=False)
+    assert batch == [
+        Observation("loss", 1.5, rfc3339(T0 + 2)),
+        Observation("train_accuracy", 0.4, rfc3339(T0 + 2)),
+    ]
+    sent(log, batch, 111.0, False)
+    snap = step(ProgressReport(step=5, eval_loss=1.2, final=True), T0 + 4)
+    assert snap.finished
+    final = due(log, now=112.0, min_interval=10.0, finished=True)  # at once
+    assert final == [Observation("eval_loss", 1.2, rfc3339(T0 + 4))]
+    sent(log, final, 112.0, True)
+    step(ProgressReport(step=6, eval_loss=1.1), T0 + 5)
+    assert log.final and due(log, 200.0, 10.0, True) == []
+    # An outage cannot grow the queue without bound.
+    unbounded, other = TrialLog(), Tracker()
+    for i in range(MAX_PENDING + 5):
+        other.apply(key, ProgressReport(step=10 + i, loss=float(i)), T0 + 10 + i)
+        observe(spec, other.snapshot(T0 + 10 + i)[0], unbounded)
+    assert len(unbounded.pending) == MAX_PENDING and unbounded.dropped == 5
+    assert unbounded.pending[0].value == 5.0  # the oldest went first
+
+
+def test_without_the_extra_reporting_is_off_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as if grpcio were not installed
+    with pytest.raises(
+        KatibUnavailable, match=r"pip install 'training-progress-exporter\[katib\]'"
+    ):
+        DBManager("127.0.0.1:6789")
+    from exporter.config import Config
+    from exporter.sources import SOURCES
+
+    class Cluster:  # what the factory reads of the cluster before it needs the API
+        custom_api = pods = None
+
+    config = Config(katib_db_manager="127.0.0.1:6789")
+    with caplog.at_level(logging.WARNING):
+        assert SOURCES["katib"](config, None, Cluster()) is None  # type: ignore[arg-type]
+    assert "Katib reporting is off" in caplog.text and "[katib]" in caplog.text
+
+
+# -- end to end: Trial and pod from the API server, values from a real log ----------------
+
+
+def _cri_lines() -> list[str]:
+    return CAPTURE.read_text().splitlines(keepends=True)
+
+
+def test_a_push_trial_gets_its_objective_from_the_log_in_order(
+    kube: FakeKube, tmp_path: Path, db_manager: tuple[StandIn, str]
+) -> None:
+    standin, address = db_manager
+    kube.put(TRIALS, "trials", trial("ml", "gpt-lr-abc12", "eval_loss", ["loss"]))
+    kube.put(TRIALS, "trials", trial("ml", "gpt-lr-sidecar", "loss", [], collector="StdOut"))
+    kube.put("v1", "pods", trial_pod("ml", "gpt-lr-abc12-x7k2p", "gpt-lr-abc12"))
+    kube.put("v1", "pods", trial_pod("ml", "gpt-lr-sidecar-q9z8w", "gpt-lr-sidecar"))
+    kube.put("v1", "pods", trial_pod("ml", "gpt-lr-nocrd-m2n3b", "gpt-lr-nocrd"))  # no Trial
+    logs = tmp_path / "pods"
+    files = {}
+    for name in ("gpt-lr-abc12-x7k2p", "gpt-lr-sidecar-q9z8w", "gpt-lr-nocrd-m2n3b"):
+        container = logs / f"ml_{name}_uid-{name}" / "trainer"
+        container.mkdir(parents=True)
+        files[name] = container / "0.log"
+        files[name].write_text("")
+    clock = FakeClock(T_START_TS + 60)
+    exp = k8s_exporter_with(
+        clock, log_root=str(logs), katib_db_manager=address, katib_report_interval=0.0
+    )
+    try:
+        wait(lambda: len(_registry(exp)) == 3)
+        for line in _cri_lines():  # the run writes its log; the exporter polls as it goes
+            for f in files.values():
+                with f.open("a") as fh:
+                    fh.write(line)
+            clock.advance(1.0)
+            exp.poll_once()
+        exp.poll_once()
+        runs = get_json(exp.url + "/api/v1/runs")["runs"]
+    finally:
+        exp.stop()
+    got = standin.logs("gpt-lr-abc12")
+    # Every loss and eval_loss the Trainer printed, once each, in the order it printed them.
+    assert [(n, v) for n, v, _ in got] == [
+        ("loss", 6.031),
+        ("loss", 6.034),
+        ("loss", 6.036),
+        ("eval_loss", 6.02),
+        ("loss", 6.02),
+        ("loss", 6.013),
+        ("loss", 6.023),
+        ("eval_loss", 6.015),
+    ]
+    stamps = [t for _, _, t in got]
+    assert stamps == sorted(stamps) and all(t.endswith("Z") and "T" in t for t in stamps)
+    assert standin.logs("gpt-lr-sidecar") == []  # its StdOut sidecar reports it, not us
+    assert standin.logs("gpt-lr-nocrd") == []
+    run = next(r for r in runs if r["pod"] == "gpt-lr-abc12-x7k2p")
+    assert run["info"]["trial"] == "gpt-lr-abc12" and run["info"]["experiment"] == "gpt-lr"
+    assert run["finished"]
+    assert NODE  # the pods ran on this exporter's node
+
+
+def test_a_db_manager_outage_loses_nothing(
+    kube: FakeKube, tmp_path: Path, db_manager: tuple[StandIn, str]
+) -> None:
+    standin, address = db_manager
+    standin.fail_next = 2
+    kube.put(TRIALS, "trials", trial("ml", "t-out", "loss", []))
+    kube.put("v1", "pods", trial_pod("ml", "t-out-0", "t-out"))
+    container = tmp_path / "pods" / "ml_t-out-0_uid-t-out-0" / "trainer"
+    container.mkdir(parents=True)
+    log = container / "0.log"
+    log.write_text("")
+    clock = FakeClock(T_START_TS + 60)
+    exp = k8s_exporter_with(
+        clock,
+        log_root=str(tmp_path / "pods"),
+        katib_db_manager=address,
+        katib_report_interval=0.0,
+    )
+    try:
+        wait(lambda: len(_registry(exp)) == 1)
+        for line in _cri_lines():
+            with log.open("a") as fh:
+                fh.write(line)
+            clock.advance(1.0)
+            exp.poll_once()
+        exp.poll_once()
+    finally:
+        exp.stop()
+    assert [v for _, v, _ in standin.logs("t-out")] == [
+        6.031,
+        6.034,
+        6.036,
+        6.02,
+        6.013,
+        6.023,
+    ]
