@@ -22,6 +22,7 @@ OVERLAYS = [
     "restricted",
     "act",
     "trainjob-writeback",
+    "katib",
 ]
 KUBECTL = shutil.which("kubectl")
 CRDS = ROOT / "tests" / "fixtures" / "crds"
@@ -94,6 +95,22 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
         assert [(r["resources"], r["verbs"]) for r in role["rules"]] == [
             (["trainjobs/status"], ["patch"]),
             (["trainjobs"], ["patch"]),
+        ]
+    elif overlay == "katib":
+        assert kinds == sorted([*base, "ClusterRole", "ClusterRoleBinding"])
+        (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+        env = {
+            e["name"]: e.get("value")
+            for e in ds["spec"]["template"]["spec"]["containers"][0]["env"]
+        }
+        assert env["TPE_KATIB_DB_MANAGER"] == "katib-db-manager.kubeflow:6789"
+        (role,) = [
+            d
+            for d in docs
+            if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("katib")
+        ]
+        assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in role["rules"]] == [
+            (["kubeflow.org"], ["trials"], ["get"])
         ]
     elif overlay == "act":
         act = ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service"]

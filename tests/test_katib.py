@@ -38,7 +38,7 @@ from exporter.katib.observations import (
 from exporter.model import ProgressReport, RunKey
 from exporter.tracker import Tracker
 
-from .conftest import T0, FakeClock, get_json
+from .conftest import T0, FakeClock, get_json, http
 from .fakekube import FakeKube
 from .test_kubernetes_mode import NODE, T_START_TS, _registry, k8s_exporter_with, pod, wait
 
@@ -236,8 +236,15 @@ def test_a_push_trial_gets_its_objective_from_the_log_in_order(
             exp.poll_once()
         exp.poll_once()
         runs = get_json(exp.url + "/api/v1/runs")["runs"]
+        metrics = http("GET", exp.url + "/metrics")[1].decode()
     finally:
         exp.stop()
+    (info,) = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("training_run_info{") and 'pod="gpt-lr-abc12-x7k2p"' in line
+    ]
+    assert 'trial="gpt-lr-abc12"' in info and 'experiment="gpt-lr"' in info
     got = standin.logs("gpt-lr-abc12")
     # Every loss and eval_loss the Trainer printed, once each, in the order it printed them.
     assert [(n, v) for n, v, _ in got] == [
@@ -296,3 +303,73 @@ def test_a_db_manager_outage_loses_nothing(
         6.013,
         6.023,
     ]
+
+
+def test_the_documented_early_stopping_queries_pick_the_hopeless_trials(tmp_path: Path) -> None:
+    """Each PromQL block of docs/katib.md's early-stopping section, on promtool's real engine,
+    over series as the exporter exports them for three trials and a job that is no trial."""
+    import re
+    import shutil
+    import subprocess
+
+    import yaml
+
+    doc = (Path(__file__).parent.parent / "docs" / "katib.md").read_text()
+    section = doc.split("## Stopping hopeless trials early")[1].split("\n## ")[0]
+    (block,) = re.findall(r"```promql\n(.*?)```", section, re.S)
+    queries = [q.strip() for q in re.split(r"\n\s*\n", block) if q.strip()]
+    queries = [
+        "\n".join(line for line in q.splitlines() if not line.startswith("#")) for q in queries
+    ]
+    states = {"t-ok": "running", "t-nan": "diverged", "t-flat": "plateaued", "other": "stalled"}
+    series = []
+    for pod_name, state in states.items():
+        trial_name = "" if pod_name == "other" else pod_name
+        experiment = "" if pod_name == "other" else "gpt-lr"
+        base = f'namespace="research",pod="{pod_name}-0",job_name="{pod_name}"'
+        series.append(
+            {
+                "series": f'training_run_info{{{base},trial="{trial_name}",'
+                f'experiment="{experiment}",rank="",node="n"}}',
+                "values": "1x5",
+            }
+        )
+        for s_name in ("running", "diverged", "plateaued", "stalled"):
+            series.append(
+                {
+                    "series": f'training_run_state{{{base},state="{s_name}"}}',
+                    "values": f"{int(s_name == state)}x5",
+                }
+            )
+        series.append({"series": f"training_loss{{{base}}}", "values": "2x5"})
+    expected = [
+        [("t-flat-0", "plateaued"), ("t-nan-0", "diverged")],
+        [("t-flat", "plateaued"), ("t-nan", "diverged")],
+        [("t-flat", None), ("t-nan", None), ("t-ok", None)],
+    ]
+    tests = []
+    for query, rows in zip(queries, expected, strict=True):
+        samples = []
+        for who, state in rows:
+            if query.startswith("training_run_state"):
+                labels = (
+                    f'__name__="training_run_state",namespace="research",pod="{who}",'
+                    f'job_name="{who[:-2]}",state="{state}"'
+                )
+            elif state is not None:
+                labels = f'namespace="research",trial="{who}",state="{state}"'
+            else:
+                labels = f'namespace="research",trial="{who}"'
+            samples.append({"labels": "{" + labels + "}", "value": 1 if state else 2})
+        tests.append({"expr": query, "eval_time": "2m", "exp_samples": samples})
+    spec = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": tests}],
+    }
+    path = tmp_path / "katib.test.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is installed by the test command"
+    out = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    assert "SUCCESS" in out.stdout, out.stdout + out.stderr
