@@ -11,6 +11,7 @@ appended as the run wrote it.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -44,6 +45,7 @@ from .test_kubernetes_mode import NODE, T_START_TS, _registry, k8s_exporter_with
 
 CAPTURE = Path(__file__).parent / "fixtures" / "logs" / "transformers_trainer.cri.log"
 TRIALS = "kubeflow.org/v1beta1"
+RFC3339_NANO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)")
 
 
 @dataclass
@@ -59,6 +61,12 @@ class StandIn(katib_api_pb2_grpc.DBManagerServicer):  # type: ignore[misc]
             if self.fail_next:
                 self.fail_next -= 1
                 context.abort(grpc.StatusCode.UNAVAILABLE, "database is down")
+            for m in request.observation_log.metric_logs:
+                # What Katib's MySQL backend does: time.Parse(time.RFC3339Nano, ...), and
+                # the value stored as text that its suggestion services parse as a number.
+                if not RFC3339_NANO.fullmatch(m.time_stamp):
+                    context.abort(grpc.StatusCode.UNKNOWN, f"Error parsing {m.time_stamp}")
+                float(m.metric.value)
             self.requests.append(request)
         return katib_api_pb2.ReportObservationLogReply()
 
@@ -308,7 +316,6 @@ def test_a_db_manager_outage_loses_nothing(
 def test_the_documented_early_stopping_queries_pick_the_hopeless_trials(tmp_path: Path) -> None:
     """Each PromQL block of docs/katib.md's early-stopping section, on promtool's real engine,
     over series as the exporter exports them for three trials and a job that is no trial."""
-    import re
     import shutil
     import subprocess
 
