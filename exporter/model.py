@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from .thresholds import Overrides, parse_overrides
 
@@ -577,3 +577,38 @@ class RunMeta:
     pod_failed: bool = False  # the pod ended in phase Failed
     deleting: bool = False  # the pod is being deleted (evicted, drained): time to save
     checkpoint_request: str | None = None  # the checkpoint annotation's value, if any
+
+
+class RunView(Protocol):
+    """A run's snapshot (``tracker.RunSnapshot``) as the modules outside the core read it:
+    the TrainJob write-back and Katib reporting. Read-only; they need not import the
+    tracker."""
+
+    @property
+    def meta(self) -> RunMeta: ...
+    @property
+    def progress(self) -> float | None: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def eta_seconds(self) -> float | None: ...
+    @property
+    def loss(self) -> float | None: ...
+    @property
+    def eval_loss(self) -> float | None: ...
+    @property
+    def learning_rate(self) -> float | None: ...
+    @property
+    def grad_norm(self) -> float | None: ...
+    @property
+    def step(self) -> int | None: ...
+    @property
+    def max_steps(self) -> int | None: ...
+    @property
+    def epoch(self) -> float | None: ...
+    @property
+    def max_epochs(self) -> float | None: ...
+    @property
+    def metrics(self) -> tuple[tuple[str, float], ...]: ...
+    @property
+    def last_report_timestamp(self) -> float: ...

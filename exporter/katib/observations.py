@@ -16,7 +16,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
+
+from ..model import RunView
 
 PUSH = "Push"  # the collector kind with no sidecar: the trial reports itself (or we do)
 MAX_METRICS = 16  # objective + additional metric names taken from one Trial
@@ -67,29 +69,6 @@ def parse_trial(obj: Mapping[str, Any]) -> TrialSpec:
         # Katib defaults the collector to StdOut when the Experiment names none.
         collector=collector if isinstance(collector, str) else "StdOut",
     )
-
-
-class RunView(Protocol):
-    """The parts of a run's snapshot (``tracker.RunSnapshot``) read here."""
-
-    @property
-    def loss(self) -> float | None: ...
-    @property
-    def eval_loss(self) -> float | None: ...
-    @property
-    def learning_rate(self) -> float | None: ...
-    @property
-    def grad_norm(self) -> float | None: ...
-    @property
-    def epoch(self) -> float | None: ...
-    @property
-    def step(self) -> int | None: ...
-    @property
-    def metrics(self) -> tuple[tuple[str, float], ...]: ...
-    @property
-    def finished(self) -> bool: ...
-    @property
-    def last_report_timestamp(self) -> float: ...
 
 
 def metric_value(run: RunView, name: str) -> float | None:

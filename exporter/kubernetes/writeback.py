@@ -20,10 +20,10 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_FIELD_CHARS, KUBEFLOW_MAX_METRICS, RunKey, RunMeta
+from ..model import KUBEFLOW_MAX_FIELD_CHARS, KUBEFLOW_MAX_METRICS, RunKey, RunView
 from .pods import PodInfo
 from .trainjob import GROUP, ODH_ANNOTATION, PLURAL, VERSION, rank0_pods, read_trainjob
 from .trainjob import NAME as TRAINJOB_SOURCE
@@ -31,39 +31,6 @@ from .trainjob import NAME as TRAINJOB_SOURCE
 NAME = "writeback"
 MIN_INTERVAL = 15.0
 log = logging.getLogger(__name__)
-
-
-class RunView(Protocol):
-    """The parts of a run's snapshot (``tracker.RunSnapshot``) written back; read-only."""
-
-    @property
-    def meta(self) -> RunMeta: ...
-    @property
-    def progress(self) -> float | None: ...
-    @property
-    def finished(self) -> bool: ...
-    @property
-    def eta_seconds(self) -> float | None: ...
-    @property
-    def loss(self) -> float | None: ...
-    @property
-    def eval_loss(self) -> float | None: ...
-    @property
-    def learning_rate(self) -> float | None: ...
-    @property
-    def grad_norm(self) -> float | None: ...
-    @property
-    def step(self) -> int | None: ...
-    @property
-    def max_steps(self) -> int | None: ...
-    @property
-    def epoch(self) -> float | None: ...
-    @property
-    def max_epochs(self) -> float | None: ...
-    @property
-    def metrics(self) -> tuple[tuple[str, float], ...]: ...
-    @property
-    def last_report_timestamp(self) -> float: ...
 
 
 def _rfc3339(unix: float) -> str:
