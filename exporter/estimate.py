@@ -216,18 +216,35 @@ def newest_pause_seconds(samples: Sequence[Sample]) -> float:
     """Seconds the newest interval took beyond the run's pace when it is a pause (an
     evaluation or a checkpoint save), else 0: what the goodput split charges to pauses.
 
-    Judged as :func:`throughput` judges it, against the intervals before it, at the moment
-    it ends; a pause that a later report turns into a change of pace stays charged.
+    Judged as :func:`classify_intervals` judges it, against the intervals around it, at the
+    moment it ends (a pause that later reports turn into a change of pace stays charged).
+    Called at every step advance, so it computes only the few medians the newest interval's
+    kind depends on: its own, and those of the slow intervals just before it.
     """
     intervals = _intervals(samples[-(REFERENCE_INTERVALS + 2) :])
-    if len(intervals) < 2:
+    n = len(intervals)
+    if n < 2:
         return 0.0
     per_step = [dt / ds for _, dt, ds in intervals]
-    kinds, refs = classify_intervals(per_step)
-    if kinds[-1] != PAUSE:
-        return 0.0
+    half = REFERENCE_INTERVALS // 2
+
+    def reference(i: int) -> float:
+        return median(per_step[max(0, i - half) : i + half + 1])
+
+    newest_ref = reference(n - 1)
+    if per_step[-1] <= PAUSE_FACTOR * newest_ref:
+        return 0.0  # not slow: a normal interval
+    slow_run = 1  # slow intervals ending with the newest
+    while n - 1 - slow_run >= 0 and per_step[n - 1 - slow_run] > PAUSE_FACTOR * reference(
+        n - 1 - slow_run
+    ):
+        slow_run += 1
+        if slow_run > MAX_PAUSE_INTERVALS:
+            return 0.0  # a change of pace, not a pause
+    if slow_run == n:
+        return 0.0  # nothing faster came before: warm-up
     _, dt, ds = intervals[-1]
-    return max(0.0, dt - ds * refs[-1])
+    return max(0.0, dt - ds * newest_ref)
 
 
 def naive_eta_seconds(elapsed: float, step: int, max_steps: int) -> float | None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from exporter.estimate import PAUSE as PAUSE_KIND
+from exporter.estimate import REFERENCE_INTERVALS, classify_intervals, newest_pause_seconds
 from exporter.goodput import EXPORTED_CAUSES, cause_of, interval_share
 from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.persist import decode_run, encode_run
@@ -133,3 +138,24 @@ def test_waste_survives_a_restart_of_the_exporter_and_old_state_files_restore() 
     bad = dict(json.loads(json.dumps(docs[0])), wasted={"made_up": 1.0})
     with pytest.raises(ValueError, match="wasted"):
         decode_run(bad)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.5, 200.0), st.integers(1, 50)), min_size=0, max_size=16))
+def test_newest_pause_is_what_the_full_classification_says(steps: list[tuple[float, int]]) -> None:
+    """The fast path at every step advance agrees with classify_intervals over the same
+    window, for any sequence of intervals."""
+    samples, t, step = [(0.0, 0)], 0.0, 0
+    for dt, ds in steps:
+        t, step = t + dt, step + ds
+        samples.append((t, step))
+    intervals = [(t1 - t0, s1 - s0) for (t0, s0), (t1, s1) in pairwise(samples)][
+        -(REFERENCE_INTERVALS + 1) :
+    ]
+    expected = 0.0
+    if len(intervals) >= 2:
+        kinds, refs = classify_intervals([dt / ds for dt, ds in intervals])
+        if kinds[-1] == PAUSE_KIND:
+            dt, ds = intervals[-1]
+            expected = max(0.0, dt - ds * refs[-1])
+    assert newest_pause_seconds(samples) == pytest.approx(expected)
