@@ -465,14 +465,13 @@ class Tracker:
         if end > start and gpus > 0:
             run.gpu_seconds += gpus * (end - start)
             verdict = classify(self._observe(run, end, None), self._thresholds(run))
-            if verdict.state == "stalled":
-                run.stalled_gpu_seconds += gpus * interval_share(start, end, verdict.onset)
+            stalled = verdict.state == "stalled"
+            share = gpus * interval_share(start, end, verdict.onset if stalled else None)
+            if stalled:
+                run.stalled_gpu_seconds += share
             cause = cause_of(verdict.state, run.step, run.high_water)
             if cause is not None:
-                share = interval_share(
-                    start, end, verdict.onset if verdict.state == "stalled" else None
-                )
-                run.wasted[cause] = run.wasted.get(cause, 0.0) + gpus * share
+                run.wasted[cause] = run.wasted.get(cause, 0.0) + share
         run.accrued_at = max(run.accrued_at, now)
 
     def _charge_pause(self, run: RunState) -> None:
