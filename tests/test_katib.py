@@ -142,6 +142,12 @@ def test_parse_trial_objective_additional_and_collector() -> None:
         parse_trial({"metadata": {"name": "t"}, "spec": {"objective": {}}})
     hostile = trial("ml", "t1", "x" * 10_000, [3, None, "loss"])  # type: ignore[list-item]
     assert parse_trial(hostile).metric_names == ("loss",)
+    for broken in ({"spec": []}, {"spec": {"objective": "loss"}}, {"metadata": 3, "spec": None}):
+        with pytest.raises(TrialError):
+            parse_trial(broken)
+    odd = trial("ml", "t1", "loss", "accuracy")  # type: ignore[arg-type]
+    odd["spec"]["metricsCollector"] = {"collector": ["Push"]}
+    assert parse_trial(odd).metric_names == ("loss",) and not parse_trial(odd).pushed
 
 
 def test_each_value_once_batched_by_the_interval_and_flushed_at_the_finish() -> None:

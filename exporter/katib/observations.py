@@ -44,24 +44,30 @@ class TrialSpec:
         return self.collector == PUSH
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is an object, else an empty one: a field of the wrong type says nothing."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def parse_trial(obj: Mapping[str, Any]) -> TrialSpec:
     """The :class:`TrialSpec` of a Trial object as the API returns it (a dict).
 
     Raises :class:`TrialError` with a reason when it names no objective metric.
     """
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    objective = spec.get("objective") or {}
+    meta = _mapping(obj.get("metadata"))
+    spec = _mapping(obj.get("spec"))
+    objective = _mapping(spec.get("objective"))
+    additional = objective.get("additionalMetricNames")
     names: list[str] = []
     for raw in [
         objective.get("objectiveMetricName"),
-        *(objective.get("additionalMetricNames") or []),
+        *(additional if isinstance(additional, list) else []),
     ]:
         if isinstance(raw, str) and 0 < len(raw) <= MAX_NAME and raw not in names:
             names.append(raw)
     if not names:
         raise TrialError("the Trial names no objective metric")
-    collector = ((spec.get("metricsCollector") or {}).get("collector") or {}).get("kind")
+    collector = _mapping(_mapping(spec.get("metricsCollector")).get("collector")).get("kind")
     return TrialSpec(
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),

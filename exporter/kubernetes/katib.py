@@ -35,6 +35,8 @@ from .pods import PodInfo
 NAME = "katib"
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1beta1", "trials"
 TRIAL_TTL = 60.0  # a Trial's spec does not change; re-read it this often to notice deletion
+RETRY_SECONDS = 10.0  # after a failed read of a Trial
+WARN_EVERY = 60.0  # a failing trial is logged at most this often
 log = logging.getLogger(__name__)
 
 
@@ -76,7 +78,7 @@ class KatibReporter:
         self.monotonic = monotonic
         self._specs: dict[tuple[str, str], tuple[float, TrialSpec | None]] = {}
         self._logs: dict[tuple[str, str], TrialLog] = {}
-        self.reported = 0  # observations the DB manager accepted
+        self._warned: dict[tuple[str, str], float] = {}
 
     def poll(self) -> None:
         targets = trial_pods(self.pods())
@@ -86,7 +88,9 @@ class KatibReporter:
                 spec = self._spec(*key)
             except Exception as exc:
                 ok = False
-                log.warning("katib trial %s/%s: cannot read it: %s", *key, exc)
+                # Not a verdict on the trial: try again soon, not at every poll.
+                self._specs[key] = (self.monotonic() - TRIAL_TTL + RETRY_SECONDS, None)
+                self._warn(key, f"cannot read it: {exc}")
                 continue
             if spec is None or not spec.pushed:
                 continue  # gone, or a sidecar collector reports it already
@@ -104,16 +108,24 @@ class KatibReporter:
             try:
                 self.sink.report(spec.name, batch)
             except Exception as exc:
-                ok = False  # kept pending (bounded): the next poll tries again
-                log.warning("katib trial %s/%s: ReportObservationLog failed: %s", *key, exc)
+                ok = False
+                # Kept pending (bounded); tried again after the interval, like a send.
+                trial_log.sent_at = now
+                self._warn(key, f"ReportObservationLog failed: {exc}")
                 continue
             sent(trial_log, batch, now, finished)
-            self.reported += len(batch)
         for key in set(self._logs) - set(targets):
             del self._logs[key]
-        for key in set(self._specs) - set(targets):
-            del self._specs[key]
+        for stale in (self._specs, self._warned):
+            for key in set(stale) - set(targets):
+                del stale[key]
         self.ingestor.source_up(NAME, ok)
+
+    def _warn(self, key: tuple[str, str], what: str) -> None:
+        now = self.monotonic()
+        if now - self._warned.get(key, -WARN_EVERY) >= WARN_EVERY:
+            self._warned[key] = now
+            log.warning("katib trial %s/%s: %s (logged at most once a minute)", *key, what)
 
     def _spec(self, namespace: str, trial: str) -> TrialSpec | None:
         """The Trial's spec, cached for TRIAL_TTL; None when it is gone or says nothing
