@@ -6,6 +6,7 @@ The client is imported lazily: standalone mode and the reporter never need it.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,25 @@ class Apis:
     core: ApiFactory
     custom: ApiFactory
     auth: ApiFactory
+
+
+def get_custom_object(
+    api: Any, group: str, version: str, plural: str, namespace: str, name: str
+) -> dict[str, Any] | None:
+    """One namespaced custom object as the API server sends it, or None if it does not
+    exist (404); other failures raise (the client's ApiException, or a connection error)."""
+    from kubernetes.client import ApiException
+
+    try:
+        response = api.get_namespaced_custom_object(
+            group, version, namespace, plural, name, _preload_content=False, _request_timeout=30
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    obj = json.loads(response.data)
+    return obj if isinstance(obj, dict) else None
 
 
 def apis() -> Apis:

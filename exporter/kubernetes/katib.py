@@ -30,7 +30,8 @@ from ..katib.observations import (
     sent,
 )
 from ..model import RunKey
-from .pods import PodInfo
+from .client import get_custom_object
+from .pods import PodInfo, reporting_pods
 
 NAME = "katib"
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1beta1", "trials"
@@ -47,13 +48,8 @@ class ObservationSink(Protocol):
 
 
 def trial_pods(pods: list[PodInfo]) -> dict[tuple[str, str], PodInfo]:
-    """(namespace, trial) -> the pod on this node that reports for it: rank 0 (or an
-    unranked one), the first by name."""
-    out: dict[tuple[str, str], PodInfo] = {}
-    for p in sorted(pods, key=lambda p: p.name):
-        if p.trial and p.rank in ("0", ""):
-            out.setdefault((p.namespace, p.trial), p)
-    return out
+    """(namespace, trial) -> the pod on this node that reports for it (pods.reporting_pods)."""
+    return reporting_pods(pods, lambda p: (p.namespace, p.trial) if p.trial else None)
 
 
 class KatibReporter:
@@ -154,14 +150,4 @@ class KatibReporter:
 
 def read_trial(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
     """The Trial object, or None when it does not exist."""
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        obj = api.get_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, name, _request_timeout=10
-        )
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return obj if isinstance(obj, dict) else None
+    return get_custom_object(api, GROUP, VERSION, PLURAL, namespace, name)

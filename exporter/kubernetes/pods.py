@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -247,3 +247,19 @@ def training_pod(
         checkpoint_request=clean_label(annotations.get(ANNOTATION_CHECKPOINT), 63),
         status_file=_status_file(annotations),
     )
+
+
+def reporting_pods(
+    pods: list[PodInfo], key: Callable[[PodInfo], tuple[str, str] | None]
+) -> dict[tuple[str, str], PodInfo]:
+    """``key`` -> the one pod on this node that reports for it (a TrainJob, a Katib trial):
+    rank 0 or an unranked one, the first by name; pods whose ``key`` is None are not asked.
+    Sorted by key."""
+    out: dict[tuple[str, str], PodInfo] = {}
+    for p in pods:
+        k = key(p)
+        if k is None or p.rank not in ("0", ""):
+            continue
+        if k not in out or p.name < out[k].name:
+            out[k] = p
+    return dict(sorted(out.items()))

@@ -31,7 +31,8 @@ from ..model import (
     parse_any,
     parse_kubeflow,
 )
-from .pods import ANNOTATION_CHECKPOINT, PodInfo
+from .client import get_custom_object
+from .pods import ANNOTATION_CHECKPOINT, PodInfo, reporting_pods
 
 NAME = "trainjob"
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
@@ -42,33 +43,17 @@ PROBE_INTERVAL = 300.0  # while the TrainJob CRD is missing, look again this oft
 
 
 def rank0_pods(pods: list[PodInfo]) -> dict[tuple[str, str], PodInfo]:
-    """(namespace, TrainJob) -> the pod on this node that reports for it: rank 0 (or an
-    unranked one), the first by name. TrainJobs whose rank 0 runs elsewhere are absent."""
-    out: dict[tuple[str, str], PodInfo] = {}
-    for p in pods:
-        if p.job_kind != "TrainJob" or p.rank not in ("0", ""):
-            continue
-        key = (p.namespace, p.job_name)
-        if key not in out or p.name < out[key].name:
-            out[key] = p
-    return dict(sorted(out.items()))
+    """(namespace, TrainJob) -> the pod on this node that reports for it (pods.reporting_pods).
+    TrainJobs whose rank 0 runs elsewhere are absent."""
+    return reporting_pods(
+        pods, lambda p: (p.namespace, p.job_name) if p.job_kind == "TrainJob" else None
+    )
 
 
 def read_trainjob(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
     """The TrainJob as the API server sends it, or None if it does not exist (404); other
     failures raise (the client's ApiException, or a connection error)."""
-    from kubernetes.client import ApiException
-
-    try:
-        response = api.get_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, name, _preload_content=False, _request_timeout=30
-        )
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    obj = json.loads(response.data)
-    return obj if isinstance(obj, dict) else None
+    return get_custom_object(api, GROUP, VERSION, PLURAL, namespace, name)
 
 
 def parse_trainjob(obj: dict[str, Any], now: float) -> Any:
