@@ -24,6 +24,14 @@ error (MAPE) per run, then averaged over the runs. ``in bounds`` is the share of
 where the truth lay between ``training_eta_lower_seconds`` and
 ``training_eta_upper_seconds``.
 
+**Perfect past** is a reference, not an estimator anyone can run: at each instant it knows
+the true step of every moment so far (the ground truth, not the reports) and divides the
+remaining steps by the true pace over the last 10, 20, 40 or 80 s, or since the first step;
+of these five windows, each run gets the one that did best on it, chosen in hindsight. What
+it cannot know is the future: a pace change that has not happened yet. Its error is what
+following the pace, even perfectly, costs on a run; no estimate from the past alone is
+expected to do much better.
+
 **Simulated runs** (the second table) are synthetic step sequences with jitter: each
 scenario isolates one effect (warm-up, evaluation pauses, a resume, a throughput drop),
 reported every 10 steps, compared at each report from 5 % to 95 % progress.
@@ -34,6 +42,7 @@ Run: ``python -m bench.eta_accuracy`` (prints both tables and JSON).
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import random
 import re
@@ -91,6 +100,8 @@ class RunResult:
     in_bounds: float  # share of instants with lower <= truth <= upper
     missing: int  # instants without our estimate
     instants: int
+    perfect_past: float  # MAPE of the reference (see the module docstring)
+    neighbour: bool  # a CPU hog ran beside it for part of the run: a pace change from outside
 
 
 def load_corpus(directory: Path = CORPUS) -> list[dict[str, Any]]:
@@ -277,8 +288,37 @@ def _steps_until(rp: _Replay, t: float) -> Iterator[float]:
         yield min(candidates)
 
 
+PERFECT_PAST_WINDOWS: tuple[float | None, ...] = (10.0, 20.0, 40.0, 80.0, None)
+
+
+def _true_step(times: list[float], steps: list[int], t: float) -> int:
+    """The step the run had reached at ``t`` (the one before its first step before it)."""
+    i = bisect.bisect_right(times, t) - 1
+    return steps[i] if i >= 0 else steps[0] - 1
+
+
+def perfect_past_eta(run: dict[str, Any], t: float, window: float | None) -> float | None:
+    """The reference's ETA at ``t``: remaining steps at the true pace of the last ``window``
+    seconds (None: since the first step); None when no step was made in the window."""
+    truth = run["truth"]["steps"]
+    times, steps = [float(s[0]) for s in truth], [int(s[1]) for s in truth]
+    since = times[0] if window is None else max(times[0], t - window)
+    now_step, then_step = _true_step(times, steps, t), _true_step(times, steps, since)
+    if now_step <= then_step or t <= since:
+        return None
+    return (int(run["max_steps"]) - now_step) * (t - since) / (now_step - then_step)
+
+
+def perfect_past(run: dict[str, Any], instants: list[Instant]) -> float:
+    """The reference's MAPE on ``instants``: the best of its windows for this run."""
+    return min(
+        mean(_error(perfect_past_eta(run, i.t, window), i.true) for i in instants)
+        for window in PERFECT_PAST_WINDOWS
+    )
+
+
 def score(run: dict[str, Any], instants: list[Instant]) -> RunResult:
-    """One run's MAPE (ours and naive), bound coverage and gaps."""
+    """One run's MAPE (ours, naive and the perfect-past reference), bound coverage, gaps."""
     inside = [
         i.lower is not None and i.upper is not None and i.lower <= i.true <= i.upper
         for i in instants
@@ -292,6 +332,8 @@ def score(run: dict[str, Any], instants: list[Instant]) -> RunResult:
         in_bounds=mean(inside),
         missing=sum(i.ours is None for i in instants),
         instants=len(instants),
+        perfect_past=perfect_past(run, instants),
+        neighbour=bool(run["hog_seconds"]),
     )
 
 
@@ -302,18 +344,34 @@ def evaluate_corpus(real_pace: bool = False, directory: Path = CORPUS) -> list[R
 
 def corpus_table(results: list[RunResult]) -> str:
     lines = [
-        "| run | channel | our MAPE | naive MAPE | ratio | in bounds |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| run | channel | our MAPE | naive MAPE | ratio | perfect past | in bounds |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         lines.append(
             f"| {r.name} | {r.channel} | {r.ours:.1%} | {r.naive:.1%} | "
-            f"{r.ours / r.naive:.2f} | {r.in_bounds:.0%} |"
+            f"{r.ours / r.naive:.2f} | {r.perfect_past:.1%} | {r.in_bounds:.0%} |"
         )
+    groups = (
+        ("with a neighbour", [r for r in results if r.neighbour]),
+        ("without", [r for r in results if not r.neighbour]),
+    )
+    for label, group in groups:
+        if group and len(group) < len(results):
+            lines.append(_summary_row(f"{label} ({len(group)} runs)", group, bold=False))
+    lines.append(_summary_row(f"overall ({len(results)} runs)", results, bold=True))
+    return "\n".join(lines)
+
+
+def _summary_row(label: str, results: list[RunResult], bold: bool) -> str:
     o, n = overall(results)
     inside = mean(r.in_bounds for r in results)
-    lines.append(f"| **overall** | | **{o:.1%}** | **{n:.1%}** | **{o / n:.2f}** | {inside:.0%} |")
-    return "\n".join(lines)
+    ref = mean(r.perfect_past for r in results)
+    b = "**" if bold else ""
+    return (
+        f"| {b}{label}{b} | | {b}{o:.1%}{b} | {b}{n:.1%}{b} | {b}{o / n:.2f}{b} | "
+        f"{ref:.1%} | {inside:.0%} |"
+    )
 
 
 def overall(results: list[RunResult]) -> tuple[float, float]:
@@ -459,7 +517,14 @@ def main(argv: list[str] | None = None) -> int:
     print(
         json.dumps(
             {
-                "real": {r.name: r.__dict__ for r in real} | {"overall": {"ours": o, "naive": n}},
+                "real": {r.name: r.__dict__ for r in real}
+                | {
+                    "overall": {
+                        "ours": o,
+                        "naive": n,
+                        "perfect_past": mean(r.perfect_past for r in real),
+                    }
+                },
                 "simulated": simulated,
             }
         )

@@ -20,7 +20,10 @@ The model (docs/eta.md says why this one):
   intervals over the long window divided by the steps made in it.
 * ETA = remaining steps x (1 / pace + overhead per step). The bounds use the slowest and
   fastest pace the run showed over the long window (``BOUND_QUANTILES`` of its pace measured
-  over sliding stretches of ``tau`` seconds), never narrower than the current pace.
+  over sliding stretches of ``tau`` seconds), never narrower than the current pace, and
+  never narrower than a lasting change of pace by ``PACE_CHANGE`` either way: such a change
+  (a neighbour starting or stopping on a shared node) is not announced by anything in the
+  past, and it is the largest error a pace-following ETA makes.
 * The first sample of a run is only a baseline: a step jump at start (a resume) is never
   speed. With fewer than ``MIN_ETA_INTERVALS`` intervals there is no ETA at all.
 """
@@ -36,7 +39,9 @@ from statistics import median
 Sample = tuple[float, int]  # (unix time, global step)
 
 # An interval slower per step than this many times the recent median is not normal pace.
-PAUSE_FACTOR = 2.0
+# Not 2: an evaluation that straddles two reports leaves two intervals each only partly
+# paused, and their lost time must not pass for a slowdown.
+PAUSE_FACTOR = 1.5
 # At most this many consecutive slow intervals make a pause; more are a change of pace.
 MAX_PAUSE_INTERVALS = 2
 # The pause reference: the median time per step over this many intervals around one.
@@ -49,6 +54,9 @@ TAU_MIN_SECONDS = 10.0
 MIN_ETA_INTERVALS = 2
 # The bounds: these quantiles of the run's pace over tau-long stretches of the long window.
 BOUND_QUANTILES = (0.1, 0.9)
+# ... and at least a lasting pace change of this fraction, either way: the size of the change
+# the run that filed issue 20 saw on a shared node (4 steps/s, then 5 to 5.5).
+PACE_CHANGE = 0.3
 
 
 @dataclass(frozen=True)
@@ -205,10 +213,13 @@ def estimate(step: int | None, max_steps: int | None, tp: Throughput | None) -> 
         return None
     remaining = max(0, max_steps - step)
     pause = tp.pause_seconds_per_step
+    seconds = remaining * (1.0 / tp.steps_per_second + pause)
+    fastest = remaining * (1.0 / tp.fast_steps_per_second + pause)
+    slowest = remaining * (1.0 / tp.slow_steps_per_second + pause)
     return Estimate(
-        seconds=remaining * (1.0 / tp.steps_per_second + pause),
-        lower=remaining * (1.0 / tp.fast_steps_per_second + pause),
-        upper=remaining * (1.0 / tp.slow_steps_per_second + pause),
+        seconds=seconds,
+        lower=min(seconds / (1 + PACE_CHANGE), fastest),
+        upper=max(seconds * (1 + PACE_CHANGE), slowest),
     )
 
 
@@ -264,10 +275,14 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def add_sample(
-    samples: list[Sample], t: float, step: int, cfg: EstimatorConfig = EstimatorConfig()
-) -> None:
-    """Append an advancing observation, keeping the list bounded (drops the oldest)."""
-    samples.append((t, step))
-    if len(samples) > cfg.max_samples:
-        del samples[: len(samples) - cfg.max_samples]
+# Bar-clock samples closer together than this are merged (see coalesces): a log chunk's
+# frames give one a second, and more would only shorten the history max_samples keeps.
+MIN_SAMPLE_SPACING = 2.5
+
+
+def coalesces(samples: Sequence[Sample], t: float) -> bool:
+    """Whether a new sample at ``t`` should replace the newest one instead of following it:
+    when the one before the newest is under ``MIN_SAMPLE_SPACING`` before ``t``. Samples
+    stay one to three seconds apart at most, so a pause of a few seconds still stands out
+    in its interval, and 512 samples hold at least 25 minutes instead of 8."""
+    return len(samples) >= 2 and t - samples[-2][0] < MIN_SAMPLE_SPACING

@@ -38,6 +38,11 @@ class Series(Sequence[tuple[float, V]], Generic[V]):
             del self._t[0]
             del self._v[0]
 
+    def replace_last(self, t: float, v: V) -> None:
+        """Make ``(t, v)`` the newest point in place of the newest one (there must be one)."""
+        self._t[-1] = t
+        self._v[-1] = v
+
     def reset(self, t: float, v: V) -> None:
         """Forget every point and start again from this one."""
         del self._t[:]

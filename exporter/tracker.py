@@ -18,6 +18,7 @@ from .directives import CHECKPOINT, Facts, due, reasons
 from .estimate import (
     EstimatorConfig,
     Throughput,
+    coalesces,
     estimate,
     newest_pause_seconds,
     quantile,
@@ -176,6 +177,16 @@ class RunState:
 
 
 Problem = Callable[[str], None]
+
+
+def _add_sample(samples: Series[int], t: float, step: int) -> None:
+    """Add a sample read from a progress bar's own clock (a log chunk brings one a second),
+    merged with the newest when they are close (estimate.coalesces). Reports themselves are
+    always added: a run pushing every second still has its ETA after three reports."""
+    if coalesces(samples, t):
+        samples.replace_last(t, step)
+    else:
+        samples.append(t, step)
 
 
 def _ignore(_reason: str) -> None:
@@ -505,7 +516,7 @@ class Tracker:
                         and step < r.step
                         and (last is None or (at > last[0] and step > last[1]))
                     ):
-                        run.samples.append(at, step)
+                        _add_sample(run.samples, at, step)
                 run.samples.append(now, r.step)
             elif r.step < run.step:
                 # A restart from an earlier checkpoint: a new attempt, new rate baseline.

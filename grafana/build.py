@@ -511,7 +511,8 @@ def detail_dashboard() -> dict[str, Any]:
             2,
             "ETA",
             "Estimated time to completion, between the ETA at the fastest and at the slowest "
-            "pace the job has shown. A healthy job's ETA falls at the rate of the clock.",
+            "pace the job has shown, and at least 30 % either way (a change of pace nothing "
+            "announces). A healthy job's ETA falls at the rate of the clock.",
             "s",
             [
                 target(f"namespace_job_name:training_eta_seconds:max{{{JOB}}}", legend="ETA"),

@@ -15,6 +15,7 @@ import pytest
 
 from exporter.estimate import (
     MIN_ETA_INTERVALS,
+    PACE_CHANGE,
     PAUSE,
     WARMUP,
     Sample,
@@ -48,10 +49,15 @@ def test_a_lasting_change_of_pace_is_picked_up_within_a_few_reports() -> None:
         assert tp is not None
         # 8 reports (40 s) after the change, the pace is within 10 % of the new one.
         assert tp.steps_per_second == pytest.approx(rate, rel=0.10)
-    # One report after the change it has moved only part of the way: it follows a lasting
-    # change, it does not jump at one interval.
+    # One report after a change under PAUSE_FACTOR it has moved only part of the way: it
+    # follows a lasting change, it does not jump at one interval.
+    tp = throughput(samples + steady(1, 5.0, 3.0, t, s))
+    assert tp is not None and 3.0 < tp.steps_per_second < 4.0
+    # One report at half the pace could as well be an evaluation: the pace stays, and the
+    # time lost is charged as pause overhead until more reports say it lasts.
     tp = throughput(samples + steady(1, 5.0, 2.0, t, s))
-    assert tp is not None and 2.5 < tp.steps_per_second < 4.0
+    assert tp is not None and tp.steps_per_second == pytest.approx(4.0)
+    assert tp.pause_seconds_per_step > 0
 
 
 def test_old_pace_fades_instead_of_lingering_for_the_rate_window() -> None:
@@ -107,9 +113,12 @@ def test_a_long_slow_stretch_is_a_change_of_pace_not_a_pause() -> None:
     # Two slow reports could still be an evaluation: pauses, for now.
     kinds, _ = classify_intervals(per_step(samples + steady(2, 5.0, 1.0, t, s)))
     assert kinds[-2:] == [PAUSE, PAUSE]
-    # By the third, the slow pace is the median of the recent reports: the pace itself.
+    # By the third, the slow pace is the median of the reports before it: the newest is the
+    # pace itself, and it carries the most weight.
     kinds, _ = classify_intervals(per_step(samples + steady(3, 5.0, 1.0, t, s)))
-    assert kinds[-2:] == ["normal", "normal"]
+    assert kinds[-1] == "normal"
+    tp = throughput(samples + steady(3, 5.0, 1.0, t, s))
+    assert tp is not None and tp.steps_per_second < 2.5
     samples += steady(6, 5.0, 1.0, t, s)  # 4x slower for six reports: a straggler
     kinds, _ = classify_intervals(per_step(samples))
     # Once the slow pace is the median around them, they are the normal pace: never pauses.
@@ -130,21 +139,28 @@ def test_no_eta_from_under_a_few_reports() -> None:
 
 
 def test_bounds_hold_the_estimate_and_widen_with_the_pace_variation() -> None:
+    """An even pace gets the bounds of an unannounced pace change (PACE_CHANGE either way);
+    a pace that varied gets wider ones."""
     rng = random.Random(7)
     calm: list[Sample] = [(T0, 0)]
     noisy: list[Sample] = [(T0, 0)]
     for i in range(1, 121):
         calm.append((T0 + i * 5.0, calm[-1][1] + 20))
         noisy.append((T0 + i * 5.0, noisy[-1][1] + round(20 * rng.choice((0.6, 1.0, 1.4)))))
-    widths = []
+    widths, uppers = [], []
     for samples in (calm, noisy):
         tp = throughput(samples)
         est = estimate(samples[-1][1], samples[-1][1] + 4000, tp)
         assert est is not None
         assert est.lower <= est.seconds <= est.upper
         widths.append((est.upper - est.lower) / est.seconds)
-    assert widths[0] == pytest.approx(0.0, abs=1e-9)  # a perfectly even pace: no spread
-    assert widths[1] > 0.1
+        uppers.append(est.upper / est.seconds)
+    # A perfectly even pace: no spread of its own, only the pace change nothing announces.
+    assert widths[0] == pytest.approx((1 + PACE_CHANGE) - 1 / (1 + PACE_CHANGE))
+    assert widths[1] > widths[0]
+    # The noisy run's slow stretches, not the floor, set its upper bound.
+    assert uppers[0] == pytest.approx(1 + PACE_CHANGE)
+    assert uppers[1] > 1 + PACE_CHANGE + 0.05
 
 
 def test_tracker_exports_bounds_that_count_down_and_vanish_with_the_eta() -> None:

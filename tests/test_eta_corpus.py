@@ -2,14 +2,15 @@
 
 The corpus is real training on this machine's CPU, recorded with ``record.py`` beside it:
 Transformers' ``KubeflowCallback``, our reporter and container logs, with resumes,
-evaluations, warm-up and a CPU hog started and stopped mid-run. These tests hold the figure
-the issue asks for (our error at most half the naive one, and under 15 % overall) and check
-that the replay really goes through the exporter's push and log paths.
+evaluations, warm-up, and in six of the nine runs a CPU hog started or stopped mid-run.
+These tests hold the figures reached (docs/eta.md), check them against the perfect-past
+reference, and check that the replay really goes through the exporter's push and log paths.
 """
 
 from __future__ import annotations
 
 import json
+from statistics import mean
 from typing import Any
 
 import pytest
@@ -17,11 +18,19 @@ import pytest
 from bench import eta_accuracy
 from bench.eta_accuracy import Instant, RunResult
 
-# What the estimate holds today on this corpus (22.9 % against the naive 29.5 %, a ratio of
-# 0.77; docs/eta.md). Issue 20's goal, at most half the naive error and under 15 %, is not
-# met yet: these bounds keep what was reached from slipping back.
-HELD_RATIO = 0.85
-HELD_MAPE = 0.25
+# What the estimate holds today (docs/eta.md): 19.2 % against the naive 36.1 % over the nine
+# runs (0.53); 22.4 % against 29.5 % (0.76) on the six with a neighbour, 12.9 % against
+# 49.3 % (0.26) on the three without. Issue 20's goal (at most half the naive error and
+# under 15 %) is not met; the perfect-past reference shows why. These bounds keep what was
+# reached from slipping back.
+HELD_RATIO = 0.6
+HELD_MAPE = 0.21
+HELD_NEIGHBOUR_RATIO = 0.8
+HELD_STEADY_RATIO = 0.35
+# Our error stays within this of the perfect-past reference's (bench/eta_accuracy.py).
+HELD_GAP = 0.07
+# The share of instants whose true time left lies within the bounds.
+HELD_COVERAGE = 0.8
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +74,10 @@ def test_our_eta_beats_the_naive_one_on_real_runs(results: list[RunResult]) -> N
     print("\n" + eta_accuracy.corpus_table(results))
     assert ours <= HELD_RATIO * naive
     assert ours < HELD_MAPE
+    with_neighbour = eta_accuracy.overall([r for r in results if r.neighbour])
+    assert with_neighbour[0] <= HELD_NEIGHBOUR_RATIO * with_neighbour[1]
+    steady = eta_accuracy.overall([r for r in results if not r.neighbour])
+    assert steady[0] <= HELD_STEADY_RATIO * steady[1]
     # Where the naive estimate fails worst (a resume, warm-up), ours is far closer.
     by_name = {r.name: r for r in results}
     assert (
@@ -79,7 +92,7 @@ def test_once_there_is_an_estimate_it_stays_and_its_bounds_hold_it(
     """No ETA before three step reports (or the first log chunk), then one at every instant,
     always between its bounds."""
     for name, instants in replays.items():
-        assert len(instants) > 100, name
+        assert len(instants) >= 48, name  # a second apart over 80 % of over a minute
         first = next(k for k, i in enumerate(instants) if i.ours is not None)
         assert first < len(instants) // 4, name
         for i in instants[first:]:
@@ -106,3 +119,40 @@ def test_the_replay_reads_what_the_exporter_would(corpus: list[dict[str, Any]]) 
             ]
         else:
             assert final.step == run["max_steps"], run["name"]
+
+
+def _instants(run: dict[str, Any], times: list[float]) -> list[Instant]:
+    end = run["truth"]["steps"][-1][0]
+    return [Instant(t, end - t, None, None, None, None) for t in times]
+
+
+def test_the_perfect_past_reference_knows_the_past_and_not_the_future() -> None:
+    """The reference divides the remaining steps by the true pace of the past: exact on an
+    even pace, and wrong by exactly the change still to come on a run that slows down."""
+    even = {"max_steps": 1000, "truth": {"steps": [[t * 0.1, t] for t in range(1, 1001)]}}
+    times = [float(t) for t in range(10, 90)]
+    assert eta_accuracy.perfect_past(even, _instants(even, times)) == pytest.approx(0, abs=0.02)
+    # 10 steps/s for the first 500 steps (50 s), then 5 steps/s: 100 s more.
+    steps = [[s * 0.1, s] for s in range(1, 501)] + [[50 + k * 0.2, 500 + k] for k in range(1, 501)]
+    slows = {"max_steps": 1000, "truth": {"steps": steps}}
+    at_20 = _instants(slows, [20.0])
+    # At 20 s, 800 steps are left; the past pace says 80 s, the truth is 30 + 100 = 130 s.
+    assert eta_accuracy.perfect_past(slows, at_20) == pytest.approx(50 / 130, abs=0.01)
+
+
+def test_our_eta_is_near_what_a_perfect_view_of_the_past_reaches(
+    results: list[RunResult],
+) -> None:
+    """Issue 20's goal is measured against the reference: following the pace perfectly
+    still leaves the error of the pace changes to come (docs/eta.md)."""
+    ours = mean(r.ours for r in results)
+    reference = mean(r.perfect_past for r in results)
+    assert reference <= ours <= reference + HELD_GAP
+
+
+def test_the_bounds_hold_the_truth_most_of_the_time(results: list[RunResult]) -> None:
+    """The 10th to 90th percentile band of the pace, widened by an unannounced pace change
+    (estimate.PACE_CHANGE), holds the truth at about four instants in five; without the
+    widening it held it at under half."""
+    coverage = mean(r.in_bounds for r in results)
+    assert coverage >= HELD_COVERAGE

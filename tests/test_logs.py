@@ -298,3 +298,27 @@ def test_a_cri_line_caught_half_written_is_not_read_as_a_bar(
     append(log, "\n")
     exp.poll_once()
     assert get_json(exp.url + "/api/v1/runs")["runs"][0]["step"] == 30
+
+
+def test_every_second_of_a_16_kib_chunk_of_frames_is_a_rate_sample() -> None:
+    """containerd writes a tqdm line 16 KiB at a time: some 200 frames over tens of seconds.
+    Each second of the bar's own clock in the chunk is a sample (an evaluation shows as the
+    gap it left in that clock), not only the last few frames' seconds."""
+    from exporter.logs.parse import MAX_MESSAGE, parse_message
+
+    frames = []
+    n = 0
+    for second in range(40):
+        if second == 20:
+            continue  # a pause: the clock jumps, no frame in that second
+        for _ in range(6):
+            n += 1
+            pct, clock = n * 100 // 600, f"00:{second:02d}"
+            frames.append(f"train: {pct:3d}%|#  | {n}/600 [{clock}<01:00, 5.00it/s, loss=6.9]")
+    chunk = "\r" + "\r".join(frames)
+    assert 13_000 < len(chunk) < MAX_MESSAGE
+    (found,) = parse_message(chunk, 0.0)
+    assert found.bar is not None and found.bar.n == n
+    seconds = [elapsed for elapsed, _ in found.frames]
+    assert seconds == [float(s) for s in range(40) if s != 20]
+    assert found.frames[0] == (0.0, 1)  # the first frame of each second

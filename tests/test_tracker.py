@@ -397,3 +397,27 @@ def test_the_eta_counts_down_between_reports_to_a_fixed_completion_time() -> Non
     tracker.apply(OTHER, ProgressReport(eta_seconds=100.0), T0)
     assert one(tracker, T0 + 30, OTHER).eta_seconds == pytest.approx(70.0)
     assert one(tracker, T0 + 30, OTHER).eta_timestamp == pytest.approx(T0 + 100.0)
+
+
+def test_a_run_sampled_every_second_keeps_its_evaluations_in_view() -> None:
+    """A log chunk every 20 s brings a sample a second (the bar's clock). Close samples are
+    merged, so the 512 kept reach back past an evaluation 16 minutes ago and its time is
+    still paid for in the ETA; one sample a second would have forgotten it in 8.5 minutes."""
+    tracker = Tracker()
+    t, step = T0, 0
+    tracker.apply(KEY, ProgressReport(step=0, max_steps=10_000), t)
+    ticks: list[tuple[float, int]] = []
+    while t < T0 + 1800:
+        t += 1.0
+        step += 1
+        if step % 1000 == 0:
+            t += 60.0  # a one-minute evaluation every 1,000 steps
+        ticks.append((t, step))
+        if len(ticks) == 20:  # a chunk: its newest frame now, the older ones as samples
+            samples = tuple(ticks[:-1])
+            tracker.apply(KEY, ProgressReport(step=step, max_steps=10_000, step_samples=samples), t)
+            ticks = []
+    (s,) = tracker.snapshot(t)
+    remaining = 10_000 - step
+    truth = remaining + 60.0 * (10_000 // 1000 - step // 1000 - 1)  # the last one ends it
+    assert s.eta_seconds == pytest.approx(truth, rel=0.03)

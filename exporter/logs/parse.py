@@ -485,7 +485,9 @@ def plain(msg: str) -> str:
 # Text in a segment that may make it a progress-bar frame (tqdm, Lightning's Rich bar, Keras).
 _BAR_HINTS = ("%|", "it [", "•", "[=", "[.", "[>", "━")
 _CURSOR_UP = "\x1b[A"
-MAX_SEGMENTS = 64  # segments of one message parsed, newest first (the rest are older frames)
+# Segments of one message parsed, newest first: a 16 KiB chunk of tqdm frames holds about
+# 200, each a rate sample stamped by the bar's own clock (the rest of a longer one is older).
+MAX_SEGMENTS = 1024
 _DIGITS = re.compile(r"\d+")
 
 
@@ -521,6 +523,8 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
         if parsed >= MAX_SEGMENTS:
             break
         parsed += 1
+        if frames and _older_frame(segment, frames):
+            continue
         found = _parse_segment(segment, now)
         if found is None:
             continue
@@ -534,6 +538,24 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
         out.append(found)
     out.reverse()
     return [_with_frames(r, frames) for r in out]
+
+
+def _older_frame(
+    segment: str, frames: dict[tuple[str, int | None], list[tuple[float, int]]]
+) -> bool:
+    """Whether ``segment`` is an older frame of a bar already found newer in the message; if
+    so its clock and count are added to ``frames``. Only those are read (not its postfix):
+    a 16 KiB chunk holds some 200 frames, and all but the newest are rate samples."""
+    if "%|" not in segment and "it [" not in segment:
+        return False
+    found = _bar(plain(segment))
+    if found is None or found[0].elapsed_seconds is None:
+        return False
+    older = frames.get(bar_key(found[0]))
+    if older is None:
+        return False
+    older.append((found[0].elapsed_seconds, found[0].n))
+    return True
 
 
 def _parse_segment(raw: str, now: float) -> LineReport | None:
@@ -572,13 +594,13 @@ def newest_bar(text: str, now: float) -> LineReport | None:
     for segment in reversed(segments[-MAX_SEGMENTS:]):
         if not segment.strip():
             continue
+        if key is not None:
+            _older_frame(segment, {key: older})
+            continue
         found = _parse_segment(segment, now)
         if found is None or found.bar is None:
             continue
-        if newest is None:
-            newest, key = found, bar_key(found.bar)
-        elif bar_key(found.bar) == key and found.bar.elapsed_seconds is not None:
-            older.append((found.bar.elapsed_seconds, found.bar.n))
+        newest, key = found, bar_key(found.bar)
     if newest is None or key is None:
         return None
     return _with_frames(newest, {key: older})
