@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from exporter.logs.inspect import inspect_path
 from exporter.logs.tail import MAX_LINE, FileTail
 from exporter.model import ReportError
 
-from .conftest import get_json
+from .conftest import T0, get_json
 
 
 def append(path: Path, text: str | bytes) -> None:
@@ -322,3 +323,41 @@ def test_every_second_of_a_16_kib_chunk_of_frames_is_a_rate_sample() -> None:
     seconds = [elapsed for elapsed, _ in found.frames]
     assert seconds == [float(s) for s in range(40) if s != 20]
     assert found.frames[0] == (0.0, 1)  # the first frame of each second
+
+
+def test_a_line_still_being_written_is_read_from_where_the_last_poll_left_it(
+    tmp_path: Path,
+) -> None:
+    """A tqdm line without a newline grows at every poll. Each poll reads the frames drawn
+    since the last one (from the last carriage return it saw), so every second of the bar's
+    clock becomes one sample, none twice, whatever the length the line has reached."""
+    from exporter.ingest import Ingestor
+    from exporter.logs.source import LogSource, standalone_targets
+    from exporter.stats import ExporterStats
+    from exporter.tracker import Tracker
+
+    log = tmp_path / "train.log"
+    tracker = Tracker()
+    now = [T0]
+    source = LogSource(
+        standalone_targets([str(log)], "ns"),
+        Ingestor(tracker, ExporterStats(), lambda: now[0]),
+        files_are_runs=True,
+    )
+    n = 0
+    for poll in range(6):
+        text = ""
+        for second in range(poll * 10, poll * 10 + 10):
+            for _ in range(4):
+                n += 1
+                text += f"\r{n * 100 // 1000:3d}%|#  | {n}/1000 [00:{second:02d}<03:00,  4.00it/s]"
+        append(log, text)
+        now[0] = T0 + poll * 10 + 10
+        source.poll()
+    (run,) = tracker._runs.values()
+    times = [t - T0 for t, _ in run.samples]
+    steps = [s for _, s in run.samples]
+    assert steps == sorted(set(steps)) and steps[-1] == n
+    # Ticks two to three seconds apart (close ones merged) over the whole minute.
+    assert times[0] < 2 and times[-1] == 60
+    assert all(1 <= b - a <= 3 for a, b in itertools.pairwise(times))

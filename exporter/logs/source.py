@@ -39,7 +39,8 @@ class _Followed:
     tail: FileTail
     acc: LogAccumulator = field(default_factory=LogAccumulator)
     cri: CriJoiner = field(default_factory=CriJoiner)
-    unterminated: str = ""  # the line still being written, as last read
+    # The line still being written as last read: its pieces (P chunks, or the raw text).
+    unterminated: tuple[str, ...] = ()
 
 
 Targets = Callable[[], "dict[str, tuple[RunKey, RunMeta]]"]
@@ -143,13 +144,16 @@ class LogSource:
         # A CRI line caught half written is not a message yet: its P chunks are (peek).
         if not pending and raw and parse_cri(raw) is None:
             pending = [raw]
-        text = "\n".join(pending)
-        if text == followed.unterminated:
-            return False
-        followed.unterminated = text
+        before, followed.unterminated = followed.unterminated, tuple(pending)
         matched = False
-        for part in pending:
-            found = newest_bar(part, now)
+        for i, part in enumerate(pending):
+            start = 0
+            if i < len(before) and part.startswith(before[i]):
+                if len(part) == len(before[i]):
+                    continue  # read at an earlier poll
+                # Only the frames drawn since: the bar redraws a line that can hold 64 KiB.
+                start = max(0, part.rfind("\r", 0, len(before[i])))
+            found = newest_bar(part[start:], now)
             if found is not None:
                 followed.acc.feed(found, now)
                 matched = True
