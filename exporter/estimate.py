@@ -17,7 +17,7 @@ The model (docs/eta.md says why this one):
   A lasting change of pace carries most of the weight after a few reports; an old one
   fades; pauses and warm-up carry none.
 * Pauses recur, so they are paid for as *overhead per step*: the excess time of the pause
-  intervals over the long window divided by the steps made in it.
+  intervals over the long window divided by the steps they recur in (:func:`pause_overhead`).
 * ETA = remaining steps x (1 / pace + overhead per step). The bounds use the slowest and
   fastest pace the run showed over the long window (``BOUND_QUANTILES`` of its pace measured
   over sliding stretches of ``tau`` seconds), never narrower than the current pace, and
@@ -188,20 +188,42 @@ def throughput(
     rate = sum(w * ds for w, (_, _, ds) in zip(weights, active, strict=True)) / sum(
         w * dt for w, (_, dt, _) in zip(weights, active, strict=True)
     )
-    excess = sum(
-        max(0.0, dt - ds * ref)
-        for (_, dt, ds), k, ref in zip(long, kinds, refs, strict=True)
-        if k == PAUSE
-    )
-    steps = sum(ds for (_, _, ds), k in zip(long, kinds, strict=True) if k != WARMUP)
     stretches = _stretch_rates(active, tau) or [rate]
     return Throughput(
         steps_per_second=rate,
-        pause_seconds_per_step=excess / steps if steps else 0.0,
+        pause_seconds_per_step=pause_overhead(long, kinds, refs),
         slow_steps_per_second=min(rate, quantile(stretches, BOUND_QUANTILES[0])),
         fast_steps_per_second=max(rate, quantile(stretches, BOUND_QUANTILES[1])),
         intervals=len(intervals),
     )
+
+
+def pause_overhead(
+    intervals: Sequence[tuple[float, float, int]], kinds: Sequence[str], refs: Sequence[float]
+) -> float:
+    """Seconds of pause per step: the pauses' time beyond their steps at the reference pace,
+    over the steps they recur in.
+
+    Those steps run from the first interval after warm-up to the end of the last pause, not
+    to now: pauses come after their block of steps (an evaluation every 100 steps is seen at
+    step 100, 200...), so between two of them the steps since the last one would dilute the
+    overhead of the one about to come. Once the steps since the last pause exceed the
+    typical spacing of the pauses, they count too (less one spacing): pauses that stop
+    recurring fade out.
+    """
+    excess, pauses, steps, until_last = 0.0, 0, 0, 0
+    for (_, dt, ds), kind, ref in zip(intervals, kinds, refs, strict=True):
+        if kind == WARMUP:
+            continue
+        steps += ds
+        if kind == PAUSE:
+            excess += max(0.0, dt - ds * ref)
+            pauses += 1
+            until_last = steps
+    if not pauses:
+        return 0.0
+    spacing = until_last / pauses
+    return excess / max(until_last, steps - spacing)
 
 
 def estimate(step: int | None, max_steps: int | None, tp: Throughput | None) -> Estimate | None:

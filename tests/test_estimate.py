@@ -73,19 +73,20 @@ def test_an_evaluation_pause_is_overhead_not_pace() -> None:
     t, s = samples[-1]
     samples.append((t + 65.0, s + 20))  # 5 s of steps and a 60 s evaluation in one interval
     t, s = samples[-1]
+    through_pause = s
     samples += steady(4, 5.0, 4.0, t, s)
     tp = throughput(samples)
     assert tp is not None
     assert tp.steps_per_second == pytest.approx(4.0)
     kinds, _ = classify_intervals(per_step(samples))
     assert kinds.count(PAUSE) == 1
-    # The 60 s pause is paid for, spread over the steps made so far.
-    steps = samples[-1][1]
-    assert tp.pause_seconds_per_step == pytest.approx(60.0 / steps, rel=0.01)
+    # The 60 s pause is paid for, spread over the steps it came after (pause_overhead).
+    assert tp.pause_seconds_per_step == pytest.approx(60.0 / through_pause, rel=0.01)
     est = estimate(samples[-1][1], 2000, tp)
     assert est is not None
     remaining = 2000 - samples[-1][1]
-    assert est.seconds == pytest.approx(remaining / 4.0 + remaining * 60.0 / steps, rel=0.01)
+    expected = remaining / 4.0 + remaining * 60.0 / through_pause
+    assert est.seconds == pytest.approx(expected, rel=0.01)
 
 
 def test_a_resume_jump_is_a_baseline_not_speed() -> None:
@@ -182,3 +183,34 @@ def test_tracker_exports_bounds_that_count_down_and_vanish_with_the_eta() -> Non
     done = next(iter(tracker.snapshot(at + 12)))
     assert done.state == "finished"
     assert (done.eta_seconds, done.eta_lower_seconds, done.eta_upper_seconds) == (None, None, None)
+
+
+def test_pause_overhead_is_counted_over_the_steps_pauses_recur_in() -> None:
+    """Evaluations come after their block of steps: just before the second one, one was
+    seen in 199 steps, yet one comes every 100. The overhead is the pause over the steps up
+    to the last pause, and fades once pauses stop coming at their spacing."""
+    steps_per_report, every = 10, 5.0  # 2 steps/s
+
+    def run(blocks: list[int]) -> list[Sample]:
+        """Reports every 10 steps; a 30 s evaluation after each block of the given sizes."""
+        samples: list[Sample] = [(T0, 0)]
+        t, s = T0, 0
+        for i, block in enumerate(blocks):
+            for _ in range(block // steps_per_report):
+                t += every
+                s += steps_per_report
+                if i < len(blocks) - 1 and s == sum(blocks[: i + 1]):
+                    t += 30.0  # the evaluation ends this block's last interval
+                samples.append((t, s))
+        return samples
+
+    # Two blocks of 100 then 90 steps: one evaluation seen, at step 100; the next is due.
+    tp = throughput(run([100, 90]))
+    assert tp is not None and tp.pause_seconds_per_step == pytest.approx(30.0 / 100, rel=0.02)
+    # A single evaluation at step 100, then 400 steps without: it is spread over them
+    # (less one spacing), no longer charged as if it came every 100 steps.
+    tp = throughput(run([100, 400]))
+    assert tp is not None and tp.pause_seconds_per_step == pytest.approx(30.0 / 400, rel=0.02)
+    # No pause at all: no overhead.
+    tp = throughput(run([300]))
+    assert tp is not None and tp.pause_seconds_per_step == 0.0
