@@ -36,7 +36,8 @@ expected to do much better.
 scenario isolates one effect (warm-up, evaluation pauses, a resume, a throughput drop),
 reported every 10 steps, compared at each report from 5 % to 95 % progress.
 
-Run: ``python -m bench.eta_accuracy`` (prints both tables and JSON).
+Run: ``python -m bench.eta_accuracy [--run NAME] [--real-pace]`` (prints both tables and
+JSON).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -337,9 +338,14 @@ def score(run: dict[str, Any], instants: list[Instant]) -> RunResult:
     )
 
 
-def evaluate_corpus(real_pace: bool = False, directory: Path = CORPUS) -> list[RunResult]:
-    """Every recorded run replayed and scored, in name order."""
-    return [score(run, replay(run, real_pace)) for run in load_corpus(directory)]
+def evaluate_corpus(
+    real_pace: bool = False, directory: Path = CORPUS, names: Sequence[str] = ()
+) -> list[RunResult]:
+    """Every recorded run (or those named) replayed and scored, in name order."""
+    runs = [run for run in load_corpus(directory) if not names or run["name"] in names]
+    if names and len(runs) != len(set(names)):
+        raise SystemExit(f"no such run among {sorted(r['name'] for r in load_corpus(directory))}")
+    return [score(run, replay(run, real_pace)) for run in runs]
 
 
 def corpus_table(results: list[RunResult]) -> str:
@@ -359,7 +365,8 @@ def corpus_table(results: list[RunResult]) -> str:
     for label, group in groups:
         if group and len(group) < len(results):
             lines.append(_summary_row(f"{label} ({len(group)} runs)", group, bold=False))
-    lines.append(_summary_row(f"overall ({len(results)} runs)", results, bold=True))
+    runs = f"{len(results)} run" + ("s" if len(results) != 1 else "")
+    lines.append(_summary_row(f"overall ({runs})", results, bold=True))
     return "\n".join(lines)
 
 
@@ -508,8 +515,9 @@ def table(results: dict[str, dict[str, float]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--real-pace", action="store_true", help="replay in real time")
+    p.add_argument("--run", action="append", default=[], help="only this run (repeatable)")
     a = p.parse_args(argv)
-    real = evaluate_corpus(a.real_pace)
+    real = evaluate_corpus(a.real_pace, names=a.run)
     simulated = evaluate()
     print("Real runs (tests/fixtures/eta):\n" + corpus_table(real))
     print("\nSimulated runs:\n" + table(simulated))
