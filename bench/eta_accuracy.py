@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import Any, NamedTuple
 
 from exporter.estimate import naive_eta_seconds
 from exporter.ingest import Ingestor
@@ -292,28 +292,40 @@ def _steps_until(rp: _Replay, t: float) -> Iterator[float]:
 PERFECT_PAST_WINDOWS: tuple[float | None, ...] = (10.0, 20.0, 40.0, 80.0, None)
 
 
-def _true_step(times: list[float], steps: list[int], t: float) -> int:
-    """The step the run had reached at ``t`` (the one before its first step before it)."""
-    i = bisect.bisect_right(times, t) - 1
-    return steps[i] if i >= 0 else steps[0] - 1
+class Truth(NamedTuple):
+    """A run's ground truth, ready for lookups: every step's time, the steps, the total."""
+
+    times: list[float]
+    steps: list[int]
+    max_steps: int
+
+    @classmethod
+    def of(cls, run: dict[str, Any]) -> Truth:
+        truth = run["truth"]["steps"]
+        times, steps = [float(s[0]) for s in truth], [int(s[1]) for s in truth]
+        return cls(times, steps, int(run["max_steps"]))
+
+    def step_at(self, t: float) -> int:
+        """The step the run had reached at ``t`` (the one before its first, before that)."""
+        i = bisect.bisect_right(self.times, t) - 1
+        return self.steps[i] if i >= 0 else self.steps[0] - 1
 
 
-def perfect_past_eta(run: dict[str, Any], t: float, window: float | None) -> float | None:
+def perfect_past_eta(truth: Truth, t: float, window: float | None) -> float | None:
     """The reference's ETA at ``t``: remaining steps at the true pace of the last ``window``
     seconds (None: since the first step); None when no step was made in the window."""
-    truth = run["truth"]["steps"]
-    times, steps = [float(s[0]) for s in truth], [int(s[1]) for s in truth]
-    since = times[0] if window is None else max(times[0], t - window)
-    now_step, then_step = _true_step(times, steps, t), _true_step(times, steps, since)
+    since = truth.times[0] if window is None else max(truth.times[0], t - window)
+    now_step, then_step = truth.step_at(t), truth.step_at(since)
     if now_step <= then_step or t <= since:
         return None
-    return (int(run["max_steps"]) - now_step) * (t - since) / (now_step - then_step)
+    return (truth.max_steps - now_step) * (t - since) / (now_step - then_step)
 
 
 def perfect_past(run: dict[str, Any], instants: list[Instant]) -> float:
     """The reference's MAPE on ``instants``: the best of its windows for this run."""
+    truth = Truth.of(run)
     return min(
-        mean(_error(perfect_past_eta(run, i.t, window), i.true) for i in instants)
+        mean(_error(perfect_past_eta(truth, i.t, window), i.true) for i in instants)
         for window in PERFECT_PAST_WINDOWS
     )
 

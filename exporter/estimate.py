@@ -304,7 +304,7 @@ MIN_SAMPLE_SPACING = 2.5
 
 def coalesces(samples: Sequence[Sample], t: float) -> bool:
     """Whether a new sample at ``t`` should replace the newest one instead of following it:
-    when the one before the newest is under ``MIN_SAMPLE_SPACING`` before ``t``. Samples
-    stay one to three seconds apart at most, so a pause of a few seconds still stands out
-    in its interval, and 512 samples hold at least 25 minutes instead of 8."""
+    when the one before the newest is under ``MIN_SAMPLE_SPACING`` before ``t``. Samples a
+    second apart become two seconds apart: a pause of a few seconds still stands out in its
+    interval, and 512 samples reach back some 17 minutes instead of 8.5."""
     return len(samples) >= 2 and t - samples[-2][0] < MIN_SAMPLE_SPACING
