@@ -508,11 +508,15 @@ class Tracker:
                 advanced = True
                 if run.high_water is not None and r.step >= run.high_water:
                     run.high_water = None  # caught up: new steps again
+                oldest = now - self.config.estimator.long_window
                 for at, step in r.step_samples:
-                    # Only points between the last sample and this one, in order.
+                    # Only points between the last sample and this one, in order, and
+                    # within the window the pace is judged over: a bar's clock is the
+                    # log's own word, and a frame claiming a day of elapsed time must not
+                    # put a sample a day back.
                     last = run.samples[-1] if run.samples else None
                     if (
-                        at < now
+                        oldest < at < now
                         and step < r.step
                         and (last is None or (at > last[0] and step > last[1]))
                     ):

@@ -421,3 +421,14 @@ def test_a_run_sampled_every_second_keeps_its_evaluations_in_view() -> None:
     remaining = 10_000 - step
     truth = remaining + 60.0 * (10_000 // 1000 - step // 1000 - 1)  # the last one ends it
     assert s.eta_seconds == pytest.approx(truth, rel=0.03)
+
+
+def test_a_bar_clock_cannot_put_samples_before_the_estimators_window() -> None:
+    """Bar-clock samples come from the log's own text: one claiming to be a day old is
+    dropped, so a bogus elapsed time cannot stretch the first interval over a day."""
+    tracker = Tracker()
+    day = 86_400.0
+    bogus = ((T0 - day, 1), (T0 - 20, 2), (T0 - 10, 3))
+    tracker.apply(KEY, ProgressReport(step=4, max_steps=100, step_samples=bogus), T0)
+    run = tracker._runs[KEY]
+    assert [t - T0 for t, _ in run.samples] == [-20, -10, 0]
