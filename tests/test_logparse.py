@@ -209,3 +209,49 @@ def test_lines_captured_from_a_real_transformers_run(tmp_path: object) -> None:
     )
     assert dicts[-1].report.final
     assert bars and max(b.bar.n for b in bars if b.bar) == 20
+
+
+_JUNK = ("", "\x1b[A", "\b", "━", "•", "{'", "loss=nan", "99999999999999999999", "Epoch 3")
+
+
+def _frame(prefix: str, n: int, total: int, minutes: int, seconds: int, junk: str) -> str:
+    return f"{prefix}{n * 100 // max(total, 1):3d}%|#| {n}/{total} [{minutes:02d}:{seconds:02d}<00:10, 1.00it/s]{junk}"
+
+
+_FRAMES = st.lists(
+    st.builds(
+        _frame,
+        st.sampled_from(["train: ", "train: ", "", "eval: "]),  # mostly one bar
+        st.integers(0, 1000) | st.just(10**12),
+        st.sampled_from([1000, 1000, 10**12]),
+        st.integers(0, 3) | st.just(10**6),
+        st.integers(0, 59),
+        st.sampled_from(_JUNK),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_FRAMES, st.sampled_from(["", "\r", "\r\r", "\n"]))
+def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(
+    frames: list[str], sep: str
+) -> None:
+    """Hostile progress-bar frames (counts going back, clocks that jump or run backwards,
+    huge numbers, junk between) go through the message parser, the unterminated-line reader
+    and the accumulator without raising; the rate samples they yield are never later than
+    the moment read, nor at a step past the newest frame's."""
+    from exporter.logs.accumulate import LogAccumulator
+    from exporter.logs.parse import newest_bar, parse_message
+
+    text = "\r" + (sep or "\r").join(frames)
+    acc = LogAccumulator()
+    for found in parse_message(text, NOW):
+        acc.feed(found, NOW)
+    newest = newest_bar(text, NOW)
+    if newest is not None:
+        acc.feed(newest, NOW)
+    report = acc.report()
+    assert all(t <= NOW for t, _ in report.step_samples)
+    if report.step is not None:
+        assert all(step < report.step for _, step in report.step_samples)
