@@ -82,6 +82,7 @@ class Throughput:
     slow_steps_per_second: float  # the low end of the pace seen (<= steps_per_second)
     fast_steps_per_second: float  # the high end (>= steps_per_second)
     intervals: int  # advancing intervals since the baseline (within the long window)
+    interval_seconds: float = 0.0  # the median time between step advances (long window)
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,7 @@ def throughput(
         slow_steps_per_second=min(rate, quantile(stretches, BOUND_QUANTILES[0])),
         fast_steps_per_second=max(rate, quantile(stretches, BOUND_QUANTILES[1])),
         intervals=len(intervals),
+        interval_seconds=median(dt for _, dt, _ in long),
     )
 
 

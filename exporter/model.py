@@ -95,6 +95,12 @@ class ProgressReport:
     # Earlier (time, step) points this report witnessed, oldest first: a log chunk carries a
     # progress bar's older frames with their own elapsed times. Only the log source sets it.
     step_samples: tuple[tuple[float, int], ...] = ()
+    # When the reporting process started (Unix seconds; the reporter sends it): a new value
+    # under the same run name is a new attempt.
+    start_time: float | None = None
+    # Logs only: ``max_steps`` is a progress bar's length, and nothing else in the log said
+    # the run ended. The bar reaching it does not by itself finish the run (states.done).
+    total_from_bar: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,8 +271,10 @@ def parse_timestamp(raw: Any, now: float, problem: Any) -> float | None:
     return ts
 
 
-def _deadline(raw: Any, problem: Any) -> float | None:
-    """A deadline as Unix seconds or RFC 3339; unlike report timestamps it may be far ahead."""
+def _deadline(raw: Any, problem: Any, name: str = "deadline") -> float | None:
+    """A deadline (or another instant that identifies rather than dates a report, such as
+    the reporter's start time) as Unix seconds or RFC 3339; unlike report timestamps it is
+    never clamped to now: a clock apart from the exporter's must not change its value."""
     if raw is None:
         return None
     if (
@@ -281,7 +289,7 @@ def _deadline(raw: Any, problem: Any) -> float | None:
             return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
         except ValueError:
             pass
-    problem("invalid_deadline")
+    problem(f"invalid_{name}")
     return None
 
 
@@ -476,6 +484,7 @@ def parse_native(obj: Any, now: float) -> Parsed:
         final = None
     framework = clean_label(obj.get("framework"), 32) if obj.get("framework") is not None else None
     timestamp = parse_timestamp(obj.get("timestamp"), now, b.problem)
+    start_time = _deadline(obj.get("start_time"), b.problem, "start_time")
     thresholds = (
         parse_overrides(obj["thresholds"], b.problem) if obj.get("thresholds") is not None else ()
     )
@@ -496,6 +505,7 @@ def parse_native(obj: Any, now: float) -> Parsed:
         final=bool(final),
         framework=framework,
         timestamp=timestamp,
+        start_time=start_time,
     )
 
 
@@ -577,6 +587,7 @@ class RunMeta:
     pod_failed: bool = False  # the pod ended in phase Failed
     deleting: bool = False  # the pod is being deleted (evicted, drained): time to save
     checkpoint_request: str | None = None  # the checkpoint annotation's value, if any
+    pod_uid: str = ""  # Kubernetes mode: a new UID under the same pod name is a new attempt
 
 
 class RunView(Protocol):

@@ -70,11 +70,16 @@ _OPTIONAL_FLOATS = (
     "last_step",
     "last_improvement",
     "gone_since",
+    "attempt_start",
+    "reporter_start",
+    "pace_reference",
+    "plateau_reference",
 )
 _OPTIONAL_INTS = ("step", "max_steps", "high_water")
 _BOOLS = ("best_is_eval", "finished")
 _NAME_MAP = ("metrics", "threshold_overrides")
 _META_STRINGS = (
+    "pod_uid",
     "job_kind",
     "framework",
     "source",
@@ -108,6 +113,7 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     doc["wasted_at_step"] = run.wasted_at_step
     doc["stalled_at_step"] = run.stalled_at_step
     doc["state"] = run.state
+    doc["attempt"] = run.attempt
     doc["samples"] = _b64(run.samples.to_bytes(SAVED_SAMPLES))
     doc["pace"] = _b64(run.pace.to_bytes())
     doc["history"] = _b64(run.history.to_bytes())
@@ -201,6 +207,10 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     values["wasted"] = {str(k): float(_number(v, "wasted")) for k, v in wasted.items()}
     for name in ("wasted_at_step", "stalled_at_step"):
         values[name] = float(_number(doc.get(name, 0.0), name))
+    attempt = doc.get("attempt", 1)  # absent in state files written before attempts
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise StateError("attempt: not a positive integer")
+    values["attempt"] = attempt
     state = doc.get("state")
     if state is not None and not isinstance(state, str):
         raise StateError("state: not a string")

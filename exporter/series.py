@@ -43,6 +43,11 @@ class Series(Sequence[tuple[float, V]], Generic[V]):
         self._t[-1] = t
         self._v[-1] = v
 
+    def clear(self) -> None:
+        """Forget every point."""
+        del self._t[:]
+        del self._v[:]
+
     def reset(self, t: float, v: V) -> None:
         """Forget every point and start again from this one."""
         del self._t[:]

@@ -76,7 +76,8 @@ STATES: tuple[StateDef, ...] = (
         f"{_MAGENTA};{_BOLD}",
         has_eta=False,
         alert="TrainingFinishedButRunning",
-        meaning="finished longer ago than the grace period, yet its pod still holds GPUs",
+        meaning="finished longer ago than the grace period, yet its pod still runs (or, "
+        "standalone, it still reports) and holds GPUs",
     ),
     StateDef(
         "silent",
@@ -205,7 +206,11 @@ class Observation:
     alive: bool | None = None
     pod_failed: bool = False
     steps_per_second: float | None = None
-    typical_steps_per_second: float | None = None  # the run's own recent 90th percentile
+    # The run's own typical pace (the 90th percentile of its recent pace; while degraded,
+    # the pace it had before the drop): the one every view and rule reads.
+    typical_steps_per_second: float | None = None
+    # The run's total is a progress bar's length and nothing else said it ended (see done).
+    bar_end_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +221,18 @@ class Verdict:
     onset: float | None
 
 
-def done(o: Observation) -> bool:
-    """Finished by its own word or by its progress (step == max_steps counts)."""
-    return o.finished or (o.progress is not None and o.progress >= 1.0)
+def done(o: Observation, th: Thresholds) -> bool:
+    """Finished by its own word or by its progress (step == max_steps counts). A progress
+    bar at its end is not evidence enough on its own (the same bar at the end of its first
+    epoch looks the same): it counts once the process ended (its pod) or the log has been
+    quiet since for the report timeout."""
+    if o.finished:
+        return True
+    if o.progress is None or o.progress < 1.0:
+        return False
+    if not o.bar_end_only:
+        return True
+    return o.alive is False or o.now - o.last_report >= th.report_timeout_seconds
 
 
 def diverged(o: Observation, th: Thresholds) -> bool:
@@ -232,6 +246,16 @@ def diverged(o: Observation, th: Thresholds) -> bool:
         and o.best_loss > 0
         and o.loss > th.divergence_ratio * o.best_loss
     )
+
+
+def still_running(o: Observation, done_at: float, th: Thresholds) -> bool:
+    """Whether anything shows that a finished run's process still lives: its pod runs
+    (Kubernetes mode), or, where nobody watches a pod, it kept reporting after it finished
+    (the reporter's heartbeat) and has not gone quiet since. A process that sent its final
+    report and exited sends nothing more: it is finished, not lingering."""
+    if o.alive is not None:
+        return o.alive
+    return o.last_report > done_at and o.now - o.last_report < th.report_timeout_seconds
 
 
 def degraded(o: Observation, th: Thresholds) -> bool:
@@ -254,11 +278,11 @@ def classify(o: Observation, th: Thresholds) -> Verdict:
     either, a run that went quiet is *silent*: hung, or alive with a broken reporter.
     """
     now = o.now
-    if done(o):
+    if done(o, th):
         done_at = o.last_step if o.last_step is not None else o.last_report
         lingering = (
             o.gone_since is None
-            and o.alive is not False
+            and still_running(o, done_at, th)
             and o.gpus > 0
             and now - done_at > th.finished_grace_seconds
         )

@@ -189,9 +189,9 @@ REASON_QUERY = (
     '{__name__=~"training_(run_state|last_step_timestamp_seconds|last_report_timestamp_seconds'
     "|last_improvement_timestamp_seconds|start_timestamp_seconds|stall_threshold_seconds"
     "|plateau_window_seconds|report_timeout_seconds|finished_grace_seconds|divergence_ratio"
-    '|throughput_drop_ratio|loss|eval_loss|best_loss|gpus|steps_per_second)"}'
+    "|throughput_drop_ratio|loss|eval_loss|best_loss|gpus|steps_per_second"
+    '|typical_steps_per_second)"}'
 )
-TYPICAL_PACE_QUERY = "quantile_over_time(0.9, training_steps_per_second[2h])"
 _THRESHOLD_SERIES = {
     "training_stall_threshold_seconds": "stall_seconds",
     "training_plateau_window_seconds": "plateau_seconds",
@@ -202,11 +202,10 @@ _THRESHOLD_SERIES = {
 }
 
 
-def reasons_from_prometheus(
-    series: list[dict[str, Any]], typical: list[dict[str, Any]], now: float
-) -> dict[tuple[str, str], str]:
+def reasons_from_prometheus(series: list[dict[str, Any]], now: float) -> dict[tuple[str, str], str]:
     """(namespace, job_name) -> the reason of its most urgent run, from :data:`REASON_QUERY`
-    and :data:`TYPICAL_PACE_QUERY` results."""
+    results (the typical pace is the exporter's own, ``training_typical_steps_per_second``:
+    one truth for the state, the alert and this view)."""
     runs: dict[tuple[str, str, str], dict[str, float]] = {}
     states: dict[tuple[str, str, str], str] = {}
     for s in series:
@@ -220,12 +219,6 @@ def reasons_from_prometheus(
                 states[key] = m.get("state", "")
             continue
         runs.setdefault(key, {})[m.get("__name__", "")] = value
-    for s in typical:
-        m = s["metric"]
-        key = (m.get("namespace", ""), m.get("job_name", ""), m.get("pod", ""))
-        pace = _num(s["value"][1])
-        if pace is not None:
-            runs.setdefault(key, {})["typical"] = pace
     out: dict[tuple[str, str], tuple[int, str]] = {}
     for key, state in states.items():
         v = runs.get(key, {})
@@ -244,7 +237,7 @@ def reasons_from_prometheus(
             gpus=v.get("training_gpus", 0.0),
             gone_since=None,
             steps_per_second=v.get("training_steps_per_second"),
-            typical_steps_per_second=v.get("typical"),
+            typical_steps_per_second=v.get("training_typical_steps_per_second"),
         )
         rank = severity(state)
         job = key[:2]
@@ -340,11 +333,7 @@ def _query(url: str, name: str, expr: str) -> list[dict[str, Any]]:
 
 def from_prometheus(url: str) -> list[Row]:
     results = {name: _query(url, name, expr) for name, expr in PROMETHEUS_QUERIES.items()}
-    reasons = reasons_from_prometheus(
-        _query(url, "reason", REASON_QUERY),
-        _query(url, "typical pace", TYPICAL_PACE_QUERY),
-        time.time(),
-    )
+    reasons = reasons_from_prometheus(_query(url, "reason", REASON_QUERY), time.time())
     stuck = stuck_ranks_from_prometheus(_query(url, "stuck rank", STUCK_RANK_QUERY))
     return rows_from_prometheus(results, reasons, stuck)
 

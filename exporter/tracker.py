@@ -52,6 +52,18 @@ PACE_FRACTION = 1 / 10
 PACE_POINTS = 256
 PACE_MIN_POINTS = 3
 PACE_QUANTILE = 0.9
+# While plateaued, only an improvement of this fraction below the best at the plateau's
+# onset ends it: noise around a flat loss beats MIN_IMPROVEMENT now and then, and a plateau
+# that ends on one lucky average only to return a window later flaps (a page each time).
+PLATEAU_EXIT_IMPROVEMENT = 0.02
+# Throughput falls to 0 once the step has not advanced for this many of the run's own
+# typical intervals between advances (and at least IDLE_MIN_SECONDS): a hung job must not
+# keep showing its last pace until the stall threshold.
+IDLE_INTERVALS = 3.0
+IDLE_MIN_SECONDS = 5.0
+# A step that goes back to at least this fraction of where it was, with the same total,
+# is a resume from a checkpoint (it keeps its best loss); further back is a re-run.
+RESUME_FRACTION = 0.5
 # Runs snapshotted per hold of the tracker lock (see Tracker.snapshot).
 SNAPSHOT_BATCH = 200
 
@@ -86,6 +98,9 @@ class RunSnapshot:
     eta_lower_seconds: float | None  # the ETA's bounds, counted down like it
     eta_upper_seconds: float | None
     steps_per_second: float | None
+    typical_steps_per_second: float | None  # the pace the degraded state is judged against
+    attempt: int  # 1 for the first attempt; +1 at each re-run, restart or resume
+    attempt_start: float  # when the current attempt began
     loss: float | None
     eval_loss: float | None
     learning_rate: float | None
@@ -168,6 +183,21 @@ class RunState:
     state_since: float = 0.0
     # Restored from the state file and not yet seen again by any source or discovery.
     restored: bool = False
+    # Attempts: the run's current one, when it began, and the reporter's own start time
+    # (a new one is a new process: a new attempt).
+    attempt: int = 1
+    attempt_start: float | None = None
+    reporter_start: float | None = None
+    # The typical pace when the run turned degraded: it stays degraded until its pace is
+    # back above the drop ratio of this (the typical pace must not follow it down).
+    pace_reference: float | None = None
+    # The best loss when the run turned plateaued (see PLATEAU_EXIT_IMPROVEMENT).
+    plateau_reference: float | None = None
+    # A new process reports under the name (a new start time) and has not given a step
+    # yet: its first step decides between a resume and a re-run.
+    new_process: bool = False
+    # The total is a progress bar's length (states.done: its end alone finishes nothing).
+    total_from_bar: bool = False
 
     @property
     def gpus(self) -> float:
@@ -195,6 +225,63 @@ def _ignore(_reason: str) -> None:
 
 def _first(*values: float | None) -> float | None:
     return next((v for v in values if v is not None), None)
+
+
+def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
+    """Start a new attempt of ``run``: its own finished flag, pace and typical pace, and,
+    unless it resumes from a checkpoint (``keep_best``), its own best loss and plateau
+    history. What the job spent (GPU-seconds, waste by cause) carries over."""
+    run.attempt += 1
+    run.attempt_start = now
+    run.finished = False
+    run.pace.clear()
+    run.tp_cache = None
+    run.pace_reference = None
+    run.plateau_reference = None
+    if run.step is not None:
+        run.samples.reset(now, run.step)
+    run.last_improvement = now if run.best_loss is not None else None
+    if not keep_best:
+        run.best_loss = None
+        run.best_is_eval = False
+        run.loss_ema = None
+        run.history.clear()
+
+
+def _resumes(run: RunState, r: ProgressReport) -> bool:
+    """Whether a new attempt starting at ``r.step`` resumes from a checkpoint (keeps its best
+    loss): back to no less than RESUME_FRACTION of where the run was, and no further on,
+    with the same total."""
+    assert r.step is not None and run.step is not None
+    return run.step * RESUME_FRACTION <= r.step <= run.step and r.max_steps in (
+        None,
+        run.max_steps,
+    )
+
+
+def _hold_references(run: RunState, state: str, o: Observation) -> None:
+    """Keep what a state is judged against while the run is in it: the typical pace while
+    degraded (it recovers only by reaching the drop ratio of the pace it had before), the
+    best loss while plateaued (see PLATEAU_EXIT_IMPROVEMENT)."""
+    if state == "degraded":
+        if run.pace_reference is None:
+            run.pace_reference = o.typical_steps_per_second
+    elif o.steps_per_second is not None:  # judged with a pace: not degraded any more
+        run.pace_reference = None
+    if state == "plateaued":
+        if run.plateau_reference is None:
+            run.plateau_reference = run.best_loss
+    elif state != "plateaued" and run.last_step is not None:
+        run.plateau_reference = None
+
+
+def _current_pace(run: RunState, tp: Throughput | None, now: float) -> float | None:
+    """The run's steps/s now: its pace, or 0 once the step has not advanced for
+    ``IDLE_INTERVALS`` of its own typical intervals (a hung job does not keep its pace)."""
+    if tp is None or not run.samples:
+        return None
+    idle_after = max(IDLE_MIN_SECONDS, IDLE_INTERVALS * tp.interval_seconds)
+    return 0.0 if now - run.samples[-1][0] > idle_after else tp.steps_per_second
 
 
 def _keep_framework(new: RunMeta, old: RunMeta) -> RunMeta:
@@ -244,6 +331,8 @@ class Tracker:
                 )
                 self._runs[key] = run
             elif meta is not None:
+                if meta.pod_uid and run.meta.pod_uid and meta.pod_uid != run.meta.pod_uid:
+                    new_attempt(run, now, keep_best=False)  # the job's pod was recreated
                 run.meta = _keep_framework(meta, run.meta)
             self._accrue(run, now)
             run.gone_since = None
@@ -258,6 +347,8 @@ class Tracker:
             run = self._runs.get(key)
             if run is not None:
                 self._accrue(run, now)
+                if meta.pod_uid and run.meta.pod_uid and meta.pod_uid != run.meta.pod_uid:
+                    new_attempt(run, now, keep_best=False)  # the job's pod was recreated
                 run.meta = _keep_framework(meta, run.meta)
                 run.restored = False
                 self._changes += 1
@@ -456,9 +547,14 @@ class Tracker:
             pod_failed=run.meta.pod_failed,
             steps_per_second=tp.steps_per_second if tp else None,
             typical_steps_per_second=self._typical_pace(run, now) if tp is not None else None,
+            bar_end_only=run.total_from_bar,
         )
 
     def _typical_pace(self, run: RunState, now: float) -> float | None:
+        """The run's typical pace: the 90th percentile of its recent pace, or, while it is
+        degraded, the pace it had before the drop."""
+        if run.pace_reference is not None:
+            return run.pace_reference
         recent = [v for t, v in run.pace if now - t <= PACE_WINDOW]
         if len(recent) < PACE_MIN_POINTS:
             return None
@@ -503,8 +599,42 @@ class Tracker:
     def _merge(self, run: RunState, r: ProgressReport, now: float, problem: Problem) -> None:
         run.last_report = now
         advanced = False
+        if r.start_time is not None:
+            if r.start_time != run.reporter_start and (
+                run.reporter_start is not None or run.step is not None
+            ):
+                # A new process reports under the name (the reporter's start time, or a log
+                # rewritten from its start) after the run had made progress: a new attempt,
+                # a resume or a re-run by its first step.
+                run.new_process = True
+            run.reporter_start = r.start_time
+        if (
+            r.format != "log"  # a log's total grows with what it has shown (the log source
+            # tells attempts apart itself: a rewritten file, bars again after the end)
+            and r.max_steps is not None
+            and run.max_steps is not None
+            and r.max_steps != run.max_steps
+            and run.step is not None
+        ):
+            new_attempt(run, now, keep_best=False)  # a new plan: a new attempt
         if r.step is not None:
-            if run.step is None or r.step > run.step:
+            if run.new_process and run.step is not None:
+                run.new_process = False
+                if r.step < run.step:
+                    problem("step_regressed")
+                    run.high_water = max(run.step, run.high_water or 0)
+                new_attempt(run, now, keep_best=_resumes(run, r))
+                run.samples.reset(now, r.step)
+                run.step = r.step
+                advanced = True
+            elif run.finished and run.step is not None and r.step > run.step and not r.final:
+                # New progress after the run said it was done: a re-run under the same name
+                # that started above where the last attempt ended.
+                new_attempt(run, now, keep_best=False)
+                run.samples.reset(now, r.step)
+                run.step = r.step
+                advanced = True
+            elif run.step is None or r.step > run.step:
                 advanced = True
                 if run.high_water is not None and r.step >= run.high_water:
                     run.high_water = None  # caught up: new steps again
@@ -523,20 +653,34 @@ class Tracker:
                         _add_sample(run.samples, at, step)
                 run.samples.append(now, r.step)
             elif r.step < run.step:
-                # A restart from an earlier checkpoint: a new attempt, new rate baseline.
+                # The step went back: a new attempt. Back a little with the same total is a
+                # resume from a checkpoint (it keeps its best loss); further is a re-run.
                 problem("step_regressed")
+                resume = _resumes(run, r)
                 run.high_water = max(run.step, run.high_water or 0)
+                new_attempt(run, now, keep_best=resume)
                 run.samples.reset(now, r.step)
-                run.finished = False
                 advanced = True
             run.step = r.step
         for name in ("max_steps", "max_epochs"):
             value = getattr(r, name)
             if value is not None:
                 setattr(run, name, value)
+        if r.format == "log":
+            run.total_from_bar = r.total_from_bar
+        if r.format == "log" and r.max_steps is None and r.step is not None:
+            # A log states all it knows in every report: a total it no longer states (a bar
+            # that turned out to be one epoch's) is unknown, not the last one read.
+            run.max_steps = None
         if r.epoch is not None:
-            if run.step is None and (run.epoch is None or r.epoch > run.epoch):
-                advanced = True
+            if run.epoch is None or r.epoch > run.epoch:
+                if run.step is None:
+                    advanced = True
+                elif not advanced:
+                    # Training went on though no step was seen (Trainer's log dicts carry
+                    # the epoch; its bar reaches a container log only 16 KiB at a time):
+                    # progress, not a stall. The pace stays the steps' own.
+                    run.last_step = now
             run.epoch = r.epoch
         if r.progress is not None:
             if (
@@ -582,6 +726,8 @@ class Tracker:
             run.budget_seconds = r.gpu_hours_budget * 3600.0
 
     def _record_pace(self, run: RunState, now: float) -> None:
+        if run.pace_reference is not None:
+            return  # degraded: the typical pace must not follow the run down
         every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
         if run.pace and now - run.pace[-1][0] < every:
             return
@@ -619,6 +765,12 @@ class Tracker:
         if candidate is None:
             return
         best = run.best_loss
+        if run.plateau_reference is not None:
+            ref = run.plateau_reference
+            if candidate < ref - abs(ref) * PLATEAU_EXIT_IMPROVEMENT:
+                run.best_loss = candidate
+                run.last_improvement = now
+            return
         if best is None or candidate < best - abs(best) * MIN_IMPROVEMENT:
             run.best_loss = candidate
             run.last_improvement = now
@@ -667,6 +819,7 @@ class Tracker:
         verdict = classify(observation, th)
         run.state_since = entered(run.state, run.state_since, verdict, now)
         run.state = verdict.state
+        _hold_references(run, verdict.state, observation)
         # A stalled, diverged or finished run promises no completion time.
         # The completion time is predicted at the last step advance (or the run's own ETA
         # report) and the ETA counts down from it to ``now``: between two reports every
@@ -704,7 +857,10 @@ class Tracker:
             eta_timestamp=completion,
             eta_lower_seconds=lower,
             eta_upper_seconds=upper,
-            steps_per_second=tp.steps_per_second if tp else None,
+            steps_per_second=_current_pace(run, tp, now),
+            typical_steps_per_second=observation.typical_steps_per_second,
+            attempt=run.attempt,
+            attempt_start=run.first_report if run.attempt_start is None else run.attempt_start,
             loss=run.loss,
             eval_loss=run.eval_loss,
             learning_rate=run.learning_rate,
@@ -716,7 +872,7 @@ class Tracker:
             last_step_timestamp=run.last_step,
             last_improvement_timestamp=run.last_improvement,
             # Done by its own word or by its progress: what the classifier calls finished.
-            finished=done(observation),
+            finished=done(observation, th),
             gpus=run.gpus,
             gpu_seconds=self._gpu_seconds(run, now),
             stalled_gpu_seconds=run.stalled_gpu_seconds,

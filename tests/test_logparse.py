@@ -43,9 +43,25 @@ FIXTURES = [
     ),
     (" 16%|█▌        | 8/50 [00:02<00:10,  3.98it/s]", "tqdm", {}),
     (
+        # Lightning by its logger version (v_num), which only it prints; the epoch is read
+        # from the description by the accumulator, which knows Lightning counts from 0.
         "Epoch 3:  45%|████▌     | 45/100 [00:10<00:12,  4.50it/s, v_num=0, train_loss=0.321]",
         "lightning",
-        {"epoch": 3.0, "loss": 0.321},
+        {"loss": 0.321},
+    ),
+    (
+        # "Epoch 1: " alone is any script's description, not Lightning.
+        "Epoch 1:  45%|████▌     | 45/100 [00:10<00:12,  4.50it/s, loss=0.321]",
+        "tqdm",
+        {"loss": 0.321},
+    ),
+    ("step 10/100 loss 0.53", "print", {"step": 10, "max_steps": 100, "loss": 0.53}),
+    ("Epoch 2/8 | Step: 10 of 100, train_loss=0.5", "print", {"step": 10, "max_epochs": 8}),
+    ("GPU available: False, used: False", "lightning", {"framework": "lightning"}),
+    (
+        "`Trainer.fit` stopped: `max_epochs=3` reached.",
+        "lightning",
+        {"final": True, "max_epochs": 3.0},
     ),
     ("Epoch 1/10", "keras", {"max_epochs": 10.0}),
     (

@@ -39,15 +39,16 @@ def test_download_bar_then_training_bar_with_evaluation_bars() -> None:
     assert (report.step, report.max_steps) == (300, 500)
 
 
-def test_nested_epoch_and_batch_bars_pick_the_stable_outer_one() -> None:
+def test_a_batch_bar_under_an_epoch_bar_counts_every_batch() -> None:
     lines = []
     for epoch in range(1, 4):
         lines += [bar(b, 50, "batches: ") for b in range(0, 51, 10)]  # inner: restarts each epoch
         lines.append(bar(epoch, 5, "epochs: "))
     acc = feed(lines)
     chosen = acc.training_bar()
-    assert chosen is not None and chosen[0] == ("epochs", 5)
-    assert (acc.report().step, acc.report().max_steps) == (3, 5)
+    assert chosen is not None and chosen[0] == ("batches", 50)
+    # Cumulative: three epochs of 50 batches; the epoch bar says there are 5 of them.
+    assert (acc.report().step, acc.report().max_steps) == (150, 250)
 
 
 def test_structured_step_beats_bars() -> None:
@@ -65,7 +66,8 @@ def test_lightning_bars_give_a_global_step() -> None:
             for b in range(1, 11)
         ]
     report = feed(lines).report()
-    assert (report.step, report.epoch, report.loss) == (2 * 10 + 10, 2.0, 0.7)
+    # The fractional epoch is epochs done, as Trainer counts it: 3 at the end of the third.
+    assert (report.step, report.epoch, report.loss) == (2 * 10 + 10, 3.0, 0.7)
 
 
 def test_keras_epochs_and_progbar() -> None:

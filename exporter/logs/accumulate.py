@@ -2,46 +2,121 @@
 structured lines beating progress bars, and one progress bar picked as the training bar.
 
 Pure and deterministic: lines go in with their time, a :class:`ProgressReport` comes out.
-Rules:
+Rules (docs/logs.md has the table of script shapes and what is read from each):
 
-* Structured parsers (Kubeflow marker, JSON lines, Transformers dicts, DeepSpeed, Katib) set
-  every field they carry; once one has given a step, bars never set the step again.
-* Bars are grouped by their prefix (digits removed, so ``Epoch 3`` and ``Epoch 4`` are one
-  bar) and total. A bar whose count goes backwards without a new epoch is not the training
-  bar: that is an evaluation bar restarting, or an inner loop. Nor is a bar tqdm drew below
-  another (nested, see ``Bar.nested``) while an outer one exists. Among the others, the
+* Structured parsers (Kubeflow marker, JSON lines, Transformers dicts, DeepSpeed, Katib,
+  plain ``step i/n`` prints) set every field they carry; once one has given a step, bars
+  never set the step again.
+* Bars are grouped by their prefix (digits removed, so ``epoch 3`` and ``epoch 4``, or
+  ``Epoch 1/8`` and ``Epoch 2/8``, are one bar) and total. A bar that starts over is the
+  next pass of the same loop (the next epoch): its count is *cumulative*, the work of every
+  pass so far, so the step never goes back while the script draws a fresh bar per epoch.
+* A bar's total is the run's only where the log says so: ``Epoch i/N`` (or Keras'
+  ``Epoch i/N`` line, or Lightning's Rich ``Epoch i/last``) times the bar's total, or a bar
+  that is the whole loop (it never started over, names no epoch, and no other bar ran after
+  it reached its end). Otherwise the total is unknown: no progress, no ETA, and a bar
+  reaching its end never makes the run finished.
+* An evaluation bar (its description says eval, valid, test, predict, sanity...) is never
+  the training bar, nor is a bar tqdm drew below another (nested, see ``Bar.nested``) while
+  an outer one exists, unless the outer bar counts its passes: ``for epoch in trange(8):
+  for batch in tqdm(loader, leave=False)`` trains in the inner bar. Of the others, the
   training bar is the one that advanced most often within the last ``RECENT`` seconds (a
   download bar that finished before training stops counting).
-* Keras prints ``Epoch 3/10`` and then a per-epoch progbar: its progress is epochs.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from ..model import VALUE_FIELDS, ProgressReport
 from .parse import EMPTY, Bar, LineReport, bar_key
 
 RECENT = 120.0
 FRAME_SAMPLES = 64  # older bar frames kept as rate samples, per bar
-STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib"})
+STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib", "print"})
+# A description that names an evaluation loop. Lightning's: "Validation", "Validation
+# DataLoader 0", "Sanity Checking DataLoader 0", "Testing", "Predicting"; Trainer's and
+# Accelerate scripts': "Evaluating", "eval", "valid".
+_EVAL_WORDS = re.compile(
+    r"(?i)(?:^|[^a-z])(eval\w*|valid\w*|val|test\w*|predict\w*|sanity\w*|inference|infer)"
+    r"(?:[^a-z]|$)"
+)
+# "epoch 3", "Epoch 3/10", "Epoch 3:", "ep 3", "[epoch 3]": the bar's pass, and how many.
+_EPOCH_WORDS = re.compile(r"(?i)\b(?:epoch|ep)\s*[:#=]?\s*(\d+)(?:\s*/\s*(\d+))?")
+
+
+@lru_cache(maxsize=1024)
+def eval_bar(prefix: str) -> bool:
+    """Whether a bar's description names an evaluation loop."""
+    return bool(prefix) and _EVAL_WORDS.search(prefix) is not None
+
+
+@lru_cache(maxsize=1024)
+def epoch_of(prefix: str) -> tuple[int, int | None] | None:
+    """The epoch a bar's description names, and the number of epochs when it says
+    (``Epoch 3/10`` -> (3, 10)); None when it names none."""
+    m = _EPOCH_WORDS.search(prefix) if prefix else None
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
 @dataclass
 class _BarTrack:
     total: int | None
     last_n: int = 0
-    epoch: int | None = None
+    frames: int = 0
     advances: int = 0
     # Times of advances within RECENT seconds, oldest first (trimmed from the left: a
     # list rebuilt on every frame made a long log quadratic).
     recent: deque[float] = field(default_factory=deque)
-    regressed: bool = False
     nested: bool = False  # drawn below another bar (see Bar.nested)
+    evaluation: bool = False  # its description names an evaluation loop
     last: Bar | None = None
-    # (time, n) of older frames read from the bar's own clock (see LineReport.frames).
+    # Passes: the work of the bar's earlier passes (each a fresh bar: the next epoch),
+    # how many there were, and the epoch its description names now (and the smallest one).
+    base: int = 0
+    passes: int = 0
+    label: int | None = None
+    first_label: int | None = None
+    # The label of the first epoch where the format says (Lightning counts from 0, Keras
+    # from 1); else 0 once an epoch 0 was seen, else 1.
+    origin: int | None = None
+    epochs: int | None = None  # "Epoch i/N": N
+    ended: bool = False  # reached its total
+    other_after_end: bool = False  # another bar ran after it reached its total
+    # (time, cumulative count) of older frames read from the bar's own clock.
     samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=FRAME_SAMPLES))
+
+    def work(self, n: int | None = None) -> int:
+        """The cumulative count at ``n`` (default: the newest frame): all passes so far."""
+        n = self.last_n if n is None else n
+        if self.label is not None and self.total and self.first_label is not None:
+            # The description counts the epochs: exact even when a whole epoch fell between
+            # two polls. 0-based when an epoch 0 was seen, else 1-based.
+            first = self.origin if self.origin is not None else min(self.first_label, 1)
+            return max(0, self.label - first) * self.total + n
+        return self.base + n
+
+    @property
+    def per_pass(self) -> bool:
+        """Whether the bar is one pass of a loop it draws again (one bar per epoch)."""
+        return self.passes > 0 or self.label is not None
+
+    def run_total(self, final: bool) -> int | None:
+        """The run's total steps, where the log says it (see the module docstring). Once the
+        run said it finished (Trainer's summary), a bar that ran after it is not training."""
+        if not self.total:
+            return None
+        if self.epochs is not None:
+            return self.epochs * self.total
+        if self.per_pass or (self.other_after_end and not final):
+            return None
+        return self.total
 
 
 @dataclass
@@ -55,9 +130,14 @@ class LogAccumulator:
     structured_step: bool = False
     keras_epoch: tuple[int, int] | None = None
     final: bool = False
+    lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
+    # When the log was rewritten from its start (a new process): a new attempt from then on.
+    start_time: float | None = None
 
     def feed(self, line: LineReport, now: float) -> None:
         self.counts[line.parser] += 1
+        if line.parser == "lightning":
+            self.lightning = True
         r = line.report
         if r is not EMPTY:  # most lines are bare bar frames: nothing but the bar
             for name in VALUE_FIELDS:
@@ -69,7 +149,7 @@ class LogAccumulator:
             if r.metrics:
                 self.metrics.update(r.metrics)
             self.final = self.final or r.final
-        if line.epoch_of is not None:
+        if line.epoch_of is not None and line.bar is None:
             self.keras_epoch = line.epoch_of
         if line.bar is not None:
             self._bar(line, now)
@@ -78,36 +158,124 @@ class LogAccumulator:
         bar = line.bar
         assert bar is not None
         key = bar_key(bar)
-        track = self.bars.setdefault(key, _BarTrack(total=bar.total))
-        epoch = int(line.report.epoch) if line.report.epoch is not None else None
-        if line.parser == "keras" and self.keras_epoch is not None:
-            epoch = self.keras_epoch[0]  # Keras' progbar restarts with each "Epoch N/M"
+        track = self.bars.get(key)
+        if track is None:
+            track = self.bars[key] = _BarTrack(total=bar.total, evaluation=eval_bar(bar.prefix))
+            for other in self.bars.values():
+                if other is not track and other.ended and not track.evaluation:
+                    other.other_after_end = True
+        label, epochs = self._epoch(line, bar)
+        if epochs is not None:
+            track.epochs = epochs
+        if self.lightning:
+            track.origin = 0  # Lightning's epochs count from 0 (both bars)
+        elif line.parser == "keras":
+            track.origin = 1
+        # Started over: a smaller count, another epoch, or (a whole bar in one line, as a
+        # file read at once shows it) its oldest frame in this line below the last count.
+        oldest = line.frames[0][1] if line.frames else bar.n
+        if track.frames and (
+            min(bar.n, oldest) < track.last_n or (label is not None and label != track.label)
+        ):
+            chosen = self.training_bar() if self.final else None
+            if chosen is not None and chosen[1] is track:
+                # Training bars again after the run said it finished: a new attempt (the
+                # script run again into the same log). Start over from this line.
+                self._start_over()
+                self._bar(line, now)
+                return
+            self._next_pass(track, label)
+        if label is not None:
+            track.label = label
+            if track.first_label is None or label < track.first_label:
+                track.first_label = label
         if line.frames and bar.elapsed_seconds is not None and bar.n >= track.last_n:
             # A chunk of frames (a tqdm line reaches a container log 16 KiB at a time): the
             # frames between the last one read and the newest, at the times the bar's own
             # clock gives them relative to the newest, which is now.
             for elapsed, n in line.frames:
                 if track.last_n < n < bar.n and elapsed <= bar.elapsed_seconds:
-                    track.samples.append((now - (bar.elapsed_seconds - elapsed), n))
+                    track.samples.append((now - (bar.elapsed_seconds - elapsed), track.work(n)))
         if bar.n > track.last_n:
             track.advances += 1
             track.recent.append(now)
-        elif bar.n < track.last_n and (epoch is None or epoch == track.epoch):
-            track.regressed = True
-        track.last_n, track.epoch, track.last = bar.n, epoch, bar
+        track.frames += 1
+        track.last_n, track.last = bar.n, bar
+        track.ended = bool(bar.total) and bar.n >= (bar.total or 0)
         track.nested = track.nested or bar.nested
         recent = track.recent
         while recent and now - recent[0] > RECENT:
             recent.popleft()
 
+    def _start_over(self) -> None:
+        """Forget everything but the match counts: a new attempt begins."""
+        counts = self.counts
+        self.__dict__.update(LogAccumulator().__dict__)
+        self.counts = counts
+
+    def _epoch(self, line: LineReport, bar: Bar) -> tuple[int | None, int | None]:
+        """The epoch this frame belongs to and the number of epochs, where the log says."""
+        if line.epoch_of is not None:  # Lightning's Rich bar: "Epoch i/last", 0-based
+            return line.epoch_of
+        if line.parser == "keras":
+            return self.keras_epoch if self.keras_epoch is not None else (None, None)
+        found = epoch_of(bar.prefix)
+        return found if found is not None else (None, None)
+
+    @staticmethod
+    def _next_pass(track: _BarTrack, label: int | None) -> None:
+        """The bar started over: credit the pass that ended (a bar over a data loader ends at
+        its total; only its last frame read may be short of it)."""
+        if label is not None and track.label is not None and label < track.label:
+            track.base, track.passes = 0, 0  # the epochs start again: a re-run
+            track.first_label = None
+            return
+        done = max(track.last_n, track.total or 0)
+        skipped = 0
+        if label is not None and track.label is not None and track.total:
+            skipped = max(0, label - track.label - 1) * track.total
+        track.base += done + skipped
+        track.passes += 1
+        track.last_n = 0
+
     def training_bar(self) -> tuple[tuple[str, int | None], _BarTrack] | None:
         """The bar that is the training loop's, if any (see the module docstring)."""
-        candidates = [(k, t) for k, t in self.bars.items() if not t.regressed and t.advances > 0]
+        candidates = [(k, t) for k, t in self.bars.items() if not t.evaluation and t.advances > 0]
         outer = [(k, t) for k, t in candidates if not t.nested]
-        candidates = outer or candidates  # an inner bar only when there is no other
+        inner = [(k, t) for k, t in candidates if t.nested and self._inner_loop(t, outer)]
+        candidates = inner or outer or candidates  # an inner bar only when it is the loop
         if not candidates:
             return None
         return max(candidates, key=lambda kt: (len(kt[1].recent), kt[1].advances))
+
+    @staticmethod
+    def _inner_loop(track: _BarTrack, outer: Sequence[tuple[object, _BarTrack]]) -> bool:
+        """Whether a nested bar is the training loop inside an outer bar that counts its
+        passes (an epoch bar), not an evaluation inside a training bar: the outer bar
+        counts no more than the inner one's passes (plus the one under way), and the inner
+        one did more work. A training bar at step 60 with an evaluation bar below it that
+        ran twice is the other way round."""
+        if not outer:
+            return False
+        return all(t.last_n <= track.passes + 1 < track.work() for _, t in outer)
+
+    def _epoch_bar(self, track: _BarTrack) -> _BarTrack | None:
+        """The bar that counts ``track``'s passes (``for epoch in trange(N)`` around it):
+        one that is not itself per pass, at no more than the passes so far plus one (a
+        nested bar's first pass too: the outer bar is drawn before it, at 0)."""
+        if not track.per_pass and not track.nested:
+            return None
+        for other in self.bars.values():
+            if (
+                other is not track
+                and not other.evaluation
+                and not other.per_pass
+                and other.total
+                and other.advances > 0
+                and other.last_n <= track.passes + 1
+            ):
+                return other
+        return None
 
     def report(self) -> ProgressReport:
         """The run as these lines describe it."""
@@ -115,27 +283,40 @@ class LogAccumulator:
         chosen = self.training_bar()
         if chosen is not None and (track := chosen[1]).last is not None:
             bar = track.last
-            if self.keras_epoch is not None and chosen[0][0] == "keras" and bar.total:
-                current, total = self.keras_epoch
-                values["epoch"] = current - 1 + bar.n / bar.total
-                values["max_epochs"] = float(total)
-            elif (
-                not self.structured_step
-                and track.epoch is not None
-                and bar.total
-                and chosen[0][0] != "keras"
-            ):
-                # Lightning: one bar per epoch, so the global step is epoch * batches + n.
-                values["step"] = track.epoch * bar.total + bar.n
-            elif not self.structured_step:
-                values["step"] = bar.n
+            outer = self._epoch_bar(track)
+            total = None if outer is not None else track.run_total(self.final)
+            said = self.values.get("max_epochs")
+            if total is None and track.per_pass and track.total and isinstance(said, float):
+                total = int(said) * track.total  # the number of epochs, said in another line
+            if total is None and outer is not None and outer.total and track.total:
+                # The inner loop of an epoch bar: the outer bar says how many passes.
+                total = outer.total * track.total
+            if not self.structured_step:
+                values["step"] = track.work()
                 values["step_samples"] = tuple(track.samples)
-                if bar.total:
-                    values["max_steps"] = bar.total
-            if bar.remaining_seconds is not None and "eta_seconds" not in self.values:
+                values["max_steps"] = total
+                # Only an "Epoch i/N" count (or the outer epoch bar) says the last epoch's
+                # end is the run's; a bar alone may be the first of several.
+                values["total_from_bar"] = (
+                    total is not None and track.epochs is None and outer is None
+                )
+                if track.per_pass and track.total and "epoch" not in self.values:
+                    values["epoch"] = track.work() / track.total
+                    if track.epochs is not None:
+                        values["max_epochs"] = float(track.epochs)
+            if (
+                bar.remaining_seconds is not None
+                and "eta_seconds" not in self.values
+                and total is not None
+                and not track.per_pass
+            ):
+                # The bar's own remaining time is the run's only when the bar is the run.
                 values["eta_seconds"] = bar.remaining_seconds
         report = ProgressReport(
-            metrics=tuple(sorted(self.metrics.items())), final=self.final, format="log"
+            metrics=tuple(sorted(self.metrics.items())),
+            final=self.final,
+            format="log",
+            start_time=self.start_time,
         )
         known = {k: v for k, v in values.items() if k in ProgressReport.__dataclass_fields__}
         return replace(report, **known)  # type: ignore[arg-type]

@@ -168,7 +168,6 @@ _BAR_NO_TOTAL = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<n>\d+)it\s*\[(?P<elapsed>[\d:]+)(?:,\s*(?P<rate>[\d.]+)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
-_EPOCH_PREFIX = re.compile(r"^\s*Epoch\s+(\d+)\b")
 
 
 @lru_cache(maxsize=1024)
@@ -222,12 +221,14 @@ def _bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
 
 
 def parse_bar(msg: str, now: float) -> LineReport | None:
-    """A tqdm bar; with an ``Epoch N:`` prefix, a Lightning bar."""
+    """A tqdm bar; Lightning's when its postfix carries Lightning's logger version
+    (``v_num``), which only Lightning prints: ``Epoch 3:`` alone is any script's description.
+    Which epoch the bar is (and whether it names one at all) is the accumulator's to read."""
     found = _bar(msg)
     if found is None:
         return None
     bar, postfix = found
-    epoch = _EPOCH_PREFIX.match(bar.prefix) if bar.prefix else None
+    lightning = "v_num" in postfix
     doc: dict[str, object] = {}
     loss = postfix.pop("loss", None)
     if loss is None:
@@ -239,11 +240,10 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     postfix.pop("v_num", None)  # Lightning's logger version, not a metric
     if postfix:
         doc["metrics"] = postfix
-    if epoch:
-        doc["epoch"] = int(epoch.group(1))
+    name = "lightning" if lightning else "tqdm"
     if not doc:  # a bare frame (most are): nothing to validate
-        return LineReport("tqdm", EMPTY, bar)
-    return _native(doc, now, "lightning" if epoch else "tqdm", bar)
+        return LineReport(name, EMPTY, bar)
+    return _native(doc, now, name, bar)
 
 
 # Lightning's RichProgressBar (used when `rich` is installed), as a real run prints it:
@@ -270,7 +270,8 @@ def parse_rich_bar(msg: str, now: float) -> LineReport | None:
             metrics[key] = float(value)
         except ValueError:
             continue
-    doc: dict[str, object] = {"epoch": int(m["epoch"]), "max_epochs": int(m["last"]) + 1}
+    # The fractional epoch (epochs done) is the accumulator's: the bar's count of its epoch.
+    doc: dict[str, object] = {"max_epochs": int(m["last"]) + 1}
     loss = metrics.pop("train_loss", metrics.pop("loss", metrics.pop("train_loss_step", None)))
     if loss is not None:
         doc["loss"] = loss
@@ -286,7 +287,9 @@ def parse_rich_bar(msg: str, now: float) -> LineReport | None:
         remaining_seconds=_clock(m["remaining"]),
         prefix=f"Epoch {m['epoch']}",
     )
-    return _native(doc, now, "lightning", bar)
+    found = _native(doc, now, "lightning", bar)
+    # "Epoch i/last" is 0-based: epoch i of last + 1.
+    return None if found is None else found._replace(epoch_of=(int(m["epoch"]), int(m["last"]) + 1))
 
 
 # -- keras ----------------------------------------------------------------------------------
@@ -397,6 +400,62 @@ def parse_katib(msg: str, now: float) -> LineReport | None:
     return _native(doc, now, "katib")
 
 
+# -- lightning's own lines ------------------------------------------------------------------------
+
+# Lines only Lightning prints: its accelerator banner, and the end of fit with the number of
+# epochs ("`Trainer.fit` stopped: `max_epochs=3` reached."), which finishes the run.
+_LIGHTNING_BANNER = re.compile(r"^(?:GPU|TPU|HPU) available: (?:True|False)")
+_LIGHTNING_STOPPED = re.compile(r"`Trainer\.fit` stopped: (?:`max_epochs=(\d+)` reached)?")
+
+
+def parse_lightning(msg: str, now: float) -> LineReport | None:
+    if "available: " in msg and _LIGHTNING_BANNER.match(msg):
+        return LineReport("lightning", ProgressReport(framework="lightning"))
+    if "`Trainer.fit` stopped" not in msg:
+        return None
+    m = _LIGHTNING_STOPPED.search(msg)
+    epochs = m.group(1) if m is not None else None
+    report = ProgressReport(
+        framework="lightning", final=True, max_epochs=float(epochs) if epochs else None
+    )
+    return LineReport("lightning", report)
+
+
+# -- plain prints -------------------------------------------------------------------------------
+
+# What a hand-written loop prints: ``step 10/100 loss 0.53``, ``Step: 10 of 100, loss=0.53``,
+# ``epoch 2 step 10 | loss: 0.53``. A step with its total or with a loss (a step alone is
+# too common a word: "saved a checkpoint at step 100").
+_PRINT_STEP = re.compile(
+    r"(?i)(?<![\w.])step[\s:=#]*(\d{1,15})(?:\s*(?:/|of)\s*(\d{1,15}))?(?![\w.])"
+)
+_PRINT_LOSS = re.compile(
+    r"(?i)(?<![\w.])(?:train[_ ])?loss[\s:=]+"
+    r"([-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|\.\d+|nan|inf))(?![\w.])"
+)
+_PRINT_EPOCH = re.compile(r"(?i)(?<![\w.])epoch[\s:=#]*(\d{1,9})\s*(?:/|of)\s*(\d{1,9})(?![\w.])")
+
+
+def parse_print(msg: str, now: float) -> LineReport | None:
+    if "tep" not in msg or len(msg) > 512:
+        return None
+    step = _PRINT_STEP.search(msg)
+    if step is None:
+        return None
+    loss = _PRINT_LOSS.search(msg)
+    if step.group(2) is None and loss is None:
+        return None
+    doc: dict[str, object] = {"step": int(step.group(1))}
+    if step.group(2) is not None:
+        doc["max_steps"] = int(step.group(2))
+    if loss is not None:
+        doc["loss"] = float(loss.group(1))
+    epoch = _PRINT_EPOCH.search(msg)
+    if epoch is not None:
+        doc["max_epochs"] = int(epoch.group(2))
+    return _native(doc, now, "print")
+
+
 # -- json lines ---------------------------------------------------------------------------------
 
 _JSON_KEYS = {"step", "global_step", "loss", "train_loss", "epoch", "max_steps", "total_steps"}
@@ -441,11 +500,25 @@ PARSERS: tuple[tuple[str, Callable[[str, float], LineReport | None]], ...] = (
     ("lightning-rich", parse_rich_bar),
     ("bar", parse_bar),
     ("katib", parse_katib),
+    ("lightning-banner", parse_lightning),
+    ("print", parse_print),
 )
 
 
 # Every parser needs one of these in a line; a line with none (most of a log) costs one scan.
-HINTS = (KUBEFLOW_MARKER, "{", "%|", "it [", "Epoch", "step", "=", "/", "━")
+HINTS = (
+    KUBEFLOW_MARKER,
+    "{",
+    "%|",
+    "it [",
+    "Epoch",
+    "step",
+    "=",
+    "/",
+    "━",
+    "available: ",
+    "`Trainer",
+)
 _ANY_HINT = re.compile("|".join(re.escape(h) for h in HINTS))
 # The same, on raw bytes: a line without any of them need not even be decoded.
 HINT_BYTES = re.compile(b"|".join(re.escape(h.encode()) for h in HINTS))
@@ -511,6 +584,9 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
     newest of each bar (an older frame of the same bar says nothing the newest does not). At
     most :data:`MAX_SEGMENTS` segments are parsed, from the newest.
     """
+    if "`Trainer.fit` stopped" in msg:
+        # Lightning prints it right after its bar's last frame, on the same line.
+        msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
     if "\r" not in msg:
         found = _parse_segment(msg, now)
         return [] if found is None else [found]

@@ -41,6 +41,7 @@ class _Followed:
     cri: CriJoiner = field(default_factory=CriJoiner)
     # The line still being written as last read: its pieces (P chunks, or the raw text).
     unterminated: tuple[str, ...] = ()
+    truncations: int = 0  # the tail's count when the accumulator was started
 
 
 Targets = Callable[[], "dict[str, tuple[RunKey, RunMeta]]"]
@@ -97,6 +98,13 @@ class LogSource:
                     self.ingestor.drop(NAME, err.reason)
                     log.warning("log %s: %s; reading it once it is there", path, err.message)
                 continue
+            if followed.tail.truncations != followed.truncations:
+                # Rewritten from its start (``python train.py > train.log`` again): a new
+                # process, so what the old one printed says nothing about it.
+                followed.truncations = followed.tail.truncations
+                now = self.ingestor.clock()
+                followed.acc, followed.cri = LogAccumulator(start_time=now), CriJoiner()
+                followed.unterminated = ()
             if self._missing.pop(path, None) is not None:
                 log.info("log %s: reading it now", path)
             if followed.tail.dropped_long_lines:
@@ -128,8 +136,16 @@ class LogSource:
             self.ingestor.drop(NAME, "partial_too_long")
         joiner.too_long = 0
         matched = False
+        # A line whose start was read while it was being written (see _unterminated): only
+        # its frames since then are new. Read whole, its older frames would look like the
+        # bar starting over (the next epoch's bar).
+        seen = "".join(followed.unterminated)
         for message in messages:
-            for found in parse_message(message.text, now):
+            text = message.text
+            if seen and text.startswith(seen):
+                text = text[max(0, text.rfind("\r", 0, len(seen))) :]
+            seen = ""
+            for found in parse_message(text, now):
                 followed.acc.feed(found, now)
                 self.ingestor.matched(found.parser)
                 matched = True

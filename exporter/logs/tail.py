@@ -37,6 +37,7 @@ class FileTail:
     _keep: int | None = None
     _cut: bool = False
     dropped_long_lines: int = field(default=0)
+    truncations: int = field(default=0)  # times the file was rewritten from its start
 
     def close(self) -> None:
         if self._fd is not None:
@@ -116,8 +117,9 @@ class FileTail:
             self._open()
         assert self._fd is not None
         size = os.fstat(self._fd).st_size
-        if size < self._offset:  # truncated in place
+        if size < self._offset:  # truncated in place: rewritten by a new process
             self._offset, self._buffer = 0, b""
+            self.truncations += 1
         data += self._drain(self._fd, self.budget - len(data))
         return self._split(data)
 

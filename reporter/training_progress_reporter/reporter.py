@@ -23,7 +23,15 @@ when nothing new was sent for ``heartbeat_seconds`` (default 60 s, ``TPE_REPORT_
 0 turns it off). A training loop that hangs (a deadlock, a stuck collective) stops calling
 ``update()`` but its process, and this thread, live on: the exporter then sees reports with
 a frozen step and calls the run *stalled*. A process that died sends nothing, and its run
-turns *silent*. Without the heartbeat both would look the same.
+turns *silent*. Without the heartbeat both would look the same. The heartbeat goes on after
+``finish()`` for as long as the process lives: a finished run that keeps its process (and
+its GPUs) keeps saying so, and becomes *finished-but-running*; one whose process exited goes
+quiet and stays *finished*.
+
+Every report carries ``start_time`` (when this reporter started: a new process under the
+same run name is a new attempt) and ``gpus``: the ``gpus`` argument, else the devices this
+process sees (``CUDA_VISIBLE_DEVICES``, or ``torch.cuda.device_count()`` when torch is
+already imported); unknown (not sent) when neither says.
 
 Channels, each enabled when its configuration is present (several may be active at once):
 
@@ -153,6 +161,7 @@ class ProgressReporter:
         stdout: TextIO | None = None,
         heartbeat_seconds: float | None = None,
         deadline: float | str | None = None,
+        gpus: float | None = None,
     ) -> None:
         env = dict(os.environ if environ is None else environ)
         self.rank = global_rank(env) if rank is None else rank
@@ -171,6 +180,8 @@ class ProgressReporter:
         self._errors = 0
         self._stdout = stdout
         self._checkpoint = threading.Event()  # the exporter asked for a checkpoint
+        self._flush = threading.Event()  # finish(): send now, not at the next interval
+        self._sent = threading.Event()  # a send succeeded (finish() waits for its own)
         self.channels = self._pick_channels(env, channels)
         self._senders: list[Sender] = [self._sender(name, env) for name in self.channels]
         with self._lock:
@@ -182,6 +193,10 @@ class ProgressReporter:
                 self._state.values["framework"] = framework
             if deadline is not None:  # Unix seconds or RFC 3339: when the run must be done
                 self._state.values["deadline"] = deadline
+            self._state.values["start_time"] = time.time()
+            seen = detect_gpus(env) if gpus is None else _number(gpus)
+            if seen is not None:
+                self._state.values["gpus"] = seen
             self._state.version += 1
         self._thread: threading.Thread | None = None
         if self.enabled and self._senders:
@@ -202,6 +217,7 @@ class ProgressReporter:
         grad_norm: Any = None,
         eval_loss: Any = None,
         epoch: Any = None,
+        gpus: Any = None,
         **metrics: Any,
     ) -> None:
         """Record the latest values. Cheap and non-blocking; never raises."""
@@ -218,6 +234,7 @@ class ProgressReporter:
                     ("grad_norm", grad_norm),
                     ("eval_loss", eval_loss),
                     ("epoch", epoch),
+                    ("gpus", gpus),
                 ):
                     if raw is not None:
                         values[key] = raw
@@ -228,13 +245,27 @@ class ProgressReporter:
             return
 
     def finish(self, timeout: float = 10.0) -> None:
-        """Mark the run complete and flush, waiting at most ``timeout`` seconds."""
+        """Mark the run complete and send it, waiting at most ``timeout`` seconds. The
+        heartbeat goes on while the process lives (unless it is off): that a finished
+        process still holds its GPUs is worth knowing."""
         if not self.enabled:
             return
         with self._lock:
             self._state.final = True
             self._state.version += 1
-        self.close(timeout)
+            target = self._state.version
+        if self._thread is None or self.heartbeat_seconds <= 0:
+            self.close(timeout)
+            return
+        deadline = time.monotonic() + timeout
+        self._flush.set()
+        self._wake.set()
+        while self._sent_version < target and self._thread.is_alive():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._sent.wait(min(0.05, left))
+            self._sent.clear()
 
     def close(self, timeout: float = 5.0) -> None:
         """Send what is pending (bounded by ``timeout``) and stop the background thread."""
@@ -265,7 +296,7 @@ class ProgressReporter:
             report = dict(s.values)
             metrics = {}
             for key, raw in list(report.items()):
-                if key in ("loss", "learning_rate", "grad_norm", "eval_loss", "epoch"):
+                if key in ("loss", "learning_rate", "grad_norm", "eval_loss", "epoch", "gpus"):
                     number = _number(raw)
                     if number is None:
                         del report[key]
@@ -304,6 +335,7 @@ class ProgressReporter:
         if ok:
             self._sent_version = version
             self._last_sent = time.monotonic()
+            self._sent.set()
         return ok
 
     def _run(self) -> None:
@@ -312,7 +344,9 @@ class ProgressReporter:
         while True:
             stopping = self._stop.is_set()
             now = time.monotonic()
-            if stopping or now >= next_send:
+            flush = self._flush.is_set()
+            if stopping or now >= next_send or flush:
+                self._flush.clear()
                 ok = self._send_all(heartbeat=not stopping and self._heartbeat_due(now))
                 if stopping:
                     if not ok:  # one retry on the way out; close() bounds the wait
@@ -371,6 +405,28 @@ def _token_header(path: str) -> dict[str, str]:
     except OSError:
         return {}
     return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def detect_gpus(environ: Mapping[str, str]) -> float | None:
+    """The GPUs this process sees: ``CUDA_VISIBLE_DEVICES`` (a list of devices, up to the
+    first invalid one as CUDA reads it; empty means none), else torch's device count when
+    torch is already imported (never imported here: it costs seconds). None when unknown."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        count = 0
+        for item in visible.split(","):
+            item = item.strip()
+            if not item or item.startswith("-"):
+                break
+            count += 1
+        return float(count)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            return float(torch.cuda.device_count()) if torch.cuda.is_available() else 0.0
+        except Exception:  # a broken CUDA install is not our business
+            return None
+    return None
 
 
 def _heartbeat_from(env: Mapping[str, str]) -> float:
