@@ -33,6 +33,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collector import render_runs_text
+from exporter.logs.accumulate import LogAccumulator
+from exporter.logs.parse import parse_message
 from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.states import STATES
 from exporter.tracker import Tracker, TrackerConfig
@@ -78,6 +80,8 @@ class Run:
     exported_labels: bool = False
     # The rank TrainingRankStalled must name (and no other).
     stuck_rank: str | None = None
+    # Prometheus starts scraping at this minute (it was down, or deployed later).
+    scrape_from: int = 0
 
     @property
     def alerts(self) -> tuple[str, ...]:
@@ -189,6 +193,67 @@ def straggler(t: float, rng: random.Random) -> ProgressReport:
     return ProgressReport(
         step=int(step), max_steps=90_000, loss=_loss(step) * (1 + rng.gauss(0, 0.03))
     )
+
+
+def rerun(t: float, rng: random.Random) -> ProgressReport | None:
+    # Finishes after 58 min with a low loss, exits; 10 min later the job is re-run under
+    # the same name from step 0 (a longer schedule): its loss starts high again, which is
+    # not a divergence from the first attempt's best.
+    if t <= 3600:
+        step = min(int(t * 2), 7000)
+        return ProgressReport(step=step, max_steps=7000, loss=_loss(step), final=step >= 7000)
+    if t < 4200:
+        return None
+    step = int((t - 4200) * 2)
+    return ProgressReport(step=step, max_steps=40_000, loss=_loss(step) * (1 + rng.gauss(0, 0.02)))
+
+
+def rerun_longer(t: float, rng: random.Random) -> ProgressReport | None:
+    # Finishes 3000 steps, then is re-run with a longer schedule from its final checkpoint:
+    # the new attempt's first step is above the last one, and it must not stay "finished".
+    if t <= 1500:
+        step = min(int(t * 2), 3000)
+        return ProgressReport(step=step, max_steps=3000, loss=_loss(step), final=step >= 3000)
+    if t < 2100:
+        return None
+    step = min(3000 + int((t - 2100) * 2), 9000)
+    loss = _loss(step) * (1 + rng.gauss(0, 0.02))
+    return ProgressReport(step=step, max_steps=9000, loss=loss, final=step >= 9000)
+
+
+class PerEpochBars:
+    """A plain PyTorch loop as its log shows it: a fresh tqdm bar per epoch (400 batches,
+    no description, loss in the postfix) and an evaluation bar (50 batches) after each,
+    read by the log source's own parser and accumulator. No total is ever stated."""
+
+    BATCHES, EVAL = 400, 50
+
+    def __init__(self) -> None:
+        self.acc = LogAccumulator()
+        self.done = 0  # steps already drawn
+
+    def _bar(self, n: int, total: int, loss: float | None, at: float) -> str:
+        post = f", loss={loss:.3g}" if loss is not None else ""
+        clock = f"00:{int(at) % 60:02d}<00:10"
+        return f"\r{n * 100 // total:3d}%|#  | {n}/{total} [{clock},  2.00it/s{post}]"
+
+    def __call__(self, t: float, rng: random.Random) -> ProgressReport:
+        step = int(t * 2)
+        if step < self.done:  # a new simulation of the run: its log starts empty
+            self.acc, self.done = LogAccumulator(), 0
+        lines: list[str] = []
+        for s in range(self.done + 1, step + 1):
+            epoch_done = s % self.BATCHES == 0
+            if epoch_done or s == step:
+                n = self.BATCHES if epoch_done else s % self.BATCHES
+                lines.append(self._bar(n, self.BATCHES, _loss(s) * (1 + rng.gauss(0, 0.02)), t))
+            if epoch_done:
+                lines.append(self._bar(self.EVAL, self.EVAL, None, t))
+        self.done = step
+        for line in lines:
+            for found in parse_message(line, t):
+                self.acc.feed(found, t)
+        return self.acc.report()
 
 
 def _rank_step(t: float, rank: int, rate: float = 2.0) -> int:
@@ -335,6 +400,32 @@ CORPUS: tuple[Run, ...] = (
         straggler,
         240,
         "TrainingThroughputDegraded",
+    ),
+    Run(
+        "rerun",
+        "finishes at loss 1.85 after 58 min, re-run under the same name 10 min later",
+        rerun,
+        180,
+    ),
+    Run(
+        "rerun-longer",
+        "finishes 3000 steps, re-run from there with a longer schedule (new max_steps)",
+        rerun_longer,
+        88,
+    ),
+    Run(
+        "per-epoch-bars",
+        "log only: a fresh tqdm bar per epoch and an evaluation bar, no total stated",
+        PerEpochBars(),
+        240,
+    ),
+    Run(
+        "straggler-late-prometheus",
+        "throughput to 40 % from 2 h to 3 h, Prometheus started 10 min into the slowdown",
+        straggler,
+        240,
+        "TrainingThroughputDegraded",
+        scrape_from=130,
     ),
     Run(
         "ranks-healthy",
@@ -491,6 +582,11 @@ def scrape_series(run: Run, seed: int) -> Simulation:
         for name, values in series.items():
             if name not in seen:
                 values.append("stale" if values and values[-1] not in ("_", "stale") else "_")
+    if run.scrape_from:  # nothing scraped before Prometheus started
+        for values in series.values():
+            values[: run.scrape_from] = ["_"] * min(run.scrape_from, len(values))
+        for rank_states in states:
+            rank_states[: run.scrape_from] = [None] * min(run.scrape_from, len(rank_states))
     return Simulation(series, states)
 
 

@@ -61,6 +61,35 @@ def lines(total_bytes: int, seed: int = 1) -> Any:
         yield line, step, total
 
 
+def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
+    """CRI lines as containerd writes a run whose tqdm bar goes to stderr: a quarter of the
+    lines are ``P`` chunks of 16 KiB of bar frames (``\r`` between them, no newline until
+    the bar closes), the rest stdout ``F`` lines (70 % unrelated, Trainer dicts)."""
+    rng = random.Random(seed)
+    written, step, total = 0, 0, 1_000_000
+    while written < total_bytes:
+        if rng.random() < 0.25:
+            frames = []
+            size = 0
+            while size < 16 * 1024 - 120:
+                step += 1
+                pct = step * 100 // total
+                frame = (
+                    f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [01:00<10:00,  4.00it/s]"
+                )
+                frames.append(frame)
+                size += len(frame.encode())
+            line = f"2026-11-29T18:20:54.123456789Z stderr P {''.join(frames)}\n"
+        elif rng.random() < 0.93:
+            msg = f"INFO worker {rng.randint(0, 7)} data shard {rng.randint(0, 10**6)} loaded in {rng.random():.3f}s"
+            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+        else:
+            msg = f"{{'loss': '{2 + rng.random():.4f}', 'grad_norm': '1.0', 'learning_rate': '5e-05', 'epoch': '0.1'}}"
+            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+        written += len(line.encode())
+        yield line, step, total
+
+
 def mtail_values(port: int) -> dict[str, float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         text = resp.read().decode()
@@ -178,17 +207,19 @@ def _timed(argv: list[str]) -> tuple[float, float, bytes]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
 
 
-def inspect_vs_mtail(megabytes: int = 250) -> dict[str, Any]:
+def inspect_vs_mtail(megabytes: int = 250, shape: str = "lines") -> dict[str, Any]:
     """``inspect`` on a whole CRI log against mtail reading the same file once
-    (``-one_shot``): CPU and the final values, side by side."""
+    (``-one_shot``): CPU and the final values, side by side. ``shape`` "pchunks": a quarter
+    of the lines are stderr ``P`` chunks of tqdm frames (:func:`pchunk_lines`)."""
     mtail = shutil.which("mtail")
     if not mtail:
         raise SystemExit("mtail is not installed (apt-get install mtail)")
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "train.log"
         last = (0, 0)
+        source = pchunk_lines if shape == "pchunks" else lines
         with open(log, "w", buffering=1024 * 1024) as fh:
-            for line, step, total in lines(megabytes * 1024 * 1024):
+            for line, step, total in source(megabytes * 1024 * 1024):
                 fh.write(line)
                 last = (step, total)
         progs = Path(tmp) / "progs"
@@ -206,6 +237,7 @@ def inspect_vs_mtail(megabytes: int = 250) -> dict[str, Any]:
         values[name] = float(m.group(1)) if m else float("nan")
     report = json.loads(o_out)["report"]
     return {
+        "shape": shape,
         "megabytes": size / 1e6,
         "expected_step": last[0],
         "mtail": {**mtail_values_safe(values), "cpu_seconds": m_cpu, "peak_rss_mib": m_rss},
@@ -232,9 +264,13 @@ def main() -> int:
     parser.add_argument("--megabytes", type=int, default=250)
     parser.add_argument("--fleet-seconds", type=float, default=30.0)
     parser.add_argument("--inspect-only", action="store_true")
+    parser.add_argument(
+        "--shape", choices=("lines", "pchunks"), default="lines",
+        help="pchunks: a quarter of the lines are stderr P chunks of tqdm frames",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.inspect_only:
-        print(json.dumps(inspect_vs_mtail(args.megabytes), indent=2))
+        print(json.dumps(inspect_vs_mtail(args.megabytes, args.shape), indent=2))
         return 0
     print(
         json.dumps(

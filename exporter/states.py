@@ -248,6 +248,11 @@ def diverged(o: Observation, th: Thresholds) -> bool:
     )
 
 
+# Standalone, a finished run "still reports" while its newest report is at most this old
+# (twice the reporter's heartbeat period), or half the finished grace if that is longer.
+HEARTBEAT_EVIDENCE_SECONDS = 120.0
+
+
 def still_running(o: Observation, done_at: float, th: Thresholds) -> bool:
     """Whether anything shows that a finished run's process still lives: its pod runs
     (Kubernetes mode), or, where nobody watches a pod, it kept reporting after it finished
@@ -255,7 +260,8 @@ def still_running(o: Observation, done_at: float, th: Thresholds) -> bool:
     report and exited sends nothing more: it is finished, not lingering."""
     if o.alive is not None:
         return o.alive
-    return o.last_report > done_at and o.now - o.last_report < th.report_timeout_seconds
+    quiet = max(HEARTBEAT_EVIDENCE_SECONDS, th.finished_grace_seconds / 2)
+    return o.last_report > done_at and o.now - o.last_report < quiet
 
 
 def degraded(o: Observation, th: Thresholds) -> bool:

@@ -10,16 +10,16 @@ from pathlib import Path
 
 from exporter.logs.accumulate import LogAccumulator
 from exporter.logs.inspect import inspect_path
-from exporter.logs.parse import parse_line
+from exporter.logs.parse import parse_message
 
 NOW = 1_800_000_000.0
 
 
 def feed(lines: list[str], step_seconds: float = 1.0) -> LogAccumulator:
+    """Each line as the log source reads it (terminal codes read, then taken out)."""
     acc = LogAccumulator()
     for i, line in enumerate(lines):
-        found = parse_line(line, NOW)
-        if found is not None:
+        for found in parse_message(line, NOW):
             acc.feed(found, i * step_seconds)
     return acc
 
@@ -42,7 +42,8 @@ def test_download_bar_then_training_bar_with_evaluation_bars() -> None:
 def test_a_batch_bar_under_an_epoch_bar_counts_every_batch() -> None:
     lines = []
     for epoch in range(1, 4):
-        lines += [bar(b, 50, "batches: ") for b in range(0, 51, 10)]  # inner: restarts each epoch
+        # Inner: restarts each epoch, drawn below the outer bar (tqdm moves the cursor up).
+        lines += [bar(b, 50, "batches: ") + "\x1b[A" for b in range(0, 51, 10)]
         lines.append(bar(epoch, 5, "epochs: "))
     acc = feed(lines)
     chosen = acc.training_bar()

@@ -260,14 +260,16 @@ class LogAccumulator:
         return all(t.last_n <= track.passes + 1 < track.work() for _, t in outer)
 
     def _epoch_bar(self, track: _BarTrack) -> _BarTrack | None:
-        """The bar that counts ``track``'s passes (``for epoch in trange(N)`` around it):
-        one that is not itself per pass, at no more than the passes so far plus one (a
-        nested bar's first pass too: the outer bar is drawn before it, at 0)."""
-        if not track.per_pass and not track.nested:
-            return None
+        """The bar that counts the passes of ``track``, a nested bar (``for epoch in
+        trange(N)`` around it): an outer bar that is not itself per pass, at no more than
+        the passes so far plus one (from the first pass on: the outer bar is drawn first,
+        at 0)."""
+        if not track.nested:
+            return None  # tqdm draws an inner bar below the outer one (nested) while both run
         for other in self.bars.values():
             if (
                 other is not track
+                and not other.nested
                 and not other.evaluation
                 and not other.per_pass
                 and other.total
