@@ -73,7 +73,6 @@ _OPTIONAL_FLOATS = (
     "attempt_start",
     "reporter_start",
     "pace_reference",
-    "plateau_reference",
 )
 _OPTIONAL_INTS = ("step", "max_steps", "high_water")
 _BOOLS = ("best_is_eval", "finished")

@@ -191,8 +191,6 @@ class RunState:
     # The typical pace when the run turned degraded: it stays degraded until its pace is
     # back above the drop ratio of this (the typical pace must not follow it down).
     pace_reference: float | None = None
-    # The best loss when the run turned plateaued (see PLATEAU_EXIT_IMPROVEMENT).
-    plateau_reference: float | None = None
     # A new process reports under the name (a new start time) and has not given a step
     # yet: its first step decides between a resume and a re-run.
     new_process: bool = False
@@ -237,7 +235,6 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
     run.pace.clear()
     run.tp_cache = None
     run.pace_reference = None
-    run.plateau_reference = None
     if run.step is not None:
         run.samples.reset(now, run.step)
     run.last_improvement = now if run.best_loss is not None else None
@@ -257,22 +254,6 @@ def _resumes(run: RunState, r: ProgressReport) -> bool:
         None,
         run.max_steps,
     )
-
-
-def _hold_references(run: RunState, state: str, o: Observation) -> None:
-    """Keep what a state is judged against while the run is in it: the typical pace while
-    degraded (it recovers only by reaching the drop ratio of the pace it had before), the
-    best loss while plateaued (see PLATEAU_EXIT_IMPROVEMENT)."""
-    if state == "degraded":
-        if run.pace_reference is None:
-            run.pace_reference = o.typical_steps_per_second
-    elif o.steps_per_second is not None:  # judged with a pace: not degraded any more
-        run.pace_reference = None
-    if state == "plateaued":
-        if run.plateau_reference is None:
-            run.plateau_reference = run.best_loss
-    elif state != "plateaued" and run.last_step is not None:
-        run.plateau_reference = None
 
 
 def _current_pace(run: RunState, tp: Throughput | None, now: float) -> float | None:
@@ -726,13 +707,21 @@ class Tracker:
             run.budget_seconds = r.gpu_hours_budget * 3600.0
 
     def _record_pace(self, run: RunState, now: float) -> None:
-        if run.pace_reference is not None:
-            return  # degraded: the typical pace must not follow the run down
-        every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
-        if run.pace and now - run.pace[-1][0] < every:
-            return
+        """At a step advance: hold the typical pace while the run is below its drop ratio
+        (degraded: it recovers only by reaching the ratio of the pace it had before, and
+        the typical pace must not follow it down), else sample the pace now and then. At
+        every advance, not at scrapes: the state must not depend on who looked when."""
         tp = self._throughput(run)
-        if tp is not None:
+        if tp is None:
+            return
+        typical = self._typical_pace(run, now)
+        if typical is not None:
+            slow = tp.steps_per_second < self._thresholds(run).throughput_drop_ratio * typical
+            run.pace_reference = typical if slow else None
+        if run.pace_reference is not None:
+            return
+        every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
+        if not run.pace or now - run.pace[-1][0] >= every:
             run.pace.append(now, tp.steps_per_second)
 
     def _merge_loss(self, run: RunState, r: ProgressReport, now: float) -> None:
@@ -765,13 +754,11 @@ class Tracker:
         if candidate is None:
             return
         best = run.best_loss
-        if run.plateau_reference is not None:
-            ref = run.plateau_reference
-            if candidate < ref - abs(ref) * PLATEAU_EXIT_IMPROVEMENT:
-                run.best_loss = candidate
-                run.last_improvement = now
-            return
-        if best is None or candidate < best - abs(best) * MIN_IMPROVEMENT:
+        needed = MIN_IMPROVEMENT
+        plateau = self._thresholds(run).plateau_seconds
+        if run.last_improvement is not None and now - run.last_improvement >= plateau:
+            needed = PLATEAU_EXIT_IMPROVEMENT  # plateaued: only a clear improvement ends it
+        if best is None or candidate < best - abs(best) * needed:
             run.best_loss = candidate
             run.last_improvement = now
 
@@ -819,7 +806,6 @@ class Tracker:
         verdict = classify(observation, th)
         run.state_since = entered(run.state, run.state_since, verdict, now)
         run.state = verdict.state
-        _hold_references(run, verdict.state, observation)
         # A stalled, diverged or finished run promises no completion time.
         # The completion time is predicted at the last step advance (or the run's own ETA
         # report) and the ETA counts down from it to ``now``: between two reports every

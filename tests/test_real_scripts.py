@@ -88,7 +88,7 @@ def _thresholds(name: str, form: str) -> Thresholds:
         th = replace(THRESHOLDS, stall_seconds=10.0, report_timeout_seconds=10.0)
     if attempts == 1:
         return th
-    return replace(th, stall_seconds=20.0, report_timeout_seconds=max(10.0, th.stall_seconds))
+    return replace(th, stall_seconds=20.0, report_timeout_seconds=20.0)
 
 
 def _environment(truth: Path, attempt: int) -> dict[str, str]:
