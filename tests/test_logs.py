@@ -361,3 +361,31 @@ def test_a_line_still_being_written_is_read_from_where_the_last_poll_left_it(
     # Ticks two to three seconds apart (close ones merged) over the whole minute.
     assert times[0] < 2 and times[-1] == 60
     assert all(1 <= b - a <= 3 for a, b in itertools.pairwise(times))
+
+
+def test_per_epoch_bars_read_live_count_every_epoch_once(
+    exporter_factory: Any, clock: Any, tmp_path: Path
+) -> None:
+    """A fresh bar per epoch (no description), read while it is drawn, in both forms: the
+    step is cumulative and a bar's frames already read while its line was being written are
+    not counted again when the line ends, whatever stdout line comes in the same poll."""
+    for form in ("file", "cri"):
+        log = tmp_path / f"{form}.log"
+        append(log, "")
+        exp = exporter_factory(log_paths=(str(log),), namespace="ns")
+        for epoch in range(3):
+            frames = [f"\r{n * 10:3d}%|#  | {n}/10 [00:0{n}<00:01,  9.00it/s]" for n in range(11)]
+            if form == "file":
+                append(log, "".join(frames[:6]))
+                exp.poll_once()
+                append(log, "".join(frames[6:]) + "\n" + f"epoch {epoch} done\n")
+            else:
+                append(log, cri("".join(frames[:6]), "P", "stderr") + "\n")
+                exp.poll_once()
+                append(log, cri(f"epoch {epoch} done") + "\n")
+                append(log, cri("".join(frames[6:]), "F", "stderr") + "\n")
+            exp.poll_once()
+            clock.advance(2)
+        (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+        assert (run["step"], run.get("max_steps")) == (30, None), (form, run)
+        assert run["epoch"] == 3.0 and run["state"] == "running", (form, run)

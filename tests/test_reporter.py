@@ -418,3 +418,42 @@ def test_heartbeat_is_off_with_zero_and_set_by_the_environment(capture: Capture)
     assert ProgressReporter(environ={}, channels=[]).heartbeat_seconds == 60
     junk = ProgressReporter(environ={"TPE_REPORT_HEARTBEAT": "soon"}, channels=[])
     assert junk.heartbeat_seconds == 60
+
+
+def test_the_heartbeat_goes_on_after_finish_while_the_process_lives(capture: Capture) -> None:
+    """A finished process that keeps its GPUs keeps saying so (finished-but-running needs
+    that evidence in standalone mode); close() (at exit) stops it."""
+    env = {"TPE_REPORT_URL": capture.url, "CUDA_VISIBLE_DEVICES": "0,1"}
+    reporter = ProgressReporter(total_steps=10, interval=0.05, heartbeat_seconds=0.3, environ=env)
+    reporter.update(step=10, loss=0.2)
+    t0 = time.monotonic()
+    reporter.finish(timeout=5)
+    assert time.monotonic() - t0 < 2.0  # finish() waits for its own send, not the heartbeat
+    assert capture.requests[-1][2]["final"] is True
+    time.sleep(1.0)
+    finals = [b for _, _, b in capture.requests if b.get("final")]
+    reporter.close()
+    assert len(finals) >= 3, finals  # the final report, then heartbeats of it
+    body = finals[-1]
+    assert body["gpus"] == 2.0 and body["step"] == 10
+    assert isinstance(body["start_time"], float) and body["start_time"] <= time.time()
+    assert len({b["start_time"] for _, _, b in capture.requests}) == 1  # one process, one start
+    after = len(capture.requests)
+    time.sleep(0.6)
+    assert len(capture.requests) == after  # closed: quiet, as an exited process
+
+
+def test_gpus_come_from_the_argument_update_or_what_the_process_sees() -> None:
+    from training_progress_reporter.reporter import detect_gpus
+
+    assert detect_gpus({"CUDA_VISIBLE_DEVICES": "0,1,2,3"}) == 4.0
+    assert detect_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0.0
+    assert detect_gpus({"CUDA_VISIBLE_DEVICES": "0,-1,2"}) == 1.0  # CUDA stops at -1
+    out = io.StringIO()
+    reporter = ProgressReporter(
+        gpus=8, environ={"CUDA_VISIBLE_DEVICES": "0"}, stdout=out, channels=["stdout"]
+    )
+    reporter.update(step=1, gpus=4)  # a known argument, not a custom metric
+    _, report, _ = reporter._snapshot()
+    reporter.close()
+    assert report["gpus"] == 4.0 and "gpus" not in report.get("metrics", {})

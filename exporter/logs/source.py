@@ -139,12 +139,14 @@ class LogSource:
         # A line whose start was read while it was being written (see _unterminated): only
         # its frames since then are new. Read whole, its older frames would look like the
         # bar starting over (the next epoch's bar).
-        seen = "".join(followed.unterminated)
+        seen = [piece for piece in followed.unterminated if piece]  # one per stream
         for message in messages:
             text = message.text
-            if seen and text.startswith(seen):
-                text = text[max(0, text.rfind("\r", 0, len(seen))) :]
-            seen = ""
+            for piece in seen:
+                if text.startswith(piece):
+                    text = text[max(0, text.rfind("\r", 0, len(piece))) :]
+                    seen.remove(piece)
+                    break
             for found in parse_message(text, now):
                 followed.acc.feed(found, now)
                 self.ingestor.matched(found.parser)
