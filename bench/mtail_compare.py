@@ -61,12 +61,21 @@ def lines(total_bytes: int, seed: int = 1) -> Any:
         yield line, step, total
 
 
+def _clock(seconds: int) -> str:
+    """A duration as tqdm prints it: ``mm:ss``, or ``h:mm:ss`` from an hour on."""
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
 def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
     """CRI lines as containerd writes a run whose tqdm bar goes to stderr: a quarter of the
-    lines are ``P`` chunks of 16 KiB of bar frames (``\r`` between them, no newline until
-    the bar closes), the rest stdout ``F`` lines (70 % unrelated, Trainer dicts)."""
+    lines are 16 KiB chunks of bar frames (``\r`` between them; ``P`` until the bar closes
+    after 1 to 60 of them, then ``F``), the rest stdout ``F`` lines (unrelated, Trainer
+    dicts)."""
     rng = random.Random(seed)
-    written, step, total = 0, 0, 1_000_000
+    written, step, total = 0, 0, 10_000_000
+    chunks_left = rng.randint(1, 60)
     while written < total_bytes:
         if rng.random() < 0.25:
             frames = []
@@ -74,12 +83,15 @@ def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
             while size < 16 * 1024 - 120:
                 step += 1
                 pct = step * 100 // total
-                frame = (
-                    f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [01:00<10:00,  4.00it/s]"
-                )
+                clock = f"{_clock(step // 4)}<{_clock((total - step) // 4)}"  # 4 it/s
+                frame = f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [{clock},  4.00it/s]"
                 frames.append(frame)
                 size += len(frame.encode())
-            line = f"2026-11-29T18:20:54.123456789Z stderr P {''.join(frames)}\n"
+            chunks_left -= 1
+            tag = "P" if chunks_left > 0 else "F"
+            if chunks_left <= 0:
+                chunks_left = rng.randint(1, 60)
+            line = f"2026-11-29T18:20:54.123456789Z stderr {tag} {''.join(frames)}\n"
         elif rng.random() < 0.93:
             msg = f"INFO worker {rng.randint(0, 7)} data shard {rng.randint(0, 10**6)} loaded in {rng.random():.3f}s"
             line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ..model import VALUE_FIELDS, ProgressReport
-from .parse import EMPTY, Bar, LineReport, bar_key
+from .parse import EMPTY, FRAME_TICKS, Bar, LineReport, bar_key
 
 RECENT = 120.0
-FRAME_SAMPLES = 64  # older bar frames kept as rate samples, per bar
+FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar
 STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib", "print"})
 # A description that names an evaluation loop. Lightning's: "Validation", "Validation
 # DataLoader 0", "Sanity Checking DataLoader 0", "Testing", "Predicting"; Trainer's and

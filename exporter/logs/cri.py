@@ -119,6 +119,14 @@ class CriJoiner:
         """No partial line is waiting for its final chunk."""
         return not self._partial
 
+    def waits_on(self, raw: bytes) -> bool:
+        """Whether ``raw`` (a CRI line as read) belongs to a stream with a partial line
+        waiting for its final chunk: a line of another stream cannot complete it."""
+        if not self._partial:
+            return False
+        parts = raw.split(b" ", 2)
+        return len(parts) < 3 or parts[1].decode("ascii", "replace") in self._partial
+
     def peek(self) -> list[str]:
         """The partial lines waiting for their final chunk, left in place (the newest bar
         frame in one is read before the line ends)."""

@@ -48,9 +48,9 @@ def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterato
             for raw in lines:
                 if (
                     skipped is not None
-                    and joiner.idle
                     and not search(raw)
                     and cannot_be_partial(raw)
+                    and not joiner.waits_on(raw)
                 ):
                     skipped[0] += 1
                     continue

@@ -23,6 +23,7 @@ Formats, with the library source each follows:
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import math
 import re
@@ -160,7 +161,7 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
 # -- progress bars (tqdm, lightning) -----------------------------------------------------------
 
 _BAR = re.compile(
-    r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+    r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
@@ -561,6 +562,10 @@ _CURSOR_UP = "\x1b[A"
 # Segments of one message parsed, newest first: a 16 KiB chunk of tqdm frames holds about
 # 200, each a rate sample stamped by the bar's own clock (the rest of a longer one is older).
 MAX_SEGMENTS = 1024
+# Older frames read per bar per message: this many ticks of the bar's clock (the log
+# accumulator keeps no more per bar). Beyond them only the message's oldest frame is read
+# (a bar that started over within the message shows there).
+FRAME_TICKS = 64
 _DIGITS = re.compile(r"\d+")
 
 
@@ -593,12 +598,19 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
     out: list[LineReport] = []
     frames: dict[tuple[str, int | None], list[tuple[float, int]]] = {}
     parsed = 0
+    oldest: str | None = None  # the oldest bar frame passed over once every bar had its ticks
+    full = False  # every bar found has its ticks (checked every 32 segments)
     for segment in reversed(msg.split("\r")):
         if not segment.strip():
             continue
         if parsed >= MAX_SEGMENTS:
             break
         parsed += 1
+        if frames and not full and parsed % 32 == 0:
+            full = _enough(frames)
+        if full and ("%|" in segment or "it [" in segment):
+            oldest = segment
+            continue
         if frames and _older_frame(segment, frames):
             continue
         found = _parse_segment(segment, now)
@@ -612,8 +624,26 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
                 continue
             frames[key] = []
         out.append(found)
+    if oldest is not None:
+        _older_frame(oldest, frames)
     out.reverse()
     return [_with_frames(r, frames) for r in out]
+
+
+def _enough(frames: dict[tuple[str, int | None], list[tuple[float, int]]]) -> bool:
+    """Whether every bar found has :data:`FRAME_TICKS` ticks of its clock (newest first, so
+    a tick is a change of the elapsed time)."""
+    for older in frames.values():
+        if len(older) < FRAME_TICKS:
+            return False
+        ticks = 1
+        for (a, _), (b, _) in itertools.pairwise(older):
+            ticks += a != b
+            if ticks >= FRAME_TICKS:
+                break
+        if ticks < FRAME_TICKS:
+            return False
+    return True
 
 
 def _older_frame(
