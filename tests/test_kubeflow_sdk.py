@@ -90,10 +90,14 @@ print(json.dumps({"progress": status.progress_percentage,
 
 
 def test_the_sdk_reads_back_what_the_exporter_wrote_for_a_tqdm_only_job(
-    sdk_python: Path, kube: Any, tmp_path: Path
+    sdk_python: Path, kube: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Write-back: a job that only printed tqdm bars; the Kubeflow SDK's own client and
     generated TrainJob model read its progress from the (fake) API server."""
+    from exporter.kubernetes import writeback
+
+    # The quiet log finishes the run after the first write: write again at once.
+    monkeypatch.setattr(writeback, "MIN_INTERVAL", 0.0)
     from .conftest import FakeClock
     from .test_kubernetes_mode import T_START_TS
     from .test_writeback import tqdm_only_job

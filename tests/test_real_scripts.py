@@ -185,7 +185,9 @@ def _follow(name: str, form: str, tmp: Path) -> dict[str, Any]:
                 after.append(run["state"])
                 attempt_numbers.add(run["attempt"])
             time.sleep(0.25)
-        (final,) = list(_runs(exp))
+        runs = list(_runs(exp))
+        assert len(runs) == 1, [(r["job_name"], r["state"], r["info"]) for r in runs]
+        (final,) = runs
     finally:
         exp.stop()
     return {

@@ -13,10 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from exporter.app import Exporter
 from exporter.config import Config, ConfigError, apply
+from exporter.kubernetes import writeback
 from exporter.kubernetes.writeback import StatusWriter, trainer_status
 from exporter.model import ProgressReport, RunKey
+from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker
 
 from .conftest import T0, FakeClock, http
@@ -198,9 +202,11 @@ def test_writeback_is_off_by_default(kube: FakeKube) -> None:
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 
 
-def tqdm_only_job(kube: FakeKube, log_root: Path, clock: FakeClock) -> Exporter:
+def tqdm_only_job(kube: FakeKube, log_root: Path, clock: FakeClock, quiet: bool = True) -> Exporter:
     """A TrainJob whose rank-0 pod only printed a tqdm bar (a real capture, as the kubelet
-    stores it), read by an exporter with write-back on; returns the exporter, polled."""
+    stores it), read by an exporter with write-back on; returns the exporter, polled. With
+    ``quiet``, the log then stays quiet for the report timeout: a bar at its end alone does
+    not finish a run until then (the same bar ends the first of several epochs)."""
     kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.9"))
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
     path = log_root / "ml_llm-node-0_uid-llm-node-0" / "trainer"
@@ -219,18 +225,34 @@ def tqdm_only_job(kube: FakeKube, log_root: Path, clock: FakeClock) -> Exporter:
     wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
     exp.poll_once()
     exp.poll_once()
+    if quiet:
+        clock.advance(Thresholds().report_timeout_seconds + 1)
+        exp.poll_once()
     return exp
 
 
-def test_kubectl_reads_the_progress_of_a_job_that_only_printed_tqdm_bars(
+def test_a_bar_at_its_end_is_finished_once_the_log_stays_quiet(
     kube: FakeKube, tmp_path: Path
 ) -> None:
+    exp = tqdm_only_job(kube, tmp_path / "pods", FakeClock(T_START_TS + 3600), quiet=False)
+    exp.stop()
+    (patch,) = status_patches(kube)
+    # 300/300, but the pod runs on: the next epoch's bar may be on its way.
+    assert patch["status"]["trainerStatus"]["progressPercentage"] == 99
+
+
+def test_kubectl_reads_the_progress_of_a_job_that_only_printed_tqdm_bars(
+    kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The quiet log finishes the run after the first write: write again at once.
+    monkeypatch.setattr(writeback, "MIN_INTERVAL", 0.0)
     kubectl = shutil.which("kubectl")
     assert kubectl, "kubectl is on these machines (make test-deps)"
     exp = tqdm_only_job(kube, tmp_path / "pods", FakeClock(T_START_TS + 3600))
     exp.stop()
-    (patch,) = status_patches(kube)
-    assert patch["status"]["trainerStatus"]["progressPercentage"] == 100  # 300/300, done
+    patch = status_patches(kube)[-1]
+    # 300/300, and nothing more for the report timeout: done.
+    assert patch["status"]["trainerStatus"]["progressPercentage"] == 100
     shown = subprocess.run(
         [
             kubectl,

@@ -249,8 +249,9 @@ class Driver:
                     for r, (pod, _, _) in enumerate(RANKS):
                         self.http_bodies[pod] = json.dumps(ranked(t, r)).encode()
                 elif sc.channel == "file":
-                    if t < 1:  # written once: a finished run's file does not change
-                        write_atomic(self.status_dir, f"{sc.name}.json", body)
+                    # Rewritten each tick, as the reporter's heartbeat rewrites it while the
+                    # process lives (after finish() too: the evidence a finished run holds on).
+                    write_atomic(self.status_dir, f"{sc.name}.json", body)
                 else:
                     self.http_bodies[sc.name] = body
             except OSError as exc:
