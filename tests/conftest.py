@@ -120,3 +120,24 @@ def self_signed_cert(directory: Path) -> tuple[Path, Path]:
         timeout=60,
     )
     return cert, key
+
+
+@pytest.fixture(autouse=True)
+def _reporters_end_with_their_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every ProgressReporter a test makes (directly, or through a Trainer or Lightning
+    callback) is closed when the test ends. Its heartbeat goes on after finish() while the
+    process lives, and the test process lives on: left running, it would push to a port
+    that a later test's exporter may have taken (a run nobody made)."""
+    from training_progress_reporter import reporter as reporter_module
+
+    made: list[Any] = []
+    original = reporter_module.ProgressReporter.__init__
+
+    def record(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(reporter_module.ProgressReporter, "__init__", record)
+    yield
+    for reporter in made:
+        reporter.close(timeout=1.0)

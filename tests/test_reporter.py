@@ -457,3 +457,14 @@ def test_gpus_come_from_the_argument_update_or_what_the_process_sees() -> None:
     _, report, _ = reporter._snapshot()
     reporter.close()
     assert report["gpus"] == 4.0 and "gpus" not in report.get("metrics", {})
+
+
+def test_the_heartbeat_after_finish_stops_once_nobody_answers(capture: Capture) -> None:
+    env = {"TPE_REPORT_URL": capture.url}
+    reporter = ProgressReporter(interval=0.05, heartbeat_seconds=0.2, environ=env)
+    reporter.update(step=5)
+    reporter.finish(timeout=5)
+    assert reporter._thread is not None and reporter._thread.is_alive()  # heartbeating
+    capture.status = 503  # the exporter went away
+    reporter._thread.join(timeout=3)
+    assert not reporter._thread.is_alive()

@@ -348,6 +348,10 @@ class ProgressReporter:
             if stopping or now >= next_send or flush:
                 self._flush.clear()
                 ok = self._send_all(heartbeat=not stopping and self._heartbeat_due(now))
+                if not ok and self._state.final and self._sent_version >= self._state.version:
+                    # Finished, told, and now nobody answers the heartbeat: the exporter is
+                    # gone (or the job is being torn down); nothing left to say.
+                    return
                 if stopping:
                     if not ok:  # one retry on the way out; close() bounds the wait
                         time.sleep(min(1.0, self.timeout))
