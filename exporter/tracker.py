@@ -606,14 +606,12 @@ class Tracker:
                     run.high_water = max(run.step, run.high_water or 0)
                 new_attempt(run, now, keep_best=_resumes(run, r))
                 run.samples.reset(now, r.step)
-                run.step = r.step
                 advanced = True
             elif run.finished and run.step is not None and r.step > run.step and not r.final:
                 # New progress after the run said it was done: a re-run under the same name
                 # that started above where the last attempt ended.
                 new_attempt(run, now, keep_best=False)
                 run.samples.reset(now, r.step)
-                run.step = r.step
                 advanced = True
             elif run.step is None or r.step > run.step:
                 advanced = True
@@ -710,7 +708,10 @@ class Tracker:
         """At a step advance: hold the typical pace while the run is below its drop ratio
         (degraded: it recovers only by reaching the ratio of the pace it had before, and
         the typical pace must not follow it down), else sample the pace now and then. At
-        every advance, not at scrapes: the state must not depend on who looked when."""
+        step advances, not at scrapes: the state must not depend on who looked when."""
+        every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
+        if run.pace_reference is None and run.pace and now - run.pace[-1][0] < every:
+            return  # judged at the pace's own cadence (every advance while degraded)
         tp = self._throughput(run)
         if tp is None:
             return
@@ -718,13 +719,13 @@ class Tracker:
         if typical is not None:
             slow = tp.steps_per_second < self._thresholds(run).throughput_drop_ratio * typical
             run.pace_reference = typical if slow else None
-        if run.pace_reference is not None:
-            return
-        every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
-        if not run.pace or now - run.pace[-1][0] >= every:
+        if run.pace_reference is None:
             run.pace.append(now, tp.steps_per_second)
 
     def _merge_loss(self, run: RunState, r: ProgressReport, now: float) -> None:
+        if r.loss is None and r.eval_loss is None:
+            return
+        plateau = self._thresholds(run).plateau_seconds
         if r.loss is not None:
             run.loss = r.loss
             if math.isfinite(r.loss):
@@ -733,7 +734,7 @@ class Tracker:
                 if ema is None:
                     run.loss_ema = r.loss
                 else:
-                    tau = self._thresholds(run).plateau_seconds * LOSS_SMOOTHING_FRACTION
+                    tau = plateau * LOSS_SMOOTHING_FRACTION
                     alpha = min(
                         LOSS_SMOOTHING_MAX_WEIGHT,
                         1.0 - math.exp(-max(0.0, now - run.loss_ema_at) / tau),
@@ -755,7 +756,6 @@ class Tracker:
             return
         best = run.best_loss
         needed = MIN_IMPROVEMENT
-        plateau = self._thresholds(run).plateau_seconds
         if run.last_improvement is not None and now - run.last_improvement >= plateau:
             needed = PLATEAU_EXIT_IMPROVEMENT  # plateaued: only a clear improvement ends it
         if best is None or candidate < best - abs(best) * needed:

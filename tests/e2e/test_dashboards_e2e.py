@@ -4,6 +4,7 @@ stack without error and returns data for the scenario runs; key values are check
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,11 @@ def test_fleet_view_shows_each_jobs_state_and_the_waste(live_stack: LiveStack) -
         return float(row["value"][1])
 
     assert value("Stalled jobs") == 2  # hung, reporter-hang
-    # hung (16) + reporter-hang (2) + finished (2)
+    # hung (16) + reporter-hang (2) + finished (2). The panel reads recording rules, one
+    # evaluation behind the states read above: give them that evaluation.
+    deadline = time.monotonic() + 10
+    while value("GPUs held by stalled or finished jobs") != 20 and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert value("GPUs held by stalled or finished jobs") == 16 + 2 + 2
     assert value("GPU-hours wasted (7 days)") > 0
     assert value("Cost wasted (7 days)") == pytest.approx(
