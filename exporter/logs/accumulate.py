@@ -294,7 +294,10 @@ class LogAccumulator:
                 # The inner loop of an epoch bar: the outer bar says how many passes.
                 total = outer.total * track.total
             if not self.structured_step:
-                values["step"] = track.work()
+                # Under an epoch bar, its count is the passes done: an inner bar closed with
+                # leave=False may never draw its last frame.
+                done = outer.last_n * track.total if outer is not None and track.total else 0
+                values["step"] = max(track.work(), done)
                 values["step_samples"] = tuple(track.samples)
                 values["max_steps"] = total
                 # Only an "Epoch i/N" count (or the outer epoch bar) says the last epoch's

@@ -202,6 +202,9 @@ class Driver:
                 total_steps=100_000,
                 interval=1.0,
                 heartbeat_seconds=2.0,
+                # The simulated job's GPUs: on this CPU machine the reporter would see none
+                # (torch, once imported by another test, says 0) and say so.
+                gpus=2,
                 channels=["exporter"],
                 environ={
                     "TPE_REPORT_URL": f"{exporter_url}/api/v1/namespaces/{NAMESPACE}"
