@@ -57,13 +57,15 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, NamedTuple
 
+from exporter.discovery import StandaloneResolver
 from exporter.estimate import naive_eta_seconds
 from exporter.ingest import Ingestor
 from exporter.logs.source import LogSource, standalone_targets
 from exporter.model import ProgressReport, RunKey
-from exporter.sources.push import StandaloneResolver, handle_push
+from exporter.run import RunSnapshot
+from exporter.sources.push import handle_push
 from exporter.stats import ExporterStats
-from exporter.tracker import RunSnapshot, Tracker
+from exporter.tracker import Tracker
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "eta"
 KUBEFLOW_PATH = re.compile(

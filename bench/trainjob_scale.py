@@ -6,7 +6,7 @@ its peak RSS is its own:
 
 * ``list``: what the source did before, a cluster-wide LIST of every TrainJob through the
   real ``kubernetes`` client (deserialized, as the client does by default), every poll;
-* ``get``: what it does now (``exporter.kubernetes.trainjob.TrainJobSource``): one GET per
+* ``get``: what it does now (``exporter.sources.trainjob.TrainJobSource``): one GET per
   TrainJob whose rank-0 pod is on this node.
 
 The API server is the tests' stand-in (``tests/fakekube.py``, the real HTTP protocol), run in
@@ -114,11 +114,11 @@ def client(mode: str, kubeconfig: str, trainjobs: int, polls: int) -> dict[str, 
     """``polls`` polls the ``mode`` way; prints per-poll bytes and CPU, and the peak RSS."""
     import os
 
+    from exporter.discovery import PodInfo
     from exporter.ingest import Ingestor
     from exporter.kubernetes.client import apis
-    from exporter.kubernetes.pods import PodInfo
-    from exporter.kubernetes.trainjob import GROUP, PLURAL, VERSION, TrainJobSource
     from exporter.model import RunMeta
+    from exporter.sources.trainjob import GROUP, PLURAL, VERSION, TrainJobSource
     from exporter.stats import ExporterStats
     from exporter.tracker import Tracker
 

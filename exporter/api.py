@@ -6,20 +6,11 @@ Pure: snapshots in, JSON-safe dicts out. Non-finite floats become the strings ``
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import Any
 
-from .tracker import RunSnapshot
-
-
-def json_number(value: float | int | None) -> float | int | str | None:
-    """A JSON-safe number: non-finite floats as Prometheus-style strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        if math.isnan(value):
-            return "NaN"
-        return "+Inf" if value > 0 else "-Inf"
-    return value
+from .model import json_number
+from .run import RunSnapshot
 
 
 def run_to_dict(s: RunSnapshot) -> dict[str, Any]:

@@ -14,17 +14,17 @@ from prometheus_client import CollectorRegistry
 
 from .collector import ExporterCollector, TrainingCollector
 from .config import Config
-from .discovery import Discovery, make_discovery
-from .httpd import HTTPServer, HTTPStats, Limits, serve_in_thread
+from .discovery import Discovery
+from .httpd import ConnectionLimits, HTTPServer, HTTPStats, serve_in_thread
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
 from .persist import StateKeeper
 from .schedule import Scheduler
 from .server import ServerContext, make_server
-from .sources import build_sources
 from .sources.forward import Forwarder
 from .stats import ExporterStats
 from .tracker import Tracker
+from .wiring import build_polled, make_discovery
 
 EXPIRY = "expiry"  # the job that retires gone and idle runs
 LOG_POLL_INTERVAL = 0.5
@@ -42,7 +42,7 @@ class Exporter:
         self.stats = ExporterStats()
         self.ingestor = Ingestor(self.tracker, self.stats, clock)
         self.discovery = discovery or make_discovery(config, self.ingestor)
-        self.sources = build_sources(config, self.ingestor, self.discovery.cluster)
+        self.sources = build_polled(config, self.ingestor, self.discovery.cluster)
         self.http_stats = HTTPStats()
         self_collector = ExporterCollector(self.tracker, self.stats, self.http_stats)
         self.registry = CollectorRegistry(auto_describe=False)
@@ -68,7 +68,7 @@ class Exporter:
                 if config.kubeflow_forward_url
                 else None,
             ),
-            limits=Limits(
+            limits=ConnectionLimits(
                 max_connections=config.http_max_connections,
                 header_timeout=config.http_read_timeout,
                 body_timeout=config.http_read_timeout,

@@ -163,8 +163,9 @@ def _wait(stop: threading.Event, duration: float | None) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from .app import Exporter
-    from .config import ConfigError, load
+    from .config import load
     from .discovery import DiscoveryError
+    from .settings import ConfigError
 
     flags: dict[str, Any] = {
         k: getattr(args, k)
@@ -207,12 +208,12 @@ def _act(args: argparse.Namespace) -> int:
 
     from .act.config import load as load_act
     from .act.controller import Actor
+    from .act.kube import KubernetesOps
     from .act.server import make_server
-    from .config import ConfigError
     from .discovery import DiscoveryError
     from .httpd import serve_in_thread
-    from .kubernetes.actions import Cluster
     from .kubernetes.client import api_client
+    from .settings import ConfigError
 
     try:
         config = load_act(args.config)
@@ -223,7 +224,7 @@ def _act(args: argparse.Namespace) -> int:
         if not token:
             raise ConfigError(f"{args.token_file} is empty: the webhook needs a token")
         host, _, port = args.listen.rpartition(":")
-        actor = Actor(Cluster(api_client()), config, time.time)
+        actor = Actor(KubernetesOps(api_client()), config, time.time)
         server = make_server(host.strip("[]") or "0.0.0.0", int(port), actor, token)
     except (ConfigError, DiscoveryError, OSError, ValueError) as exc:
         print(f"training-progress-exporter act: {exc}", file=sys.stderr)

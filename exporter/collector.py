@@ -26,10 +26,11 @@ from prometheus_client.utils import floatToGoString
 from . import __version__
 from .httpd import HTTPStats
 from .model import Clock
+from .run import RunSnapshot
 from .states import NAMES as STATE_NAMES
 from .stats import ExporterStats
 from .thresholds import SPECS
-from .tracker import RunSnapshot, Tracker
+from .tracker import Tracker
 
 RUN_LABELS = ("namespace", "pod", "job_name")
 

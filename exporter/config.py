@@ -7,41 +7,23 @@ the doc names every field here.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-import yaml
-
+from .annotations import DEFAULT_GPU_RESOURCES
 from .estimate import EstimatorConfig
-from .katib.dbmanager import DEFAULT_ADDRESS as KATIB_DEFAULT_ADDRESS
-from .kubernetes.pods import DEFAULT_GPU_RESOURCES
-from .model import RunKey, RunMeta
-from .sources.http import DEFAULT_PATH, HttpTarget
-from .sources.http import DEFAULT_PORT as HTTP_TARGET_PORT
-from .thresholds import BY_ALIAS, SPECS, Thresholds, parse_overrides
+from .kubernetes.discovery import KubernetesSettings
+from .settings import ConfigError, parse_duration, read_yaml_mapping
+from .sinks.katib import db_manager_address
+from .sinks.writeback import writeback_mode
+from .sources.forward import forward_url
+from .sources.http import HttpTarget, target_from_setting
+from .thresholds import BY_ALIAS, SPECS, Thresholds
 from .tracker import TrackerConfig
 
 MODES = ("auto", "standalone", "kubernetes")
 DEFAULT_PORT = 9465
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
-
-
-class ConfigError(ValueError):
-    """A setting that cannot be used; the message names it."""
-
-
-def parse_duration(value: Any, name: str) -> float:
-    """Seconds from a number or a string like ``30m``, ``10s``, ``1.5h``."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    if isinstance(value, str):
-        m = _DURATION.match(value)
-        if m:
-            return float(m.group(1)) * _UNITS[m.group(2)]
-    raise ConfigError(f"{name}: {value!r} is not a duration (like 30s, 10m, 2h)")
 
 
 @dataclass(frozen=True)
@@ -83,7 +65,7 @@ class Config:
     kubelet_url: str = ""
     kubelet_ca: str = ""
     # Kubernetes mode: write progress read from other sources into TrainJobs (off, status,
-    # annotation; true means status): exporter/kubernetes/writeback.py.
+    # annotation; true means status): exporter/sinks/writeback.py.
     trainjob_status_writeback: str = "off"
     # Kubeflow pushes go on to Kubeflow Trainer's own endpoint (https://host:port), with this
     # CA file: exporter/sources/forward.py.
@@ -91,7 +73,7 @@ class Config:
     kubeflow_forward_ca: str = ""
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
     # Kubernetes mode: report Katib trials' objective metrics to this DB manager (host:port;
-    # true means Katib's default address), empty: off. exporter/kubernetes/katib.py.
+    # true means Katib's default address), empty: off. exporter/sinks/katib/reporter.py.
     katib_db_manager: str = ""
     katib_report_interval: float = 10.0  # at most one ReportObservationLog per trial this often
 
@@ -105,6 +87,16 @@ class Config:
         )
 
     push_token_file: str | None = None  # standalone: pushes must carry this bearer token
+
+    def kubernetes_settings(self) -> KubernetesSettings:
+        return KubernetesSettings(
+            node_name=self.node_name,
+            pod_discovery=self.pod_discovery,
+            kubelet_url=self.kubelet_url,
+            kubelet_ca=self.kubelet_ca,
+            token_audience=self.token_audience,
+            gpu_resources=self.gpu_resources,
+        )
 
     def listen_address(self, mode: str = "standalone") -> tuple[str, int]:
         """Where to serve; an empty ``listen`` depends on the (resolved) mode."""
@@ -170,31 +162,6 @@ def _string_list(value: Any, error: str) -> tuple[str, ...]:
     return tuple(i.strip() for i in items)
 
 
-def _target(raw: Any, namespace: str) -> HttpTarget:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
-        raise ConfigError("http_targets: each target needs a name and a url (or host)")
-    name = raw["name"]
-    ns = raw.get("namespace", namespace)
-    url = raw.get("url")
-    if url is None:
-        if not isinstance(raw.get("host"), str):
-            raise ConfigError(f"http_targets[{name}]: give url, or host (port and path optional)")
-        port = int(raw.get("port", HTTP_TARGET_PORT))
-        url = f"http://{raw['host']}:{port}{raw.get('path', DEFAULT_PATH)}"
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ConfigError(f"http_targets[{name}]: url must be http:// or https://")
-    problems: list[str] = []
-    thresholds = parse_overrides(raw["thresholds"], problems.append) if "thresholds" in raw else ()
-    if problems:
-        raise ConfigError(f"http_targets[{name}]: invalid thresholds ({', '.join(problems)})")
-    meta = RunMeta(
-        source="http",
-        gpus=float(raw["gpus"]) if raw.get("gpus") is not None else None,
-        thresholds=thresholds,
-    )
-    return HttpTarget(RunKey(str(ns), name, str(raw.get("job_name", name))), url, meta)
-
-
 def _threshold(name: str, kind: str, bounds: tuple[float, float], value: Any, origin: str) -> float:
     lo, hi = bounds
     if kind == "duration":
@@ -240,7 +207,7 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             if not isinstance(value, list):
                 raise ConfigError(f"{origin}: http_targets must be a list")
             ns = changes.get("namespace", config.namespace)
-            changes[key] = tuple(_target(t, ns) for t in value)
+            changes[key] = tuple(target_from_setting(t, ns) for t in value)
         else:
             changes[key] = str(value)
     if thresholds:
@@ -248,36 +215,12 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
     result = replace(config, **changes)
     if result.mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, not {result.mode!r}")
-    writeback = {"true": "status", "false": "off"}.get(
-        result.trainjob_status_writeback.strip().lower(),
-        result.trainjob_status_writeback.strip().lower(),
+    return replace(
+        result,
+        trainjob_status_writeback=writeback_mode(result.trainjob_status_writeback),
+        katib_db_manager=db_manager_address(result.katib_db_manager),
+        kubeflow_forward_url=forward_url(result.kubeflow_forward_url),
     )
-    if writeback not in ("off", "status", "annotation"):
-        raise ConfigError(
-            "trainjob_status_writeback must be off, status (or true) or annotation, not "
-            f"{result.trainjob_status_writeback!r}"
-        )
-    forward = result.kubeflow_forward_url
-    if forward and not forward.startswith(("http://", "https://")):
-        raise ConfigError(f"kubeflow_forward_url must be an http(s) URL, not {forward!r}")
-    katib = result.katib_db_manager.strip()
-    katib = {"true": KATIB_DEFAULT_ADDRESS, "false": "", "off": ""}.get(katib.lower(), katib)
-    if katib and (":" not in katib or "/" in katib):
-        raise ConfigError(f"katib_db_manager must be HOST:PORT (or true), not {katib!r}")
-    return replace(result, trainjob_status_writeback=writeback, katib_db_manager=katib)
-
-
-def read_yaml_mapping(path: str) -> Mapping[str, Any]:
-    """A YAML file that must hold a mapping of settings (an empty file is an empty one);
-    ConfigError names the file and what is wrong."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: expected a mapping of settings")
-    return data
 
 
 def from_file(config: Config, path: str) -> Config:

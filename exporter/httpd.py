@@ -55,7 +55,7 @@ _REQUEST_LINE = re.compile(rb"^([A-Z]+) (\S+) HTTP/(1\.[01])\r?\n\Z")
 
 
 @dataclass(frozen=True)
-class Limits:
+class ConnectionLimits:
     """Bounds on what a client can hold; defaults documented in docs/reliability.md."""
 
     max_connections: int = 256
@@ -162,7 +162,9 @@ def content_length(values: list[str]) -> int:
     return lengths.pop() if lengths else 0
 
 
-def parse_head(lines: list[bytes], limits: Limits) -> tuple[str, str, str, dict[str, list[str]]]:
+def parse_head(
+    lines: list[bytes], limits: ConnectionLimits
+) -> tuple[str, str, str, dict[str, list[str]]]:
     """Method, target, version and headers (name -> values) of a request head.
 
     Pure: ``lines`` are the raw lines up to, not including, the empty line.
@@ -229,11 +231,11 @@ class HTTPServer:
         port: int,
         handler: Callable[[Request], Response],
         pool_of: Callable[[Request], str],
-        limits: Limits | None = None,
+        limits: ConnectionLimits | None = None,
         stats: HTTPStats | None = None,
         server_name: str = "training-progress-exporter",
     ) -> None:
-        self.limits = limits or Limits()
+        self.limits = limits or ConnectionLimits()
         self.stats = stats or HTTPStats()
         self.handler = handler
         self.pool_of = pool_of

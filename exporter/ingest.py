@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .model import Clock, Parsed, ReportError, RunKey, RunMeta
+from .run import RunSnapshot
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
-from .tracker import RunSnapshot, Tracker
+from .tracker import Tracker
 
 
 class Ingestor:
@@ -75,7 +76,7 @@ class Ingestor:
         """Whether the run had a push, file or HTTP report lately (those beat its log)."""
         return self._tracker.structured_recently(key, self.clock())
 
-    def describe(self, key: RunKey, meta: RunMeta) -> None:
+    def set_meta(self, key: RunKey, meta: RunMeta) -> None:
         """What discovery knows about a run that already reported (its pod changed)."""
         self._tracker.set_meta(key, meta, self.clock())
 
@@ -87,7 +88,7 @@ class Ingestor:
 
     def seen(self, keys: Iterable[RunKey]) -> None:
         """A source still sees these runs (a run restored after a restart is confirmed)."""
-        self._tracker.confirm(keys)
+        self._tracker.seen(keys)
 
     def presence(self) -> Presence:
         """A tracker of the runs one source sees, for the source to call each poll."""
@@ -104,8 +105,9 @@ class Presence:
         self._ingestor = ingestor
         self._keys: set[RunKey] = set()
 
-    def saw(self, keys: Iterable[RunKey]) -> set[RunKey]:
-        """Record the keys seen this poll; mark the vanished ones gone and return them."""
+    def seen(self, keys: Iterable[RunKey]) -> set[RunKey]:
+        """The keys seen this poll: the newly seen confirmed, the vanished ones marked gone
+        (and returned)."""
         current = set(keys)
         if current - self._keys:
             self._ingestor.seen(current - self._keys)

@@ -310,6 +310,15 @@ def run_name(text: str) -> str | None:
     return cleaned if cleaned.strip("_") else None
 
 
+def json_number(value: float | int | None) -> float | int | str | None:
+    """A JSON-safe number: non-finite floats as Prometheus-style strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            return "NaN"
+        return "+Inf" if value > 0 else "-Inf"
+    return value
+
+
 def decode_json(body: bytes, max_bytes: int = KUBEFLOW_MAX_BODY_BYTES) -> Any:
     """Decode a JSON body with a size bound. Raises ReportError(oversize|invalid_json)."""
     if len(body) > max_bytes:

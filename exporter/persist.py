@@ -30,8 +30,9 @@ from typing import Any, BinaryIO
 
 from .goodput import EXPORTED_CAUSES
 from .model import Clock, RunKey, RunMeta
+from .run import HISTORY_POINTS, PACE_POINTS, RunState
 from .series import Series
-from .tracker import HISTORY_POINTS, PACE_POINTS, RunState, Tracker
+from .tracker import Tracker
 
 log = logging.getLogger(__name__)
 

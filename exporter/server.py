@@ -18,32 +18,25 @@ from prometheus_client.exposition import choose_encoder
 from . import statuspage
 from .api import runs_document
 from .collector import iter_runs_text, renderable
+from .discovery import PUSH, PushResolver
 from .httpd import (
     POOL_INLINE,
     POOL_PUSH,
     POOL_SCRAPE,
+    ConnectionLimits,
     HTTPServer,
     HTTPStats,
-    Limits,
     Request,
     Response,
     serve_in_thread,
 )
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
+from .run import RunSnapshot
 from .sources.forward import Forwarder
-from .sources.push import (
-    KUBEFLOW_PATH,
-    NATIVE_PATH,
-    PushResolver,
-    handle_push,
-    status_body,
-)
-from .sources.push import (
-    NAME as PUSH,
-)
+from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, handle_push, status_body
 from .stats import ExporterStats
-from .tracker import RunSnapshot, Tracker
+from .tracker import Tracker
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 JSON = "application/json"
@@ -198,11 +191,11 @@ def make_server(
     host: str,
     port: int,
     ctx: ServerContext,
-    limits: Limits | None = None,
+    limits: ConnectionLimits | None = None,
     stats: HTTPStats | None = None,
 ) -> HTTPServer:
     """Bind (port 0 picks a free port) and return the server; call serve_forever to run."""
-    limits = limits or Limits(max_body_bytes=KUBEFLOW_MAX_BODY_BYTES)
+    limits = limits or ConnectionLimits(max_body_bytes=KUBEFLOW_MAX_BODY_BYTES)
     blocks = ctx.resolver.may_block or ctx.forwarder is not None
     return HTTPServer(
         host, port, lambda r: route(ctx, r), lambda r: pool_of(r, blocks), limits, stats

@@ -14,8 +14,8 @@ from html import escape
 from urllib.parse import quote
 
 from .humanize import duration
+from .run import RunSnapshot
 from .states import BY_NAME, severity
-from .tracker import RunSnapshot
 
 _UNKNOWN_COLOR = "#6e7781"
 _CSS = """

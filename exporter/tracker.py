@@ -1,71 +1,45 @@
-"""Per-run state over time: merge reports, rate, ETA, stall and plateau times, GPU-seconds.
+"""The table of runs: every run this exporter knows, behind one lock, and their lifecycle
+(a new run under the run cap, gone, expired after retention, saved and restored).
 
-The tracker is the only stateful part between sources and the collector. Every method takes
-``now`` so tests drive time explicitly; nothing here reads a clock or does I/O. It is
-thread-safe: sources report from their own threads while scrapes read snapshots.
+What happens to one run (a report merged, GPU-seconds accrued, a snapshot) is in
+:mod:`exporter.run`. Every method takes ``now`` so tests drive time explicitly; nothing here
+reads a clock or does I/O. Thread-safe: sources report from their own threads while scrapes
+read snapshots.
 """
 
 from __future__ import annotations
 
-import math
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypeVar
 
-from .directives import CHECKPOINT, Facts, due, reasons
-from .estimate import (
-    EstimatorConfig,
-    Throughput,
-    coalesces,
-    estimate,
-    newest_pause_seconds,
-    quantile,
-    throughput,
-)
-from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
+from .estimate import EstimatorConfig
 from .model import ProgressReport, RunKey, RunMeta
-from .series import Series
-from .states import NO_ETA, Observation, classify, done, entered, reason
-from .thresholds import Thresholds, effective
+from .run import (
+    Problem,
+    RunConfig,
+    RunSnapshot,
+    RunState,
+    accrue,
+    directives,
+    mark_gone,
+    merge,
+    new_run,
+    snapshot,
+    update_meta,
+)
+from .thresholds import Thresholds
 
 T = TypeVar("T")
 
-HISTORY_POINTS = 120
-# The best training loss is taken on a moving average, not on raw values: the minimum of a
-# noisy series mostly records one lucky batch, and then stops improving long before
-# training does (a false plateau). The average's time constant is this fraction of the
-# run's plateau window: short enough to see a plateau well within the window, long enough
-# to average many reports.
-LOSS_SMOOTHING_FRACTION = 1 / 10
-# However long since the last report, one report never moves the average more than this:
-# after an evaluation pause the first noisy value must not become the best on its own.
-LOSS_SMOOTHING_MAX_WEIGHT = 0.3
-# An improvement must beat the best by this fraction (like early stopping's min_delta), so
-# that noise around a flat loss does not count as progress.
-MIN_IMPROVEMENT = 5e-3
-# The run's typical pace (for the throughput-drop predicate) is the 90th percentile of its
-# steps/s over this window, sampled every PACE_FRACTION of the rate window (at least 1 s).
-PACE_WINDOW = 7200.0
-PACE_FRACTION = 1 / 10
-PACE_POINTS = 256
-PACE_MIN_POINTS = 3
-PACE_QUANTILE = 0.9
-# While plateaued, only an improvement of this fraction below the best at the plateau's
-# onset ends it: noise around a flat loss beats MIN_IMPROVEMENT now and then, and a plateau
-# that ends on one lucky average only to return a window later flaps (a page each time).
-PLATEAU_EXIT_IMPROVEMENT = 0.02
-# Throughput falls to 0 once the step has not advanced for this many of the run's own
-# typical intervals between advances (and at least IDLE_MIN_SECONDS): a hung job must not
-# keep showing its last pace until the stall threshold.
-IDLE_INTERVALS = 3.0
-IDLE_MIN_SECONDS = 5.0
-# A step that goes back to at least this fraction of where it was, with the same total,
-# is a resume from a checkpoint (it keeps its best loss); further back is a re-run.
-RESUME_FRACTION = 0.5
 # Runs snapshotted per hold of the tracker lock (see Tracker.snapshot).
 SNAPSHOT_BATCH = 200
+
+
+def _ignore(_reason: str) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -78,196 +52,10 @@ class TrackerConfig:
     max_runs: int = 2_000
     estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
 
-
-@dataclass(frozen=True, slots=True)
-class RunSnapshot:
-    """Everything known about one run at one instant; what the collector and API render."""
-
-    key: RunKey
-    meta: RunMeta
-    state: str
-    state_since: float  # when the run entered ``state``
-    state_reason: str  # why, in words: "stalled for 42m (threshold 30m)"
-    step: int | None
-    max_steps: int | None
-    epoch: float | None
-    max_epochs: float | None
-    progress: float | None
-    eta_seconds: float | None
-    eta_timestamp: float | None  # predicted completion (Unix seconds)
-    eta_lower_seconds: float | None  # the ETA's bounds, counted down like it
-    eta_upper_seconds: float | None
-    steps_per_second: float | None
-    typical_steps_per_second: float | None  # the pace the degraded state is judged against
-    attempt: int  # 1 for the first attempt; +1 at each re-run, restart or resume
-    attempt_start: float  # when the current attempt began
-    loss: float | None
-    eval_loss: float | None
-    learning_rate: float | None
-    grad_norm: float | None
-    best_loss: float | None
-    metrics: tuple[tuple[str, float], ...]
-    first_report_timestamp: float
-    last_report_timestamp: float
-    last_step_timestamp: float | None
-    last_improvement_timestamp: float | None
-    finished: bool
-    gpus: float
-    gpu_seconds: float
-    stalled_gpu_seconds: float
-    # GPU-seconds wasted, by cause (exporter.goodput.EXPORTED_CAUSES, every cause present)
-    wasted_gpu_seconds: tuple[tuple[str, float], ...]
-    deadline_timestamp: float | None
-    gpu_seconds_budget: float | None
-    thresholds: Thresholds
-    gone: bool
-    loss_history: tuple[tuple[float, float], ...]
-
-
-@dataclass
-class RunState:
-    """Mutable per-run state; never leaves the tracker (snapshots are copies) except to be
-    saved to and restored from the state file (exporter/persist.py)."""
-
-    meta: RunMeta
-    first_report: float
-    last_report: float
-    accrued_at: float
-    step: int | None = None
-    max_steps: int | None = None
-    epoch: float | None = None
-    max_epochs: float | None = None
-    reported_progress: float | None = None
-    reported_eta: float | None = None
-    reported_eta_at: float = 0.0
-    loss: float | None = None
-    eval_loss: float | None = None
-    learning_rate: float | None = None
-    grad_norm: float | None = None
-    best_loss: float | None = None
-    best_is_eval: bool = False
-    loss_ema: float | None = None
-    loss_ema_at: float = 0.0
-    report_gpus: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    # ``metrics`` sorted, rebuilt when it changes: every snapshot shares this one tuple
-    # instead of copying 32 pairs per run per scrape.
-    metrics_view: tuple[tuple[str, float], ...] = ()
-    threshold_overrides: dict[str, float] = field(default_factory=dict)
-    deadline: float | None = None
-    # Checkpoint reasons already delivered (exporter.directives), so each is told once.
-    directed: frozenset[str] = frozenset()
-    job_checkpoint_request: str | None = None  # the checkpoint annotation on its TrainJob
-    budget_seconds: float | None = None
-    last_step: float | None = None
-    last_improvement: float | None = None
-    finished: bool = False
-    gpu_seconds: float = 0.0
-    stalled_gpu_seconds: float = 0.0
-    # GPU-seconds wasted by cause (exporter.goodput), and the non-pause total at the last
-    # step advance: a pause is charged only for what no other cause took of its interval.
-    wasted: dict[str, float] = field(default_factory=dict)
-    wasted_at_step: float = 0.0
-    stalled_at_step: float = 0.0
-    # The highest step reached before the latest restart from a checkpoint (None: none).
-    high_water: int | None = None
-    gone_since: float | None = None
-    last_structured: float = float("-inf")
-    samples: Series[int] = field(default_factory=lambda: Series(512, "q"))
-    # throughput() of the samples, cached until a new sample arrives (scrapes are frequent).
-    tp_cache: tuple[tuple[int, float], Throughput | None] | None = None
-    history: Series[float] = field(default_factory=lambda: Series(HISTORY_POINTS))
-    # (time, steps/s) every so often, for the run's typical pace.
-    pace: Series[float] = field(default_factory=lambda: Series(PACE_POINTS))
-    state: str | None = None
-    state_since: float = 0.0
-    # Restored from the state file and not yet seen again by any source or discovery.
-    restored: bool = False
-    # Attempts: the run's current one, when it began, and the reporter's own start time
-    # (a new one is a new process: a new attempt).
-    attempt: int = 1
-    attempt_start: float | None = None
-    reporter_start: float | None = None
-    # The typical pace when the run turned degraded: it stays degraded until its pace is
-    # back above the drop ratio of this (the typical pace must not follow it down).
-    pace_reference: float | None = None
-    # A new process reports under the name (a new start time) and has not given a step
-    # yet: its first step decides between a resume and a re-run.
-    new_process: bool = False
-    # The total is a progress bar's length (states.done: its end alone finishes nothing).
-    total_from_bar: bool = False
-
-    @property
-    def gpus(self) -> float:
-        if self.meta.gpus is not None:
-            return self.meta.gpus
-        return self.report_gpus or 0.0
-
-
-Problem = Callable[[str], None]
-
-
-def _add_sample(samples: Series[int], t: float, step: int) -> None:
-    """Add a sample read from a progress bar's own clock (a log chunk brings one a second),
-    merged with the newest when they are close (estimate.coalesces). Reports themselves are
-    always added: a run pushing every second still has its ETA after three reports."""
-    if coalesces(samples, t):
-        samples.replace_last(t, step)
-    else:
-        samples.append(t, step)
-
-
-def _ignore(_reason: str) -> None:
-    return None
-
-
-def _first(*values: float | None) -> float | None:
-    return next((v for v in values if v is not None), None)
-
-
-def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
-    """Start a new attempt of ``run``: its own finished flag, pace and typical pace, and,
-    unless it resumes from a checkpoint (``keep_best``), its own best loss and plateau
-    history. What the job spent (GPU-seconds, waste by cause) carries over."""
-    run.attempt += 1
-    run.attempt_start = now
-    run.finished = False
-    run.pace.clear()
-    run.tp_cache = None
-    run.pace_reference = None
-    if run.step is not None:
-        run.samples.reset(now, run.step)
-    run.last_improvement = now if run.best_loss is not None else None
-    if not keep_best:
-        run.best_loss = None
-        run.best_is_eval = False
-        run.loss_ema = None
-        run.history.clear()
-
-
-def _resumes(run: RunState, r: ProgressReport) -> bool:
-    """Whether a new attempt starting at ``r.step`` resumes from a checkpoint (keeps its best
-    loss): back to no less than RESUME_FRACTION of where the run was, and no further on,
-    with the same total."""
-    assert r.step is not None and run.step is not None
-    return run.step * RESUME_FRACTION <= r.step <= run.step and r.max_steps in (
-        None,
-        run.max_steps,
-    )
-
-
-def _current_pace(run: RunState, tp: Throughput | None, now: float) -> float | None:
-    """The run's steps/s now: its pace, or 0 once the step has not advanced for
-    ``IDLE_INTERVALS`` of its own typical intervals (a hung job does not keep its pace)."""
-    if tp is None or not run.samples:
-        return None
-    idle_after = max(IDLE_MIN_SECONDS, IDLE_INTERVALS * tp.interval_seconds)
-    return 0.0 if now - run.samples[-1][0] > idle_after else tp.steps_per_second
-
-
-def _keep_framework(new: RunMeta, old: RunMeta) -> RunMeta:
-    """Discovery rarely knows the framework; keep the one a report told us."""
-    return new if new.framework else replace(new, framework=old.framework)
+    @cached_property
+    def run(self) -> RunConfig:
+        """What rules each run (exporter.run)."""
+        return RunConfig(self.thresholds, self.estimator, self.max_custom_metrics)
 
 
 class Tracker:
@@ -303,22 +91,14 @@ class Tracker:
                 if len(self._runs) >= self.config.max_runs:
                     problem("run_cap")
                     return False
-                run = RunState(
-                    meta=meta or RunMeta(),
-                    first_report=now,
-                    last_report=now,
-                    accrued_at=now,
-                    samples=Series(self.config.estimator.max_samples, "q"),
-                )
+                run = new_run(self.config.run, meta, now)
                 self._runs[key] = run
             elif meta is not None:
-                if meta.pod_uid and run.meta.pod_uid and meta.pod_uid != run.meta.pod_uid:
-                    new_attempt(run, now, keep_best=False)  # the job's pod was recreated
-                run.meta = _keep_framework(meta, run.meta)
-            self._accrue(run, now)
+                update_meta(run, meta, now)
+            accrue(self.config.run, run, now)
             run.gone_since = None
             run.restored = False
-            self._merge(run, report, now, problem)
+            merge(self.config.run, run, report, now, problem)
             self._changes += 1
             return True
 
@@ -327,10 +107,8 @@ class Tracker:
         with self._lock:
             run = self._runs.get(key)
             if run is not None:
-                self._accrue(run, now)
-                if meta.pod_uid and run.meta.pod_uid and meta.pod_uid != run.meta.pod_uid:
-                    new_attempt(run, now, keep_best=False)  # the job's pod was recreated
-                run.meta = _keep_framework(meta, run.meta)
+                accrue(self.config.run, run, now)
+                update_meta(run, meta, now)
                 run.restored = False
                 self._changes += 1
 
@@ -338,9 +116,7 @@ class Tracker:
         """The run's pod (or file, or target) is gone: freeze it and start retention."""
         with self._lock:
             run = self._runs.get(key)
-            if run is not None and run.gone_since is None:
-                self._accrue(run, now)
-                run.gone_since = now
+            if run is not None and mark_gone(self.config.run, run, now):
                 self._changes += 1
 
     def structured_recently(self, key: RunKey, now: float, window: float = 300.0) -> bool:
@@ -361,9 +137,8 @@ class Tracker:
         with self._lock:
             for key, run in list(self._runs.items()):
                 idle = idle_after is not None and now - run.last_report > idle_after
-                if run.gone_since is None and idle:
-                    self._accrue(run, now)
-                    run.gone_since = now
+                if idle:
+                    mark_gone(self.config.run, run, now)
                 if run.gone_since is not None and now - run.gone_since >= self.config.retention:
                     del self._runs[key]
                     removed.append(key)
@@ -401,8 +176,9 @@ class Tracker:
                 added += 1
         return added
 
-    def confirm(self, keys: Iterable[RunKey]) -> None:
-        """A source still sees these runs (their file, target or pod is there)."""
+    def seen(self, keys: Iterable[RunKey]) -> None:
+        """A source still sees these runs (their file, target or pod is there): a run
+        restored after a restart is confirmed."""
         with self._lock:
             for key in keys:
                 run = self._runs.get(key)
@@ -418,9 +194,7 @@ class Tracker:
             for key, run in self._runs.items():
                 if run.restored:
                     run.restored = False
-                    if run.gone_since is None and not keep(run.meta):
-                        self._accrue(run, now)
-                        run.gone_since = now
+                    if not keep(run.meta) and mark_gone(self.config.run, run, now):
                         marked.append(key)
             if marked:
                 self._changes += 1
@@ -430,7 +204,7 @@ class Tracker:
         """One run as of ``now``, or None if it is not tracked."""
         with self._lock:
             run = self._runs.get(key)
-            return None if run is None else self._snapshot(key, run, now, False)
+            return None if run is None else snapshot(self.config.run, key, run, now, False)
 
     def request_checkpoint(self, key: RunKey, value: str | None) -> None:
         """The checkpoint annotation of the run's TrainJob (None when it has none)."""
@@ -454,22 +228,8 @@ class Tracker:
             run = self._runs.get(key)
             if run is None:
                 return ()
-            deadline = _first(run.meta.deadline_timestamp, run.deadline)
-            # A snapshot (state, ETA) only for a run with a deadline: this is on every push.
-            eta = None if deadline is None else self._snapshot(key, run, now, False).eta_timestamp
-            holding = reasons(
-                Facts(
-                    eta_timestamp=eta,
-                    deadline_timestamp=deadline,
-                    deleting=run.meta.deleting,
-                    request=run.meta.checkpoint_request,
-                    job_request=run.job_checkpoint_request,
-                    draining=bool(run.meta.node) and run.meta.node in self._cordoned,
-                )
-            )
-            fire = due(holding, run.directed)
-            run.directed = holding
-            return (CHECKPOINT,) if fire else ()
+            draining = bool(run.meta.node) and run.meta.node in self._cordoned
+            return directives(self.config.run, key, run, now, draining)
 
     def snapshot(self, now: float, history: bool = False) -> list[RunSnapshot]:
         """Every run as of ``now``, GPU-seconds accrued up to ``now``, sorted by key.
@@ -482,7 +242,9 @@ class Tracker:
         however many runs there are (at 50,000 runs one pass takes seconds).
         """
         return list(
-            self._each_run(now, lambda key, run: self._snapshot(key, run, now, history), True)
+            self._each_run(
+                now, lambda key, run: snapshot(self.config.run, key, run, now, history), True
+            )
         )
 
     def _each_run(
@@ -498,375 +260,6 @@ class Tracker:
                 for key in keys[lo : lo + SNAPSHOT_BATCH]:
                     run = self._runs.get(key)
                     if run is not None:  # not expired since the keys were listed
-                        self._accrue(run, now)
+                        accrue(self.config.run, run, now)
                         batch.append(fn(key, run))
             yield from batch
-
-    # -- internals (called with the lock held) -------------------------------------------
-
-    def _thresholds(self, run: RunState) -> Thresholds:
-        return effective(self.config.thresholds, run.threshold_overrides, dict(run.meta.thresholds))
-
-    def _observe(self, run: RunState, now: float, tp: Throughput | None) -> Observation:
-        """The classifier's view of ``run``. Without a throughput (the stall check on every
-        report) the typical pace is not computed either: only the throughput-drop predicate
-        needs it, and it cannot hold without a throughput."""
-        return Observation(
-            now=now,
-            first_report=run.first_report,
-            last_report=run.last_report,
-            last_step=run.last_step,
-            last_improvement=run.last_improvement,
-            finished=run.finished,
-            progress=self._progress(run),
-            loss=run.loss,
-            eval_loss=run.eval_loss,
-            best_loss=run.best_loss,
-            gpus=run.gpus,
-            gone_since=run.gone_since,
-            alive=run.meta.alive,
-            pod_failed=run.meta.pod_failed,
-            steps_per_second=tp.steps_per_second if tp else None,
-            typical_steps_per_second=self._typical_pace(run, now) if tp is not None else None,
-            bar_end_only=run.total_from_bar,
-        )
-
-    def _typical_pace(self, run: RunState, now: float) -> float | None:
-        """The run's typical pace: the 90th percentile of its recent pace, or, while it is
-        degraded, the pace it had before the drop."""
-        if run.pace_reference is not None:
-            return run.pace_reference
-        recent = [v for t, v in run.pace if now - t <= PACE_WINDOW]
-        if len(recent) < PACE_MIN_POINTS:
-            return None
-        return quantile(recent, PACE_QUANTILE)
-
-    def _accrue(self, run: RunState, now: float) -> None:
-        """Integrate GPUs x time since the last accrual, and charge it to its cause of waste
-        (exporter.goodput) by the state at its end; a state whose onset the classifier knows
-        (stalled at last step + threshold) is charged from that onset only."""
-        start = run.accrued_at
-        end = now if run.gone_since is None else min(now, run.gone_since)
-        if run.meta.gpu_end_timestamp is not None:  # the pod gave its GPUs back then
-            end = min(end, run.meta.gpu_end_timestamp)
-        gpus = run.gpus
-        if end > start and gpus > 0:
-            run.gpu_seconds += gpus * (end - start)
-            verdict = classify(self._observe(run, end, None), self._thresholds(run))
-            stalled = verdict.state == "stalled"
-            share = gpus * interval_share(start, end, verdict.onset if stalled else None)
-            if stalled:
-                run.stalled_gpu_seconds += share
-            cause = cause_of(verdict.state, run.step, run.high_water)
-            if cause is not None:
-                run.wasted[cause] = run.wasted.get(cause, 0.0) + share
-        run.accrued_at = max(run.accrued_at, now)
-
-    def _charge_pause(self, run: RunState) -> None:
-        """At a step advance: charge the interval's time beyond the run's pace to ``pause``
-        when it was one, less what another cause already took of it. An interval that went
-        stalled was a hang from its start, not an evaluation: the time before the stall
-        threshold is charged to ``stalled`` too (the state could not know it yet)."""
-        stalled_before = run.wasted.get(STALLED, 0.0)
-        others = sum(v for c, v in run.wasted.items() if c != PAUSE)
-        excess = run.gpus * newest_pause_seconds(run.samples)
-        taken = others - run.wasted_at_step
-        if excess > taken:
-            cause = STALLED if run.stalled_at_step < stalled_before else PAUSE
-            run.wasted[cause] = run.wasted.get(cause, 0.0) + excess - taken
-        run.wasted_at_step = sum(v for c, v in run.wasted.items() if c != PAUSE)
-        run.stalled_at_step = run.wasted.get(STALLED, 0.0)
-
-    def _merge(self, run: RunState, r: ProgressReport, now: float, problem: Problem) -> None:
-        run.last_report = now
-        advanced = False
-        if r.start_time is not None:
-            if r.start_time != run.reporter_start and (
-                run.reporter_start is not None or run.step is not None
-            ):
-                # A new process reports under the name (the reporter's start time, or a log
-                # rewritten from its start) after the run had made progress: a new attempt,
-                # a resume or a re-run by its first step.
-                run.new_process = True
-            run.reporter_start = r.start_time
-        if (
-            r.format != "log"  # a log's total grows with what it has shown (the log source
-            # tells attempts apart itself: a rewritten file, bars again after the end)
-            and r.max_steps is not None
-            and run.max_steps is not None
-            and r.max_steps != run.max_steps
-            and run.step is not None
-        ):
-            new_attempt(run, now, keep_best=False)  # a new plan: a new attempt
-        if r.step is not None:
-            if run.new_process and run.step is not None:
-                run.new_process = False
-                if r.step < run.step:
-                    problem("step_regressed")
-                    run.high_water = max(run.step, run.high_water or 0)
-                new_attempt(run, now, keep_best=_resumes(run, r))
-                run.samples.reset(now, r.step)
-                advanced = True
-            elif run.finished and run.step is not None and r.step > run.step and not r.final:
-                # New progress after the run said it was done: a re-run under the same name
-                # that started above where the last attempt ended.
-                new_attempt(run, now, keep_best=False)
-                run.samples.reset(now, r.step)
-                advanced = True
-            elif run.step is None or r.step > run.step:
-                advanced = True
-                if run.high_water is not None and r.step >= run.high_water:
-                    run.high_water = None  # caught up: new steps again
-                oldest = now - self.config.estimator.long_window
-                for at, step in r.step_samples:
-                    # Only points between the last sample and this one, in order, and
-                    # within the window the pace is judged over: a bar's clock is the
-                    # log's own word, and a frame claiming a day of elapsed time must not
-                    # put a sample a day back.
-                    last = run.samples[-1] if run.samples else None
-                    if (
-                        oldest < at < now
-                        and step < r.step
-                        and (last is None or (at > last[0] and step > last[1]))
-                    ):
-                        _add_sample(run.samples, at, step)
-                run.samples.append(now, r.step)
-            elif r.step < run.step:
-                # The step went back: a new attempt. Back a little with the same total is a
-                # resume from a checkpoint (it keeps its best loss); further is a re-run.
-                problem("step_regressed")
-                resume = _resumes(run, r)
-                run.high_water = max(run.step, run.high_water or 0)
-                new_attempt(run, now, keep_best=resume)
-                run.samples.reset(now, r.step)
-                advanced = True
-            run.step = r.step
-        for name in ("max_steps", "max_epochs"):
-            value = getattr(r, name)
-            if value is not None:
-                setattr(run, name, value)
-        if r.format == "log":
-            run.total_from_bar = r.total_from_bar
-        if r.format == "log" and r.max_steps is None and r.step is not None:
-            # A log states all it knows in every report: a total it no longer states (a bar
-            # that turned out to be one epoch's) is unknown, not the last one read.
-            run.max_steps = None
-        if r.epoch is not None:
-            if run.epoch is None or r.epoch > run.epoch:
-                if run.step is None:
-                    advanced = True
-                elif not advanced:
-                    # Training went on though no step was seen (Trainer's log dicts carry
-                    # the epoch; its bar reaches a container log only 16 KiB at a time):
-                    # progress, not a stall. The pace stays the steps' own.
-                    run.last_step = now
-            run.epoch = r.epoch
-        if r.progress is not None:
-            if (
-                run.step is None
-                and run.epoch is None
-                and (run.reported_progress is None or r.progress > run.reported_progress)
-            ):
-                advanced = True
-            run.reported_progress = r.progress
-        if r.eta_seconds is not None:
-            run.reported_eta = r.eta_seconds
-            run.reported_eta_at = now
-        if advanced:
-            run.last_step = now
-            self._record_pace(run, now)
-            self._charge_pause(run)
-        if r.learning_rate is not None:
-            run.learning_rate = r.learning_rate
-        if r.grad_norm is not None:
-            run.grad_norm = r.grad_norm
-        if r.gpus is not None:
-            run.report_gpus = r.gpus
-        if r.framework and not run.meta.framework:
-            run.meta = replace(run.meta, framework=r.framework)
-        self._merge_loss(run, r, now)
-        for name, value in r.metrics:
-            if name not in run.metrics and len(run.metrics) >= self.config.max_custom_metrics:
-                problem("metric_cap")
-                continue
-            # The same few names recur in every run: one string for all of them.
-            run.metrics[sys.intern(name)] = value
-        if r.metrics:
-            run.metrics_view = tuple(sorted(run.metrics.items()))
-        if r.final:
-            run.finished = True
-        if r.thresholds:
-            run.threshold_overrides.update(r.thresholds)
-        if r.format != "log":
-            run.last_structured = now
-        if r.deadline_timestamp is not None:
-            run.deadline = r.deadline_timestamp
-        if r.gpu_hours_budget is not None:
-            run.budget_seconds = r.gpu_hours_budget * 3600.0
-
-    def _record_pace(self, run: RunState, now: float) -> None:
-        """At a step advance: hold the typical pace while the run is below its drop ratio
-        (degraded: it recovers only by reaching the ratio of the pace it had before, and
-        the typical pace must not follow it down), else sample the pace now and then. At
-        step advances, not at scrapes: the state must not depend on who looked when."""
-        every = max(1.0, self.config.estimator.short_window * PACE_FRACTION)
-        if run.pace_reference is None and run.pace and now - run.pace[-1][0] < every:
-            return  # judged at the pace's own cadence (every advance while degraded)
-        tp = self._throughput(run)
-        if tp is None:
-            return
-        typical = self._typical_pace(run, now)
-        if typical is not None:
-            slow = tp.steps_per_second < self._thresholds(run).throughput_drop_ratio * typical
-            run.pace_reference = typical if slow else None
-        if run.pace_reference is None:
-            run.pace.append(now, tp.steps_per_second)
-
-    def _merge_loss(self, run: RunState, r: ProgressReport, now: float) -> None:
-        if r.loss is None and r.eval_loss is None:
-            return
-        plateau = self._thresholds(run).plateau_seconds
-        if r.loss is not None:
-            run.loss = r.loss
-            if math.isfinite(r.loss):
-                run.history.append(now, r.loss)
-                ema = run.loss_ema
-                if ema is None:
-                    run.loss_ema = r.loss
-                else:
-                    tau = plateau * LOSS_SMOOTHING_FRACTION
-                    alpha = min(
-                        LOSS_SMOOTHING_MAX_WEIGHT,
-                        1.0 - math.exp(-max(0.0, now - run.loss_ema_at) / tau),
-                    )
-                    run.loss_ema = ema + alpha * (r.loss - ema)
-                run.loss_ema_at = now
-        if r.eval_loss is not None:
-            run.eval_loss = r.eval_loss
-        # Best loss follows eval loss once any is reported; train loss is noisier.
-        candidate: float | None = None
-        if r.eval_loss is not None and math.isfinite(r.eval_loss):
-            if not run.best_is_eval:
-                run.best_is_eval = True
-                run.best_loss = None
-            candidate = r.eval_loss
-        elif not run.best_is_eval and r.loss is not None and math.isfinite(r.loss):
-            candidate = run.loss_ema
-        if candidate is None:
-            return
-        best = run.best_loss
-        needed = MIN_IMPROVEMENT
-        if run.last_improvement is not None and now - run.last_improvement >= plateau:
-            needed = PLATEAU_EXIT_IMPROVEMENT  # plateaued: only a clear improvement ends it
-        if best is None or candidate < best - abs(best) * needed:
-            run.best_loss = candidate
-            run.last_improvement = now
-
-    def _progress(self, run: RunState) -> float | None:
-        if run.finished:
-            return 1.0
-        if run.step is not None and run.max_steps:
-            return min(1.0, run.step / run.max_steps)
-        if run.reported_progress is not None:
-            return run.reported_progress
-        if run.epoch is not None and run.max_epochs:
-            return min(1.0, run.epoch / run.max_epochs)
-        return None
-
-    def _gpu_seconds(self, run: RunState, now: float) -> float:
-        start = run.meta.gpu_start_timestamp
-        if start is None:
-            return run.gpu_seconds
-        end = now if run.gone_since is None else run.gone_since
-        if run.meta.gpu_end_timestamp is not None:  # the pod gave its GPUs back then
-            end = min(end, run.meta.gpu_end_timestamp)
-        return run.gpus * max(0.0, end - start)
-
-    def _wasted(self, run: RunState) -> tuple[tuple[str, float], ...]:
-        """Every exported cause's GPU-seconds; in Kubernetes mode the time from the pod's
-        start to the run's first report is waiting too (loading, downloading, compiling)."""
-        before = 0.0
-        start = run.meta.gpu_start_timestamp
-        if start is not None:
-            before = run.gpus * max(0.0, run.first_report - start)
-        return tuple(
-            (c, run.wasted.get(c, 0.0) + (before if c == WAITING else 0.0)) for c in EXPORTED_CAUSES
-        )
-
-    def _throughput(self, run: RunState) -> Throughput | None:
-        key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
-        if run.tp_cache is None or run.tp_cache[0] != key:
-            run.tp_cache = (key, throughput(run.samples, self.config.estimator))
-        return run.tp_cache[1]
-
-    def _snapshot(self, key: RunKey, run: RunState, now: float, history: bool) -> RunSnapshot:
-        tp = self._throughput(run)
-        th = self._thresholds(run)
-        observation = self._observe(run, now, tp)
-        verdict = classify(observation, th)
-        run.state_since = entered(run.state, run.state_since, verdict, now)
-        run.state = verdict.state
-        # A stalled, diverged or finished run promises no completion time.
-        # The completion time is predicted at the last step advance (or the run's own ETA
-        # report) and the ETA counts down from it to ``now``: between two reports every
-        # scrape gets a fresh value, not the one computed at the last report.
-        eta: float | None = None
-        lower: float | None = None
-        upper: float | None = None
-        completion: float | None = None
-        if verdict.state not in NO_ETA:
-            est = estimate(run.step, run.max_steps, tp)
-            if est is not None and run.samples:
-                at = run.samples[-1][0]
-                completion = at + est.seconds
-                lower = max(0.0, at + est.lower - now)
-                upper = max(0.0, at + est.upper - now)
-            elif run.reported_eta is not None and (run.step is None or run.max_steps is None):
-                # The run's own ETA only where steps can never give one: with steps, a run
-                # has none until it made a few reports (on a resume, the callback's own
-                # elapsed / step says 28 s where 112 s are left).
-                completion = run.reported_eta_at + run.reported_eta
-            if completion is not None:
-                eta = max(0.0, completion - now)
-        return RunSnapshot(
-            key=key,
-            meta=run.meta,
-            state=verdict.state,
-            state_since=run.state_since,
-            state_reason=reason(verdict.state, observation, th),
-            step=run.step,
-            max_steps=run.max_steps,
-            epoch=run.epoch,
-            max_epochs=run.max_epochs,
-            progress=self._progress(run),
-            eta_seconds=eta,
-            eta_timestamp=completion,
-            eta_lower_seconds=lower,
-            eta_upper_seconds=upper,
-            steps_per_second=_current_pace(run, tp, now),
-            typical_steps_per_second=observation.typical_steps_per_second,
-            attempt=run.attempt,
-            attempt_start=run.first_report if run.attempt_start is None else run.attempt_start,
-            loss=run.loss,
-            eval_loss=run.eval_loss,
-            learning_rate=run.learning_rate,
-            grad_norm=run.grad_norm,
-            best_loss=run.best_loss,
-            metrics=run.metrics_view,
-            first_report_timestamp=run.first_report,
-            last_report_timestamp=run.last_report,
-            last_step_timestamp=run.last_step,
-            last_improvement_timestamp=run.last_improvement,
-            # Done by its own word or by its progress: what the classifier calls finished.
-            finished=done(observation, th),
-            gpus=run.gpus,
-            gpu_seconds=self._gpu_seconds(run, now),
-            stalled_gpu_seconds=run.stalled_gpu_seconds,
-            wasted_gpu_seconds=self._wasted(run),
-            # Annotations (meta) win over what the run reports about itself.
-            deadline_timestamp=_first(run.meta.deadline_timestamp, run.deadline),
-            gpu_seconds_budget=_first(run.meta.gpu_seconds_budget, run.budget_seconds),
-            thresholds=th,
-            gone=run.gone_since is not None,
-            loss_history=tuple(run.history) if history else (),
-        )

@@ -20,14 +20,14 @@ from kubernetes import config as kube_config
 
 from exporter.act.config import parse as parse_config
 from exporter.act.controller import ActConfig, Actor
-from exporter.act.guard import Guard, Limits
+from exporter.act.guard import ActionLimits, Guard
+from exporter.act.kube import KubernetesOps
 from exporter.act.owners import owner_of
 from exporter.act.policy import Policy, decide
 from exporter.act.server import make_server
 from exporter.act.webhook import WebhookError, parse_notification
-from exporter.config import ConfigError
 from exporter.httpd import serve_in_thread
-from exporter.kubernetes.actions import Cluster
+from exporter.settings import ConfigError
 
 from .e2e.stack import free_port
 from .fakekube import FakeKube, fake_kube
@@ -118,7 +118,7 @@ def test_policy_opt_in_by_job_annotation_or_namespace_default() -> None:
 
 
 def test_guard_dedupes_cools_down_and_breaks_the_circuit() -> None:
-    g = Guard(Limits(per_namespace_per_hour=2, total_per_hour=3, cooldown_seconds=60))
+    g = Guard(ActionLimits(per_namespace_per_hour=2, total_per_hour=3, cooldown_seconds=60))
     assert g.first_time("fp@t", 0) and not g.first_time("fp@t", 1)
     g.forget("fp@t")
     assert g.first_time("fp@t", 2)
@@ -245,7 +245,7 @@ class Act:
         self.kube = kube
         self.now = 1_800_000_000.0
         client = kube_config.new_client_from_config(config_file=str(kubeconfig))
-        self.actor = Actor(Cluster(client), config, lambda: self.now)
+        self.actor = Actor(KubernetesOps(client), config, lambda: self.now)
         self.server = make_server("127.0.0.1", 0, self.actor, TOKEN)
         serve_in_thread(self.server)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -450,7 +450,7 @@ def test_bare_pods_can_be_deleted_not_suspended(act_factory: Any) -> None:
 
 
 def test_circuit_breaker_stops_the_next_action(act_factory: Any) -> None:
-    limits = Limits(per_namespace_per_hour=2, total_per_hour=10)
+    limits = ActionLimits(per_namespace_per_hour=2, total_per_hour=10)
     act = act_factory(ActConfig(dry_run=False, limits=limits))
     for name in ("a", "b", "c"):
         add_trainjob(act.kube, name, {"training-progress.io/on-stalled": "suspend"}, pods=1)

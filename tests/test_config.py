@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config import SETTINGS, Config, ConfigError, load, parse_duration
+from exporter.config import SETTINGS, Config, load
 from exporter.discovery import resolve_mode
+from exporter.settings import ConfigError, parse_duration
 
 DOCS = Path(__file__).parent.parent / "docs" / "configuration.md"
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from exporter.config import Config, parse_duration
+from exporter.config import Config
 from exporter.demo import RUNS, Demo
 from exporter.humanize import setting
+from exporter.settings import parse_duration
 from exporter.states import NAMES
 from exporter.thresholds import SPECS, Thresholds
 

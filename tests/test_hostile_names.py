@@ -163,10 +163,11 @@ def test_a_named_but_missing_token_file_stops_the_start(tmp_path: Path) -> None:
     import pytest
 
     from exporter.config import Config
-    from exporter.discovery import DiscoveryError, make_discovery
+    from exporter.discovery import DiscoveryError
     from exporter.ingest import Ingestor
     from exporter.stats import ExporterStats
     from exporter.tracker import Tracker
+    from exporter.wiring import make_discovery
 
     ingestor = Ingestor(Tracker(), ExporterStats(), lambda: 0.0)
     config = Config(mode="standalone", push_token_file=str(tmp_path / "nope"))

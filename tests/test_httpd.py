@@ -21,10 +21,10 @@ from exporter.httpd import (
     POOL_INLINE,
     POOL_PUSH,
     POOL_SCRAPE,
+    ConnectionLimits,
     HttpError,
     HTTPServer,
     HTTPStats,
-    Limits,
     Request,
     Response,
     content_length,
@@ -92,7 +92,7 @@ def _start(**overrides: Any) -> tuple[HTTPServer, Gate, threading.Thread]:
         "push_workers": 4,
         "max_queued": 2,
     }
-    limits = Limits(**(settings | overrides))
+    limits = ConnectionLimits(**(settings | overrides))
     server = HTTPServer("127.0.0.1", 0, gate, _pool, limits, HTTPStats())
     return server, gate, serve_in_thread(server)
 

@@ -24,10 +24,11 @@ import grpc
 import pytest
 from kubeflow.katib import katib_api_pb2, katib_api_pb2_grpc
 
-from exporter.katib.dbmanager import DBManager, KatibUnavailable
-from exporter.katib.observations import (
+from exporter.model import ProgressReport, RunKey
+from exporter.sinks.katib.dbmanager import DBManager, KatibUnavailable
+from exporter.sinks.katib.observations import (
     MAX_PENDING,
-    Observation,
+    MetricLog,
     TrialError,
     TrialLog,
     due,
@@ -36,7 +37,6 @@ from exporter.katib.observations import (
     rfc3339,
     sent,
 )
-from exporter.model import ProgressReport, RunKey
 from exporter.tracker import Tracker
 
 from .conftest import T0, FakeClock, get_json, http
@@ -164,7 +164,7 @@ def test_each_value_once_batched_by_the_interval_and_flushed_at_the_finish() -> 
 
     step(ProgressReport(step=1, loss=2.0), T0)
     assert due(log, now=100.0, min_interval=10.0, finished=False) == [
-        Observation("loss", 2.0, rfc3339(T0))
+        MetricLog("loss", 2.0, rfc3339(T0))
     ]
     sent(log, due(log, 100.0, 10.0, False), 100.0, False)
     step(ProgressReport(step=2, loss=2.0), T0 + 1)  # same value: not again
@@ -173,14 +173,14 @@ def test_each_value_once_batched_by_the_interval_and_flushed_at_the_finish() -> 
     assert due(log, now=105.0, min_interval=10.0, finished=False) == []  # not yet
     batch = due(log, now=111.0, min_interval=10.0, finished=False)
     assert batch == [
-        Observation("loss", 1.5, rfc3339(T0 + 2)),
-        Observation("train_accuracy", 0.4, rfc3339(T0 + 2)),
+        MetricLog("loss", 1.5, rfc3339(T0 + 2)),
+        MetricLog("train_accuracy", 0.4, rfc3339(T0 + 2)),
     ]
     sent(log, batch, 111.0, False)
     snap = step(ProgressReport(step=5, eval_loss=1.2, final=True), T0 + 4)
     assert snap.finished
     final = due(log, now=112.0, min_interval=10.0, finished=True)  # at once
-    assert final == [Observation("eval_loss", 1.2, rfc3339(T0 + 4))]
+    assert final == [MetricLog("eval_loss", 1.2, rfc3339(T0 + 4))]
     sent(log, final, 112.0, True)
     step(ProgressReport(step=6, eval_loss=1.1), T0 + 5)
     assert log.final and due(log, 200.0, 10.0, True) == []
@@ -202,14 +202,14 @@ def test_without_the_extra_reporting_is_off_and_says_why(
     ):
         DBManager("127.0.0.1:6789")
     from exporter.config import Config
-    from exporter.sources import SOURCES
+    from exporter.wiring import SINKS
 
     class Cluster:  # what the factory reads of the cluster before it needs the API
         custom_api = pods = None
 
     config = Config(katib_db_manager="127.0.0.1:6789")
     with caplog.at_level(logging.WARNING):
-        assert SOURCES["katib"](config, None, Cluster()) is None  # type: ignore[arg-type]
+        assert SINKS["katib"](config, None, Cluster()) is None  # type: ignore[arg-type]
     assert "Katib reporting is off" in caplog.text and "[katib]" in caplog.text
 
 

@@ -94,7 +94,7 @@ def test_the_sdk_reads_back_what_the_exporter_wrote_for_a_tqdm_only_job(
 ) -> None:
     """Write-back: a job that only printed tqdm bars; the Kubeflow SDK's own client and
     generated TrainJob model read its progress from the (fake) API server."""
-    from exporter.kubernetes import writeback
+    from exporter.sinks import writeback
 
     # The quiet log finishes the run after the first write: write again at once.
     monkeypatch.setattr(writeback, "MIN_INTERVAL", 0.0)

@@ -410,7 +410,7 @@ def trainjob_obj(
 
 
 def trainjob_source(exp: Exporter) -> Any:
-    from exporter.kubernetes.trainjob import TrainJobSource
+    from exporter.sources.trainjob import TrainJobSource
 
     (source,) = [s for s in exp.sources.values() if isinstance(s, TrainJobSource)]
     return source

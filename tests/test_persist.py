@@ -95,7 +95,7 @@ def test_a_restored_run_that_no_source_sees_again_is_gone_after_the_first_look()
     runs, _ = decode_file(encode_file(tracker.save(T0 + 1000, encode_run), T0 + 1000))
     restored = Tracker()
     restored.restore(runs)
-    restored.confirm([KEY])  # its file, target or pod is still there
+    restored.seen([KEY])  # its file, target or pod is still there
     marked = restored.settle_restored(T0 + 1010, keep=lambda meta: False)
     assert marked == [OTHER]
     states = {s.key: s.state for s in restored.snapshot(T0 + 1010)}

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from exporter.app import Exporter
-from exporter.config import Config, ConfigError, apply
-from exporter.kubernetes import writeback
-from exporter.kubernetes.writeback import StatusWriter, trainer_status
+from exporter.config import Config, apply
+from exporter.sinks import writeback
 from exporter.model import ProgressReport, RunKey
+from exporter.settings import ConfigError
+from exporter.sinks.writeback import StatusWriter, trainer_status
 from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker
 

@@ -2,6 +2,6 @@
 alerts, routed to it by Alertmanager (docs/act.md).
 
 Pure parts (the webhook payload, the policy, the guard, owners) are separate from the
-Kubernetes calls (``exporter.kubernetes.actions``) and from the HTTP front (``server``);
+Kubernetes calls (``exporter.act.kube``) and from the HTTP front (``server``);
 ``controller`` joins them.
 """

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..config import ConfigError, parse_duration, read_yaml_mapping
+from ..settings import ConfigError, parse_duration, read_yaml_mapping
 from .controller import ActConfig
-from .guard import Limits
+from .guard import ActionLimits
 from .policy import RULES, Policy
 
 KEYS = frozenset(
@@ -66,7 +66,7 @@ def parse(doc: Mapping[str, Any]) -> ActConfig:
             raise ConfigError(
                 f"defaults.{key} must be one of {', '.join(rules[key].actions)}, not {value!r}"
             )
-    limits = Limits()
+    limits = ActionLimits()
     if "max_actions_per_hour" in doc:
         limits = replace(
             limits, total_per_hour=_count(doc["max_actions_per_hour"], "max_actions_per_hour")

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..model import valid_kubernetes_names
-from .guard import Guard, Limits
-from .owners import Owner, owner_of, running
+from .guard import ActionLimits, Guard
+from .owners import Owner, owner_of, reference, running
 from .policy import DELETE, NONE, NOTIFY, RESTART, RULES, SUSPEND, Policy, decide, event_reason
 from .webhook import Alert
 
@@ -42,7 +42,7 @@ SKIPPED = (
 
 
 class ClusterOps(Protocol):
-    """What the controller needs from the cluster (``kube.Cluster``)."""
+    """What the controller needs from the cluster (:class:`exporter.act.kube.KubernetesOps`)."""
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
@@ -60,7 +60,7 @@ class ActConfig:
 
     dry_run: bool = True
     policy: Policy = field(default_factory=Policy)
-    limits: Limits = field(default_factory=Limits)
+    limits: ActionLimits = field(default_factory=ActionLimits)
 
 
 class ActStats:
@@ -257,8 +257,6 @@ class Actor:
         warning: bool = False,
         suffix: str = "",
     ) -> None:
-        from ..kubernetes.actions import reference
-
         reason = event_reason(alert_name, action) + suffix
         try:
             self.cluster.event(

@@ -16,7 +16,7 @@ HOUR = 3600.0
 
 
 @dataclass(frozen=True)
-class Limits:
+class ActionLimits:
     per_namespace_per_hour: int = 5
     total_per_hour: int = 20
     cooldown_seconds: float = 900.0
@@ -27,7 +27,7 @@ class Limits:
 class Guard:
     """Decides whether an action may go ahead, and remembers the ones that did."""
 
-    def __init__(self, limits: Limits = Limits()) -> None:
+    def __init__(self, limits: ActionLimits = ActionLimits()) -> None:
         self.limits = limits
         self._seen: OrderedDict[str, float] = OrderedDict()  # alert identity -> first seen
         self._acted: OrderedDict[tuple[str, str, str], float] = OrderedDict()  # job, alert

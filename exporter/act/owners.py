@@ -91,3 +91,15 @@ def running(pod: Mapping[str, Any]) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     deleting = (pod.get("metadata") or {}).get("deletionTimestamp")
     return phase not in ("Succeeded", "Failed") and not deleting
+
+
+def reference(obj: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
+    """An Event's ``involvedObject`` for ``obj``."""
+    meta = obj.get("metadata") or {}
+    return {
+        "kind": kind,
+        "apiVersion": api_version,
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+    }

@@ -13,7 +13,7 @@ import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..kubernetes.pods import PREFIX
+from ..annotations import PREFIX
 
 RESTART, SUSPEND, DELETE, NOTIFY, NONE = "restart", "suspend", "delete", "notify", "none"
 ACTIONS = (RESTART, SUSPEND, DELETE, NOTIFY, NONE)

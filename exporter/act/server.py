@@ -7,9 +7,9 @@ import hmac
 import json
 from collections.abc import Iterator
 
-from ..httpd import POOL_PUSH, POOL_SCRAPE, HTTPServer, Limits, Request, Response
-from ..kubernetes.actions import ClusterError
+from ..httpd import POOL_PUSH, POOL_SCRAPE, ConnectionLimits, HTTPServer, Request, Response
 from .controller import TAKEN, Actor
+from .kube import ClusterError
 from .webhook import MAX_BODY_BYTES, WebhookError, parse_notification
 
 JSON = "application/json"
@@ -112,6 +112,6 @@ def make_server(host: str, port: int, actor: Actor, token: str) -> HTTPServer:
         port,
         lambda r: route(actor, secret, r),
         lambda r: POOL_PUSH if r.method == "POST" else POOL_SCRAPE,
-        Limits(max_body_bytes=MAX_BODY_BYTES),
+        ConnectionLimits(max_body_bytes=MAX_BODY_BYTES),
         server_name="training-progress-act",
     )

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..discovery import DiscoveryError
+from ..discovery import ApiFactory, DiscoveryError
 
-ApiFactory = Callable[[], Any]
 TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 
 
@@ -65,6 +63,20 @@ def get_custom_object(
         raise
     obj = json.loads(response.data)
     return obj if isinstance(obj, dict) else None
+
+
+def api_status(exc: BaseException) -> int | None:
+    """The HTTP status of a failed API call, or None when it never got an answer (a
+    connection error): callers outside this package tell "not found" from "refused"
+    without importing the client's exception type."""
+    from kubernetes.client import ApiException
+
+    return exc.status if isinstance(exc, ApiException) else None
+
+
+def api_reason(exc: BaseException) -> str:
+    """The API server's reason for a failed call (or the error's own text)."""
+    return str(getattr(exc, "reason", None) or exc)
 
 
 def apis() -> Apis:

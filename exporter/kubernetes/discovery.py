@@ -1,28 +1,25 @@
 """Kubernetes mode's :class:`~exporter.discovery.Discovery`: this node's training pods (an
 API server watch, or the kubelet's ``/pods``), push authorization by pod IP and TokenReview,
-and the :class:`Cluster` the pod-driven sources read."""
+and the :class:`~exporter.discovery.Cluster` the pod-driven sources and sinks read."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..discovery import Discovery, DiscoveryError
+from ..annotations import DEFAULT_GPU_RESOURCES
+from ..discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
 from ..ingest import Ingestor
 from ..model import RunMeta
-from .client import ApiFactory, apis
-from .pods import DEFAULT_GPU_RESOURCES, PodInfo
+from .client import apis
 from .tokenreview import TokenReview
 from .watch import KubernetesResolver, PodRegistry, PodWatcher, run_meta
 
-if TYPE_CHECKING:
-    from ..config import Config
-
 
 @dataclass(frozen=True)
-class Cluster:
-    """What Kubernetes mode gives the sources: this node's training pods and the API."""
+class KubernetesCluster:
+    """This node's training pods (from the registry discovery keeps) and the API."""
 
     node: str
     registry: PodRegistry
@@ -37,38 +34,54 @@ class Cluster:
         return run_meta(pod, self.node, source)
 
 
+@dataclass(frozen=True)
+class KubernetesSettings:
+    """What Kubernetes mode is told (the ``node_name``, ``pod_discovery``, ``kubelet_*``,
+    ``token_audience`` and ``gpu_resources`` settings)."""
+
+    node_name: str
+    pod_discovery: str = "apiserver"
+    kubelet_url: str = ""
+    kubelet_ca: str = ""
+    token_audience: str = "training-progress-exporter"
+    gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES
+
+
+POD_DISCOVERY = ("apiserver", "kubelet")
+
+
 def kubernetes_discovery(
-    config: Config, ingestor: Ingestor, environ: Mapping[str, str]
+    settings: KubernetesSettings, ingestor: Ingestor, environ: Mapping[str, str]
 ) -> Discovery:
     """Discovery for Kubernetes mode. Raises DiscoveryError when it cannot start."""
-    if not config.node_name:
+    if not settings.node_name:
         raise DiscoveryError("Kubernetes mode needs the node name: set NODE_NAME (downward API)")
-    registry = PodRegistry(config.node_name, ingestor)
+    if settings.pod_discovery not in POD_DISCOVERY:
+        raise DiscoveryError(
+            f"pod_discovery must be apiserver or kubelet, not {settings.pod_discovery!r}"
+        )
+    registry = PodRegistry(settings.node_name, ingestor)
     api = apis()
-    resources = config.gpu_resources or DEFAULT_GPU_RESOURCES
+    resources = tuple(settings.gpu_resources) or DEFAULT_GPU_RESOURCES
     watcher: Any
-    if config.pod_discovery == "kubelet":
+    if settings.pod_discovery == "kubelet":
         from .kubelet import KubeletPoller
 
         host = environ.get("HOST_IP", "127.0.0.1")
         watcher = KubeletPoller(
-            config.kubelet_url or f"https://{host}:10250",
+            settings.kubelet_url or f"https://{host}:10250",
             registry,
-            ca_path=config.kubelet_ca,
+            ca_path=settings.kubelet_ca,
             resources=resources,
         )
-    elif config.pod_discovery == "apiserver":
-        watcher = PodWatcher(api.core, config.node_name, registry, resources=resources)
     else:
-        raise DiscoveryError(
-            f"pod_discovery must be apiserver or kubelet, not {config.pod_discovery!r}"
-        )
+        watcher = PodWatcher(api.core, settings.node_name, registry, resources=resources)
     return Discovery(
         mode="kubernetes",
-        resolver=KubernetesResolver(registry, TokenReview(api.auth, config.token_audience)),
+        resolver=KubernetesResolver(registry, TokenReview(api.auth, settings.token_audience)),
         push_idle_expiry=False,
         start=watcher.start,
         stop=watcher.stop,
         ready=watcher.ready,
-        cluster=Cluster(config.node_name, registry, api.custom, api.core),
+        cluster=KubernetesCluster(settings.node_name, registry, api.custom, api.core),
     )

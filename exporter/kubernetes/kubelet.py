@@ -15,7 +15,8 @@ import threading
 import urllib.request
 from collections.abc import Sequence
 
-from .pods import DEFAULT_GPU_RESOURCES, training_pod
+from ..annotations import DEFAULT_GPU_RESOURCES
+from .pods import training_pod
 from .watch import PodRegistry
 
 log = logging.getLogger(__name__)

@@ -1,93 +1,43 @@
 """Which pods are training pods, and what a pod says about its run: pure functions over the
 pod objects the Kubernetes API returns (as plain dicts, so tests need no client objects).
-
-One annotation prefix serves everything of ours: ``training-progress.io/``.
+The annotation and label names are in :mod:`exporter.annotations`.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..model import clean_label
-from ..thresholds import BOUNDS, Overrides, parse_overrides
-
-PREFIX = "training-progress.io/"
-ANNOTATION_ENABLED = PREFIX + "enabled"  # "true" opts a pod in, "false" opts it out
-ANNOTATION_JOB = PREFIX + "job-name"
-ANNOTATION_DEADLINE = PREFIX + "deadline"  # RFC 3339
-ANNOTATION_BUDGET = PREFIX + "gpu-hours-budget"
-ANNOTATION_THRESHOLD = PREFIX + "threshold."  # + a threshold name, e.g. threshold.stall_seconds
-ANNOTATION_CONTAINER = PREFIX + "container"  # the container whose log and identity count
-ANNOTATION_HTTP_PORT = PREFIX + "http-port"  # pull JSON progress from the pod on this port
-ANNOTATION_HTTP_PATH = PREFIX + "http-path"  # ... at this path (default /metrics)
-ANNOTATION_STATUS_VOLUME = PREFIX + "status-volume"  # an emptyDir the pod writes its file to
-ANNOTATION_STATUS_FILE = PREFIX + "status-file"  # ... named this (default progress.json)
-ANNOTATION_CHECKPOINT = PREFIX + "checkpoint"  # any new value: tell the run to save now
-ODH_PROGRESSION = "trainer.opendatahub.io/progression-tracking"
-ODH_PORT = 28080
-_SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
-
-# (label, job kind), in order of precedence: the most specific workload first.
-JOB_LABELS: tuple[tuple[str, str], ...] = (
-    ("trainer.kubeflow.org/trainjob-name", "TrainJob"),
-    ("training.kubeflow.org/job-name", "KubeflowJob"),
-    ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
-    ("ray.io/originated-from-cr-name", "RayJob"),
-    ("batch.kubernetes.io/job-name", "Job"),
-    ("job-name", "Job"),
-)
-KATIB_TRIAL_LABEL = "katib.kubeflow.org/trial"
-KATIB_EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
-RANK_LABELS = (
-    "batch.kubernetes.io/job-completion-index",
+from ..annotations import (
+    ANNOTATION_BUDGET,
+    ANNOTATION_CHECKPOINT,
+    ANNOTATION_CONTAINER,
+    ANNOTATION_DEADLINE,
+    ANNOTATION_ENABLED,
+    ANNOTATION_HTTP_PATH,
+    ANNOTATION_HTTP_PORT,
+    ANNOTATION_JOB,
+    ANNOTATION_STATUS_FILE,
+    ANNOTATION_STATUS_VOLUME,
+    ANNOTATION_THRESHOLD,
+    DEFAULT_GPU_RESOURCES,
+    JOB_LABELS,
+    KATIB_EXPERIMENT_LABEL,
+    KATIB_TRIAL_LABEL,
+    ODH_PORT,
+    ODH_PROGRESSION,
+    RANK_LABELS,
     REPLICA_INDEX_LABEL,
-    "jobset.sigs.k8s.io/job-index",
+    REPLICA_TYPE_LABEL,
 )
-DEFAULT_GPU_RESOURCES = (
-    "nvidia.com/gpu",
-    "nvidia.com/mig-*",
-    "amd.com/gpu",
-    "gpu.intel.com/*",
-    "habana.ai/gaudi",
-    "aws.amazon.com/neuron*",
-    "google.com/tpu",
-)
+from ..discovery import PodInfo
+from ..model import clean_label
+from ..thresholds import BOUNDS, parse_overrides
 
-
-@dataclass(frozen=True)
-class PodInfo:
-    """What the exporter needs from one training pod."""
-
-    namespace: str
-    name: str
-    uid: str
-    ip: str
-    host_network: bool
-    job_name: str
-    job_kind: str
-    rank: str
-    container: str
-    gpus: float
-    start_timestamp: float | None  # when the pod got its node's resources (GPU-seconds start)
-    finished: bool  # Succeeded or Failed: no longer holds its GPUs
-    deadline_timestamp: float | None
-    gpu_seconds_budget: float | None
-    thresholds: Overrides
-    failed: bool = False  # phase Failed (a kind of finished)
-    end_timestamp: float | None = None  # a finished pod's last container stop
-    trial: str = ""  # Katib: the trial this pod runs (katib.kubeflow.org/trial)
-    experiment: str = ""  # ... and its experiment (katib.kubeflow.org/experiment)
-    http_url: str | None = None  # where to pull JSON progress from, if anywhere
-    deleting: bool = False  # has a deletionTimestamp (evicted, drained, deleted)
-    checkpoint_request: str | None = None  # the checkpoint annotation's value
-    status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
+_SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
 
 def _http_url(ip: str, annotations: Mapping[str, Any]) -> str | None:
@@ -247,19 +197,3 @@ def training_pod(
         checkpoint_request=clean_label(annotations.get(ANNOTATION_CHECKPOINT), 63),
         status_file=_status_file(annotations),
     )
-
-
-def reporting_pods(
-    pods: list[PodInfo], key: Callable[[PodInfo], tuple[str, str] | None]
-) -> dict[tuple[str, str], PodInfo]:
-    """``key`` -> the one pod on this node that reports for it (a TrainJob, a Katib trial):
-    rank 0 or an unranked one, the first by name; pods whose ``key`` is None are not asked.
-    Sorted by key."""
-    out: dict[tuple[str, str], PodInfo] = {}
-    for p in pods:
-        k = key(p)
-        if k is None or p.rank not in ("0", ""):
-            continue
-        if k not in out or p.name < out[k].name:
-            out[k] = p
-    return dict(sorted(out.items()))

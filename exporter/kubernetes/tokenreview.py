@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from .client import ApiFactory
+from ..discovery import ApiFactory
 
 Identity = tuple[str, str]  # (namespace, pod name)
 

@@ -16,11 +16,11 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..annotations import DEFAULT_GPU_RESOURCES
+from ..discovery import ApiFactory, Denied, PodInfo, PushTarget
 from ..ingest import Ingestor
 from ..model import RunKey, RunMeta
-from ..sources.push import Denied, PushTarget
-from .client import ApiFactory
-from .pods import DEFAULT_GPU_RESOURCES, PodInfo, training_pod
+from .pods import training_pod
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class PodRegistry:
 
     def _changed(self, pod: PodInfo) -> None:
         # A terminated pod's run says so (failed or not) before it is frozen as gone.
-        self.ingestor.describe(self._key(pod), run_meta(pod, self.node, "push"))
+        self.ingestor.set_meta(self._key(pod), run_meta(pod, self.node, "push"))
         if pod.finished:
             self.ingestor.gone([self._key(pod)])
 

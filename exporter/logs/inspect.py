@@ -9,8 +9,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..api import json_number
-from ..model import KUBEFLOW_MAX_BODY_BYTES, VALUE_FIELDS, ProgressReport, ReportError, parse_bytes
+from ..model import (
+    KUBEFLOW_MAX_BODY_BYTES,
+    VALUE_FIELDS,
+    ProgressReport,
+    ReportError,
+    json_number,
+    parse_bytes,
+)
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, Message, cannot_be_partial
 from .parse import HINT_BYTES, parse_message

@@ -118,7 +118,7 @@ class LogSource:
         for path in set(self._missing) - set(paths):
             del self._missing[path]
         if self._present is not None:
-            self._present.saw(self._keys[p][0] for p in self._files)
+            self._present.seen(self._keys[p][0] for p in self._files)
         self.ingestor.source_up(NAME, True)
 
     def _feed(self, followed: _Followed, lines: list[bytes]) -> bool:

@@ -86,7 +86,7 @@ class StatusDirSource:
                 except Exception:  # one file must never stop the pass over the others
                     log.exception("status file %r could not be read", filename)
                     self.ingestor.drop(NAME, "poll_error")
-            self._present.saw(present)
+            self._present.seen(present)
             listed = set(names)
             for filename in [f for f in self._seen if f not in listed]:
                 del self._seen[filename]

@@ -17,8 +17,17 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from ..settings import ConfigError
+
 TIMEOUT = 5.0
 MAX_ANSWER_BYTES = 64 * 1024
+
+
+def forward_url(value: str) -> str:
+    """The ``kubeflow_forward_url`` setting: empty (off) or an http(s) URL."""
+    if value and not value.startswith(("http://", "https://")):
+        raise ConfigError(f"kubeflow_forward_url must be an http(s) URL, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)

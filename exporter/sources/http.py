@@ -13,12 +13,15 @@ import http.client
 import socket
 import threading
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
+from ..settings import ConfigError
+from ..thresholds import parse_overrides
 
 NAME = "http"
 DEFAULT_PORT = 28080
@@ -143,8 +146,35 @@ class HttpSource:
         """Pull all targets concurrently and wait for them (each bounded by the timeout)."""
         targets = list(self.targets())
         results = list(self._pool.map(self._pull, targets))
-        self._present.saw(t.key for t in targets)
+        self._present.seen(t.key for t in targets)
         self.ingestor.source_up(NAME, all(results) if results else True)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def target_from_setting(raw: Any, namespace: str) -> HttpTarget:
+    """One item of the ``http_targets`` setting (name, url or host/port/path, namespace,
+    job_name, gpus, thresholds) as a target; ConfigError says what is wrong."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise ConfigError("http_targets: each target needs a name and a url (or host)")
+    name = raw["name"]
+    ns = raw.get("namespace", namespace)
+    url = raw.get("url")
+    if url is None:
+        if not isinstance(raw.get("host"), str):
+            raise ConfigError(f"http_targets[{name}]: give url, or host (port and path optional)")
+        port = int(raw.get("port", DEFAULT_PORT))
+        url = f"http://{raw['host']}:{port}{raw.get('path', DEFAULT_PATH)}"
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(f"http_targets[{name}]: url must be http:// or https://")
+    problems: list[str] = []
+    thresholds = parse_overrides(raw["thresholds"], problems.append) if "thresholds" in raw else ()
+    if problems:
+        raise ConfigError(f"http_targets[{name}]: invalid thresholds ({', '.join(problems)})")
+    meta = RunMeta(
+        source="http",
+        gpus=float(raw["gpus"]) if raw.get("gpus") is not None else None,
+        thresholds=thresholds,
+    )
+    return HttpTarget(RunKey(str(ns), name, str(raw.get("job_name", name))), url, meta)

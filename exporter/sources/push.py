@@ -8,26 +8,23 @@ Request handling here is pure (no sockets): the server module does the HTTP.
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
 from dataclasses import dataclass
-from typing import Protocol
 
+from ..discovery import PUSH, Denied, PushResolver
 from ..ingest import Ingestor
 from ..model import (
     FORMAT_KUBEFLOW,
     KUBEFLOW_MAX_BODY_BYTES,
     ReportError,
-    RunKey,
-    RunMeta,
     decode_json,
     parse_any,
     parse_kubeflow,
     valid_kubernetes_names,
 )
 
-NAME = "push"
+NAME = PUSH
 
 KUBEFLOW_PATH = re.compile(
     r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<namespace>[^/]+)"
@@ -44,63 +41,6 @@ class PushResponse:
 
     status: int
     body: bytes
-
-
-@dataclass(frozen=True)
-class Denied:
-    """Why a push was refused (403), as a counter reason and a human message."""
-
-    reason: str
-    message: str
-    status: int = 403  # 429 or 503 when the caller should retry
-
-
-@dataclass(frozen=True)
-class PushTarget:
-    """The run a push may write to, and what is known about it."""
-
-    key: RunKey
-    meta: RunMeta
-
-
-class PushResolver(Protocol):
-    """Decides which run a push writes to, or denies it. Kubernetes mode checks the caller.
-
-    ``may_block`` says whether :meth:`resolve` may wait on the network (a TokenReview): the
-    HTTP server then answers pushes from a worker thread instead of its event loop.
-    """
-
-    may_block: bool
-
-    def resolve(
-        self, namespace: str, name: str, client_ip: str, authorization: str | None
-    ) -> PushTarget | Denied: ...
-
-
-class StandaloneResolver:
-    """Standalone mode: no pods to check; the path names the run (pod = job name).
-
-    With a push token (``push_token_file``, for exporters reachable on a shared network)
-    every push must carry ``Authorization: Bearer <token>``; without one, any bearer token
-    is accepted unchecked, as on a laptop listening on 127.0.0.1.
-    """
-
-    may_block = False  # a dictionary lookup and a token compare
-
-    def __init__(self, token: str | None = None) -> None:
-        self._expected = f"Bearer {token}".encode() if token else None
-
-    def resolve(
-        self, namespace: str, name: str, client_ip: str, authorization: str | None
-    ) -> PushTarget | Denied:
-        if self._expected is not None and not hmac.compare_digest(
-            (authorization or "").encode(), self._expected
-        ):
-            return Denied(
-                "token_rejected",
-                "this exporter requires its push token: Authorization: Bearer <token>",
-            )
-        return PushTarget(RunKey(namespace, name, name), RunMeta(source=NAME))
 
 
 def status_body(code: int, reason: str, message: str) -> bytes:

@@ -33,12 +33,12 @@ import yaml
 from kubernetes import config as kube_config
 
 from exporter.act.controller import ActConfig, Actor
-from exporter.act.guard import Limits
+from exporter.act.guard import ActionLimits
+from exporter.act.kube import KubernetesOps
 from exporter.act.server import make_server
 from exporter.app import Exporter
 from exporter.config import Config
 from exporter.httpd import serve_in_thread
-from exporter.kubernetes.actions import Cluster
 
 from ..fakekube import FakeKube, fake_kube
 from .stack import ROOT, alertmanager, prometheus, query
@@ -211,8 +211,10 @@ def stack() -> Iterator[Stack]:
         urls = []
         for dry_run in (False, True):
             client = kube_config.new_client_from_config(config_file=str(kubeconfig))
-            limits = Limits(per_namespace_per_hour=2, total_per_hour=20)
-            actor = Actor(Cluster(client), ActConfig(dry_run=dry_run, limits=limits), time.time)
+            limits = ActionLimits(per_namespace_per_hour=2, total_per_hour=20)
+            actor = Actor(
+                KubernetesOps(client), ActConfig(dry_run=dry_run, limits=limits), time.time
+            )
             server = make_server("127.0.0.1", 0, actor, TOKEN)
             serve_in_thread(server)
             es.callback(server.server_close)

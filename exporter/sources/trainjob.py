@@ -21,7 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..annotations import ANNOTATION_CHECKPOINT
+from ..discovery import PodInfo, reporting_pods
 from ..ingest import Ingestor
+from ..kubernetes.client import api_status, get_custom_object
 from ..model import (
     KUBEFLOW_MAX_BODY_BYTES,
     ReportError,
@@ -31,8 +34,6 @@ from ..model import (
     parse_any,
     parse_kubeflow,
 )
-from .client import get_custom_object
-from .pods import ANNOTATION_CHECKPOINT, PodInfo, reporting_pods
 
 NAME = "trainjob"
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
@@ -125,19 +126,14 @@ class TrainJobSource:
         if self.available is False and self.monotonic() < self._probe_after:
             return False
         self._probe_after = self.monotonic() + PROBE_INTERVAL
-        from kubernetes.client import ApiException
-
         try:
             self.custom_api().list_cluster_custom_object(
                 GROUP, VERSION, PLURAL, limit=1, _preload_content=False, _request_timeout=30
             )
-        except ApiException as exc:
-            if exc.status == 404:  # no TrainJob CRD in this cluster: nothing to read
+        except Exception as exc:
+            if api_status(exc) == 404:  # no TrainJob CRD in this cluster: nothing to read
                 self.available = False
                 return False
-            self.ingestor.source_up(NAME, False)
-            return False
-        except Exception:
             self.ingestor.source_up(NAME, False)
             return False
         self.available = True

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..model import RunView
+from ...model import RunView
 
 PUSH = "Push"  # the collector kind with no sidecar: the trial reports itself (or we do)
 MAX_METRICS = 16  # objective + additional metric names taken from one Trial
@@ -96,8 +96,9 @@ def metric_value(run: RunView, name: str) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Observation:
-    """One ``MetricLog``: a metric's value at the time of the report that carried it."""
+class MetricLog:
+    """One of Katib's ``MetricLog``s: a metric's value at the time of the report that
+    carried it."""
 
     name: str
     value: float
@@ -113,7 +114,7 @@ class TrialLog:
     the last batch went (monotonic seconds), and whether the final one did."""
 
     seen: dict[str, float] = field(default_factory=dict)
-    pending: list[Observation] = field(default_factory=list)
+    pending: list[MetricLog] = field(default_factory=list)
     sent_at: float = float("-inf")
     final: bool = False
     dropped: int = 0  # pending observations dropped, oldest first, past MAX_PENDING
@@ -134,13 +135,13 @@ def observe(spec: TrialSpec, run: RunView, log: TrialLog) -> None:
         value = metric_value(run, name)
         if value is not None and log.seen.get(name) != value:
             log.seen[name] = value
-            log.pending.append(Observation(name, value, stamp))
+            log.pending.append(MetricLog(name, value, stamp))
     if len(log.pending) > MAX_PENDING:
         log.dropped += len(log.pending) - MAX_PENDING
         del log.pending[: len(log.pending) - MAX_PENDING]
 
 
-def due(log: TrialLog, now: float, min_interval: float, finished: bool) -> list[Observation]:
+def due(log: TrialLog, now: float, min_interval: float, finished: bool) -> list[MetricLog]:
     """The batch to send now: everything pending, once ``min_interval`` (monotonic seconds)
     passed since the last batch, or at once when the run finished. Empty: nothing, or not
     yet."""
@@ -151,7 +152,7 @@ def due(log: TrialLog, now: float, min_interval: float, finished: bool) -> list[
     return list(log.pending)
 
 
-def sent(log: TrialLog, batch: list[Observation], now: float, finished: bool) -> None:
+def sent(log: TrialLog, batch: list[MetricLog], now: float, finished: bool) -> None:
     """Record a batch the DB manager accepted."""
     del log.pending[: len(batch)]
     log.sent_at = now

@@ -7,7 +7,7 @@ exporter reads the Trial (its objective and additional metric names, its collect
 and when the collector kind is ``Push`` (nothing else reports) sends each new value of
 those metrics to Katib's DB manager with ``ReportObservationLog``: each value once, in
 batches at most every ``katib_report_interval`` per trial, the last ones at once when the run
-finishes (exporter/katib/observations.py). One pod per trial reports: rank 0, or the first
+finishes (exporter/sinks/katib/observations.py). One pod per trial reports: rank 0, or the first
 by name, as for TrainJobs.
 """
 
@@ -18,9 +18,12 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..ingest import Ingestor
-from ..katib.observations import (
-    Observation,
+from ...discovery import PodInfo, reporting_pods
+from ...ingest import Ingestor
+from ...kubernetes.client import get_custom_object
+from ...model import RunKey
+from .observations import (
+    MetricLog,
     TrialError,
     TrialLog,
     TrialSpec,
@@ -29,9 +32,6 @@ from ..katib.observations import (
     parse_trial,
     sent,
 )
-from ..model import RunKey
-from .client import get_custom_object
-from .pods import PodInfo, reporting_pods
 
 NAME = "katib"
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1beta1", "trials"
@@ -42,9 +42,9 @@ log = logging.getLogger(__name__)
 
 
 class ObservationSink(Protocol):
-    """Where observations go: exporter.katib.dbmanager.DBManager, or a test's recorder."""
+    """Where observations go: exporter.sinks.katib.dbmanager.DBManager, or a test's recorder."""
 
-    def report(self, trial: str, observations: list[Observation]) -> None: ...
+    def report(self, trial: str, observations: list[MetricLog]) -> None: ...
 
 
 def trial_pods(pods: list[PodInfo]) -> dict[tuple[str, str], PodInfo]:

@@ -22,15 +22,28 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from ..discovery import PodInfo
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_FIELD_CHARS, KUBEFLOW_MAX_METRICS, RunKey, RunView
-from .pods import PodInfo
-from .trainjob import GROUP, ODH_ANNOTATION, PLURAL, VERSION, rank0_pods, read_trainjob
-from .trainjob import NAME as TRAINJOB_SOURCE
+from ..settings import ConfigError
+from ..sources.trainjob import GROUP, ODH_ANNOTATION, PLURAL, VERSION, rank0_pods, read_trainjob
+from ..sources.trainjob import NAME as TRAINJOB_SOURCE
 
 NAME = "writeback"
+MODES = ("off", "status", "annotation")
 MIN_INTERVAL = 15.0
 log = logging.getLogger(__name__)
+
+
+def writeback_mode(value: str) -> str:
+    """The ``trainjob_status_writeback`` setting: off, status (or true) or annotation."""
+    mode = value.strip().lower()
+    mode = {"true": "status", "false": "off"}.get(mode, mode)
+    if mode not in MODES:
+        raise ConfigError(
+            f"trainjob_status_writeback must be off, status (or true) or annotation, not {value!r}"
+        )
+    return mode
 
 
 def _rfc3339(unix: float) -> str:

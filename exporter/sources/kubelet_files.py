@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from ..discovery import PodInfo
 from ..hostfs import open_dir_chain, read_regular_file
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
-from .pods import PodInfo
 
 NAME = "file"
 EMPTY_DIR = "kubernetes.io~empty-dir"

@@ -13,7 +13,7 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
-from ..act.owners import Owner
+from .owners import Owner
 
 COMPONENT = "training-progress-act"
 TIMEOUT = 10.0
@@ -23,7 +23,7 @@ class ClusterError(Exception):
     """An API call failed (the server refused it, or could not be reached)."""
 
 
-class Cluster:
+class KubernetesOps:
     """One API client's worth of calls; every method raises ClusterError on failure."""
 
     def __init__(self, api_client: Any) -> None:
@@ -147,15 +147,3 @@ class Cluster:
 def _group_version(api_version: str) -> tuple[str, str]:
     group, _, version = api_version.rpartition("/")
     return group, version
-
-
-def reference(obj: dict[str, Any], kind: str, api_version: str) -> dict[str, Any]:
-    """An Event's ``involvedObject`` for ``obj``."""
-    meta = obj.get("metadata") or {}
-    return {
-        "kind": kind,
-        "apiVersion": api_version,
-        "namespace": meta.get("namespace", ""),
-        "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""),
-    }

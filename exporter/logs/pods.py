@@ -10,10 +10,10 @@ import os
 import re
 from collections.abc import Callable
 
+from ..discovery import PodInfo
 from ..hostfs import open_dir_chain
-from ..logs.source import Targets
 from ..model import ReportError, RunKey, RunMeta
-from .pods import PodInfo
+from .source import Targets
 
 _RESTART_LOG = re.compile(r"^(\d+)\.log$")
 

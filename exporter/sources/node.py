@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ingest import Ingestor
+from ..kubernetes.client import api_reason, api_status
 
 NAME = "node"
 MIN_INTERVAL = 10.0
@@ -49,24 +50,22 @@ class NodeSource:
         if self.monotonic() < self._next:
             return
         self._next = self.monotonic() + MIN_INTERVAL
-        from kubernetes.client import ApiException
-
         try:
             response = self.core_api().read_node(
                 self.node, _preload_content=False, _request_timeout=10
             )
             obj = json.loads(response.data)
-        except ApiException as exc:
-            if exc.status == 404:  # no such node object (a stand-in API): nothing cordoned
+        except Exception as exc:
+            status = api_status(exc)
+            if status == 404:  # no such node object (a stand-in API): nothing cordoned
                 self.ingestor.node_cordoned(self.node, False)
                 self.ingestor.source_up(NAME, True)
                 return
-            if exc.status == 403 and not self._denied:
+            if status == 403 and not self._denied:
                 self._denied = True  # an older RBAC without nodes/get: the rest still works
-                log.warning("cannot read node %s (%s): cordons are not seen", self.node, exc.reason)
-            self.ingestor.source_up(NAME, False)
-            return
-        except Exception:
+                log.warning(
+                    "cannot read node %s (%s): cordons are not seen", self.node, api_reason(exc)
+                )
             self.ingestor.source_up(NAME, False)
             return
         self.ingestor.node_cordoned(self.node, cordoned(obj if isinstance(obj, dict) else {}))

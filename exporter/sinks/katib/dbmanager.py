@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .observations import Observation
-
-DEFAULT_ADDRESS = "katib-db-manager.kubeflow:6789"  # Katib's own default
+from . import DEFAULT_ADDRESS
+from .observations import MetricLog
 
 
 class KatibUnavailable(RuntimeError):
@@ -41,7 +40,7 @@ class DBManager:
         self._channel = grpc.insecure_channel(address)
         self._stub = pb_grpc.DBManagerStub(self._channel)
 
-    def report(self, trial: str, observations: list[Observation]) -> None:
+    def report(self, trial: str, observations: list[MetricLog]) -> None:
         """One ``ReportObservationLog`` for ``trial``; raises on any gRPC error."""
         pb = self._pb
         request = pb.ReportObservationLogRequest(

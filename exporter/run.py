@@ -1,0 +1,695 @@
+"""One run: its state, how a report merges into it, and what it looks like at an instant.
+
+Plain functions over one :class:`RunState` and the :class:`RunConfig` that rules it: merge a
+report (attempts, pace, loss, plateau), accrue GPU-seconds by cause of waste, and snapshot
+it (state, ETA). Every function takes ``now``; nothing here reads a clock, does I/O or
+locks: the tracker (:mod:`exporter.tracker`) holds the table of runs and its lock.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from .directives import CHECKPOINT, Facts, due, reasons
+from .estimate import (
+    EstimatorConfig,
+    Throughput,
+    coalesces,
+    estimate,
+    newest_pause_seconds,
+    quantile,
+    throughput,
+)
+from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
+from .model import ProgressReport, RunKey, RunMeta
+from .series import Series
+from .states import NO_ETA, Observation, classify, done, entered, reason
+from .thresholds import Thresholds, effective
+
+HISTORY_POINTS = 120
+# The best training loss is taken on a moving average, not on raw values: the minimum of a
+# noisy series mostly records one lucky batch, and then stops improving long before
+# training does (a false plateau). The average's time constant is this fraction of the
+# run's plateau window: short enough to see a plateau well within the window, long enough
+# to average many reports.
+LOSS_SMOOTHING_FRACTION = 1 / 10
+# However long since the last report, one report never moves the average more than this:
+# after an evaluation pause the first noisy value must not become the best on its own.
+LOSS_SMOOTHING_MAX_WEIGHT = 0.3
+# An improvement must beat the best by this fraction (like early stopping's min_delta), so
+# that noise around a flat loss does not count as progress.
+MIN_IMPROVEMENT = 5e-3
+# The run's typical pace (for the throughput-drop predicate) is the 90th percentile of its
+# steps/s over this window, sampled every PACE_FRACTION of the rate window (at least 1 s).
+PACE_WINDOW = 7200.0
+PACE_FRACTION = 1 / 10
+PACE_POINTS = 256
+PACE_MIN_POINTS = 3
+PACE_QUANTILE = 0.9
+# While plateaued, only an improvement of this fraction below the best at the plateau's
+# onset ends it: noise around a flat loss beats MIN_IMPROVEMENT now and then, and a plateau
+# that ends on one lucky average only to return a window later flaps (a page each time).
+PLATEAU_EXIT_IMPROVEMENT = 0.02
+# Throughput falls to 0 once the step has not advanced for this many of the run's own
+# typical intervals between advances (and at least IDLE_MIN_SECONDS): a hung job must not
+# keep showing its last pace until the stall threshold.
+IDLE_INTERVALS = 3.0
+IDLE_MIN_SECONDS = 5.0
+# A step that goes back to at least this fraction of where it was, with the same total,
+# is a resume from a checkpoint (it keeps its best loss); further back is a re-run.
+RESUME_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What rules every run: the default thresholds, the estimator, the custom-metric cap."""
+
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
+    max_custom_metrics: int = 32
+
+
+@dataclass(frozen=True, slots=True)
+class RunSnapshot:
+    """Everything known about one run at one instant; what the collector and API render."""
+
+    key: RunKey
+    meta: RunMeta
+    state: str
+    state_since: float  # when the run entered ``state``
+    state_reason: str  # why, in words: "stalled for 42m (threshold 30m)"
+    step: int | None
+    max_steps: int | None
+    epoch: float | None
+    max_epochs: float | None
+    progress: float | None
+    eta_seconds: float | None
+    eta_timestamp: float | None  # predicted completion (Unix seconds)
+    eta_lower_seconds: float | None  # the ETA's bounds, counted down like it
+    eta_upper_seconds: float | None
+    steps_per_second: float | None
+    typical_steps_per_second: float | None  # the pace the degraded state is judged against
+    attempt: int  # 1 for the first attempt; +1 at each re-run, restart or resume
+    attempt_start: float  # when the current attempt began
+    loss: float | None
+    eval_loss: float | None
+    learning_rate: float | None
+    grad_norm: float | None
+    best_loss: float | None
+    metrics: tuple[tuple[str, float], ...]
+    first_report_timestamp: float
+    last_report_timestamp: float
+    last_step_timestamp: float | None
+    last_improvement_timestamp: float | None
+    finished: bool
+    gpus: float
+    gpu_seconds: float
+    stalled_gpu_seconds: float
+    # GPU-seconds wasted, by cause (exporter.goodput.EXPORTED_CAUSES, every cause present)
+    wasted_gpu_seconds: tuple[tuple[str, float], ...]
+    deadline_timestamp: float | None
+    gpu_seconds_budget: float | None
+    thresholds: Thresholds
+    gone: bool
+    loss_history: tuple[tuple[float, float], ...]
+
+
+@dataclass
+class RunState:
+    """Mutable per-run state; never leaves the tracker (snapshots are copies) except to be
+    saved to and restored from the state file (exporter/persist.py)."""
+
+    meta: RunMeta
+    first_report: float
+    last_report: float
+    accrued_at: float
+    step: int | None = None
+    max_steps: int | None = None
+    epoch: float | None = None
+    max_epochs: float | None = None
+    reported_progress: float | None = None
+    reported_eta: float | None = None
+    reported_eta_at: float = 0.0
+    loss: float | None = None
+    eval_loss: float | None = None
+    learning_rate: float | None = None
+    grad_norm: float | None = None
+    best_loss: float | None = None
+    best_is_eval: bool = False
+    loss_ema: float | None = None
+    loss_ema_at: float = 0.0
+    report_gpus: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    # ``metrics`` sorted, rebuilt when it changes: every snapshot shares this one tuple
+    # instead of copying 32 pairs per run per scrape.
+    metrics_view: tuple[tuple[str, float], ...] = ()
+    threshold_overrides: dict[str, float] = field(default_factory=dict)
+    deadline: float | None = None
+    # Checkpoint reasons already delivered (exporter.directives), so each is told once.
+    directed: frozenset[str] = frozenset()
+    job_checkpoint_request: str | None = None  # the checkpoint annotation on its TrainJob
+    budget_seconds: float | None = None
+    last_step: float | None = None
+    last_improvement: float | None = None
+    finished: bool = False
+    gpu_seconds: float = 0.0
+    stalled_gpu_seconds: float = 0.0
+    # GPU-seconds wasted by cause (exporter.goodput), and the non-pause total at the last
+    # step advance: a pause is charged only for what no other cause took of its interval.
+    wasted: dict[str, float] = field(default_factory=dict)
+    wasted_at_step: float = 0.0
+    stalled_at_step: float = 0.0
+    # The highest step reached before the latest restart from a checkpoint (None: none).
+    high_water: int | None = None
+    gone_since: float | None = None
+    last_structured: float = float("-inf")
+    samples: Series[int] = field(default_factory=lambda: Series(512, "q"))
+    # throughput() of the samples, cached until a new sample arrives (scrapes are frequent).
+    tp_cache: tuple[tuple[int, float], Throughput | None] | None = None
+    history: Series[float] = field(default_factory=lambda: Series(HISTORY_POINTS))
+    # (time, steps/s) every so often, for the run's typical pace.
+    pace: Series[float] = field(default_factory=lambda: Series(PACE_POINTS))
+    state: str | None = None
+    state_since: float = 0.0
+    # Restored from the state file and not yet seen again by any source or discovery.
+    restored: bool = False
+    # Attempts: the run's current one, when it began, and the reporter's own start time
+    # (a new one is a new process: a new attempt).
+    attempt: int = 1
+    attempt_start: float | None = None
+    reporter_start: float | None = None
+    # The typical pace when the run turned degraded: it stays degraded until its pace is
+    # back above the drop ratio of this (the typical pace must not follow it down).
+    pace_reference: float | None = None
+    # A new process reports under the name (a new start time) and has not given a step
+    # yet: its first step decides between a resume and a re-run.
+    new_process: bool = False
+    # The total is a progress bar's length (states.done: its end alone finishes nothing).
+    total_from_bar: bool = False
+
+    @property
+    def gpus(self) -> float:
+        if self.meta.gpus is not None:
+            return self.meta.gpus
+        return self.report_gpus or 0.0
+
+
+Problem = Callable[[str], None]
+
+
+def _add_sample(samples: Series[int], t: float, step: int) -> None:
+    """Add a sample read from a progress bar's own clock (a log chunk brings one a second),
+    merged with the newest when they are close (estimate.coalesces). Reports themselves are
+    always added: a run pushing every second still has its ETA after three reports."""
+    if coalesces(samples, t):
+        samples.replace_last(t, step)
+    else:
+        samples.append(t, step)
+
+
+def _first(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
+def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
+    """Start a new attempt of ``run``: its own finished flag, pace and typical pace, and,
+    unless it resumes from a checkpoint (``keep_best``), its own best loss and plateau
+    history. What the job spent (GPU-seconds, waste by cause) carries over."""
+    run.attempt += 1
+    run.attempt_start = now
+    run.finished = False
+    run.pace.clear()
+    run.tp_cache = None
+    run.pace_reference = None
+    if run.step is not None:
+        run.samples.reset(now, run.step)
+    run.last_improvement = now if run.best_loss is not None else None
+    if not keep_best:
+        run.best_loss = None
+        run.best_is_eval = False
+        run.loss_ema = None
+        run.history.clear()
+
+
+def _resumes(run: RunState, r: ProgressReport) -> bool:
+    """Whether a new attempt starting at ``r.step`` resumes from a checkpoint (keeps its best
+    loss): back to no less than RESUME_FRACTION of where the run was, and no further on,
+    with the same total."""
+    assert r.step is not None and run.step is not None
+    return run.step * RESUME_FRACTION <= r.step <= run.step and r.max_steps in (
+        None,
+        run.max_steps,
+    )
+
+
+def _current_pace(run: RunState, tp: Throughput | None, now: float) -> float | None:
+    """The run's steps/s now: its pace, or 0 once the step has not advanced for
+    ``IDLE_INTERVALS`` of its own typical intervals (a hung job does not keep its pace)."""
+    if tp is None or not run.samples:
+        return None
+    idle_after = max(IDLE_MIN_SECONDS, IDLE_INTERVALS * tp.interval_seconds)
+    return 0.0 if now - run.samples[-1][0] > idle_after else tp.steps_per_second
+
+
+def _keep_framework(new: RunMeta, old: RunMeta) -> RunMeta:
+    """Discovery rarely knows the framework; keep the one a report told us."""
+    return new if new.framework else replace(new, framework=old.framework)
+
+
+def thresholds_of(config: RunConfig, run: RunState) -> Thresholds:
+    return effective(config.thresholds, run.threshold_overrides, dict(run.meta.thresholds))
+
+
+def _observe(config: RunConfig, run: RunState, now: float, tp: Throughput | None) -> Observation:
+    """The classifier's view of ``run``. Without a throughput (the stall check on every
+    report) the typical pace is not computed either: only the throughput-drop predicate
+    needs it, and it cannot hold without a throughput."""
+    return Observation(
+        now=now,
+        first_report=run.first_report,
+        last_report=run.last_report,
+        last_step=run.last_step,
+        last_improvement=run.last_improvement,
+        finished=run.finished,
+        progress=_progress(run),
+        loss=run.loss,
+        eval_loss=run.eval_loss,
+        best_loss=run.best_loss,
+        gpus=run.gpus,
+        gone_since=run.gone_since,
+        alive=run.meta.alive,
+        pod_failed=run.meta.pod_failed,
+        steps_per_second=tp.steps_per_second if tp else None,
+        typical_steps_per_second=_typical_pace(config, run, now) if tp is not None else None,
+        bar_end_only=run.total_from_bar,
+    )
+
+
+def _typical_pace(config: RunConfig, run: RunState, now: float) -> float | None:
+    """The run's typical pace: the 90th percentile of its recent pace, or, while it is
+    degraded, the pace it had before the drop."""
+    if run.pace_reference is not None:
+        return run.pace_reference
+    recent = [v for t, v in run.pace if now - t <= PACE_WINDOW]
+    if len(recent) < PACE_MIN_POINTS:
+        return None
+    return quantile(recent, PACE_QUANTILE)
+
+
+def accrue(config: RunConfig, run: RunState, now: float) -> None:
+    """Integrate GPUs x time since the last accrual, and charge it to its cause of waste
+    (exporter.goodput) by the state at its end; a state whose onset the classifier knows
+    (stalled at last step + threshold) is charged from that onset only."""
+    start = run.accrued_at
+    end = now if run.gone_since is None else min(now, run.gone_since)
+    if run.meta.gpu_end_timestamp is not None:  # the pod gave its GPUs back then
+        end = min(end, run.meta.gpu_end_timestamp)
+    gpus = run.gpus
+    if end > start and gpus > 0:
+        run.gpu_seconds += gpus * (end - start)
+        verdict = classify(_observe(config, run, end, None), thresholds_of(config, run))
+        stalled = verdict.state == "stalled"
+        share = gpus * interval_share(start, end, verdict.onset if stalled else None)
+        if stalled:
+            run.stalled_gpu_seconds += share
+        cause = cause_of(verdict.state, run.step, run.high_water)
+        if cause is not None:
+            run.wasted[cause] = run.wasted.get(cause, 0.0) + share
+    run.accrued_at = max(run.accrued_at, now)
+
+
+def _charge_pause(run: RunState) -> None:
+    """At a step advance: charge the interval's time beyond the run's pace to ``pause``
+    when it was one, less what another cause already took of it. An interval that went
+    stalled was a hang from its start, not an evaluation: the time before the stall
+    threshold is charged to ``stalled`` too (the state could not know it yet)."""
+    stalled_before = run.wasted.get(STALLED, 0.0)
+    others = sum(v for c, v in run.wasted.items() if c != PAUSE)
+    excess = run.gpus * newest_pause_seconds(run.samples)
+    taken = others - run.wasted_at_step
+    if excess > taken:
+        cause = STALLED if run.stalled_at_step < stalled_before else PAUSE
+        run.wasted[cause] = run.wasted.get(cause, 0.0) + excess - taken
+    run.wasted_at_step = sum(v for c, v in run.wasted.items() if c != PAUSE)
+    run.stalled_at_step = run.wasted.get(STALLED, 0.0)
+
+
+def merge(
+    config: RunConfig, run: RunState, r: ProgressReport, now: float, problem: Problem
+) -> None:
+    run.last_report = now
+    advanced = False
+    if r.start_time is not None:
+        if r.start_time != run.reporter_start and (
+            run.reporter_start is not None or run.step is not None
+        ):
+            # A new process reports under the name (the reporter's start time, or a log
+            # rewritten from its start) after the run had made progress: a new attempt,
+            # a resume or a re-run by its first step.
+            run.new_process = True
+        run.reporter_start = r.start_time
+    if (
+        r.format != "log"  # a log's total grows with what it has shown (the log source
+        # tells attempts apart itself: a rewritten file, bars again after the end)
+        and r.max_steps is not None
+        and run.max_steps is not None
+        and r.max_steps != run.max_steps
+        and run.step is not None
+    ):
+        new_attempt(run, now, keep_best=False)  # a new plan: a new attempt
+    if r.step is not None:
+        if run.new_process and run.step is not None:
+            run.new_process = False
+            if r.step < run.step:
+                problem("step_regressed")
+                run.high_water = max(run.step, run.high_water or 0)
+            new_attempt(run, now, keep_best=_resumes(run, r))
+            run.samples.reset(now, r.step)
+            advanced = True
+        elif run.finished and run.step is not None and r.step > run.step and not r.final:
+            # New progress after the run said it was done: a re-run under the same name
+            # that started above where the last attempt ended.
+            new_attempt(run, now, keep_best=False)
+            run.samples.reset(now, r.step)
+            advanced = True
+        elif run.step is None or r.step > run.step:
+            advanced = True
+            if run.high_water is not None and r.step >= run.high_water:
+                run.high_water = None  # caught up: new steps again
+            oldest = now - config.estimator.long_window
+            for at, step in r.step_samples:
+                # Only points between the last sample and this one, in order, and
+                # within the window the pace is judged over: a bar's clock is the
+                # log's own word, and a frame claiming a day of elapsed time must not
+                # put a sample a day back.
+                last = run.samples[-1] if run.samples else None
+                if (
+                    oldest < at < now
+                    and step < r.step
+                    and (last is None or (at > last[0] and step > last[1]))
+                ):
+                    _add_sample(run.samples, at, step)
+            run.samples.append(now, r.step)
+        elif r.step < run.step:
+            # The step went back: a new attempt. Back a little with the same total is a
+            # resume from a checkpoint (it keeps its best loss); further is a re-run.
+            problem("step_regressed")
+            resume = _resumes(run, r)
+            run.high_water = max(run.step, run.high_water or 0)
+            new_attempt(run, now, keep_best=resume)
+            run.samples.reset(now, r.step)
+            advanced = True
+        run.step = r.step
+    for name in ("max_steps", "max_epochs"):
+        value = getattr(r, name)
+        if value is not None:
+            setattr(run, name, value)
+    if r.format == "log":
+        run.total_from_bar = r.total_from_bar
+    if r.format == "log" and r.max_steps is None and r.step is not None:
+        # A log states all it knows in every report: a total it no longer states (a bar
+        # that turned out to be one epoch's) is unknown, not the last one read.
+        run.max_steps = None
+    if r.epoch is not None:
+        if run.epoch is None or r.epoch > run.epoch:
+            if run.step is None:
+                advanced = True
+            elif not advanced:
+                # Training went on though no step was seen (Trainer's log dicts carry
+                # the epoch; its bar reaches a container log only 16 KiB at a time):
+                # progress, not a stall. The pace stays the steps' own.
+                run.last_step = now
+        run.epoch = r.epoch
+    if r.progress is not None:
+        if (
+            run.step is None
+            and run.epoch is None
+            and (run.reported_progress is None or r.progress > run.reported_progress)
+        ):
+            advanced = True
+        run.reported_progress = r.progress
+    if r.eta_seconds is not None:
+        run.reported_eta = r.eta_seconds
+        run.reported_eta_at = now
+    if advanced:
+        run.last_step = now
+        _record_pace(config, run, now)
+        _charge_pause(run)
+    if r.learning_rate is not None:
+        run.learning_rate = r.learning_rate
+    if r.grad_norm is not None:
+        run.grad_norm = r.grad_norm
+    if r.gpus is not None:
+        run.report_gpus = r.gpus
+    if r.framework and not run.meta.framework:
+        run.meta = replace(run.meta, framework=r.framework)
+    _merge_loss(config, run, r, now)
+    for name, value in r.metrics:
+        if name not in run.metrics and len(run.metrics) >= config.max_custom_metrics:
+            problem("metric_cap")
+            continue
+        # The same few names recur in every run: one string for all of them.
+        run.metrics[sys.intern(name)] = value
+    if r.metrics:
+        run.metrics_view = tuple(sorted(run.metrics.items()))
+    if r.final:
+        run.finished = True
+    if r.thresholds:
+        run.threshold_overrides.update(r.thresholds)
+    if r.format != "log":
+        run.last_structured = now
+    if r.deadline_timestamp is not None:
+        run.deadline = r.deadline_timestamp
+    if r.gpu_hours_budget is not None:
+        run.budget_seconds = r.gpu_hours_budget * 3600.0
+
+
+def _record_pace(config: RunConfig, run: RunState, now: float) -> None:
+    """At a step advance: hold the typical pace while the run is below its drop ratio
+    (degraded: it recovers only by reaching the ratio of the pace it had before, and
+    the typical pace must not follow it down), else sample the pace now and then. At
+    step advances, not at scrapes: the state must not depend on who looked when."""
+    every = max(1.0, config.estimator.short_window * PACE_FRACTION)
+    if run.pace_reference is None and run.pace and now - run.pace[-1][0] < every:
+        return  # judged at the pace's own cadence (every advance while degraded)
+    tp = _throughput(config, run)
+    if tp is None:
+        return
+    typical = _typical_pace(config, run, now)
+    if typical is not None:
+        slow = tp.steps_per_second < thresholds_of(config, run).throughput_drop_ratio * typical
+        run.pace_reference = typical if slow else None
+    if run.pace_reference is None:
+        run.pace.append(now, tp.steps_per_second)
+
+
+def _merge_loss(config: RunConfig, run: RunState, r: ProgressReport, now: float) -> None:
+    if r.loss is None and r.eval_loss is None:
+        return
+    plateau = thresholds_of(config, run).plateau_seconds
+    if r.loss is not None:
+        run.loss = r.loss
+        if math.isfinite(r.loss):
+            run.history.append(now, r.loss)
+            ema = run.loss_ema
+            if ema is None:
+                run.loss_ema = r.loss
+            else:
+                tau = plateau * LOSS_SMOOTHING_FRACTION
+                alpha = min(
+                    LOSS_SMOOTHING_MAX_WEIGHT,
+                    1.0 - math.exp(-max(0.0, now - run.loss_ema_at) / tau),
+                )
+                run.loss_ema = ema + alpha * (r.loss - ema)
+            run.loss_ema_at = now
+    if r.eval_loss is not None:
+        run.eval_loss = r.eval_loss
+    # Best loss follows eval loss once any is reported; train loss is noisier.
+    candidate: float | None = None
+    if r.eval_loss is not None and math.isfinite(r.eval_loss):
+        if not run.best_is_eval:
+            run.best_is_eval = True
+            run.best_loss = None
+        candidate = r.eval_loss
+    elif not run.best_is_eval and r.loss is not None and math.isfinite(r.loss):
+        candidate = run.loss_ema
+    if candidate is None:
+        return
+    best = run.best_loss
+    needed = MIN_IMPROVEMENT
+    if run.last_improvement is not None and now - run.last_improvement >= plateau:
+        needed = PLATEAU_EXIT_IMPROVEMENT  # plateaued: only a clear improvement ends it
+    if best is None or candidate < best - abs(best) * needed:
+        run.best_loss = candidate
+        run.last_improvement = now
+
+
+def _progress(run: RunState) -> float | None:
+    if run.finished:
+        return 1.0
+    if run.step is not None and run.max_steps:
+        return min(1.0, run.step / run.max_steps)
+    if run.reported_progress is not None:
+        return run.reported_progress
+    if run.epoch is not None and run.max_epochs:
+        return min(1.0, run.epoch / run.max_epochs)
+    return None
+
+
+def _gpu_seconds(run: RunState, now: float) -> float:
+    start = run.meta.gpu_start_timestamp
+    if start is None:
+        return run.gpu_seconds
+    end = now if run.gone_since is None else run.gone_since
+    if run.meta.gpu_end_timestamp is not None:  # the pod gave its GPUs back then
+        end = min(end, run.meta.gpu_end_timestamp)
+    return run.gpus * max(0.0, end - start)
+
+
+def _wasted(run: RunState) -> tuple[tuple[str, float], ...]:
+    """Every exported cause's GPU-seconds; in Kubernetes mode the time from the pod's
+    start to the run's first report is waiting too (loading, downloading, compiling)."""
+    before = 0.0
+    start = run.meta.gpu_start_timestamp
+    if start is not None:
+        before = run.gpus * max(0.0, run.first_report - start)
+    return tuple(
+        (c, run.wasted.get(c, 0.0) + (before if c == WAITING else 0.0)) for c in EXPORTED_CAUSES
+    )
+
+
+def _throughput(config: RunConfig, run: RunState) -> Throughput | None:
+    key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
+    if run.tp_cache is None or run.tp_cache[0] != key:
+        run.tp_cache = (key, throughput(run.samples, config.estimator))
+    return run.tp_cache[1]
+
+
+def snapshot(
+    config: RunConfig, key: RunKey, run: RunState, now: float, history: bool
+) -> RunSnapshot:
+    tp = _throughput(config, run)
+    th = thresholds_of(config, run)
+    observation = _observe(config, run, now, tp)
+    verdict = classify(observation, th)
+    run.state_since = entered(run.state, run.state_since, verdict, now)
+    run.state = verdict.state
+    # A stalled, diverged or finished run promises no completion time.
+    # The completion time is predicted at the last step advance (or the run's own ETA
+    # report) and the ETA counts down from it to ``now``: between two reports every
+    # scrape gets a fresh value, not the one computed at the last report.
+    eta: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    completion: float | None = None
+    if verdict.state not in NO_ETA:
+        est = estimate(run.step, run.max_steps, tp)
+        if est is not None and run.samples:
+            at = run.samples[-1][0]
+            completion = at + est.seconds
+            lower = max(0.0, at + est.lower - now)
+            upper = max(0.0, at + est.upper - now)
+        elif run.reported_eta is not None and (run.step is None or run.max_steps is None):
+            # The run's own ETA only where steps can never give one: with steps, a run
+            # has none until it made a few reports (on a resume, the callback's own
+            # elapsed / step says 28 s where 112 s are left).
+            completion = run.reported_eta_at + run.reported_eta
+        if completion is not None:
+            eta = max(0.0, completion - now)
+    return RunSnapshot(
+        key=key,
+        meta=run.meta,
+        state=verdict.state,
+        state_since=run.state_since,
+        state_reason=reason(verdict.state, observation, th),
+        step=run.step,
+        max_steps=run.max_steps,
+        epoch=run.epoch,
+        max_epochs=run.max_epochs,
+        progress=_progress(run),
+        eta_seconds=eta,
+        eta_timestamp=completion,
+        eta_lower_seconds=lower,
+        eta_upper_seconds=upper,
+        steps_per_second=_current_pace(run, tp, now),
+        typical_steps_per_second=observation.typical_steps_per_second,
+        attempt=run.attempt,
+        attempt_start=run.first_report if run.attempt_start is None else run.attempt_start,
+        loss=run.loss,
+        eval_loss=run.eval_loss,
+        learning_rate=run.learning_rate,
+        grad_norm=run.grad_norm,
+        best_loss=run.best_loss,
+        metrics=run.metrics_view,
+        first_report_timestamp=run.first_report,
+        last_report_timestamp=run.last_report,
+        last_step_timestamp=run.last_step,
+        last_improvement_timestamp=run.last_improvement,
+        # Done by its own word or by its progress: what the classifier calls finished.
+        finished=done(observation, th),
+        gpus=run.gpus,
+        gpu_seconds=_gpu_seconds(run, now),
+        stalled_gpu_seconds=run.stalled_gpu_seconds,
+        wasted_gpu_seconds=_wasted(run),
+        # Annotations (meta) win over what the run reports about itself.
+        deadline_timestamp=_first(run.meta.deadline_timestamp, run.deadline),
+        gpu_seconds_budget=_first(run.meta.gpu_seconds_budget, run.budget_seconds),
+        thresholds=th,
+        gone=run.gone_since is not None,
+        loss_history=tuple(run.history) if history else (),
+    )
+
+
+def new_run(config: RunConfig, meta: RunMeta | None, now: float) -> RunState:
+    """A run whose first report arrives ``now``."""
+    return RunState(
+        meta=meta or RunMeta(),
+        first_report=now,
+        last_report=now,
+        accrued_at=now,
+        samples=Series(config.estimator.max_samples, "q"),
+    )
+
+
+def update_meta(run: RunState, meta: RunMeta, now: float) -> None:
+    """What discovery now says about the run's pod; a recreated pod (a new UID) is a new
+    attempt."""
+    if meta.pod_uid and run.meta.pod_uid and meta.pod_uid != run.meta.pod_uid:
+        new_attempt(run, now, keep_best=False)
+    run.meta = _keep_framework(meta, run.meta)
+
+
+def mark_gone(config: RunConfig, run: RunState, now: float) -> bool:
+    """The run's pod (or file, or target) is gone from ``now``: frozen, its retention
+    starts. False if it was gone already."""
+    if run.gone_since is not None:
+        return False
+    accrue(config, run, now)
+    run.gone_since = now
+    return True
+
+
+def directives(
+    config: RunConfig, key: RunKey, run: RunState, now: float, draining: bool
+) -> tuple[str, ...]:
+    """What the run should do now (``("checkpoint",)`` or nothing), each reason once; for
+    the answer to the run's own push. ``draining``: its node is cordoned."""
+    deadline = _first(run.meta.deadline_timestamp, run.deadline)
+    # A snapshot (state, ETA) only for a run with a deadline: this is on every push.
+    eta = None if deadline is None else snapshot(config, key, run, now, False).eta_timestamp
+    holding = reasons(
+        Facts(
+            eta_timestamp=eta,
+            deadline_timestamp=deadline,
+            deleting=run.meta.deleting,
+            request=run.meta.checkpoint_request,
+            job_request=run.job_checkpoint_request,
+            draining=draining,
+        )
+    )
+    fire = due(holding, run.directed)
+    run.directed = holding
+    return (CHECKPOINT,) if fire else ()
