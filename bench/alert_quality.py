@@ -40,6 +40,7 @@ from exporter.states import STATES
 from exporter.tracker import Tracker, TrackerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
+RULE_FILES = sorted((ROOT / "alerts").glob("*.rules.yaml"))
 REPORT_EVERY = 30  # seconds of simulated time between reports
 CHECK_EVERY = 1  # minutes between "no alert" assertions: every evaluation
 NAMESPACE = "corpus"
@@ -595,10 +596,10 @@ def scrape_series(run: Run, seed: int) -> Simulation:
 
 
 def _alert_rules() -> list[dict[str, Any]]:
-    doc = yaml.safe_load((ROOT / "alerts" / "training-progress.rules.yaml").read_text())
+    groups = [g for p in RULE_FILES for g in yaml.safe_load(p.read_text())["groups"]]
     return [
         r
-        for g in doc["groups"]
+        for g in groups
         for r in g["rules"]
         if "alert" in r and r["alert"] != "TrainingProgressExporterDown"
     ]
@@ -635,7 +636,7 @@ def promtool_test(run: Run, sim: Simulation, workdir: Path) -> str:
     alerts = [r["alert"] for r in _alert_rules()]
     length = max(len(v) for v in series.values())
     test = {
-        "rule_files": [str(ROOT / "alerts" / "training-progress.rules.yaml")],
+        "rule_files": [str(p) for p in RULE_FILES],
         "evaluation_interval": "1m",
         # Recording rules before the alerts that read them (promtool's own order is random).
         "group_eval_order": GROUP_ORDER,

@@ -1,4 +1,4 @@
-"""Memory and time at the limits (issue 12, item 6): the exporter process with N long runs,
+"""Memory and time at the limits: the exporter process with N long runs,
 each at the custom-metric cap (32) with full history, scraped by six clients at once.
 
 For each N it measures, on the real exporter process started from a state file:

@@ -1,4 +1,4 @@
-"""Slow clients (issue 12, item 5): thousands of connections that send a push body a byte at
+"""Slow clients: thousands of connections that send a push body a byte at
 a time, against the exporter process, while /metrics, /healthz and /readyz are requested.
 
 Before: one thread per connection, no deadline. 9,000 such clients took RSS to 318 MiB,

@@ -1,4 +1,4 @@
-"""Status-directory polling cost (issue 12, item 7): the exporter process reading a directory
+"""Status-directory polling cost: the exporter process reading a directory
 of N status files every second, with the files unchanged (the common case: most runs report
 every few seconds to minutes, the directory is polled every second).
 

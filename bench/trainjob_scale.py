@@ -1,4 +1,4 @@
-"""TrainJob source cost on a large cluster (issue 17, item 4): what one exporter pays per poll
+"""TrainJob source cost on a large cluster: what one exporter pays per poll
 to find the TrainJobs of its node, with 20,000 TrainJobs in the cluster and 10 on the node.
 
 Two ways, side by side on the same API server and objects, each in a fresh process so that
@@ -11,7 +11,7 @@ its peak RSS is its own:
 
 The API server is the tests' stand-in (``tests/fakekube.py``, the real HTTP protocol), run in
 its own process; it counts the bytes it sends. Each TrainJob is about 2.9 KB of JSON, the
-size of the objects the issue measured (58 MB for 20,000). Figures per poll and per minute
+size of objects measured on a real cluster (58 MB for 20,000). Figures per poll and per minute
 (a poll every 15 s), and the API server's total for 2,000 nodes.
 
 Run: ``python -m bench.trainjob_scale [--trainjobs 20000] [--polls 3]``.
@@ -153,7 +153,7 @@ def client(mode: str, kubeconfig: str, trainjobs: int, polls: int) -> dict[str, 
     for _ in range(polls):
         before = _stats(server)["bytes_sent"]
         started = time.process_time()
-        if mode == "list":  # the source before issue 17: every TrainJob of the cluster
+        if mode == "list":  # the source as it was: every TrainJob of the cluster
             doc: Any = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, _request_timeout=300)
             assert len(doc["items"]) > 0
         else:

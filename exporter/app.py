@@ -94,6 +94,7 @@ class Exporter:
             intervals={"log": min(config.poll_interval, LOG_POLL_INTERVAL)},
         )
         self._threads: list[threading.Thread] = []
+        self._stopped = False
 
     @property
     def url(self) -> str:
@@ -152,7 +153,11 @@ class Exporter:
                 self.state.start()
 
     def stop(self) -> None:
-        """Stop serving and polling; the state file (if any) is written one last time."""
+        """Stop serving and polling; the state file (if any) is written one last time.
+        Stopping a stopped exporter does nothing (a test's fixture stops what it started)."""
+        if self._stopped:
+            return
+        self._stopped = True
         self.scheduler.stop()
         self.discovery.stop()
         self.server.shutdown()

@@ -55,7 +55,7 @@ MIN_ETA_INTERVALS = 2
 # The bounds: these quantiles of the run's pace over tau-long stretches of the long window.
 BOUND_QUANTILES = (0.1, 0.9)
 # ... and at least a lasting pace change of this fraction, either way: the size of the change
-# the run that filed issue 20 saw on a shared node (4 steps/s, then 5 to 5.5).
+# a real run saw on a shared node (4 steps/s, then 5 to 5.5).
 PACE_CHANGE = 0.3
 
 

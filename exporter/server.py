@@ -152,14 +152,13 @@ def _push(ctx: ServerContext, request: Request) -> Response:
         m = NATIVE_PATH.match(path)
     if m is None:
         return Response(404, status_body(404, "NotFound", f"no route for POST {path}"), JSON)
-    # A body declared over the limit was not read: the push source refuses it (413) and
-    # counts it like any other oversized report.
-    body = b"\0" * (KUBEFLOW_MAX_BODY_BYTES + 1) if request.body_too_large else request.body
+    body = request.body
     resp = handle_push(
         kubeflow=kubeflow,
         namespace=m.group("namespace"),
         name=m.group("name"),
         body=body,
+        body_too_large=request.body_too_large,
         client_ip=request.client_ip,
         authorization=request.headers.get("authorization"),
         resolver=ctx.resolver,

@@ -6,7 +6,7 @@
 //   };
 //   { 'rules.yaml': std.manifestYamlDoc(tpe.prometheusAlerts + tpe.prometheusRules) }
 //
-// The rules come from alerts/training-progress.rules.yaml, the one source plain Prometheus
+// The rules come from alerts/*.rules.yaml, the one source plain Prometheus
 // loads as it is, through rules.json (the same groups as JSON, written by
 // alerts/generate.py, which checks it is current); with the default _config this renders
 // exactly what is shipped (tests/test_mixin.py diffs it). Per-run thresholds (stall, plateau, report timeout...) are

@@ -17,6 +17,7 @@ from exporter.config import Config
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = Path(__file__).parent / "golden"
 T0 = 1_795_000_000.0  # 2026-11-18, a fixed "now" for pure tests
+K8S_NODE = "gpu-node-1"  # the node Kubernetes-mode exporters run on (tests/kube.py)
 
 
 class FakeClock:
@@ -86,6 +87,26 @@ def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
         monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
         yield fake
+
+
+@pytest.fixture
+def k8s_exporter(kube: Any) -> Iterator[Any]:
+    """Start Kubernetes-mode exporters against the fake API server (node ``gpu-node-1``,
+    loopback, port 0, polled by the test): ``k8s_exporter(clock, **config overrides)``. Each
+    is stopped after the test, whatever happened (a test may stop one itself first)."""
+    started: list[Exporter] = []
+
+    def make(clock: FakeClock | None = None, **overrides: Any) -> Exporter:
+        settings = {"listen": "127.0.0.1:0", "mode": "kubernetes", "node_name": K8S_NODE}
+        config = replace(Config(), **(settings | overrides))
+        exp = Exporter(config, clock=clock or FakeClock())
+        started.append(exp)
+        exp.start(poll_loop=False)
+        return exp
+
+    yield make
+    for exp in started:
+        exp.stop()
 
 
 def self_signed_cert(directory: Path) -> tuple[Path, Path]:

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+from . import rulefiles
+
 ROOT = Path(__file__).parent.parent
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
 
@@ -111,7 +113,7 @@ def test_variables_used_are_defined() -> None:
 def test_detail_links_point_at_the_detail_dashboard() -> None:
     text = json.dumps(load(ROOT / "grafana" / "dashboards" / "training-jobs.json"))
     assert "/d/training-job-detail/training-job-detail?var-namespace=" in text
-    rules = (ROOT / "alerts" / "training-progress.rules.yaml").read_text()
+    rules = rulefiles.text()
     assert (
         "/d/training-job-detail/training-job-detail?" in rules
         and "/d/training-jobs/training-jobs" in rules
@@ -180,12 +182,11 @@ def test_grafana_container_loads_the_provisioning_and_runs_every_query(tmp_path:
 
     rules = tmp_path / "rules"
     rules.mkdir()
-    (rules / "rules.yaml").write_text(
-        (ROOT / "alerts" / "training-progress.rules.yaml").read_text()
-    )
+    for path in rulefiles.RULE_FILES:
+        (rules / path.name).write_text(path.read_text())
     (tmp_path / "prometheus.yml").write_text(
         "global: {scrape_interval: 5s, evaluation_interval: 5s}\n"
-        "rule_files: [/etc/prometheus/rules/rules.yaml]\n"
+        "rule_files: [/etc/prometheus/rules/*.rules.yaml]\n"
     )
     provisioning = ROOT / "grafana" / "provisioning"
     with (

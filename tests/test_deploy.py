@@ -268,7 +268,7 @@ def test_k3s_cluster_runs_the_exporter() -> None:
 
 
 def test_prometheus_operator_overlay_is_ready_for_kube_prometheus_stack() -> None:
-    """Issue 15, item 1: every namespaced object in the exporter's namespace (one kustomize
+    """Every namespaced object in the exporter's namespace (one kustomize
     setting), the chart's default selectors matched: `release` on the PodMonitor and the
     PrometheusRule, the sidecar's grafana_dashboard label, and a folder for the dashboards."""
     docs = render("prometheus-operator")
@@ -346,7 +346,7 @@ def pod_security_violations(pod: dict[str, Any], level: str) -> list[str]:
 
 
 def test_restricted_overlay_passes_pod_security_restricted_and_the_others_do_not() -> None:
-    """Issue 15, item 3. The default overlays need hostPath (logs, status files, the state
+    """The default overlays need hostPath (logs, status files, the state
     file), which even "baseline" refuses: the checker must say so, or it checks nothing."""
     (ds,) = [d for d in render("restricted") if d["kind"] == "DaemonSet"]
     pod = ds["spec"]["template"]["spec"]

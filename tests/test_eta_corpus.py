@@ -20,7 +20,7 @@ from bench.eta_accuracy import Instant, RunResult
 
 # What the estimate holds today (docs/eta.md): 18.5 % against the naive 36.1 % over the nine
 # runs (0.51); 21.8 % against 29.5 % (0.74) on the six with a neighbour, 11.8 % against
-# 49.3 % (0.24) on the three without. Issue 20's goal (at most half the naive error and
+# 49.3 % (0.24) on the three without. The goal (at most half the naive error and
 # under 15 %) is not met; the perfect-past reference shows why. These bounds keep what was
 # reached from slipping back.
 HELD_RATIO = 0.55
@@ -143,7 +143,7 @@ def test_the_perfect_past_reference_knows_the_past_and_not_the_future() -> None:
 def test_our_eta_is_near_what_a_perfect_view_of_the_past_reaches(
     results: list[RunResult],
 ) -> None:
-    """Issue 20's goal is measured against the reference: following the pace perfectly
+    """The ETA's goal is measured against the reference: following the pace perfectly
     still leaves the error of the pace changes to come (docs/eta.md)."""
     ours = mean(r.ours for r in results)
     reference = mean(r.perfect_past for r in results)

@@ -1,4 +1,4 @@
-"""Hostile and unlucky input (issue 12, items 1 and 4): a name that is not UTF-8, control
+"""Hostile and unlucky input: a name that is not UTF-8, control
 characters and quotes in file names, a metric name with a trailing newline, an integer over
 Python's conversion limit. Each is refused or cleaned with a reason and counted; none takes
 /metrics, the status page or another run down."""

@@ -1,4 +1,4 @@
-"""HTTP pulls (issue 12, item 2): a total deadline however slowly a target sends, a body cap,
+"""HTTP pulls: a total deadline however slowly a target sends, a body cap,
 and no redirects followed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HTTP framing under hostile and unlucky clients (issue 12, item 5), on loopback.
+"""HTTP framing under hostile and unlucky clients, on loopback.
 
 Slow clients that never finish their request, more connections than the bound, clients
 that leave mid-answer, and ambiguous ``Content-Length`` headers: the exporter stays up,
@@ -317,7 +317,7 @@ def test_a_client_that_leaves_mid_answer_is_one_counted_line(
     assert http("GET", f"http://127.0.0.1:{server.server_address[1]}/healthz")[0] == 200
 
 
-# -- the exporter under a slow-client flood (the issue's scenario, scaled to loopback) -------
+# -- the exporter under a slow-client flood (scaled to loopback) ----------------------------
 
 
 def test_metrics_and_probes_answer_while_slow_clients_flood_the_exporter(

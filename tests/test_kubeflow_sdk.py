@@ -90,7 +90,11 @@ print(json.dumps({"progress": status.progress_percentage,
 
 
 def test_the_sdk_reads_back_what_the_exporter_wrote_for_a_tqdm_only_job(
-    sdk_python: Path, kube: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sdk_python: Path,
+    kube: Any,
+    k8s_exporter: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Write-back: a job that only printed tqdm bars; the Kubeflow SDK's own client and
     generated TrainJob model read its progress from the (fake) API server."""
@@ -99,11 +103,10 @@ def test_the_sdk_reads_back_what_the_exporter_wrote_for_a_tqdm_only_job(
     # The quiet log finishes the run after the first write: write again at once.
     monkeypatch.setattr(writeback, "MIN_INTERVAL", 0.0)
     from .conftest import FakeClock
-    from .test_kubernetes_mode import T_START_TS
+    from .kube import T_START_TS
     from .test_writeback import tqdm_only_job
 
-    exp = tqdm_only_job(kube, tmp_path / "pods", FakeClock(T_START_TS + 3600))
-    exp.stop()
+    tqdm_only_job(kube, k8s_exporter, tmp_path / "pods", FakeClock(T_START_TS + 3600))
     proc = subprocess.run(
         [str(sdk_python), "-c", SDK_READS_TRAINJOB, os.environ["KUBECONFIG"]],
         capture_output=True,

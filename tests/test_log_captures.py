@@ -1,4 +1,4 @@
-"""Real captures (issue 14): each framework run here on CPU by
+"""Real captures: each framework run here on CPU by
 ``tests/fixtures/logs/capture.py``, kept as a combined file (``> log 2>&1``) and as containerd's
 CRI lines with separate streams. For each, the final step, total, loss and epoch the exporter
 reads must be what the program itself knew at the end (its ``.truth.json``), and ``inspect``

@@ -14,7 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.logs.parse import MAX_MESSAGE, parse_cri, parse_line
+from exporter.logs.cri import parse_cri
+from exporter.logs.formats import FORMATS, HINTS
+from exporter.logs.lines import MAX_MESSAGE
+from exporter.logs.parse import parse_line, plain
 
 NOW = 1_800_000_000.0
 
@@ -97,6 +100,50 @@ def test_formats(msg: str, parser: str, fields: dict[str, object]) -> None:
     assert found is not None and found.parser == parser
     for key, value in fields.items():
         assert getattr(found.report, key) == pytest.approx(value), key
+
+
+def _captured_segments() -> list[str]:
+    """Every segment of every message in the real captures (tests/fixtures/logs)."""
+    from pathlib import Path
+
+    out: list[str] = []
+    for path in sorted(Path(__file__).parent.glob("fixtures/logs/*.combined.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            out += [s for s in plain(line).split("\r") if s.strip()]
+    return out
+
+
+def test_every_format_reads_only_lines_its_hints_let_through() -> None:
+    """The quick scan and the parsers cannot drift apart: each format is offered a line only
+    when one of its own hints is in it, so a parser that reads a line without any of them
+    would silently lose it in the exporter. Checked on the fixtures, every segment of the
+    real captures, and lines that are near misses."""
+    candidates = [f[0] for f in FIXTURES] + _captured_segments()
+    candidates += ["Step 10 loss 0.5", "STEP 3 of 9", "epoch 2 step 10 | loss: 0.53"]
+    assert len(candidates) > 500
+    read = {f.name: 0 for f in FORMATS}
+    for msg in candidates:
+        for f in FORMATS:
+            if f.parse(msg, NOW) is not None:
+                read[f.name] += 1
+                assert any(h in msg for h in f.hints), (f.name, msg)
+    # Each format read something: the check above is not vacuous for any of them.
+    assert all(read.values()), read
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("step=/{}'%|it [Epoch:0123456789.,• loss━")), max_size=80)
+)
+def test_no_format_reads_hintless_text(msg: str) -> None:
+    for f in FORMATS:
+        if f.parse(msg, NOW) is not None:
+            assert any(h in msg for h in f.hints), (f.name, msg)
+
+
+def test_the_hints_are_the_formats_own() -> None:
+    assert set(HINTS) == {h for f in FORMATS for h in f.hints}
+    assert len({f.name for f in FORMATS}) == len(FORMATS)
 
 
 def test_bars_and_frames() -> None:

@@ -170,7 +170,7 @@ def test_inspect_reads_a_file_exactly_as_the_live_source_does(
     assert (inspected["report"]["step"], inspected["report"]["max_steps"]) == (30, 50)
 
 
-# -- issue 14: logs as people really write them ------------------------------------------------
+# -- logs as people really write them ------------------------------------------------
 
 BAR_10 = "  5%|5         | 10/200 [00:13<05:35,  1.77s/it]"
 DICT = "{'loss': '6.8', 'grad_norm': '1.1', 'learning_rate': '4e-05', 'epoch': '0.1'}"
@@ -180,7 +180,7 @@ def test_every_carriage_return_segment_is_a_candidate_in_files_and_cri(
     exporter_factory: Any, tmp_path: Path
 ) -> None:
     """`python train.py > train.log 2>&1`: tqdm frames end in \\r, and Trainer prints its dict
-    after the last one, on the same line. The issue's one-line reproduction."""
+    after the last one, on the same line. A one-line reproduction."""
     plain = tmp_path / "plain.log"
     append(plain, f"{BAR_10}\r{DICT}\n")
     assert inspect_path(str(plain))["matched"] == {"tqdm": 1, "transformers": 1}
@@ -305,7 +305,8 @@ def test_every_second_of_a_16_kib_chunk_of_frames_is_a_rate_sample() -> None:
     """containerd writes a tqdm line 16 KiB at a time: some 200 frames over tens of seconds.
     Each second of the bar's own clock in the chunk is a sample (an evaluation shows as the
     gap it left in that clock), not only the last few frames' seconds."""
-    from exporter.logs.parse import MAX_MESSAGE, parse_message
+    from exporter.logs.lines import MAX_MESSAGE
+    from exporter.logs.parse import parse_message
 
     frames = []
     n = 0

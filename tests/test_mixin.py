@@ -1,4 +1,4 @@
-"""The monitoring mixin (issue 15, item 2): rendered by the real jsonnet, it is exactly the
+"""The monitoring mixin: rendered by the real jsonnet, it is exactly the
 rules and dashboards shipped, its _config changes what it says, and promtool accepts it."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from . import rulefiles
 
 ROOT = Path(__file__).parent.parent
 JSONNET = shutil.which("jsonnet")
@@ -42,8 +44,7 @@ def _by_group(*docs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 def test_the_default_config_renders_exactly_what_is_shipped() -> None:
     rendered = render()
-    source = yaml.safe_load((ROOT / "alerts" / "training-progress.rules.yaml").read_text())
-    shipped = {g["name"]: g["rules"] for g in source["groups"]}
+    shipped = {g["name"]: g["rules"] for g in rulefiles.groups()}
     mixed = _by_group(rendered["alerts"], rendered["rules"])
     assert mixed.keys() == shipped.keys()
     for name, rules in shipped.items():

@@ -1,4 +1,4 @@
-"""The state file (issue 12, item 9): a restart, even ``kill -9``, loses at most one interval
+"""The state file: a restart, even ``kill -9``, loses at most one interval
 and nothing resets to zero; a hostile or broken file never stops the exporter."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ OTHER = RunKey("ml", "bert", "bert")
 
 
 def _busy_tracker() -> Tracker:
-    """A run with everything the issue lists: plan, GPUs, deadline, budget, a threshold
+    """A run with everything a run can carry: plan, GPUs, deadline, budget, a threshold
     override, custom metrics, loss history, start time, GPU-seconds; and a diverged one."""
     tracker = Tracker()
     for i in range(200):

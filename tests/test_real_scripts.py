@@ -273,7 +273,7 @@ def test_a_real_script_reads_as_it_ran_with_no_false_state(
             assert max(got["attempts"]) >= 2, (where, got["attempts"])
 
 
-def test_the_corpus_covers_the_shapes_the_issue_names() -> None:
+def test_the_corpus_covers_the_shapes_real_scripts_print() -> None:
     assert len(CORPUS) >= 15
     assert {
         "tqdm_epochs_plain", "tqdm_epochs_desc", "tqdm_epochs_of_n", "tqdm_epochs_colon",

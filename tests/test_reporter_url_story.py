@@ -1,4 +1,4 @@
-"""Issue 15, item 4: one reporter URL story on Kubernetes, the same in docs and examples."""
+"""One reporter URL story on Kubernetes, the same in docs and examples."""
 
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 
 from exporter.states import (
     BLOCKS_COMPLETION,
@@ -28,6 +27,8 @@ from exporter.states import (
     state_code_promql,
 )
 from exporter.thresholds import Thresholds
+
+from . import rulefiles
 
 ROOT = Path(__file__).resolve().parent.parent
 TH = Thresholds(
@@ -181,8 +182,7 @@ def test_table_is_in_order_of_urgency_with_unique_names_and_codes() -> None:
 
 
 def _rules() -> list[dict[str, object]]:
-    doc = yaml.safe_load((ROOT / "alerts" / "training-progress.rules.yaml").read_text())
-    return [r for g in doc["groups"] for r in g["rules"]]
+    return rulefiles.rules()
 
 
 def test_each_state_alert_reads_exactly_its_state() -> None:
@@ -207,7 +207,7 @@ def test_each_state_alert_reads_exactly_its_state() -> None:
 
 
 def test_capacity_rules_and_dashboards_use_the_tables_sets() -> None:
-    text = (ROOT / "alerts" / "training-progress.rules.yaml").read_text()
+    text = rulefiles.text()
     assert f'training_run_state{{state=~"{"|".join(BLOCKS_COMPLETION)}"}}' in text
     jobs = json.loads((ROOT / "grafana" / "dashboards" / "training-jobs.json").read_text())
     exprs = [t["expr"] for p in jobs["panels"] for t in p.get("targets", [])]

@@ -1,4 +1,4 @@
-"""TokenReview bounds (issue 12, item 8): buckets per address, no caching of API failures."""
+"""TokenReview bounds: buckets per address, no caching of API failures."""
 
 from __future__ import annotations
 

@@ -201,7 +201,7 @@ def _alive(session: str) -> bool:
 def test_live_top_in_a_real_terminal(
     exporter_factory: Any, clock: Any, columns: int, quit_key: str
 ) -> None:
-    """Issue 15, item 5: like htop. At 80 columns names get the room and columns go by
+    """Like htop. At 80 columns names get the room and columns go by
     priority; at 160 everything shows, steps/s and age included; a summary line; q and
     Ctrl-C quit and give the terminal back."""
     exp = exporter_factory()

@@ -351,7 +351,7 @@ def test_a_failed_pod_makes_a_failed_run() -> None:
 
 
 def test_a_report_waits_for_one_batch_of_a_pass_not_the_whole_pass() -> None:
-    """Issue 12, item 6: a scrape of many runs holds the tracker lock a batch at a time, so
+    """A scrape of many runs holds the tracker lock a batch at a time, so
     a push arriving mid-pass is merged before the pass ends (before: it waited for the
     whole pass, 3.6 s at 50,000 runs)."""
     import threading
@@ -384,7 +384,7 @@ def test_a_report_waits_for_one_batch_of_a_pass_not_the_whole_pass() -> None:
 
 
 def test_the_eta_counts_down_between_reports_to_a_fixed_completion_time() -> None:
-    """Issue 20, item 1: computed for the moment of the scrape, not of the last report."""
+    """The ETA is computed for the moment of the scrape, not of the last report."""
     tracker = Tracker()
     for i in range(11):
         tracker.apply(KEY, ProgressReport(step=i * 10, max_steps=1000), T0 + i * 5)

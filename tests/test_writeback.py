@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +16,17 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.config import Config, apply
-from exporter.sinks import writeback
 from exporter.model import ProgressReport, RunKey
 from exporter.settings import ConfigError
+from exporter.sinks import writeback
 from exporter.sinks.writeback import StatusWriter, trainer_status
 from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker
 
 from .conftest import T0, FakeClock, http
 from .fakekube import FakeKube
+from .kube import T_START_TS, TRAINJOB, pod, trainjob_obj, wait
 from .test_kubectl_progress import plugin
-from .test_kubernetes_mode import NODE, T_START_TS, TRAINJOB, pod, trainjob_obj, wait
 
 API = "trainer.kubeflow.org/v1alpha1"
 STATUS_PATH = f"/apis/{API}/namespaces/ml/trainjobs/llm/status"
@@ -69,15 +68,13 @@ def test_setting_accepts_true_false_and_the_targets() -> None:
         raise AssertionError("an unknown target must be refused")
 
 
-def start(kube: FakeKube, target: str | None, clock: FakeClock) -> tuple[Exporter, list[float]]:
+def start(
+    kube: FakeKube, k8s_exporter: Any, target: str | None, clock: FakeClock
+) -> tuple[Exporter, list[float]]:
     """An exporter in Kubernetes mode with write-back ``target`` (None: the default)."""
     kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
-    config = replace(Config(), listen="127.0.0.1:0", mode="kubernetes", node_name=NODE)
-    if target is not None:
-        config = replace(config, trainjob_status_writeback=target)
-    exp = Exporter(config, clock=clock)
-    exp.start(poll_loop=False)
+    exp = k8s_exporter(clock, **({} if target is None else {"trainjob_status_writeback": target}))
     mono = [0.0]
     for source in exp.sources.values():
         if isinstance(source, StatusWriter):
@@ -102,100 +99,82 @@ def status_patches(kube: FakeKube) -> list[Any]:
 
 
 def test_progress_from_a_push_is_written_back_through_the_status_subresource(
-    kube: FakeKube,
+    kube: FakeKube, k8s_exporter: Any
 ) -> None:
     clock = FakeClock(T_START_TS + 3600)
-    exp, mono = start(kube, "status", clock)
-    try:
-        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
-        for step in (100, 200, 300, 400):
-            push(exp, step, clock)
-        exp.poll_once()
-        (patch,) = status_patches(kube)
-        status = patch["status"]["trainerStatus"]
-        assert status["progressPercentage"] == 40 and status["estimatedRemainingSeconds"] > 0
-        assert {"name": "current_step", "value": "400"} in status["metrics"]
-        assert status["lastUpdatedTime"].endswith("Z")
-        stored = kube.objects[(API, "trainjobs")][("ml", "llm")]
-        assert stored["status"]["trainerStatus"] == status
-        # Within 15 s: nothing more, even with new progress.
-        push(exp, 500, clock)
-        exp.poll_once()
-        assert len(status_patches(kube)) == 1
-        # After 15 s, the new progress; then, unchanged, nothing.
-        mono[0] += 16
-        exp.poll_once()
-        assert len(status_patches(kube)) == 2
-        assert status_patches(kube)[-1]["status"]["trainerStatus"]["progressPercentage"] == 50
-        mono[0] += 16
-        exp.poll_once()
-        assert len(status_patches(kube)) == 2
-        # The job now writes its own status, fresher than our latest report: it wins.
-        obj = kube.objects[(API, "trainjobs")][("ml", "llm")]
-        own = {"progressPercentage": 77, "lastUpdatedTime": "2099-01-01T00:00:00Z"}
-        kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": own}})
-        push(exp, 600, clock)
-        mono[0] += 16
-        exp.poll_once()
-        assert len(status_patches(kube)) == 2
-        # kubectl progress (the real client through kubeconfig) shows what was written.
-        ours = status_patches(kube)[-1]["status"]["trainerStatus"]
-        kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": ours}})
-        shown = plugin(Path(os.environ["KUBECONFIG"]), "-n", "ml")
-        assert shown.returncode == 0, shown.stderr
-        assert "llm" in shown.stdout and "50" in shown.stdout
-    finally:
-        exp.stop()
+    exp, mono = start(kube, k8s_exporter, "status", clock)
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    for step in (100, 200, 300, 400):
+        push(exp, step, clock)
+    exp.poll_once()
+    (patch,) = status_patches(kube)
+    status = patch["status"]["trainerStatus"]
+    assert status["progressPercentage"] == 40 and status["estimatedRemainingSeconds"] > 0
+    assert {"name": "current_step", "value": "400"} in status["metrics"]
+    assert status["lastUpdatedTime"].endswith("Z")
+    stored = kube.objects[(API, "trainjobs")][("ml", "llm")]
+    assert stored["status"]["trainerStatus"] == status
+    # Within 15 s: nothing more, even with new progress.
+    push(exp, 500, clock)
+    exp.poll_once()
+    assert len(status_patches(kube)) == 1
+    # After 15 s, the new progress; then, unchanged, nothing.
+    mono[0] += 16
+    exp.poll_once()
+    assert len(status_patches(kube)) == 2
+    assert status_patches(kube)[-1]["status"]["trainerStatus"]["progressPercentage"] == 50
+    mono[0] += 16
+    exp.poll_once()
+    assert len(status_patches(kube)) == 2
+    # The job now writes its own status, fresher than our latest report: it wins.
+    obj = kube.objects[(API, "trainjobs")][("ml", "llm")]
+    own = {"progressPercentage": 77, "lastUpdatedTime": "2099-01-01T00:00:00Z"}
+    kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": own}})
+    push(exp, 600, clock)
+    mono[0] += 16
+    exp.poll_once()
+    assert len(status_patches(kube)) == 2
+    # kubectl progress (the real client through kubeconfig) shows what was written.
+    ours = status_patches(kube)[-1]["status"]["trainerStatus"]
+    kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": ours}})
+    shown = plugin(Path(os.environ["KUBECONFIG"]), "-n", "ml")
+    assert shown.returncode == 0, shown.stderr
+    assert "llm" in shown.stdout and "50" in shown.stdout
 
 
-def test_annotation_target_for_openshift_ai(kube: FakeKube) -> None:
+def test_annotation_target_for_openshift_ai(kube: FakeKube, k8s_exporter: Any) -> None:
     clock = FakeClock(T_START_TS + 3600)
-    exp, _ = start(kube, "annotation", clock)
-    try:
-        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
-        for step in (100, 200, 300):
-            push(exp, step, clock)
-        exp.poll_once()
-    finally:
-        exp.stop()
+    exp, _ = start(kube, k8s_exporter, "annotation", clock)
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    for step in (100, 200, 300):
+        push(exp, step, clock)
+    exp.poll_once()
     assert status_patches(kube) == []
     (patch,) = [b for m, p, b in kube.writes if m == "PATCH" and p.endswith("/trainjobs/llm")]
     body = json.loads(patch["metadata"]["annotations"]["trainer.opendatahub.io/trainerStatus"])
     assert body["progressPercentage"] == 30
 
 
-def test_a_run_read_from_its_own_trainjob_status_is_not_written_back(kube: FakeKube) -> None:
+def test_a_run_read_from_its_own_trainjob_status_is_not_written_back(
+    kube: FakeKube, k8s_exporter: Any
+) -> None:
     clock = FakeClock(T_START_TS + 3600)
     kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm", {"progressPercentage": 45}))
-    config = replace(
-        Config(),
-        listen="127.0.0.1:0",
-        mode="kubernetes",
-        node_name=NODE,
-        trainjob_status_writeback="status",
-    )
-    exp = Exporter(config, clock=clock)
-    exp.start(poll_loop=False)
-    try:
-        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
-        exp.poll_once()
-        exp.poll_once()
-    finally:
-        exp.stop()
+    exp = k8s_exporter(clock, trainjob_status_writeback="status")
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    exp.poll_once()
+    exp.poll_once()
     assert [w for w in kube.writes if w[0] == "PATCH"] == []
 
 
-def test_writeback_is_off_by_default(kube: FakeKube) -> None:
+def test_writeback_is_off_by_default(kube: FakeKube, k8s_exporter: Any) -> None:
     clock = FakeClock(T_START_TS + 3600)
-    exp, _ = start(kube, None, clock)
-    try:
-        wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
-        for step in (100, 200, 300):
-            push(exp, step, clock)
-        exp.poll_once()
-    finally:
-        exp.stop()
+    exp, _ = start(kube, k8s_exporter, None, clock)
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    for step in (100, 200, 300):
+        push(exp, step, clock)
+    exp.poll_once()
     assert not any(isinstance(s, StatusWriter) for s in exp.sources.values())
     assert [w for w in kube.writes if w[0] == "PATCH"] == []
 
@@ -203,7 +182,9 @@ def test_writeback_is_off_by_default(kube: FakeKube) -> None:
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 
 
-def tqdm_only_job(kube: FakeKube, log_root: Path, clock: FakeClock, quiet: bool = True) -> Exporter:
+def tqdm_only_job(
+    kube: FakeKube, k8s_exporter: Any, log_root: Path, clock: FakeClock, quiet: bool = True
+) -> Exporter:
     """A TrainJob whose rank-0 pod only printed a tqdm bar (a real capture, as the kubelet
     stores it), read by an exporter with write-back on; returns the exporter, polled. With
     ``quiet``, the log then stays quiet for the report timeout: a bar at its end alone does
@@ -213,16 +194,7 @@ def tqdm_only_job(kube: FakeKube, log_root: Path, clock: FakeClock, quiet: bool 
     path = log_root / "ml_llm-node-0_uid-llm-node-0" / "trainer"
     path.mkdir(parents=True)
     shutil.copy(FIXTURES / "pytorch_tqdm.cri.log", path / "0.log")
-    config = replace(
-        Config(),
-        listen="127.0.0.1:0",
-        mode="kubernetes",
-        node_name=NODE,
-        log_root=str(log_root),
-        trainjob_status_writeback="status",
-    )
-    exp = Exporter(config, clock=clock)
-    exp.start(poll_loop=False)
+    exp = k8s_exporter(clock, log_root=str(log_root), trainjob_status_writeback="status")
     wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
     exp.poll_once()
     exp.poll_once()
@@ -233,24 +205,22 @@ def tqdm_only_job(kube: FakeKube, log_root: Path, clock: FakeClock, quiet: bool 
 
 
 def test_a_bar_at_its_end_is_finished_once_the_log_stays_quiet(
-    kube: FakeKube, tmp_path: Path
+    kube: FakeKube, tmp_path: Path, k8s_exporter: Any
 ) -> None:
-    exp = tqdm_only_job(kube, tmp_path / "pods", FakeClock(T_START_TS + 3600), quiet=False)
-    exp.stop()
+    tqdm_only_job(kube, k8s_exporter, tmp_path / "pods", FakeClock(T_START_TS + 3600), quiet=False)
     (patch,) = status_patches(kube)
     # 300/300, but the pod runs on: the next epoch's bar may be on its way.
     assert patch["status"]["trainerStatus"]["progressPercentage"] == 99
 
 
 def test_kubectl_reads_the_progress_of_a_job_that_only_printed_tqdm_bars(
-    kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k8s_exporter: Any
 ) -> None:
     # The quiet log finishes the run after the first write: write again at once.
     monkeypatch.setattr(writeback, "MIN_INTERVAL", 0.0)
     kubectl = shutil.which("kubectl")
     assert kubectl, "kubectl is on these machines (make test-deps)"
-    exp = tqdm_only_job(kube, tmp_path / "pods", FakeClock(T_START_TS + 3600))
-    exp.stop()
+    tqdm_only_job(kube, k8s_exporter, tmp_path / "pods", FakeClock(T_START_TS + 3600))
     patch = status_patches(kube)[-1]
     # 300/300, and nothing more for the report timeout: done.
     assert patch["status"]["trainerStatus"]["progressPercentage"] == 100

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
 
 from ..httpd import POOL_PUSH, POOL_SCRAPE, ConnectionLimits, HTTPServer, Request, Response
 from .controller import TAKEN, Actor
 from .kube import ClusterError
+from .metrics import act_registry
 from .webhook import MAX_BODY_BYTES, WebhookError, parse_notification
 
 JSON = "application/json"
@@ -17,46 +19,19 @@ TEXT = "text/plain; version=0.0.4; charset=utf-8"
 WEBHOOK = "/api/v1/alerts"
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def metrics_text(actor: Actor) -> Iterator[bytes]:
-    """``act``'s own metrics in the Prometheus text format."""
-    actions, notifications = actor.stats.snapshot()
-    yield (
-        b"# HELP training_exporter_actions_total Alerts act handled, by action and outcome.\n"
-        b"# TYPE training_exporter_actions_total counter\n"
-    )
-    for (action, outcome), n in sorted(actions.items()):
-        yield (
-            f'training_exporter_actions_total{{action="{_escape(action)}",'
-            f'outcome="{_escape(outcome)}"}} {n}\n'
-        ).encode()
-    yield (
-        b"# HELP training_exporter_act_notifications_total Webhook notifications received, "
-        b"by outcome.\n"
-        b"# TYPE training_exporter_act_notifications_total counter\n"
-    )
-    for outcome, n in sorted(notifications.items()):
-        yield f'training_exporter_act_notifications_total{{outcome="{outcome}"}} {n}\n'.encode()
-    yield (
-        b"# HELP training_exporter_act_dry_run 1 while act only says what it would do.\n"
-        b"# TYPE training_exporter_act_dry_run gauge\n"
-        + f"training_exporter_act_dry_run {int(actor.config.dry_run)}\n".encode()
-    )
-
-
 def _status(code: int, message: str) -> Response:
     return Response(code, json.dumps({"status": "error", "message": message}).encode(), JSON)
 
 
-def route(actor: Actor, token: bytes, request: Request) -> Response:
-    """The answer to one request."""
+def route(
+    actor: Actor, token: bytes, request: Request, registry: CollectorRegistry | None = None
+) -> Response:
+    """The answer to one request (``registry``: act's metrics, built from ``actor`` when
+    not given)."""
     path = request.path
     if request.method in ("GET", "HEAD"):
         if path == "/metrics":
-            return Response(200, metrics_text(actor), TEXT)
+            return Response(200, generate_latest(registry or act_registry(actor)), TEXT)
         if path in ("/healthz", "/readyz"):
             return Response(200, b"ok\n")
         return _status(404, "not found")
@@ -107,10 +82,11 @@ def route(actor: Actor, token: bytes, request: Request) -> Response:
 def make_server(host: str, port: int, actor: Actor, token: str) -> HTTPServer:
     """Bind (port 0 picks a free port); call serve_forever to run."""
     secret = token.encode()
+    registry = act_registry(actor)
     return HTTPServer(
         host,
         port,
-        lambda r: route(actor, secret, r),
+        lambda r: route(actor, secret, r, registry),
         lambda r: POOL_PUSH if r.method == "POST" else POOL_SCRAPE,
         ConnectionLimits(max_body_bytes=MAX_BODY_BYTES),
         server_name="training-progress-act",

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ..model import VALUE_FIELDS, ProgressReport
-from .parse import EMPTY, FRAME_TICKS, Bar, LineReport, bar_key
+from .lines import EMPTY, Bar, LineReport
+from .parse import FRAME_TICKS, bar_key
 
 RECENT = 120.0
 FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar

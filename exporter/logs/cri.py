@@ -17,7 +17,35 @@ from datetime import datetime
 from functools import lru_cache
 from typing import NamedTuple
 
-from .parse import parse_cri
+_CRI = re.compile(
+    r"^(?P<time>\S+) (?P<stream>stdout|stderr) (?P<tag>[PF])(?::\S*)? (?P<msg>.*)$", re.S
+)
+
+
+_STREAMS = frozenset({"stdout", "stderr"})
+_TAGS = frozenset({"P", "F"})
+
+
+class CriLine(NamedTuple):
+    """One line of a container log file as the kubelet writes it."""
+
+    time: str
+    stream: str
+    partial: bool  # "P": the runtime split a long line; the rest follows
+    message: str
+
+
+def parse_cri(line: str) -> CriLine | None:
+    """``<RFC3339Nano> <stdout|stderr> <P|F> <message>``; None if the line is not CRI."""
+    line = line.rstrip("\n")
+    parts = line.split(" ", 3)  # the common shape, without a regex
+    if len(parts) == 4 and parts[1] in _STREAMS and parts[2] in _TAGS and parts[0][:1].isdigit():
+        return CriLine(parts[0], parts[1], parts[2] == "P", parts[3])
+    m = _CRI.match(line)
+    if not m:
+        return None
+    return CriLine(m["time"], m["stream"], m["tag"] == "P", m["msg"])
+
 
 MAX_PARTIAL = 1024 * 1024  # characters a line split into "P" chunks may reach
 KEEP_FRAMES = 64 * 1024  # of a line over MAX_PARTIAL, the newest frames (after a "\r") kept

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from ..ingest import Ingestor
 from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
 from .accumulate import LogAccumulator
-from .cri import CriJoiner
-from .parse import newest_bar, parse_cri, parse_message
+from .cri import CriJoiner, parse_cri
+from .parse import newest_bar, parse_message
 from .tail import FileTail
 
 log = logging.getLogger(__name__)

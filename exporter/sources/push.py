@@ -69,14 +69,16 @@ def handle_push(
     resolver: PushResolver,
     ingestor: Ingestor,
     now: float,
+    body_too_large: bool = False,
 ) -> PushResponse:
-    """Validate, authorize, parse and ingest one push; returns what to answer."""
+    """Validate, authorize, parse and ingest one push; returns what to answer.
+    ``body_too_large``: the body was declared over the limit and not read (413)."""
     if not valid_kubernetes_names(namespace, name):
         ingestor.reject(NAME, ReportError("invalid_name", "invalid name"))
         return PushResponse(
             422, status_body(422, "Invalid", "namespace and name must be valid Kubernetes names")
         )
-    if len(body) > KUBEFLOW_MAX_BODY_BYTES:
+    if body_too_large or len(body) > KUBEFLOW_MAX_BODY_BYTES:
         ingestor.reject(NAME, ReportError("oversize", "oversize"))
         return PushResponse(
             413,

@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from training_progress_reporter import ProgressReporter
 
 from exporter.app import Exporter
 from exporter.config import Config
 
+from .. import rulefiles
 from ..fakekube import FakeKube, fake_kube
-from .stack import ROOT, Webhook, alertmanager, prometheus, query
+from .stack import Webhook, alertmanager, prometheus, query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -65,8 +65,7 @@ PODS = {
 
 
 def _rule_for_seconds(alert: str) -> float:
-    doc = yaml.safe_load((ROOT / "alerts" / "training-progress.rules.yaml").read_text())
-    rule = next(r for g in doc["groups"] for r in g["rules"] if r.get("alert") == alert)
+    rule = next(r for r in rulefiles.rules() if r.get("alert") == alert)
     value = str(rule["for"])
     return float(value[:-1]) * {"s": 1, "m": 60, "h": 3600}[value[-1]]
 

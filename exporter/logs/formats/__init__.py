@@ -1,0 +1,32 @@
+"""Log formats: one module per framework, each a :class:`~exporter.logs.lines.Format` (name,
+hints, parser), and the one ordered list of them.
+
+Every framework already prints its progress; these parsers read it without a code change.
+Each takes one message (a log line without its CRI prefix) and returns a
+:class:`~exporter.logs.lines.LineReport` or None. Nothing here keeps state: combining lines
+(which progress bar is the training bar, Keras' per-epoch batches) is the accumulator's job
+(:mod:`exporter.logs.accumulate`). The hints a line is scanned for are the formats' own, so
+the quick scan and the parsers cannot drift apart (tests/test_logparse.py checks that each
+parser reads nothing its hints would not let through).
+"""
+
+from __future__ import annotations
+
+from ..lines import Format
+from . import deepspeed, jsonl, katib, keras, kubeflow, lightning, prints, tqdm, transformers
+
+# In order: structured formats first (they are unambiguous), bars last.
+FORMATS: tuple[Format, ...] = (
+    kubeflow.FORMAT,
+    transformers.FORMAT,
+    jsonl.FORMAT,
+    deepspeed.FORMAT,
+    keras.FORMAT,
+    lightning.RICH_BAR,
+    tqdm.FORMAT,
+    katib.FORMAT,
+    lightning.BANNER,
+    prints.FORMAT,
+)
+# Every hint of every format, each once.
+HINTS: tuple[str, ...] = tuple(dict.fromkeys(h for f in FORMATS for h in f.hints))

@@ -1,0 +1,58 @@
+"""``keras``: ``Epoch 3/10`` and the progbar ``450/1000 [====>...] - ETA: 36s - loss: 0.1234``
+(Keras 2), or its line of ``━`` (Keras 3, ``keras/src/utils/progbar.py``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...model import ProgressReport
+from ..lines import Bar, Format, LineReport, native
+
+_KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
+# Keras 2 draws [====>....]; Keras 3 a line of ━ (in colour, erased with backspaces: both
+# are taken out of a message before it is parsed).
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|━+)\s*(?P<rest>.*)$")
+_KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
+
+
+def parse_keras(msg: str, now: float) -> LineReport | None:
+    frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
+    if "Epoch" not in frame and not (
+        "/" in frame and ("[=" in frame or "[." in frame or "[>" in frame or "━" in frame)
+    ):
+        return None
+    m = _KERAS_EPOCH.match(frame)
+    if m:
+        current, total = int(m.group(1)), int(m.group(2))
+        return LineReport(
+            "keras", ProgressReport(max_epochs=float(total)), epoch_of=(current, total)
+        )
+    m = _KERAS_BAR.match(frame)
+    if not m:
+        return None
+    n, total = int(m.group(1)), int(m.group(2))
+    rest = m.group("rest")
+    eta = re.search(r"ETA:\s*(?:(\d+):)?(\d+)(?::(\d+))?s?", rest)
+    values = {k: v for k, v in _KERAS_METRIC.findall(rest) if k != "ETA"}
+    doc: dict[str, object] = {}
+    for key, value in values.items():
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        if key == "loss":
+            doc["loss"] = number
+        elif key == "val_loss":
+            doc["eval_loss"] = number
+        else:
+            doc.setdefault("metrics", {})[key] = number  # type: ignore[index]
+    remaining = None
+    if eta:
+        parts = [int(p) for p in eta.groups() if p is not None]
+        remaining = float(sum(p * 60**i for i, p in enumerate(reversed(parts))))
+    bar = Bar(n=n, total=total, rate=None, remaining_seconds=remaining, prefix="keras")
+    return native(doc, now, "keras", bar)
+
+
+FORMAT = Format("keras", ("Epoch", "[=", "[.", "[>", "━"), parse_keras)

@@ -1,0 +1,61 @@
+"""What one log line said: a :class:`LineReport`, with a :class:`Bar` when the line was a
+progress-bar frame. Shared by every format (:mod:`exporter.logs.formats`) and by what
+combines lines (:mod:`exporter.logs.accumulate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..model import ProgressReport, ReportError, parse_native
+
+MAX_MESSAGE = 16 * 1024
+EMPTY = ProgressReport()  # longer messages are not progress lines; they are skipped unparsed
+
+
+class Bar(NamedTuple):
+    """One progress-bar frame: ``n`` of ``total`` (None when the bar has no total). A named
+    tuple: a log has millions of frames, and a frozen dataclass costs twice as much to make."""
+
+    n: int
+    total: int | None
+    rate: float | None  # items per second
+    remaining_seconds: float | None
+    prefix: str  # text before the bar, e.g. "Epoch 3" or "Downloading"
+    elapsed_seconds: float | None = None  # the bar's own clock, whole seconds
+    # Drawn below another bar: tqdm moves the cursor back up (ESC [A) after an inner bar
+    # (an evaluation loop inside training), never after the outermost one.
+    nested: bool = False
+
+
+class LineReport(NamedTuple):
+    """What one line said: the parser that matched, report fields, and a bar if it was one."""
+
+    parser: str
+    report: ProgressReport
+    bar: Bar | None = None
+    epoch_of: tuple[int, int] | None = None  # Keras "Epoch 3/10": (3, 10)
+    # The same bar's older frames in this message, (elapsed seconds, n), oldest first: each
+    # frame is stamped by the bar's own clock, so a chunk of frames is a run of rate samples.
+    frames: tuple[tuple[float, int], ...] = ()
+
+
+def native(
+    doc: dict[str, object], now: float, parser: str, bar: Bar | None = None
+) -> LineReport | None:
+    try:
+        parsed = parse_native(doc, now)
+    except ReportError:
+        return None
+    return LineReport(parser, parsed.report, bar)
+
+
+class Format(NamedTuple):
+    """One log format (:mod:`exporter.logs.formats`): its name, the texts one of which every
+    line it reads contains (a line with none is not offered to it), and its parser (one
+    message in, a :class:`LineReport` or None out)."""
+
+    name: str
+    hints: tuple[str, ...]
+    parse: Callable[[str, float], LineReport | None]
