@@ -61,7 +61,8 @@ def test_a_lasting_change_of_pace_is_picked_up_within_a_few_reports() -> None:
 
 
 def test_old_pace_fades_instead_of_lingering_for_the_rate_window() -> None:
-    """A real run on a shared node: 4 steps/s, then 5; a 5-minute average stayed at ~4.1 for minutes."""
+    """A real run on a shared node: 4 steps/s, then 5; a 5-minute average stayed at ~4.1
+    for minutes."""
     samples = [(T0, 0), *steady(36, 5.0, 4.0)]
     t, s = samples[-1]
     tp = throughput(samples + steady(12, 5.0, 5.0, t, s))
