@@ -24,7 +24,7 @@ from .server import ServerContext, make_server
 from .sources.forward import Forwarder
 from .stats import ExporterStats
 from .tracker import Tracker
-from .wiring import build_polled, make_discovery
+from .wiring import SINKS, SOURCES, build, make_discovery
 
 EXPIRY = "expiry"  # the job that retires gone and idle runs
 LOG_POLL_INTERVAL = 0.5
@@ -42,7 +42,9 @@ class Exporter:
         self.stats = ExporterStats()
         self.ingestor = Ingestor(self.tracker, self.stats, clock)
         self.discovery = discovery or make_discovery(config, self.ingestor)
-        self.sources = build_polled(config, self.ingestor, self.discovery.cluster)
+        cluster = self.discovery.cluster
+        self.sources = build(SOURCES, config, self.ingestor, cluster)
+        self.sinks = build(SINKS, config, self.ingestor, cluster)
         self.http_stats = HTTPStats()
         self_collector = ExporterCollector(self.tracker, self.stats, self.http_stats)
         self.registry = CollectorRegistry(auto_describe=False)
@@ -83,7 +85,8 @@ class Exporter:
         if config.state_file:
             self.state = StateKeeper(config.state_file, self.tracker, clock, config.state_interval)
             self._settled = self.state.restore() == 0
-        jobs: dict[str, Callable[[], None]] = {n: s.poll for n, s in self.sources.items()}
+        polled = {**self.sources, **self.sinks}
+        jobs: dict[str, Callable[[], None]] = {n: s.poll for n, s in polled.items()}
         jobs[EXPIRY] = self._expire
         # Logs are read twice as often (at most every 0.5 s): a bar frame a job just drew is
         # then on /metrics within a second, and a poll of unchanged logs costs a stat.
@@ -164,7 +167,7 @@ class Exporter:
         self.server.server_close()
         if self.state is not None:
             self.state.stop()
-        for source in self.sources.values():
+        for source in [*self.sources.values(), *self.sinks.values()]:
             close = getattr(source, "close", None)
             if close is not None:
                 close()

@@ -13,7 +13,7 @@ from typing import Any
 
 from .annotations import DEFAULT_GPU_RESOURCES
 from .estimate import EstimatorConfig
-from .kubernetes.discovery import KubernetesSettings
+from .kubernetes.settings import KubernetesSettings
 from .settings import ConfigError, parse_duration, read_yaml_mapping
 from .sinks.katib import db_manager_address
 from .sinks.writeback import writeback_mode
@@ -60,8 +60,8 @@ class Config:
     node_name: str = ""
     kubelet_root: str = "/var/lib/kubelet"
     log_root: str = "/var/log/pods"
-    token_audience: str = "training-progress-exporter"
-    pod_discovery: str = "apiserver"
+    token_audience: str = KubernetesSettings.token_audience
+    pod_discovery: str = KubernetesSettings.pod_discovery
     kubelet_url: str = ""
     kubelet_ca: str = ""
     # Kubernetes mode: write progress read from other sources into TrainJobs (off, status,

@@ -161,10 +161,13 @@ SINKS: dict[str, Factory] = {
 }
 
 
-def build_polled(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> dict[str, Polled]:
-    """Every source and sink the config switches on, by job name."""
+def build(
+    factories: Mapping[str, Factory], config: Config, ingestor: Ingestor, cluster: Cluster | None
+) -> dict[str, Polled]:
+    """Every part of ``factories`` (:data:`SOURCES` or :data:`SINKS`) that the config
+    switches on, by job name."""
     out = {}
-    for name, factory in {**SOURCES, **SINKS}.items():
+    for name, factory in factories.items():
         polled = factory(config, ingestor, cluster)
         if polled is not None:
             out[name] = polled

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import yaml
-
 from exporter.ranks import DONE_STATES, RankView, stuck_rank
 from exporter.top import STUCK_RANK_QUERY, render, rows_from_exporter
 
-from .test_rules import RULES
+from . import rulefiles
 
 
 def view(rank: str, last_step: float | None, state: str = "running") -> RankView:
@@ -31,10 +29,7 @@ def test_no_one_is_named_when_ranks_stopped_together_are_done_or_alone() -> None
 
 
 def test_the_rule_and_top_read_the_same_series_and_done_states() -> None:
-    doc = yaml.safe_load(RULES.read_text())
-    alert = next(
-        r for g in doc["groups"] for r in g["rules"] if r.get("alert") == "TrainingRankStalled"
-    )
+    alert = next(r for r in rulefiles.rules() if r.get("alert") == "TrainingRankStalled")
     for text in (alert["expr"], STUCK_RANK_QUERY):
         assert "namespace_pod_job_name:training_rank_lag_seconds:behind_newest" in text
         assert "training_rank_lag_threshold_seconds" in text

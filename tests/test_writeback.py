@@ -76,7 +76,7 @@ def start(
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
     exp = k8s_exporter(clock, **({} if target is None else {"trainjob_status_writeback": target}))
     mono = [0.0]
-    for source in exp.sources.values():
+    for source in exp.sinks.values():
         if isinstance(source, StatusWriter):
             source.monotonic = lambda: mono[0]
     return exp, mono
@@ -175,7 +175,8 @@ def test_writeback_is_off_by_default(kube: FakeKube, k8s_exporter: Any) -> None:
     for step in (100, 200, 300):
         push(exp, step, clock)
     exp.poll_once()
-    assert not any(isinstance(s, StatusWriter) for s in exp.sources.values())
+    assert not any(isinstance(s, StatusWriter) for s in exp.sinks.values())
+    assert exp.sinks == {}
     assert [w for w in kube.writes if w[0] == "PATCH"] == []
 
 

@@ -4,7 +4,7 @@ and the :class:`~exporter.discovery.Cluster` the pod-driven sources and sinks re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,7 @@ from ..discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
 from ..ingest import Ingestor
 from ..model import RunMeta
 from .client import apis
+from .settings import POD_DISCOVERY, KubernetesSettings
 from .tokenreview import TokenReview
 from .watch import KubernetesResolver, PodRegistry, PodWatcher, run_meta
 
@@ -32,22 +33,6 @@ class KubernetesCluster:
     def meta(self, pod: PodInfo, source: str) -> RunMeta:
         """The run metadata ``pod`` gives a run read by ``source``."""
         return run_meta(pod, self.node, source)
-
-
-@dataclass(frozen=True)
-class KubernetesSettings:
-    """What Kubernetes mode is told (the ``node_name``, ``pod_discovery``, ``kubelet_*``,
-    ``token_audience`` and ``gpu_resources`` settings)."""
-
-    node_name: str
-    pod_discovery: str = "apiserver"
-    kubelet_url: str = ""
-    kubelet_ca: str = ""
-    token_audience: str = "training-progress-exporter"
-    gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES
-
-
-POD_DISCOVERY = ("apiserver", "kubelet")
 
 
 def kubernetes_discovery(
