@@ -256,3 +256,20 @@ def test_the_server_imports_no_cli_module() -> None:
     graph = imports()
     for module in ("exporter.server", "exporter.app"):
         assert not reachable(graph, module) & CLI, (module, reachable(graph, module) & CLI)
+
+
+def classes() -> dict[str, list[str]]:
+    """Top-level class name -> the modules that define one of that name."""
+    found: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(_module(path))
+    return found
+
+
+def test_one_name_per_class_across_the_package() -> None:
+    """Two classes of one name (two ``Cluster``s, two ``Limits``) read as one idea where
+    they are two: each class name is defined once."""
+    assert {name: where for name, where in classes().items() if len(where) > 1} == {}
+    assert "Tracker" in classes() and len(classes()) > 50
