@@ -369,7 +369,7 @@ class TrainingCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         snapshots, skipped = renderable(self.tracker.snapshot(self.clock()))
         if self.stats is not None:
-            self.stats.set_unrenderable(skipped)
+            self.stats.set_unrenderable(skipped + self.tracker.failed_last_pass)
         yield from run_families(snapshots)
 
 

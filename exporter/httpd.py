@@ -51,7 +51,7 @@ WRITE_PIECE = 256 * 1024  # a large answer is handed to the transport this much 
 
 _TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _DIGITS = re.compile(r"^[0-9]+\Z")
-_REQUEST_LINE = re.compile(rb"^([A-Z]+) (\S+) HTTP/(1\.[01])\r?\n\Z")
+_REQUEST_LINE = re.compile(rb"^([A-Z]+) (\S+) HTTP/(1\.[01])\r\n\Z")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,9 @@ class ConnectionLimits:
     max_views: int = 4  # view answers (/metrics, /, /api/v1/runs) built or being sent at once
     max_line_bytes: int = 8192
     max_headers: int = 100
+    # The whole head (request line and headers): 100 lines of 8 KiB held open by 256
+    # clients would be 200 MB; 16 KiB each is 4 MB (nginx allows 4 x 8 KiB by default).
+    max_head_bytes: int = 16 * 1024
     max_body_bytes: int = 64 * 1024
     scrape_workers: int = 2
     push_workers: int = 4
@@ -170,13 +173,19 @@ def parse_head(
     Pure: ``lines`` are the raw lines up to, not including, the empty line.
     """
     m = _REQUEST_LINE.match(lines[0])
+    if m is None and lines[0].endswith(b"\n") and not lines[0].endswith(b"\r\n"):
+        raise HttpError(400, "bad_line_end", "the request line must end with CRLF")
     if m is None:
         if re.match(rb"^[A-Z]+ \S+ HTTP/\d", lines[0]):
             raise HttpError(505, "bad_version", "only HTTP/1.0 and HTTP/1.1 are served")
         raise HttpError(400, "bad_request_line", "malformed request line")
     headers: dict[str, list[str]] = {}
     for raw in lines[1:]:
-        line = raw.rstrip(b"\r\n")
+        # CRLF only (RFC 9112 2.2): a bare LF or a CR inside a line is how two parsers on
+        # the path come to disagree about where a header ends.
+        if not raw.endswith(b"\r\n") or b"\r" in raw[:-2]:
+            raise HttpError(400, "bad_line_end", "header lines must end with CRLF")
+        line = raw[:-2]
         name, sep, value = line.partition(b":")
         # No folded lines, no space before the colon: both let two parsers disagree.
         if not sep or not _TOKEN.match(name):
@@ -186,6 +195,9 @@ def parse_head(
         except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
             raise HttpError(400, "bad_header", "malformed header value") from None
         headers.setdefault(name.decode("ascii").lower(), []).append(text)
+    if len(headers.get("authorization", [])) > 1:
+        # Which one would a proxy have checked? Neither is trusted.
+        raise HttpError(400, "duplicate_authorization", "more than one Authorization header")
     return m.group(1).decode(), m.group(2).decode("latin-1"), m.group(3).decode(), headers
 
 
@@ -439,15 +451,21 @@ class HTTPServer:
                 + limits.header_timeout
                 - (time.monotonic() - started)
             ):
+                size = len(line)
                 while True:
                     line = await reader.readline()
                     if not line.endswith(b"\n"):
                         return None  # the client closed mid-head
-                    if line in (b"\r\n", b"\n"):
+                    if line == b"\r\n":
                         break
+                    if line == b"\n":
+                        raise HttpError(400, "bad_line_end", "the head must end with CRLF")
                     lines.append(line)
+                    size += len(line)
                     if len(lines) > limits.max_headers + 1:
                         raise HttpError(431, "too_many_headers", "too many header lines")
+                    if size > limits.max_head_bytes:
+                        raise HttpError(431, "head_too_large", "request head too large")
         except TimeoutError:
             self.stats.reject("header_timeout")
             return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .model import Clock, Parsed, ReportError, RunKey, RunMeta
+from .model import Clock, Parsed, ReportError, RunKey, RunMeta, within_bounds
 from .run import RunSnapshot
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
 from .tracker import Tracker
@@ -24,14 +24,18 @@ class Ingestor:
         self.clock = clock
 
     def accept(self, source: str, key: RunKey, parsed: Parsed, meta: RunMeta | None = None) -> bool:
-        """Merge a parsed report; False if it was refused (run cap). Problems are counted."""
+        """Merge a parsed report; False if it was refused (run cap). Problems are counted.
+
+        Every value is bounded once more here (``model.within_bounds``), whatever the source:
+        what a log's bars add up to is not checked by any parser."""
 
         def problem(reason: str) -> None:
             self._stats.drop(source, reason)
 
-        for reason in parsed.problems:
+        bounded = within_bounds(parsed.report)
+        for reason in (*parsed.problems, *bounded.problems):
             problem(reason)
-        ok = self._tracker.apply(key, parsed.report, self.clock(), meta, problem)
+        ok = self._tracker.apply(key, bounded.report, self.clock(), meta, problem)
         self._stats.report(source, OUTCOME_ACCEPTED if ok else OUTCOME_REJECTED)
         return ok
 

@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
@@ -516,6 +516,76 @@ def parse_native(obj: Any, now: float) -> Parsed:
         timestamp=timestamp,
         start_time=start_time,
     )
+
+
+def _bounded_count(value: Any, limit: float = MAX_STEP) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit
+
+
+def _bounded_number(value: Any, low: float, high: float) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and low <= value <= high
+    )
+
+
+def _float_or_none(value: Any) -> bool:
+    """A loss-like value: any float, NaN and infinities included (divergence is a signal)."""
+    return isinstance(value, float) or (isinstance(value, int) and abs(value) <= MAX_STEP)
+
+
+def within_bounds(report: ProgressReport) -> Parsed:
+    """``report`` with every value outside what a parser accepts dropped, and why.
+
+    Parsers of pushes, files and HTTP bodies bound what they read; the log accumulator adds
+    up bar counts and the state file brings back whatever was saved, so every report passes
+    here once more on its way into the tracker: a count beyond :data:`MAX_STEP` (under
+    2^53, where a float still counts exactly), a non-finite time, a negative GPU count. One
+    absurd number is one dropped value, never a run (or a scrape) that cannot be rendered.
+    """
+    problems: list[str] = []
+    changes: dict[str, Any] = {}
+
+    def check(name: str, ok: bool, reason: str) -> None:
+        if getattr(report, name) is not None and not ok:
+            changes[name] = None
+            problems.append(reason)
+
+    check("step", _bounded_count(report.step), "step_out_of_range")
+    check("max_steps", _bounded_count(report.max_steps), "max_steps_out_of_range")
+    check("epoch", _bounded_number(report.epoch, 0.0, MAX_EPOCHS), "epoch_out_of_range")
+    check(
+        "max_epochs", _bounded_number(report.max_epochs, 0.0, MAX_EPOCHS), "max_epochs_out_of_range"
+    )
+    check("progress", _bounded_number(report.progress, 0.0, 1.0), "invalid_progress")
+    check("eta_seconds", _bounded_number(report.eta_seconds, 0.0, MAX_ETA_SECONDS), "invalid_eta")
+    check("gpus", _bounded_number(report.gpus, 0.0, MAX_GPUS), "invalid_gpus")
+    check(
+        "gpu_hours_budget",
+        _bounded_number(report.gpu_hours_budget, 1e-9, MAX_GPU_HOURS_BUDGET),
+        "invalid_gpu_hours_budget",
+    )
+    for name in ("timestamp", "deadline_timestamp", "start_time"):
+        check(name, _bounded_number(getattr(report, name), 0.0, 1e11), f"invalid_{name}")
+    for name in ("loss", "eval_loss", "learning_rate", "grad_norm"):
+        check(name, _float_or_none(getattr(report, name)), f"invalid_{name}")
+    samples = tuple(
+        (t, n)
+        for t, n in report.step_samples
+        if _bounded_number(t, 0.0, 1e11) and _bounded_count(n)
+    )
+    if len(samples) != len(report.step_samples):
+        changes["step_samples"] = samples
+        problems.append("step_out_of_range")
+    metrics = tuple((k, v) for k, v in report.metrics if _float_or_none(v))
+    if len(metrics) != len(report.metrics):
+        changes["metrics"] = metrics
+        problems.append("invalid_metric_value")
+    if not changes:
+        return Parsed(report)
+    return Parsed(replace(report, **changes), tuple(problems))
 
 
 def detect_format(obj: Any) -> str:

@@ -31,17 +31,29 @@ class Series(Sequence[tuple[float, V]], Generic[V]):
             self.append(t, v)
 
     def append(self, t: float, v: V) -> None:
-        """Add the newest point; the oldest goes once there are ``maxlen``."""
-        self._t.append(t)
+        """Add the newest point; the oldest goes once there are ``maxlen``. A value the
+        column cannot hold (a step of 2^63) raises and adds nothing: the two columns never
+        get out of step."""
         self._v.append(v)
+        try:
+            self._t.append(t)
+        except BaseException:
+            self._v.pop()
+            raise
         if len(self._t) > self.maxlen:
             del self._t[0]
             del self._v[0]
 
     def replace_last(self, t: float, v: V) -> None:
-        """Make ``(t, v)`` the newest point in place of the newest one (there must be one)."""
-        self._t[-1] = t
+        """Make ``(t, v)`` the newest point in place of the newest one (there must be one);
+        on a value the column cannot hold, nothing changes."""
+        old = self._v[-1]
         self._v[-1] = v
+        try:
+            self._t[-1] = t
+        except BaseException:
+            self._v[-1] = old
+            raise
 
     def clear(self) -> None:
         """Forget every point."""

@@ -87,7 +87,7 @@ def pool_of(request: Request, pushes_block: bool = True) -> str:
 def _runs(ctx: ServerContext, now: float, history: bool = False) -> list[RunSnapshot]:
     """Every run a view can render (one that cannot is left out and counted)."""
     snapshots, skipped = renderable(ctx.tracker.snapshot(now, history=history))
-    ctx.stats.set_unrenderable(skipped)
+    ctx.stats.set_unrenderable(skipped + ctx.tracker.failed_last_pass)
     return snapshots
 
 

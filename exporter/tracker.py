@@ -67,6 +67,7 @@ class Tracker:
         self._cordoned: set[str] = set()  # nodes marked unschedulable (a drain begins)
         self._lock = threading.Lock()
         self._changes = 0
+        self._failed = 0  # runs the last snapshot pass could not snapshot
 
     def __len__(self) -> int:
         with self._lock:
@@ -95,10 +96,13 @@ class Tracker:
                 self._runs[key] = run
             elif meta is not None:
                 update_meta(run, meta, now)
-            accrue(self.config.run, run, now)
-            run.gone_since = None
-            run.restored = False
-            merge(self.config.run, run, report, now, problem)
+            try:
+                accrue(self.config.run, run, now)
+                run.gone_since = None
+                run.restored = False
+                merge(self.config.run, run, report, now, problem)
+            except Exception:  # a bug must cost one report, never the run's other readers
+                problem("merge_error")
             self._changes += 1
             return True
 
@@ -125,6 +129,13 @@ class Tracker:
         with self._lock:
             run = self._runs.get(key)
             return run is not None and now - run.last_structured <= window
+
+    @property
+    def failed_last_pass(self) -> int:
+        """Runs the last snapshot (or save) pass left out because reading them raised; the
+        views add them to the runs they could not render."""
+        with self._lock:
+            return self._failed
 
     def keys(self) -> list[RunKey]:
         with self._lock:
@@ -254,12 +265,19 @@ class Tracker:
         :data:`SNAPSHOT_BATCH` runs at a time and yielded outside it."""
         with self._lock:
             keys = sorted(self._runs) if by_key else list(self._runs)
+        failed = 0
         for lo in range(0, len(keys), SNAPSHOT_BATCH):
             batch = []
             with self._lock:
                 for key in keys[lo : lo + SNAPSHOT_BATCH]:
                     run = self._runs.get(key)
-                    if run is not None:  # not expired since the keys were listed
+                    if run is None:  # expired since the keys were listed
+                        continue
+                    try:
                         accrue(self.config.run, run, now)
                         batch.append(fn(key, run))
+                    except Exception:  # one run that cannot be read is left out, not all
+                        failed += 1
             yield from batch
+        with self._lock:
+            self._failed = failed

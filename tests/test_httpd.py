@@ -144,6 +144,41 @@ def test_smuggling_shapes_get_400_over_the_wire(
     assert b"Connection: close" in answer
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET /p HTTP/1.1\nHost: x\r\n\r\n",  # a bare LF ends the request line
+        b"GET /p HTTP/1.1\r\nHost: x\n\r\n",  # ... a header
+        b"GET /p HTTP/1.1\r\nHost: x\r\n\n",  # ... the head
+        b"GET /p HTTP/1.1\r\nX-A: 1\rX-B: 2\r\n\r\n",  # a bare CR inside a header line
+        b"GET /p HTTP/1.1\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n",
+    ],
+    ids=["lf-request-line", "lf-header", "lf-end-of-head", "bare-cr", "two-authorizations"],
+)
+def test_line_ends_and_credentials_that_two_parsers_could_read_apart_get_400(
+    gate_server: tuple[HTTPServer, Gate], raw: bytes
+) -> None:
+    server, _ = gate_server
+    answer = _exchange(server.server_address[1], raw)
+    assert _status(answer) == 400, answer
+    assert server.stats.snapshot()[1], "the refusal is counted"
+
+
+def test_a_head_past_16_kib_gets_431_however_its_lines_are_cut(
+    gate_server: tuple[HTTPServer, Gate],
+) -> None:
+    """Twenty 1 KiB headers pass the per-line and per-count caps; their total does not."""
+    server, _ = gate_server
+    headers = b"".join(b"X-%d: %s\r\n" % (i, b"a" * 1000) for i in range(20))
+    answer = _exchange(server.server_address[1], b"GET /p HTTP/1.1\r\n" + headers + b"\r\n")
+    assert _status(answer) == 431, answer
+    small = b"".join(b"X-%d: %s\r\n" % (i, b"a" * 1000) for i in range(10))
+    assert (
+        _status(_exchange(server.server_address[1], b"GET /p HTTP/1.1\r\n" + small + b"\r\n"))
+        != 431
+    )
+
+
 def test_chunked_request_body_gets_411(gate_server: tuple[HTTPServer, Gate]) -> None:
     server, _ = gate_server
     raw = b"POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n"
