@@ -83,7 +83,9 @@ class Exporter:
         self.state: StateKeeper | None = None
         self._settled = True
         if config.state_file:
-            self.state = StateKeeper(config.state_file, self.tracker, clock, config.state_interval)
+            self.state = StateKeeper(
+                config.state_file, self.tracker, clock, config.state_interval, self.stats
+            )
             self._settled = self.state.restore() == 0
         polled = {**self.sources, **self.sinks}
         jobs: dict[str, Callable[[], None]] = {n: s.poll for n, s in polled.items()}

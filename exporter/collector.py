@@ -445,6 +445,21 @@ class ExporterCollector(Collector):
         )
         unrenderable.add_metric([], snap.unrenderable)
         yield unrenderable
+        if snap.state_save_failures is not None:
+            failures = CounterMetricFamily(
+                "training_exporter_state_save_failures",
+                "Writes of the state file that failed (the runs since the last success would "
+                "be lost on a restart).",
+            )
+            failures.add_metric([], snap.state_save_failures)
+            yield failures
+            if snap.state_last_save is not None:
+                last = GaugeMetricFamily(
+                    "training_exporter_state_last_save_timestamp_seconds",
+                    "When the state file was last written successfully (Unix seconds).",
+                )
+                last.add_metric([], snap.state_last_save)
+                yield last
         runs = GaugeMetricFamily("training_exporter_runs_tracked", "Runs currently tracked.")
         runs.add_metric([], len(self.tracker))
         yield runs

@@ -8,8 +8,12 @@ loss, rate samples, start time, GPU-seconds and state. GPU-seconds go on from th
 accrual time, so the time the exporter was down is counted (the job held its GPUs).
 
 The file is ours, but it sits on a hostPath: it is opened without following symlinks, read
-up to a size cap, and validated run by run. A run that does not decode is skipped and
-logged; a file that does not parse is set aside (``.corrupt``) and the exporter starts empty.
+up to a size cap, and validated run by run with the bounds live reports meet (a step past
+2^53, negative GPU-seconds or a label value with a quote is a run that does not decode). A
+run that does not decode is skipped and logged; a file that does not parse is set aside
+(``.corrupt``, never over an earlier one) and the exporter starts empty. A file that exists
+but cannot be read (permissions) stops the start with that error: starting empty would
+overwrite the runs at the next save.
 """
 
 from __future__ import annotations
@@ -17,10 +21,13 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import errno
+import heapq
 import json
 import logging
 import math
 import os
+import re
 import stat
 import sys
 import threading
@@ -29,9 +36,20 @@ from dataclasses import asdict
 from typing import Any, BinaryIO
 
 from .goodput import EXPORTED_CAUSES
-from .model import Clock, RunKey, RunMeta
+from .model import (
+    MAX_EPOCHS,
+    MAX_GPU_HOURS_BUDGET,
+    MAX_GPUS,
+    MAX_STEP,
+    METRIC_NAME_RE,
+    Clock,
+    RunKey,
+    RunMeta,
+    clean_label,
+)
 from .run import HISTORY_POINTS, PACE_POINTS, RunState
 from .series import Series
+from .stats import ExporterStats
 from .tracker import Tracker
 
 log = logging.getLogger(__name__)
@@ -102,6 +120,68 @@ class StateError(ValueError):
     """A state file, or one run in it, that cannot be used."""
 
 
+class StateUnreadable(OSError):
+    """The state file exists but cannot be read (permissions, I/O): not a corrupt file to
+    set aside, a setup to fix. The message names the file and the error."""
+
+
+# Bounds of restored values, as live reports meet them (model.within_bounds).
+_INT_BOUNDS = {"step": MAX_STEP, "max_steps": MAX_STEP, "high_water": MAX_STEP}
+_NON_NEGATIVE = {
+    "gpu_seconds",
+    "stalled_gpu_seconds",
+    "epoch",
+    "max_epochs",
+    "reported_progress",
+    "reported_eta",
+    "report_gpus",
+    "budget_seconds",
+    "wasted_at_step",
+    "stalled_at_step",
+}
+_UPPER = {
+    "epoch": MAX_EPOCHS,
+    "max_epochs": MAX_EPOCHS,
+    "reported_progress": 1.0,
+    "report_gpus": MAX_GPUS,
+    "budget_seconds": MAX_GPU_HOURS_BUDGET * 3600,
+}
+_LOSS_LIKE = {"loss", "eval_loss", "learning_rate", "grad_norm", "best_loss", "loss_ema"}
+
+
+def _bounded(value: Any, name: str) -> Any:
+    """``value`` if it is within what a live report may set ``name`` to."""
+    if value is None or name in _LOSS_LIKE:
+        return value
+    if name in _INT_BOUNDS:
+        if not 0 <= value <= _INT_BOUNDS[name]:
+            raise StateError(f"{name}: out of range")
+        return value
+    if not math.isfinite(value):
+        raise StateError(f"{name}: not finite")
+    if name in _NON_NEGATIVE and value < 0:
+        raise StateError(f"{name}: negative")
+    if value > _UPPER.get(name, math.inf):
+        raise StateError(f"{name}: out of range")
+    return value
+
+
+_KEY_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
+
+
+def _label(value: Any, name: str, limit: int = 253) -> str:
+    """A label value as discovery and the sources make them: printable ASCII, and no quote
+    or backslash (no name, node, rank or container has one)."""
+    if (
+        not isinstance(value, str)
+        or (value and clean_label(value, limit) != value)
+        or '"' in value
+        or "\\" in value
+    ):
+        raise StateError(f"{name}: not a label value")
+    return value
+
+
 def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     """One run as JSON-ready values (copies: the tracker's lock is held while this runs)."""
     doc: dict[str, Any] = {"key": list(key), "meta": asdict(run.meta)}
@@ -150,12 +230,14 @@ def _meta(doc: Any) -> RunMeta:
         raise StateError("meta: not an object")
     values: dict[str, Any] = {}
     for name in _META_STRINGS:
-        value = doc.get(name, "")
-        if not isinstance(value, str) or len(value) > 253:
-            raise StateError(f"meta.{name}: not a label value")
-        values[name] = value
+        values[name] = _label(doc.get(name, ""), f"meta.{name}")
     for name in _META_FLOATS:
-        values[name] = _number(doc.get(name), f"meta.{name}", optional=True)
+        value = _number(doc.get(name), f"meta.{name}", optional=True)
+        if value is not None and (not math.isfinite(value) or value < 0):
+            raise StateError(f"meta.{name}: not a finite non-negative number")
+        if name == "gpus" and value is not None and value > MAX_GPUS:
+            raise StateError("meta.gpus: out of range")
+        values[name] = value
     alive = doc.get("alive")
     if alive is not None and not isinstance(alive, bool):
         raise StateError("meta.alive: not a boolean")
@@ -184,13 +266,15 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
         and all(isinstance(k, str) and 0 < len(k) <= 253 for k in key)
     ):
         raise StateError("key: not three names")
+    if not all(_KEY_PART.match(part) for part in key):
+        raise StateError("key: not three run names")
     values: dict[str, Any] = {"meta": _meta(doc.get("meta"))}
     for name in _FLOATS:
-        values[name] = _number(doc.get(name), name)
+        values[name] = _bounded(_number(doc.get(name), name), name)
     for name in _OPTIONAL_FLOATS:
-        values[name] = _number(doc.get(name), name, optional=True)
+        values[name] = _bounded(_number(doc.get(name), name, optional=True), name)
     for name in _OPTIONAL_INTS:
-        values[name] = _number(doc.get(name), name, optional=True, integer=True)
+        values[name] = _bounded(_number(doc.get(name), name, optional=True, integer=True), name)
     for name in _BOOLS:
         if not isinstance(doc.get(name), bool):
             raise StateError(f"{name}: not a boolean")
@@ -199,14 +283,18 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
         mapping = doc.get(name)
         if not isinstance(mapping, dict) or len(mapping) > 256:
             raise StateError(f"{name}: not a small object")
+        if not all(isinstance(k, str) and METRIC_NAME_RE.match(k) for k in mapping):
+            raise StateError(f"{name}: a name that is not a metric name")
         values[name] = {sys.intern(str(k)): float(_number(v, name)) for k, v in mapping.items()}
     # Added after the first state files: absent in those, which still restore.
     wasted = doc.get("wasted", {})
     if not isinstance(wasted, dict) or not set(wasted) <= set(EXPORTED_CAUSES):
         raise StateError("wasted: not GPU-seconds by cause")
-    values["wasted"] = {str(k): float(_number(v, "wasted")) for k, v in wasted.items()}
+    values["wasted"] = {
+        str(k): float(_bounded(_number(v, "wasted"), "gpu_seconds")) for k, v in wasted.items()
+    }
     for name in ("wasted_at_step", "stalled_at_step"):
-        values[name] = float(_number(doc.get(name, 0.0), name))
+        values[name] = float(_bounded(_number(doc.get(name, 0.0), name), name))
     attempt = doc.get("attempt", 1)  # absent in state files written before attempts
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise StateError("attempt: not a positive integer")
@@ -216,6 +304,8 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
         raise StateError("state: not a string")
     values["state"] = state
     values["samples"] = _series(doc.get("samples"), "samples", max_samples, "q")
+    if any(not 0 <= step <= MAX_STEP for _, step in values["samples"]):
+        raise StateError("samples: a step out of range")
     values["pace"] = _series(doc.get("pace"), "pace", PACE_POINTS, "d")
     values["history"] = _series(doc.get("history"), "history", HISTORY_POINTS, "d")
     for name in ("first_report", "last_report", "accrued_at"):
@@ -283,7 +373,9 @@ def open_file(path: str) -> BinaryIO | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise StateError(f"cannot open {path}: {e.strerror}") from None
+        if e.errno == errno.ELOOP:  # a symlink where our file should be: not ours to read
+            raise StateError(f"{path} is a symlink") from None
+        raise StateUnreadable(e.errno, f"cannot read the state file {path}: {e.strerror}") from None
     f = os.fdopen(fd, "rb")
     st = os.fstat(f.fileno())
     if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
@@ -342,8 +434,18 @@ class StateKeeper:
     """Restores the tracker from ``path`` at start and saves it every ``interval`` seconds
     (when something changed) and once more at :meth:`stop`."""
 
-    def __init__(self, path: str, tracker: Tracker, clock: Clock, interval: float) -> None:
+    def __init__(
+        self,
+        path: str,
+        tracker: Tracker,
+        clock: Clock,
+        interval: float,
+        stats: ExporterStats | None = None,
+    ) -> None:
         self.path = path
+        self.stats = stats
+        if stats is not None:
+            stats.state_file_used()
         self.tracker = tracker
         self.clock = clock
         self.interval = interval
@@ -356,38 +458,61 @@ class StateKeeper:
         self.saves = 0
 
     def restore(self) -> int:
-        """Load the file into the tracker; returns how many runs were restored."""
+        """Load the file into the tracker; returns how many runs were restored. Raises
+        :class:`StateUnreadable` when the file exists but cannot be read.
+
+        Only the ``max_runs`` most recent runs are held while the file is read (a heap by
+        last report): a file of 30,000 runs costs the memory of the cap, not of the file.
+        """
         skipped: list[str] = []
+        cap = self.tracker.config.max_runs
+        kept: list[tuple[float, int, RunKey, RunState]] = []  # a min-heap by last report
+        read = 0
         try:
             f = open_file(self.path)
             if f is None:
                 return 0
             with f:
                 max_samples = self.tracker.config.estimator.max_samples
-                runs = list(decode_lines(_lines(f), max_samples, skipped))
+                for key, run in decode_lines(_lines(f), max_samples, skipped):
+                    read += 1
+                    item = (run.last_report, read, key, run)
+                    if len(kept) < cap:
+                        heapq.heappush(kept, item)
+                    elif item > kept[0]:
+                        heapq.heapreplace(kept, item)
         except StateError as e:
             self._set_aside(str(e))
             return 0
+        except StateUnreadable:
+            raise
         except OSError as e:
-            log.error("cannot read the state file %s: %s; starting with no runs", self.path, e)
-            return 0
-        added = self.tracker.restore(runs)
+            raise StateUnreadable(
+                e.errno, f"cannot read the state file {self.path}: {e.strerror or e}"
+            ) from None
+        added = self.tracker.restore((key, run) for _, _, key, run in kept)
         log.info(
             "restored %d runs from %s (%d skipped, %d over the run cap or known)",
             added,
             self.path,
             len(skipped),
-            len(runs) - added,
+            read - added,
         )
         for reason in skipped[:3]:
             log.warning("state file: skipped a run (%s)", reason)
         return added
 
     def _set_aside(self, reason: str) -> None:
+        """Move an unusable file out of the way, to the first free ``.corrupt`` name: a
+        second bad start must not overwrite the first one's evidence."""
         log.error("state file %s unusable (%s); starting with no runs", self.path, reason)
         with contextlib.suppress(OSError):
             if os.path.isfile(self.path) and not os.path.islink(self.path):
-                os.replace(self.path, self.path + ".corrupt")
+                for i in range(100):
+                    target = self.path + (".corrupt" if i == 0 else f".corrupt.{i}")
+                    if not os.path.lexists(target):
+                        os.rename(self.path, target)
+                        break
 
     def save(self, force: bool = False) -> bool:
         """Write the file if anything changed since the last write; True if written."""
@@ -404,7 +529,11 @@ class StateKeeper:
                 if self.last_error != str(e):
                     log.error("cannot write the state file %s: %s", self.path, e)
                 self.last_error = str(e)
+                if self.stats is not None:
+                    self.stats.state_saved(False, now)
                 return False
+            if self.stats is not None:
+                self.stats.state_saved(True, now)
             self.last_error = ""
             self._saved_changes = changes
             self.saves += 1
@@ -432,6 +561,7 @@ class StateKeeper:
 __all__ = [
     "StateError",
     "StateKeeper",
+    "StateUnreadable",
     "decode_file",
     "decode_lines",
     "decode_run",

@@ -24,6 +24,10 @@ class StatsSnapshot:
     # source -> (seconds the last poll took, whether it completed without an error)
     polls: dict[str, tuple[float, bool]]
     unrenderable: int  # runs left out of the last render
+    # The state file (None: no state file): failed saves, and when the last one succeeded
+    # (None: none yet).
+    state_save_failures: int | None = None
+    state_last_save: float | None = None
 
 
 class ExporterStats:
@@ -37,6 +41,8 @@ class ExporterStats:
         self._matches: Counter[str] = Counter()
         self._polls: dict[str, tuple[float, bool]] = {}
         self._unrenderable = 0
+        self._state_failures: int | None = None
+        self._state_last_save: float | None = None
 
     def report(self, source: str, outcome: str) -> None:
         with self._lock:
@@ -62,6 +68,19 @@ class ExporterStats:
         with self._lock:
             self._unrenderable = runs
 
+    def state_saved(self, ok: bool, at: float) -> None:
+        """One attempt to write the state file, at ``at``."""
+        with self._lock:
+            self._state_failures = (self._state_failures or 0) + (0 if ok else 1)
+            if ok:
+                self._state_last_save = at
+
+    def state_file_used(self) -> None:
+        """A state file is configured: its counters are exported from now on."""
+        with self._lock:
+            if self._state_failures is None:
+                self._state_failures = 0
+
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
             return StatsSnapshot(
@@ -71,4 +90,6 @@ class ExporterStats:
                 dict(self._matches),
                 dict(self._polls),
                 self._unrenderable,
+                self._state_failures,
+                self._state_last_save,
             )

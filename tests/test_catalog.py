@@ -28,6 +28,7 @@ def emitted_names() -> set[str]:
     stats.report("push", "accepted")
     stats.drop("push", "invalid_json")
     stats.set_up("push", True)
+    stats.state_saved(True, T0)  # with a state file configured
     registry = CollectorRegistry(auto_describe=False)
     registry.register(TrainingCollector(tracker, FakeClock(T0 + 300)))
     http = HTTPStats()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.model import ProgressReport, RunKey
 from exporter.persist import (
@@ -122,6 +124,116 @@ def test_an_unusable_file_is_set_aside_and_the_exporter_starts_empty(
     keeper = StateKeeper(str(path), Tracker(), lambda: T0, 5.0)
     assert keeper.restore() == 0
     assert not path.exists() and (tmp_path / "state.json.corrupt").read_bytes() == content
+
+
+def test_a_second_unusable_file_does_not_overwrite_the_first_one_set_aside(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.json"
+    for content in (b"{first", b"{second"):
+        path.write_bytes(content)
+        assert StateKeeper(str(path), Tracker(), lambda: T0, 5.0).restore() == 0
+    assert (tmp_path / "state.json.corrupt").read_bytes() == b"{first"
+    assert (tmp_path / "state.json.corrupt.1").read_bytes() == b"{second"
+
+
+def test_an_unreadable_file_stops_the_start_and_is_left_as_it_is(
+    tmp_path: Path, free_port: int
+) -> None:
+    """EACCES is a setup to fix, not a corrupt file: starting empty would overwrite the runs
+    at the next save. As root (these machines), the exporter runs without the capability
+    to read past permissions (setpriv), as any other user would."""
+    state = tmp_path / "state.json"
+    data = encode_file(_busy_tracker().save(T0, encode_run), T0)
+    state.write_bytes(data)
+    state.chmod(0)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is on every Debian machine"
+        caps = "-dac_override,-dac_read_search"
+        prefix = [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}"]
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "exporter.cli", "run", "--mode", "standalone",
+         "--listen", f"127.0.0.1:{free_port}", "--state-file", str(state)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot read the state file" in proc.stderr and "Permission denied" in proc.stderr
+    state.chmod(0o600)
+    assert state.read_bytes() == data and not (tmp_path / "state.json.corrupt").exists()
+
+
+def _doc(tracker: Tracker, now: float) -> list[dict[str, Any]]:
+    return [
+        json.loads(line) for line in encode_file(tracker.save(now, encode_run), now).splitlines()
+    ]
+
+
+def test_restored_values_meet_the_bounds_live_reports_meet() -> None:
+    """A state file is read back as hostile input: what no report could set is no run."""
+    header, good, *_ = _doc(_busy_tracker(), T0 + 1000)
+    bad = []
+    for field, value in (
+        ("step", 10**30),
+        ("gpu_seconds", -1e18),
+        ("epoch", float("inf")),
+        ("report_gpus", 1e9),
+    ):
+        bad.append({**good, field: value})
+    bad.append({**good, "meta": {**good["meta"], "node": 'gpu\n1"'}})
+    bad.append({**good, "key": ["ml", 'x"y', "x"]})
+    bad.append({**good, "metrics": {'a"b': 1.0}})
+    lines = [json.dumps(d, allow_nan=True).encode() for d in (header, good, *bad)]
+    runs, skipped = decode_file(b"\n".join(lines))
+    assert skipped == len(bad) and len(runs) == 1
+
+
+def test_the_restore_holds_no_more_runs_than_the_cap_while_it_reads(tmp_path: Path) -> None:
+    """3,000 runs in the file, a cap of 50: the 50 most recent are restored, and the
+    restore's peak memory follows the cap, not the file."""
+    import tracemalloc
+
+    from exporter.tracker import TrackerConfig
+
+    source = Tracker(TrackerConfig(max_runs=3000))
+    for i in range(3000):
+        source.apply(RunKey("ml", f"r{i}", "j"), ProgressReport(step=i, loss=1.0), T0 + i)
+    path = tmp_path / "state.json"
+    path.write_bytes(encode_file(source.save(T0 + 3000, encode_run), T0 + 3000))
+
+    def peak(cap: int) -> tuple[int, set[str]]:
+        tracker = Tracker(TrackerConfig(max_runs=cap))
+        tracemalloc.start()
+        StateKeeper(str(path), tracker, lambda: T0 + 3000, 5.0).restore()
+        _, high = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return high, {k.pod for k in tracker.keys()}  # noqa: SIM118 (a method, not a dict)
+
+    small, kept = peak(50)
+    large, _ = peak(3000)
+    assert kept == {f"r{i}" for i in range(2950, 3000)}  # the most recent
+    assert small < large / 5, (small, large)
+
+
+def test_failed_saves_are_counted_and_the_last_success_exported(
+    exporter_factory: Any, tmp_path: Path
+) -> None:
+    missing = tmp_path / "not-yet" / "state.json"
+    exp = exporter_factory(state_file=str(missing))
+    push = exp.url + "/api/v1/namespaces/ml/runs/llm/report"
+    assert http("POST", push, b'{"step": 1}')[0] == 200
+    assert exp.state is not None and not exp.state.save()
+    text = http("GET", exp.url + "/metrics")[1].decode()
+    assert "training_exporter_state_save_failures_total 1.0" in text
+    assert "training_exporter_state_last_save_timestamp_seconds" not in text
+    missing.parent.mkdir()
+    assert exp.state.save(force=True)
+    text = http("GET", exp.url + "/metrics")[1].decode()
+    assert "training_exporter_state_save_failures_total 1.0" in text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    saved = families["training_exporter_state_last_save_timestamp_seconds"].samples[0].value
+    assert saved == exp.clock()
 
 
 def test_a_symlinked_state_file_is_not_followed(tmp_path: Path) -> None:
