@@ -8,6 +8,10 @@ new random token cost one TokenReview: 300 pushes, 300 reviews. Now:
   ``ttl``, rejected for ``ttl`` too, so replaying a bad token costs nothing;
 * tokens not in the cache are rate-limited per client address (a token bucket: ``burst``
   at once, then one every ``refill_seconds``): beyond it, 429 without asking the API server;
+* a token the API server once accepted is known for ``known_ttl`` (a projected token lives
+  an hour): when its cached answer expires it is reviewed again without meeting the
+  limiter, so a flood of unknown tokens from the node's address (every host-network
+  process shares it) cannot lock a known pod out;
 * at most ``max_concurrent`` reviews are in flight; a push that would wait is told 503;
 * an API error is not cached as a rejection (a legitimate pod is not locked out for
   minutes by one failed call); it answers 503, retry later.
@@ -66,6 +70,7 @@ class TokenReview:
         refill_seconds: float = 6.0,
         max_concurrent: int = 2,
         max_cached: int = 10_000,
+        known_ttl: float = 2 * 3600.0,
     ) -> None:
         self.auth_api = auth_api
         self.audience = audience
@@ -73,7 +78,11 @@ class TokenReview:
         self.clock = clock
         self.max_cached = max_cached
         self.reviews = 0  # calls made to the API server
+        self.known_ttl = known_ttl
         self._cache: OrderedDict[bytes, tuple[float, Identity | None]] = OrderedDict()
+        # digest -> until when the token is known good (accepted once): kept apart from the
+        # answers, so rejected tokens can never push a good one out.
+        self._known: OrderedDict[bytes, float] = OrderedDict()
         self._buckets = TokenBuckets(burst, refill_seconds)
         self._lock = threading.Lock()
         self._inflight = threading.BoundedSemaphore(max_concurrent)
@@ -85,7 +94,8 @@ class TokenReview:
             hit = self._cache.get(digest)
             if hit is not None and hit[0] > now:
                 return hit[1] if hit[1] is not None else REJECTED
-            if not self._buckets.take(client_ip, now):
+            known = self._known.get(digest, 0.0) > now
+            if not known and not self._buckets.take(client_ip, now):
                 return RATE_LIMITED
         if not self._inflight.acquire(timeout=1.0):
             return UNAVAILABLE
@@ -102,6 +112,13 @@ class TokenReview:
             self._cache.move_to_end(digest)
             while len(self._cache) > self.max_cached:
                 self._cache.popitem(last=False)
+            if identity is not None:
+                self._known[digest] = now + self.known_ttl
+                self._known.move_to_end(digest)
+                while len(self._known) > self.max_cached:
+                    self._known.popitem(last=False)
+            else:
+                self._known.pop(digest, None)  # revoked: no longer known
         return identity if identity is not None else REJECTED
 
     def _review(self, token: str) -> Identity | str:
