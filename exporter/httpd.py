@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 POOL_SCRAPE = "scrape"
 POOL_PUSH = "push"
+POOL_FORWARD = "forward"  # pushes that wait on another server: apart, so they hold no other
 POOL_INLINE = "inline"  # answered on the event loop: must be cheap and never block
 # Connections the kernel queues until they are accepted (asyncio would set 100; a burst of
 # clients beyond the queue waits a second for its SYN to be retried).
@@ -73,6 +74,7 @@ class ConnectionLimits:
     max_body_bytes: int = 64 * 1024
     scrape_workers: int = 2
     push_workers: int = 4
+    forward_workers: int = 4
     max_queued: int = 256  # per pool: requests waiting for a worker
 
 
@@ -255,11 +257,16 @@ class HTTPServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
-        self._pools = {
-            POOL_SCRAPE: ThreadPoolExecutor(self.limits.scrape_workers, "http-scrape"),
-            POOL_PUSH: ThreadPoolExecutor(self.limits.push_workers, "http-push"),
+        self._workers = {
+            POOL_SCRAPE: self.limits.scrape_workers,
+            POOL_PUSH: self.limits.push_workers,
+            POOL_FORWARD: self.limits.forward_workers,
         }
-        self._queued = {POOL_SCRAPE: 0, POOL_PUSH: 0}  # in a worker or waiting for one
+        self._pools = {
+            name: ThreadPoolExecutor(workers, f"http-{name}")
+            for name, workers in self._workers.items()
+        }
+        self._queued = dict.fromkeys(self._pools, 0)  # in a worker or waiting for one
         self._views = asyncio.Semaphore(self.limits.max_views)
         self._conns: dict[_Conn, None] = {}  # insertion-ordered: oldest first
         self._tasks: set[asyncio.Task[None]] = set()  # connection tasks, cancelled at stop
@@ -579,8 +586,7 @@ class HTTPServer:
     async def _call(self, pool: str, request: Request) -> Response:
         if pool == POOL_INLINE:
             return self.handler(request)
-        workers = self.limits.scrape_workers if pool == POOL_SCRAPE else self.limits.push_workers
-        if self._queued[pool] >= workers + self.limits.max_queued:
+        if self._queued[pool] >= self._workers[pool] + self.limits.max_queued:
             raise HttpError(503, "queue_full", f"server busy: {pool} queue full")
         self._queued[pool] += 1
         try:

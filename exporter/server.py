@@ -20,6 +20,7 @@ from .api import runs_document
 from .collector import iter_runs_text, renderable
 from .discovery import PUSH, PushResolver
 from .httpd import (
+    POOL_FORWARD,
     POOL_INLINE,
     POOL_PUSH,
     POOL_SCRAPE,
@@ -70,11 +71,14 @@ class ServerContext:
     forwarder: Forwarder | None = None  # Kubeflow pushes go on upstream (kubeflow_forward_url)
 
 
-def pool_of(request: Request, pushes_block: bool = True) -> str:
+def pool_of(request: Request, pushes_block: bool = True, forwarding: bool = False) -> str:
     """Which worker pool answers ``request``: probes and 404s on the loop, views in their
     own pool, pushes in theirs, or on the loop when nothing in them waits on the network
-    (standalone: a thread handoff would cost more than the push itself)."""
+    (standalone: a thread handoff would cost more than the push itself). Kubeflow pushes
+    that go on upstream have a pool of their own: a slow upstream holds only those."""
     if request.method in ("POST", "PUT"):
+        if forwarding and KUBEFLOW_PATH.match(request.path):
+            return POOL_FORWARD
         return POOL_PUSH if pushes_block else POOL_INLINE
     path = request.path
     if path in PROBES or not (
@@ -195,9 +199,10 @@ def make_server(
 ) -> HTTPServer:
     """Bind (port 0 picks a free port) and return the server; call serve_forever to run."""
     limits = limits or ConnectionLimits(max_body_bytes=KUBEFLOW_MAX_BODY_BYTES)
-    blocks = ctx.resolver.may_block or ctx.forwarder is not None
+    blocks = ctx.resolver.may_block
+    forwarding = ctx.forwarder is not None
     return HTTPServer(
-        host, port, lambda r: route(ctx, r), lambda r: pool_of(r, blocks), limits, stats
+        host, port, lambda r: route(ctx, r), lambda r: pool_of(r, blocks, forwarding), limits, stats
     )
 
 

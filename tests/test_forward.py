@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +31,13 @@ BODY = json.dumps(
 class Upstream:
     """Kubeflow Trainer's status endpoint, stood in: records each push, answers as told."""
 
-    def __init__(self, status: int = 200, tls: tuple[Path, Path] | None = None) -> None:
+    def __init__(
+        self,
+        status: int = 200,
+        tls: tuple[Path, Path] | None = None,
+        location: str | None = None,
+        delay: float = 0.0,
+    ) -> None:
         self.received: list[tuple[str, str | None, bytes]] = []
         self.status = status
         outer = self
@@ -43,7 +50,10 @@ class Upstream:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.received.append((self.path, self.headers.get("Authorization"), body))
                 answer = json.dumps({"upstream": True, "echo": json.loads(body)}).encode()
+                time.sleep(delay)  # a slow upstream
                 self.send_response(outer.status)
+                if location is not None:
+                    self.send_header("Location", location)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
@@ -145,3 +155,45 @@ def test_forwarding_over_tls_verifies_the_kubeflow_ca(
         assert len(up.received) == 1
     finally:
         up.close()
+
+
+def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(
+    exporter_factory: Any, upstream: Upstream
+) -> None:
+    """An upstream answering 302 to another host must not get the pod's token sent there,
+    nor the job told 200."""
+    trap = upstream  # where the redirect points: it must receive nothing
+    redirecting = Upstream(status=302, location=trap.url + "/steal")
+    try:
+        exp = exporter_factory(kubeflow_forward_url=redirecting.url)
+        status, answer = push(exp)
+    finally:
+        redirecting.close()
+    assert status == 502 and answer["reason"] == "BadGateway" and "redirect" in answer["message"]
+    assert trap.received == []
+    assert len(redirecting.received) == 1  # asked once, as configured
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert run["step"] == 12  # recorded all the same
+
+
+def test_a_slow_upstream_holds_no_other_push(exporter_factory: Any) -> None:
+    """Eight Kubeflow pushes wait on an upstream that takes 3 s each; native pushes of
+    another namespace meanwhile answer at once (before: the push workers were all held)."""
+    slow = Upstream(delay=3.0)
+    try:
+        exp = exporter_factory(kubeflow_forward_url=slow.url)
+        waiting = [threading.Thread(target=push, args=(exp,)) for _ in range(8)]
+        for t in waiting:
+            t.start()
+        time.sleep(0.3)  # the forwards are in flight
+        native = "/api/v1/namespaces/other/runs/fast/report"
+        took = []
+        for step in range(5):
+            start = time.monotonic()
+            assert push(exp, json.dumps({"step": step + 1}).encode(), native)[0] == 200
+            took.append(time.monotonic() - start)
+        for t in waiting:
+            t.join(30)
+    finally:
+        slow.close()
+    assert max(took) < 1.0, took

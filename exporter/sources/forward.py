@@ -49,16 +49,27 @@ def _status(code: int, reason: str, message: str) -> bytes:
     ).encode()
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is not followed: it would carry the pod's token to another host."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
 class Forwarder:
-    """Sends Kubeflow pushes on to ``base_url`` (``https://host:port``), path unchanged."""
+    """Sends Kubeflow pushes on to ``base_url`` (``https://host:port``), path unchanged.
+    Never follows a redirect (the job is told 502): the pod's token goes to that URL only."""
 
     def __init__(self, base_url: str, ca_file: str = "", timeout: float = TIMEOUT) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._context = (
+        context = (
             ssl.create_default_context(cafile=ca_file or None)
             if (base_url.startswith("https://"))
             else None
+        )
+        self._opener = urllib.request.build_opener(
+            _NoRedirects(), urllib.request.HTTPSHandler(context=context)
         )
 
     def forward(self, path: str, body: bytes, authorization: str | None) -> Relayed:
@@ -68,9 +79,12 @@ class Forwarder:
             headers["Authorization"] = authorization
         req = urllib.request.Request(self.base_url + path, body, headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self._context) as resp:
+            with self._opener.open(req, timeout=self.timeout) as resp:
                 return Relayed(resp.status, resp.read(MAX_ANSWER_BYTES))
         except urllib.error.HTTPError as err:
+            if 300 <= err.code < 400:
+                message = f"the Kubeflow Trainer endpoint redirected ({err.code}); not followed"
+                return Relayed(502, _status(502, "BadGateway", message))
             return Relayed(err.code, err.read(MAX_ANSWER_BYTES))
         except (OSError, ValueError) as err:
             return Relayed(502, _status(502, "BadGateway", f"the Kubeflow Trainer endpoint: {err}"))
