@@ -224,7 +224,7 @@ def _act(args: argparse.Namespace) -> int:
         if not token:
             raise ConfigError(f"{args.token_file} is empty: the webhook needs a token")
         host, _, port = args.listen.rpartition(":")
-        actor = Actor(KubernetesOps(api_client()), config, time.time)
+        actor = Actor(KubernetesOps(api_client(retries=0)), config, time.time)
         server = make_server(host.strip("[]") or "0.0.0.0", int(port), actor, token)
     except (ConfigError, DiscoveryError, OSError, ValueError) as exc:
         print(f"training-progress-exporter act: {exc}", file=sys.stderr)

@@ -40,6 +40,10 @@ class FakeKube:
         self.history = history
         self.requests: list[str] = []
         self.down = False  # while True, every connection is dropped (an API server outage)
+        # GETs whose path contains a key: answered 500 that many more times (an API error
+        # on one call), or answered only after that many seconds (a slow API).
+        self.fail: dict[str, int] = {}
+        self.delay: dict[str, float] = {}
         # TokenReview: token -> (namespace, service account, pod name, audiences)
         self.tokens: dict[str, tuple[str, str, str, list[str]]] = {}
         self.writes: list[tuple[str, str, Any]] = []  # (method, path, body) of each write
@@ -353,6 +357,17 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 self.connection.shutdown(2)
                 return
+            for part, seconds in list(kube.delay.items()):
+                if part in self.path:
+                    time.sleep(seconds)
+            for part, left in list(kube.fail.items()):
+                if part in self.path and left > 0:
+                    kube.fail[part] = left - 1
+                    self._json(
+                        500,
+                        {"kind": "Status", "status": "Failure", "code": 500, "reason": "Internal"},
+                    )
+                    return
             m = _PATH.match(url.path)
             if not m:
                 self._json(

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -119,18 +121,22 @@ def test_policy_opt_in_by_job_annotation_or_namespace_default() -> None:
 
 def test_guard_dedupes_cools_down_and_breaks_the_circuit() -> None:
     g = Guard(ActionLimits(per_namespace_per_hour=2, total_per_hour=3, cooldown_seconds=60))
-    assert g.first_time("fp@t", 0) and not g.first_time("fp@t", 1)
-    g.forget("fp@t")
-    assert g.first_time("fp@t", 2)
-    g.record("a", "TrainJob/x", "TrainingJobStalled", 10)
+    assert not g.handled("fp@t", 0)
+    g.remember("fp@t", 1)  # handled to its end
+    assert g.handled("fp@t", 2)
+    assert g.admit("a", "TrainJob/x", "TrainingJobStalled", 10) is None
     assert g.cooling("a", "TrainJob/x", "TrainingJobStalled", 20)
+    assert g.admit("a", "TrainJob/x", "TrainingJobStalled", 20) == "cooldown"
     assert not g.cooling("a", "TrainJob/x", "TrainingJobStalled", 71)
-    g.record("a", "TrainJob/y", "TrainingJobStalled", 11)
+    assert g.admit("a", "TrainJob/y", "TrainingJobStalled", 11) is None
     assert g.breaker_open("a", 12)  # two in namespace a this hour
+    assert g.admit("a", "TrainJob/w", "TrainingJobStalled", 12) == "breaker_open"
     assert not g.breaker_open("b", 12)
     g.record("b", "Job/z", "TrainingJobStalled", 13)
     assert g.breaker_open("c", 14)  # three in all
     assert not g.breaker_open("a", 3611)  # the hour rolled on
+    g.undo("b", "Job/z", "TrainingJobStalled")  # it failed: the re-send is not cooling
+    assert not g.cooling("b", "Job/z", "TrainingJobStalled", 14)
 
 
 def test_owners_of_each_kind() -> None:
@@ -457,14 +463,20 @@ def test_circuit_breaker_stops_the_next_action(act_factory: Any) -> None:
     _, doc = act.post(
         notification(*(alert("TrainingJobStalled", f"{n}-node-0-0", n) for n in ("a", "b", "c")))
     )
-    assert [o["outcome"] for o in doc["outcomes"]] == ["taken", "taken", "breaker_open"]
+    # The alerts are handled at once: which one finds the breaker open is a race, that
+    # exactly one does is not.
+    outcomes = sorted(o["outcome"] for o in doc["outcomes"])
+    assert outcomes == ["breaker_open", "taken", "taken"]
     assert len([w for w in act.kube.writes if w[0] == "PATCH"]) == 2
-    assert act.events()[-1]["reason"] == "TrainingProgressStalledSuspendSkipped"
+    reasons = [e["reason"] for e in act.events()]
+    assert reasons.count("TrainingProgressStalledSuspendSkipped") == 1
+    (skipped,) = [o["job"] for o in doc["outcomes"] if o["outcome"] == "breaker_open"]
+    late = skipped.split("/")[1]
     # An hour later the breaker has closed again.
     act.now += 3601
     _status, doc = act.post(
         notification(
-            alert("TrainingJobStalled", "c-node-0-0", "c", starts_at="2026-11-30T11:00:00Z")
+            alert("TrainingJobStalled", f"{late}-node-0-0", late, starts_at="2026-11-30T11:00:00Z")
         )
     )
     assert doc["outcomes"][0]["outcome"] == "taken"
@@ -609,3 +621,84 @@ def test_labels_that_cannot_name_a_pod_never_reach_the_api(act_factory: Any) -> 
     assert status == 200
     assert [o["outcome"] for o in doc["outcomes"]] == ["not_found"] * 4
     assert act.kube.requests[before:] == [] and act.kube.writes == []
+
+
+def test_an_api_error_while_listing_the_pods_leaves_the_alert_to_the_retry(
+    act_factory: Any,
+) -> None:
+    """Before: the alert was remembered before its pods were listed, so the failed list
+    made every re-send a duplicate and the action was lost."""
+    act = act_factory()
+    add_trainjob(act.kube, "llm", {"training-progress.io/on-stalled": "restart"})
+    body = notification(alert("TrainingJobStalled", "llm-node-0-0", "llm"))
+    act.kube.fail["labelSelector"] = 1  # the list of the job's pods fails once
+    status, _ = act.post(body)
+    assert status == 503
+    assert [m for m, _, _ in act.kube.writes if m == "DELETE"] == []
+    status, doc = act.post(body)  # Alertmanager's retry
+    assert status == 200 and doc["outcomes"][0]["outcome"] == "taken", doc
+    assert len([m for m, _, _ in act.kube.writes if m == "DELETE"]) == 2
+
+
+def test_a_slow_job_holds_no_other_notification(act_factory: Any) -> None:
+    """Reading one job's pod takes 3 s; a notification about another job, sent meanwhile,
+    is answered at once (before: one lock for every notification)."""
+    act = act_factory()
+    add_trainjob(act.kube, "slow", {"training-progress.io/on-stalled": "restart"}, pods=1)
+    add_trainjob(act.kube, "fast", {"training-progress.io/on-stalled": "restart"}, pods=1)
+    act.kube.delay["/pods/slow-node-0-0"] = 3.0
+    slow = threading.Thread(
+        target=act.post, args=(notification(alert("TrainingJobStalled", "slow-node-0-0", "slow")),)
+    )
+    slow.start()
+    time.sleep(0.3)
+    start = time.monotonic()
+    status, doc = act.post(notification(alert("TrainingJobStalled", "fast-node-0-0", "fast")))
+    took = time.monotonic() - start
+    slow.join(30)
+    assert status == 200 and doc["outcomes"][0]["outcome"] == "taken"
+    assert took < 1.5, took
+
+
+def test_each_api_call_has_one_deadline_retries_included(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An API server that accepts connections and never answers: one call gives up at its
+    deadline, not at four times it (the client's own retries are off)."""
+    from exporter.act.kube import ClusterError
+    from exporter.kubernetes.client import api_client
+
+    silent = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        silent.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(silent.accept()[0])
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = silent.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
+    )
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    try:
+        ops = KubernetesOps(api_client(retries=0), timeout=1.0)
+        start = time.monotonic()
+        with pytest.raises(ClusterError):
+            ops.pod(NS, "p")
+        took = time.monotonic() - start
+    finally:
+        stop.set()
+        for s in held:
+            s.close()
+        silent.close()
+    assert 0.9 < took < 2.0, took

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import zlib
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +26,9 @@ from .policy import DELETE, NONE, NOTIFY, RESTART, RULES, SUSPEND, Policy, decid
 from .webhook import Alert
 
 log = logging.getLogger(__name__)
+# Alerts of one notification handled at once, and the striped per-job locks.
+ALERT_WORKERS = 8
+JOB_LOCKS = 64
 
 # Outcomes (the label values of training_exporter_actions_total{outcome}); a bounded set.
 TAKEN, DRY_RUN = "taken", "dry_run"
@@ -133,13 +138,30 @@ class Actor:
         self.clock = clock
         self.stats = stats or ActStats()
         self.guard = Guard(config.limits)
-        self._lock = threading.Lock()  # one notification at a time: the guard decides in order
+        # One lock per job (striped: bounded however many jobs), so alerts about different
+        # jobs are handled at once and two alerts about one job never act on it together.
+        self._job_locks = [threading.Lock() for _ in range(JOB_LOCKS)]
+        self._pool = ThreadPoolExecutor(ALERT_WORKERS, "act-alert")
 
     def handle(self, alerts: list[Alert]) -> list[Outcome]:
-        """Every alert's outcome. Raises ClusterError only if the cluster could not be read
-        for an alert (Alertmanager then retries the notification)."""
-        with self._lock:
-            return [self._one(a) for a in alerts]
+        """Every alert's outcome, in order; alerts are handled ``ALERT_WORKERS`` at a time.
+        Raises ClusterError if the cluster could not be read for an alert (Alertmanager then
+        retries the notification; the alerts handled to their end are remembered, the
+        others are not)."""
+        futures = [self._pool.submit(self._one, a) for a in alerts]
+        outcomes: list[Outcome] = []
+        failure: Exception | None = None
+        for future in futures:
+            try:
+                outcomes.append(future.result())
+            except Exception as err:
+                failure = failure or err
+        if failure is not None:
+            raise failure
+        return outcomes
+
+    def _job_lock(self, namespace: str, key: str) -> threading.Lock:
+        return self._job_locks[zlib.crc32(f"{namespace}/{key}".encode()) % len(self._job_locks)]
 
     def _done(self, alert: Alert, job: str, action: str, outcome: str, message: str) -> Outcome:
         self.stats.action(action, outcome)
@@ -172,15 +194,24 @@ class Actor:
             return self._done(alert, job_name, NONE, "not_actionable", "not an alert act handles")
         now = self.clock()
         identity = f"{alert.fingerprint}@{alert.starts_at}"
-        if not self.guard.first_time(identity, now):
+        if self.guard.handled(identity, now):
             return self._done(alert, job_name, NONE, "duplicate", "this alert was handled")
-        try:
-            job = self._find(alert)
-        except Exception:
-            self.guard.forget(identity)  # Alertmanager retries the notification: try again
-            raise
+        # A ClusterError from here on leaves nothing remembered: the re-send tries again.
+        job = self._find(alert)
         if job is None:
+            self.guard.remember(identity, now)
             return self._done(alert, job_name, NONE, "not_found", "its pod no longer exists")
+        ns = alert.label("namespace")
+        with self._job_lock(ns, job.key):
+            if self.guard.handled(identity, now):  # a copy of it, handled meanwhile
+                return self._done(alert, job.key, NONE, "duplicate", "this alert was handled")
+            outcome = self._decide_and_act(alert, job, now)
+            if outcome.outcome != "failed":
+                self.guard.remember(identity, now)
+            return outcome
+
+    def _decide_and_act(self, alert: Alert, job: _Job, now: float) -> Outcome:
+        """The alert's outcome for ``job``, with the job's lock held."""
         ns = alert.label("namespace")
         decision = decide(alert.name, ns, job.annotations(), self.config.policy)
         action = decision.action
@@ -193,10 +224,14 @@ class Actor:
             why = "a bare pod cannot be suspended (use delete or restart)"
             self._event(job, alert.name, action, why, warning=True, suffix="Skipped")
             return self._done(alert, job.key, action, "unsupported_owner", why)
-        if self.guard.cooling(ns, job.key, alert.name, now):
+        # What the action would touch, read before anything is recorded: a failed read
+        # raises ClusterError with no cooldown and no breaker place taken.
+        what = self._describe(job, action)
+        refused = self.guard.admit(ns, job.key, alert.name, now)
+        if refused == "cooldown":
             why = f"acted on {job.key} for {alert.name} less than the cooldown ago"
             return self._done(alert, job.key, action, "cooldown", why)
-        if self.guard.breaker_open(ns, now):
+        if refused == "breaker_open":
             limits = self.config.limits
             why = (
                 f"circuit breaker: at most {limits.per_namespace_per_hour} actions an hour in a "
@@ -204,8 +239,6 @@ class Actor:
             )
             self._event(job, alert.name, action, why, warning=True, suffix="Skipped")
             return self._done(alert, job.key, action, "breaker_open", why)
-        self.guard.record(ns, job.key, alert.name, now)
-        what = self._describe(job, action)
         if self.config.dry_run:
             message = f"dry run: would {what} ({decision.why})"
             self._event(job, alert.name, action, message, suffix="DryRun")
@@ -215,7 +248,7 @@ class Actor:
         except Exception as err:
             message = f"could not {what}: {err}"
             self._event(job, alert.name, action, message, warning=True, suffix="Failed")
-            self.guard.forget(identity)  # the next re-send of the alert tries again
+            self.guard.undo(ns, job.key, alert.name)  # the next re-send of the alert tries again
             return self._done(alert, job.key, action, "failed", message)
         message = f"{what} ({decision.why})"
         self._event(job, alert.name, action, message, warning=action != NOTIFY)

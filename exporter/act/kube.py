@@ -26,9 +26,12 @@ class ClusterError(Exception):
 class KubernetesOps:
     """One API client's worth of calls; every method raises ClusterError on failure."""
 
-    def __init__(self, api_client: Any) -> None:
+    def __init__(self, api_client: Any, timeout: float = TIMEOUT) -> None:
+        """``api_client`` should make no retries of its own (``api_client(retries=0)``):
+        each call then has one deadline, ``timeout``, however the server fails."""
         from kubernetes import client
 
+        self.timeout = timeout
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
         self._instance = socket.gethostname()
@@ -42,7 +45,7 @@ class KubernetesOps:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            return fn(*args, _request_timeout=TIMEOUT, **kw)
+            return fn(*args, _request_timeout=self.timeout, **kw)
         except ApiException as err:
             if missing_ok and err.status == 404:
                 return None

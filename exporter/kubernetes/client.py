@@ -16,25 +16,30 @@ from ..discovery import ApiFactory, DiscoveryError
 TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 
 
-def api_client() -> Any:
+def api_client(retries: int | None = None) -> Any:
     """A kubernetes ``ApiClient`` of its own (no change to the client's global default): the
     in-cluster service account inside a pod, else ``$KUBECONFIG`` or ``~/.kube/config``.
-    Raises DiscoveryError."""
+    ``retries``: how often a failed call is retried inside the client (None: urllib3's
+    default, three); a caller whose calls have one deadline each sets 0. Raises
+    DiscoveryError."""
     try:
         from kubernetes import client, config
     except ImportError as exc:
         raise DiscoveryError(f"Kubernetes mode needs the kubernetes package: {exc}") from None
+    configuration = client.Configuration()
     try:
-        configuration = client.Configuration()
         config.load_incluster_config(client_configuration=configuration)
-        return client.ApiClient(configuration)
     except Exception:
-        pass
-    try:
-        # Read KUBECONFIG now: the client's own default is fixed when it is first imported.
-        return config.new_client_from_config(config_file=os.environ.get("KUBECONFIG"))
-    except Exception as exc:
-        raise DiscoveryError(f"no in-cluster config and no usable kubeconfig: {exc}") from None
+        try:
+            # Read KUBECONFIG now: the client's own default is fixed when first imported.
+            config.load_kube_config(
+                config_file=os.environ.get("KUBECONFIG"), client_configuration=configuration
+            )
+        except Exception as exc:
+            raise DiscoveryError(f"no in-cluster config and no usable kubeconfig: {exc}") from None
+    if retries is not None:
+        configuration.retries = retries
+    return client.ApiClient(configuration)
 
 
 @dataclass(frozen=True)
