@@ -150,6 +150,9 @@ def json_patch(target: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, A
 def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out as two writes: without TCP_NODELAY every answer waits
+        # for a delayed ACK (40 ms), which no real API server makes a client wait.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             return

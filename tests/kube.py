@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from exporter.app import Exporter
+from exporter.workloads import KINDS, Ref, chain
 
 from .conftest import K8S_NODE
 
@@ -86,7 +87,12 @@ def trainjob_obj(
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
-        "metadata": {"namespace": ns, "name": name, "annotations": annotations or {}},
+        "metadata": {
+            "namespace": ns,
+            "name": name,
+            "uid": f"uid-trainjob-{name}",  # what the pods' owner chain names (owner_chain)
+            "annotations": annotations or {},
+        },
         "status": {"trainerStatus": status} if status is not None else {},
     }
 
@@ -96,3 +102,94 @@ def trainjob_source(exp: Exporter) -> Any:
 
     (source,) = [s for s in exp.sources.values() if isinstance(s, TrainJobSource)]
     return source
+
+
+def _obj(kind: str, ns: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": KINDS[kind].api_version,
+        "kind": kind,
+        "metadata": {"namespace": ns, "name": name, "uid": f"uid-{kind.lower()}-{name}"},
+    }
+
+
+def owner_chain(ns: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The workload objects that would own a pod with these labels, as their controllers
+    make them, from the top down (a TrainJob's pod: TrainJob, JobSet, Job)."""
+    trial = labels.get("katib.kubeflow.org/trial")
+    if labels.get("trainer.kubeflow.org/trainjob-name"):
+        name = labels["trainer.kubeflow.org/trainjob-name"]
+        objs = [_obj("TrainJob", ns, name), _obj("JobSet", ns, name)]
+        objs.append(_obj("Job", ns, f"{name}-node-0"))
+    elif labels.get("jobset.sigs.k8s.io/jobset-name"):
+        name = labels["jobset.sigs.k8s.io/jobset-name"]
+        objs = [_obj("JobSet", ns, name), _obj("Job", ns, f"{name}-workers-0")]
+    elif labels.get("training.kubeflow.org/job-name"):
+        objs = [_obj("PyTorchJob", ns, labels["training.kubeflow.org/job-name"])]
+    elif labels.get("ray.io/originated-from-cr-name"):
+        name = labels["ray.io/originated-from-cr-name"]
+        objs = [_obj("RayJob", ns, name), _obj("RayCluster", ns, f"{name}-raycluster")]
+    elif labels.get("batch.kubernetes.io/job-name") or labels.get("job-name") or trial:
+        name = labels.get("batch.kubernetes.io/job-name") or labels.get("job-name") or trial
+        objs = [_obj("Job", ns, str(name))]
+    else:
+        objs = []
+    if trial:
+        experiment = labels.get("katib.kubeflow.org/experiment") or trial.rsplit("-", 1)[0]
+        objs = [_obj("Experiment", ns, experiment), _obj("Trial", ns, trial), *objs]
+    return objs
+
+
+def _ref(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+    }
+
+
+def put_pod(kube: Any, p: dict[str, Any]) -> dict[str, Any]:
+    """Put ``p`` into the fake API server as its controllers would have made it (see
+    :func:`own`). Returns the pod."""
+    kube.put("v1", "pods", own(kube, p))
+    return p
+
+
+def own(kube: Any, p: dict[str, Any]) -> dict[str, Any]:
+    """Give ``p`` the owners its labels imply, as its controllers would have made them: the
+    owner objects (those not in the fake API server yet), each owned by the one above, and
+    the pod owned by the lowest. Returns the pod (not put: a kubelet may serve it)."""
+    meta = p["metadata"]
+    above: dict[str, Any] | None = None
+    for obj in owner_chain(meta["namespace"], meta.get("labels") or {}):
+        kind = KINDS[obj["kind"]]
+        store = kube.objects.get((kind.api_version, kind.plural), {})
+        existing = store.get((meta["namespace"], obj["metadata"]["name"]))
+        if existing is not None:  # made by the test itself: its UID is the one to name
+            obj = {**obj, "metadata": {**obj["metadata"], **(existing.get("metadata") or {})}}
+        else:
+            if above is not None:
+                obj["metadata"]["ownerReferences"] = [_ref(above)]
+            kube.put(kind.api_version, kind.plural, obj)
+        above = obj
+    if above is not None:
+        meta["ownerReferences"] = [_ref(above)]
+    return p
+
+
+def refs_of(p: dict[str, Any]) -> tuple[Ref, ...]:
+    """The controller chain of ``p`` as discovery would read it, with the owners its labels
+    imply (pure tests: no API server)."""
+    meta = p["metadata"]
+    objs = owner_chain(meta["namespace"], meta.get("labels") or {})
+    by_name: dict[tuple[str, str], dict[str, Any]] = {}
+    above: dict[str, Any] | None = None
+    for obj in objs:
+        if above is not None:
+            obj["metadata"]["ownerReferences"] = [_ref(above)]
+        by_name[(obj["kind"], obj["metadata"]["name"])] = obj
+        above = obj
+    owned = {**meta, "ownerReferences": [_ref(above)] if above is not None else []}
+    return chain(owned, lambda kind, ns, name: by_name.get((kind.kind, name)))

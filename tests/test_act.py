@@ -30,9 +30,11 @@ from exporter.act.server import make_server
 from exporter.act.webhook import WebhookError, parse_notification
 from exporter.httpd import serve_in_thread
 from exporter.settings import ConfigError
+from exporter.workloads import Ref
 
 from .e2e.stack import free_port
 from .fakekube import FakeKube, fake_kube
+from .kube import put_pod
 
 TOKEN = "s3cret-token"
 NS = "ml"
@@ -140,28 +142,24 @@ def test_guard_dedupes_cools_down_and_breaks_the_circuit() -> None:
 
 
 def test_owners_of_each_kind() -> None:
-    def pod(labels: dict[str, str], refs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        meta = {"name": "p", "namespace": NS, "labels": labels, "ownerReferences": refs or []}
-        return {"metadata": meta}
-
-    tj = owner_of(
-        pod({"trainer.kubeflow.org/trainjob-name": "llm", "jobset.sigs.k8s.io/jobset-name": "llm"})
-    )
-    assert tj and (tj.kind, tj.plural, tj.name) == ("TrainJob", "trainjobs", "llm")
+    """The job a controller reference names, and how it is suspended and its pods found."""
+    tj = owner_of(Ref("TrainJob", "trainer.kubeflow.org/v1alpha1", "llm", "u"), NS)
+    assert tj and (tj.kind, tj.plural, tj.name, tj.uid) == ("TrainJob", "trainjobs", "llm", "u")
     assert tj.suspend_patch() == {"spec": {"suspend": True}}
-    js = owner_of(pod({"jobset.sigs.k8s.io/jobset-name": "js"}))
+    assert tj.selector == "trainer.kubeflow.org/trainjob-name=llm"
+    js = owner_of(Ref("JobSet", "jobset.x-k8s.io/v1alpha2", "js", "u"), NS)
     assert js and (js.kind, js.api_version) == ("JobSet", "jobset.x-k8s.io/v1alpha2")
-    job = owner_of(pod({"batch.kubernetes.io/job-name": "j"}))
+    job = owner_of(Ref("Job", "batch/v1", "j", "u"), NS)
     assert job and (job.kind, job.api_version, job.selector) == (
         "Job",
         "batch/v1",
         "batch.kubernetes.io/job-name=j",
     )
-    ref = {"kind": "PyTorchJob", "apiVersion": "kubeflow.org/v1", "controller": True, "name": "pt"}
-    pt = owner_of(pod({"training.kubeflow.org/job-name": "pt"}, [ref]))
+    pt = owner_of(Ref("PyTorchJob", "kubeflow.org/v1", "pt", "u"), NS)
     assert pt and pt.plural == "pytorchjobs"
     assert pt.suspend_patch() == {"spec": {"runPolicy": {"suspend": True}}}
-    assert owner_of(pod({})) is None
+    assert owner_of(Ref("Trial", "kubeflow.org/v1beta1", "t", "u"), NS) is None  # not a job
+    assert owner_of(Ref("MyTrainer", "example.com/v1", "m", "u"), NS) is None  # unknown
 
 
 def test_config_file_is_validated() -> None:
@@ -210,9 +208,9 @@ def add_trainjob(
         },
     )
     for i in range(pods):
-        kube.put(
-            "v1",
-            "pods",
+        # Made as Trainer makes them: TrainJob -> JobSet -> Job -> pod, by owner references.
+        put_pod(
+            kube,
             {
                 "metadata": {
                     "name": f"{name}-node-0-{i}",
@@ -366,7 +364,19 @@ def test_suspend_patches_each_owner_kind(act_factory: Any) -> None:
         {"metadata": {"name": "pt", "namespace": NS, "uid": "u2", "annotations": ann}, "spec": {}},
     )
     for name, labels, refs in (
-        ("bj-0", {"batch.kubernetes.io/job-name": "bj"}, []),
+        (
+            "bj-0",
+            {"batch.kubernetes.io/job-name": "bj"},
+            [
+                {
+                    "kind": "Job",
+                    "apiVersion": "batch/v1",
+                    "name": "bj",
+                    "uid": "u1",
+                    "controller": True,
+                }
+            ],
+        ),
         (
             "pt-master-0",
             {"training.kubeflow.org/job-name": "pt"},
@@ -375,6 +385,7 @@ def test_suspend_patches_each_owner_kind(act_factory: Any) -> None:
                     "kind": "PyTorchJob",
                     "apiVersion": "kubeflow.org/v1",
                     "name": "pt",
+                    "uid": "u2",
                     "controller": True,
                 }
             ],
@@ -702,3 +713,61 @@ def test_each_api_call_has_one_deadline_retries_included(
             s.close()
         silent.close()
     assert 0.9 < took < 2.0, took
+
+
+def test_a_pod_wearing_a_jobs_labels_cannot_make_act_touch_the_job(act_factory: Any) -> None:
+    """A bare pod labelled as the victim TrainJob's, opted in on itself: its alert is
+    refused (its owners are not the victim), and the victim, which never opted in, is
+    neither suspended nor restarted."""
+    act = act_factory()
+    add_trainjob(act.kube, "victim", {})  # never opted in
+    act.kube.put(
+        "v1",
+        "pods",
+        {
+            "metadata": {
+                "name": "rogue-0",
+                "namespace": NS,
+                "uid": "uid-rogue",
+                "labels": {
+                    "trainer.kubeflow.org/trainjob-name": "victim",
+                    "jobset.sigs.k8s.io/jobset-name": "victim",
+                },
+                "annotations": {"training-progress.io/on-stalled": "suspend"},
+            },
+            "status": {"phase": "Running"},
+        },
+    )
+    status, doc = act.post(notification(alert("TrainingJobStalled", "rogue-0", "victim")))
+    assert status == 200 and doc["outcomes"][0]["outcome"] == "owner_mismatch", doc
+    # The victim's own pod, alerting: the rogue's annotation does not opt the victim in.
+    status, doc = act.post(notification(alert("TrainingJobStalled", "victim-node-0-0", "victim")))
+    assert doc["outcomes"][0]["outcome"] == "not_opted_in", doc
+    assert [w for w in act.kube.writes if w[0] in ("PATCH", "DELETE")] == []
+
+
+def test_a_restart_deletes_only_the_pods_the_job_owns(act_factory: Any) -> None:
+    """The victim opted in to restarts; a bare pod wears its labels. The restart lists the
+    job's pods by label and keeps only those the job owns."""
+    act = act_factory()
+    add_trainjob(act.kube, "llm", {"training-progress.io/on-stalled": "restart"})
+    act.kube.put(
+        "v1",
+        "pods",
+        {
+            "metadata": {
+                "name": "stowaway",
+                "namespace": NS,
+                "uid": "uid-stowaway",
+                "labels": {
+                    "trainer.kubeflow.org/trainjob-name": "llm",
+                    "jobset.sigs.k8s.io/jobset-name": "llm",
+                },
+            },
+            "status": {"phase": "Running"},
+        },
+    )
+    status, doc = act.post(notification(alert("TrainingJobStalled", "llm-node-0-0", "llm")))
+    assert status == 200 and doc["outcomes"][0]["outcome"] == "taken", doc
+    deleted = sorted(p.rsplit("/", 1)[1] for m, p, _ in act.kube.writes if m == "DELETE")
+    assert deleted == ["llm-node-0-0", "llm-node-0-1"]

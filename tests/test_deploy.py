@@ -173,6 +173,18 @@ def test_daemonset_is_hardened() -> None:
     assert {t["key"] for t in pod["tolerations"]} >= {"nvidia.com/gpu", "amd.com/gpu"}
 
 
+def assert_every_owner_kind_is_readable(role: dict[str, Any]) -> None:
+    """Who a pod is comes from its owners, walked up (exporter.workloads.KINDS): a kind the
+    role cannot get would leave its pods unidentified, refused."""
+    from exporter.workloads import KINDS
+
+    for kind in KINDS.values():
+        assert any(
+            kind.group in r["apiGroups"] and kind.plural in r["resources"] and "get" in r["verbs"]
+            for r in role["rules"]
+        ), kind.kind
+
+
 def test_rbac_is_read_only_plus_tokenreviews() -> None:
     (role,) = [d for d in render("plain") if d["kind"] == "ClusterRole"]
     rules = {
@@ -182,8 +194,25 @@ def test_rbac_is_read_only_plus_tokenreviews() -> None:
         (("",), ("pods",)): ("get", "list", "watch"),
         (("trainer.kubeflow.org",), ("trainjobs",)): ("get", "list", "watch"),
         (("",), ("nodes",)): ("get",),
+        (("batch",), ("jobs",)): ("get",),
+        (("jobset.x-k8s.io",), ("jobsets",)): ("get",),
+        (
+            ("kubeflow.org",),
+            (
+                "pytorchjobs",
+                "tfjobs",
+                "mpijobs",
+                "xgboostjobs",
+                "paddlejobs",
+                "jaxjobs",
+                "trials",
+                "experiments",
+            ),
+        ): ("get",),
+        (("ray.io",), ("rayjobs", "rayclusters")): ("get",),
         (("authentication.k8s.io",), ("tokenreviews",)): ("create",),
     }
+    assert_every_owner_kind_is_readable(role)
     (svc,) = [d for d in render("plain") if d["kind"] == "Service"]
     assert svc["spec"]["internalTrafficPolicy"] == "Local"
 
@@ -380,7 +409,11 @@ def test_act_overlay_is_least_privilege_and_starts_in_dry_run(tmp_path: Path) ->
             ("kubeflow.org",),
             ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs"),
         ): ("get", "patch"),
+        (("kubeflow.org",), ("trials", "experiments")): ("get",),
+        (("ray.io",), ("rayjobs",)): ("get", "patch"),
+        (("ray.io",), ("rayclusters",)): ("get",),
     }
+    assert_every_owner_kind_is_readable(roles["training-progress-act"])
     # The exporter's DaemonSet keeps its own read-only account; act has another.
     (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
     (dep,) = [d for d in docs if d["kind"] == "Deployment"]

@@ -19,8 +19,14 @@ from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.tracker import Tracker
 
 from .conftest import T0, http
+from .kube import refs_of
 
 KEY = RunKey("ml", "llm-0", "llm")
+
+
+def read(p: dict[str, Any]) -> Any:
+    """``training_pod`` with the owners the pod's labels imply (as discovery reads them)."""
+    return training_pod(p, refs_of(p))
 
 
 def test_reasons_are_the_deadline_a_deletion_and_each_new_request() -> None:
@@ -77,7 +83,7 @@ def test_pod_deletion_and_annotation_reach_the_run_meta() -> None:
         "spec": {"containers": [{"name": "train"}]},
         "status": {"phase": "Running"},
     }
-    info = training_pod(pod)
+    info = read(pod)
     assert info is not None and info.deleting
     assert info.checkpoint_request == "2026-11-30T10:00"
 

@@ -12,20 +12,19 @@ import pytest
 
 from .conftest import FakeClock, get_json, http
 from .fakekube import FakeKube
-from .kube import BODY, KF, T_START_TS, TRAINJOB, pod, registry_of, wait
+from .kube import BODY, KF, T_START_TS, TRAINJOB, own, pod, put_pod, registry_of, wait
 
 
 def test_watch_adds_and_deletes_and_gpu_seconds_survive_a_restart(
     kube: FakeKube, k8s_exporter: Any
 ) -> None:
     clock = FakeClock(T_START_TS + 600)
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
     exp = k8s_exporter(clock)
     wait(lambda: len(registry_of(exp)) == 1)
     assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
-    kube.put(
-        "v1",
-        "pods",
+    put_pod(
+        kube,
         pod(
             "ml",
             "llm-1",
@@ -49,7 +48,7 @@ def test_watch_adds_and_deletes_and_gpu_seconds_survive_a_restart(
 def test_api_server_outage_serves_last_state_then_recovers(
     kube: FakeKube, k8s_exporter: Any
 ) -> None:
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
     exp = k8s_exporter(FakeClock(T_START_TS))
     watcher = exp.discovery.stop.__self__  # type: ignore[attr-defined]
     exp.poll_once()
@@ -60,8 +59,8 @@ def test_api_server_outage_serves_last_state_then_recovers(
     assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200  # last known pods
     relists = watcher.relists
     for i in range(1100):  # history moves on while we are away: our resourceVersion expires
-        kube.put("v1", "pods", pod("ml", f"other-{i}", {"app": "web"}, ip="10.9.0.1"))
-    kube.put("v1", "pods", pod("ml", "llm-new", TRAINJOB, ip="10.0.0.7"))
+        put_pod(kube, pod("ml", f"other-{i}", {"app": "web"}, ip="10.9.0.1"))
+    put_pod(kube, pod("ml", "llm-new", TRAINJOB, ip="10.0.0.7"))
     kube.down = False
     wait(lambda: exp.ready()[1].startswith("ok"), timeout=40)
     wait(lambda: registry_of(exp).get("ml", "llm-new") is not None)
@@ -76,7 +75,10 @@ def test_kubelet_pods_discovery(kube: FakeKube, k8s_exporter: Any) -> None:
     pods = {
         "kind": "PodList",
         "apiVersion": "v1",
-        "items": [pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"), pod("ml", "web", {"app": "web"})],
+        "items": [
+            own(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1")),
+            pod("ml", "web", {"app": "web"}),
+        ],
     }
 
     class Kubelet(BaseHTTPRequestHandler):
@@ -101,7 +103,8 @@ def test_kubelet_pods_discovery(kube: FakeKube, k8s_exporter: Any) -> None:
         wait(lambda: exp.discovery.ready()[0])
         assert "from the kubelet" in exp.discovery.ready()[1]
         assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
-        assert not [r for r in kube.requests if "/pods" in r]  # the API server was not asked
+        # The API server was not asked for pods, only for the pod's owners.
+        assert not [r for r in kube.requests if "/pods" in r]
     finally:
         kubelet.shutdown()
 
@@ -120,8 +123,8 @@ def test_thousand_pods_custom_gpu_resources_and_a_pod_deleted_mid_report(
         p["spec"]["containers"][0]["resources"] = {
             "limits": {"example.com/npu": "4", "nvidia.com/gpu": "1"}
         }
-        kube.put("v1", "pods", p)
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+        put_pod(kube, p)
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
     exp = k8s_exporter(FakeClock(T_START_TS), gpu_resources=("example.com/npu",))
     wait(lambda: len(registry_of(exp)) == 1001, timeout=20)
     assert registry_of(exp).get("team-3", "w-3").gpus == 4  # only the configured resource
@@ -133,7 +136,7 @@ def test_thousand_pods_custom_gpu_resources_and_a_pod_deleted_mid_report(
         {**TRAINJOB, "trainer.kubeflow.org/trainjob-name": "llm2"},
         ip="127.0.0.1",
     )
-    kube.put("v1", "pods", moved)
+    put_pod(kube, moved)
     wait(lambda: registry_of(exp).get("ml", "llm-0").job_name == "llm2")
     # The pod is deleted while its report is on the way: refused, counted, nothing crashes.
     kube.delete("v1", "pods", "ml", "llm-0")
@@ -146,12 +149,12 @@ def test_thousand_pods_custom_gpu_resources_and_a_pod_deleted_mid_report(
 def test_watch_bookmarks_move_the_resource_version(kube: FakeKube, tmp_path: Path) -> None:
     from kubernetes import client, config, watch
 
-    kube.put("v1", "pods", pod("ml", "a", TRAINJOB))
+    put_pod(kube, pod("ml", "a", TRAINJOB))
     api = client.CoreV1Api(config.new_client_from_config(config_file=os.environ["KUBECONFIG"]))
     rv = json.loads(api.list_pod_for_all_namespaces(_preload_content=False).data)["metadata"][
         "resourceVersion"
     ]
-    kube.put("v1", "pods", pod("ml", "b", TRAINJOB))
+    put_pod(kube, pod("ml", "b", TRAINJOB))
     kinds = [
         e["type"]
         for e in watch.Watch().stream(
@@ -169,9 +172,8 @@ def test_pod_phase_decides_liveness_stalled_then_failed(kube: FakeKube, k8s_expo
     """A run whose pushes stopped is stalled while its pod runs (the exporter knows it lives
     from the API server), and failed once the pod's phase says Failed."""
     clock = FakeClock(T_START_TS + 600)
-    kube.put(
-        "v1",
-        "pods",
+    put_pod(
+        kube,
         pod(
             "ml",
             "llm-0",
@@ -190,7 +192,7 @@ def test_pod_phase_decides_liveness_stalled_then_failed(kube: FakeKube, k8s_expo
     assert run["state"] == "stalled", run["state_reason"]
     assert run["state_reason"] == "stalled for 1h00m (threshold 1m)"
     assert run["state_since_timestamp_seconds"] == T_START_TS + 600 + 60
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1", phase="Failed"))
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1", phase="Failed"))
     wait(lambda: get_json(exp.url + "/api/v1/runs")["runs"][0]["state"] == "failed")
     metrics = http("GET", exp.url + "/metrics")[1].decode()
     assert 'training_run_state{job_name="llm",namespace="ml",pod="llm-0",state="failed"} 1.0' in (

@@ -4,12 +4,19 @@ endpoints, and GPU-seconds that stop with the pod's containers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from exporter.kubernetes.pods import training_pod
 
 from .conftest import K8S_NODE
-from .kube import T_START, T_START_TS, TRAINJOB, pod
+from .kube import T_START, T_START_TS, TRAINJOB, pod, refs_of
+
+
+def read(p: dict[str, Any]) -> Any:
+    """``training_pod`` with the owners the pod's labels imply (as discovery reads them)."""
+    return training_pod(p, refs_of(p))
 
 
 @pytest.mark.parametrize(
@@ -24,7 +31,7 @@ from .kube import T_START, T_START_TS, TRAINJOB, pod
         (
             {"training.kubeflow.org/job-name": "pt", "training.kubeflow.org/replica-index": "1"},
             {},
-            ("pt", "KubeflowJob", "1"),
+            ("pt", "PyTorchJob", "1"),
         ),
         (
             {
@@ -33,7 +40,7 @@ from .kube import T_START, T_START_TS, TRAINJOB, pod
                 "training.kubeflow.org/replica-index": "0",
             },
             {},
-            ("pt", "KubeflowJob", "0"),
+            ("pt", "PyTorchJob", "0"),
         ),
         (
             {
@@ -42,7 +49,7 @@ from .kube import T_START, T_START_TS, TRAINJOB, pod
                 "training.kubeflow.org/replica-index": "0",
             },
             {},
-            ("pt", "KubeflowJob", "worker-0"),
+            ("pt", "PyTorchJob", "worker-0"),
         ),
         ({"batch.kubernetes.io/job-name": "b"}, {}, ("b", "Job", "")),
         ({"ray.io/originated-from-cr-name": "ray"}, {}, ("ray", "RayJob", "")),
@@ -57,16 +64,14 @@ from .kube import T_START, T_START_TS, TRAINJOB, pod
 def test_training_pods_and_their_jobs(
     labels: dict[str, str], annotations: dict[str, str], expected: tuple[str, str, str]
 ) -> None:
-    info = training_pod(pod("ns", "p", labels, annotations=annotations))
+    info = read(pod("ns", "p", labels, annotations=annotations))
     assert info is not None and (info.job_name, info.job_kind, info.rank) == expected
 
 
 def test_not_training_pods() -> None:
-    assert training_pod(pod("ns", "web", {"app": "web"})) is None
+    assert read(pod("ns", "web", {"app": "web"})) is None
     assert (
-        training_pod(
-            pod("ns", "p", TRAINJOB, annotations={"training-progress.io/enabled": "false"})
-        )
+        read(pod("ns", "p", TRAINJOB, annotations={"training-progress.io/enabled": "false"}))
         is None
     )
 
@@ -94,7 +99,7 @@ def test_gpus_annotations_and_bounds() -> None:
         }
     )
     p["metadata"]["labels"]["trainer.kubeflow.org/trainjob-name"] = "x" * 10_000
-    info = training_pod(p)
+    info = read(p)
     assert info is not None
     assert info.gpus == 3.0  # no resources on the first container; MIG request + AMD limit
     assert info.deadline_timestamp == 1796083200.0 and info.gpu_seconds_budget == 360_000
@@ -103,7 +108,7 @@ def test_gpus_annotations_and_bounds() -> None:
 
 
 def test_pod_urls_from_annotations() -> None:
-    odh = training_pod(
+    odh = read(
         pod(
             "ml",
             "p",
@@ -112,7 +117,7 @@ def test_pod_urls_from_annotations() -> None:
             annotations={"trainer.opendatahub.io/progression-tracking": "true"},
         )
     )
-    ours = training_pod(
+    ours = read(
         pod(
             "ml",
             "p",
@@ -124,10 +129,8 @@ def test_pod_urls_from_annotations() -> None:
             },
         )
     )
-    bad = training_pod(
-        pod("ml", "p", TRAINJOB, annotations={"training-progress.io/http-port": "99999"})
-    )
-    vol = training_pod(
+    bad = read(pod("ml", "p", TRAINJOB, annotations={"training-progress.io/http-port": "99999"}))
+    vol = read(
         pod("ml", "p", TRAINJOB, annotations={"training-progress.io/status-volume": "../etc"})
     )
     assert odh is not None and odh.http_url == "http://10.1.1.1:28080/metrics"
@@ -145,7 +148,7 @@ def test_a_finished_pod_stops_accruing_gpu_seconds_when_its_containers_stop() ->
             "state": {"terminated": {"startedAt": T_START, "finishedAt": "2026-11-29T11:00:00Z"}},
         }
     ]
-    info = training_pod(done)
+    info = read(done)
     assert info is not None and info.finished and info.failed
     assert info.start_timestamp == T_START_TS and info.end_timestamp == T_START_TS + 3600
     from exporter.kubernetes.watch import run_meta

@@ -10,12 +10,12 @@ import pytest
 
 from .conftest import K8S_NODE, FakeClock, get_json, http
 from .fakekube import FakeKube
-from .kube import BODY, KF, T_START, T_START_TS, TRAINJOB, pod, registry_of, wait
+from .kube import BODY, KF, T_START, T_START_TS, TRAINJOB, pod, put_pod, registry_of, wait
 
 
 def test_push_authorization_by_pod_ip(kube: FakeKube, k8s_exporter: Any) -> None:
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
-    kube.put("v1", "pods", pod("ml", "elsewhere", TRAINJOB, ip="127.0.0.1", node="other-node"))
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "elsewhere", TRAINJOB, ip="127.0.0.1", node="other-node"))
     exp = k8s_exporter(FakeClock(T_START_TS + 3600))
     wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
     ok = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
@@ -40,11 +40,11 @@ def test_push_authorization_by_pod_ip(kube: FakeKube, k8s_exporter: Any) -> None
 
 
 def test_unknown_ip_and_host_network_are_refused(kube: FakeKube, k8s_exporter: Any) -> None:
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="10.1.2.3"))
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="10.1.2.3"))
     exp = k8s_exporter(FakeClock(T_START_TS))
     wait(lambda: exp.discovery.ready()[0])
     unknown = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
-    kube.put("v1", "pods", pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
+    put_pod(kube, pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
     wait(lambda: "host-0" in json.dumps(exp.discovery.ready()) or len(registry_of(exp)) == 2)
     host = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
     assert unknown[0] == 403 and "10.1.2.3" not in json.loads(unknown[1])["message"]
@@ -52,10 +52,9 @@ def test_unknown_ip_and_host_network_are_refused(kube: FakeKube, k8s_exporter: A
 
 
 def test_host_network_pods_need_a_token_that_names_them(kube: FakeKube, k8s_exporter: Any) -> None:
-    kube.put("v1", "pods", pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
-    kube.put(
-        "v1",
-        "pods",
+    put_pod(kube, pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
+    put_pod(
+        kube,
         pod(
             "team-b",
             "other-host-0",
@@ -94,7 +93,7 @@ def test_only_a_live_pod_owns_its_ip(kube: FakeKube, k8s_exporter: Any) -> None:
             "state": {"terminated": {"startedAt": T_START, "finishedAt": "2026-11-29T11:00:00Z"}},
         }
     ]
-    kube.put("v1", "pods", done)
+    put_pod(kube, done)
     exp = k8s_exporter(FakeClock(T_START_TS + 7200))
     wait(lambda: len(registry_of(exp)) == 1)
     # A stranger on the finished pod's IP: refused, and no run appears.
@@ -102,11 +101,11 @@ def test_only_a_live_pod_owns_its_ip(kube: FakeKube, k8s_exporter: Any) -> None:
     assert status == 403 and b"no training pod on this node has IP" in body
     assert get_json(exp.url + "/api/v1/runs")["runs"] == []
     # A new training pod gets the IP: it reports.
-    kube.put("v1", "pods", pod("ml", "new-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "new-0", TRAINJOB, ip="127.0.0.1"))
     wait(lambda: len(registry_of(exp)) == 2)
     assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
     # Two live pods claiming one IP: nobody can tell who sends.
-    kube.put("v1", "pods", pod("ml", "twin-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "twin-0", TRAINJOB, ip="127.0.0.1"))
     wait(lambda: len(registry_of(exp)) == 3)
     status, body = http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)
     assert status == 403 and b"claimed by 2 pods" in body
@@ -116,7 +115,7 @@ def test_random_tokens_cannot_amplify_into_token_reviews(kube: FakeKube, k8s_exp
     """300 pushes with random tokens from a host-network IP: at most the
     per-address burst reaches the API server, the rest are 429; a good token that was
     reviewed before the flood still works, and replaying a rejected token costs nothing."""
-    kube.put("v1", "pods", pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
+    put_pod(kube, pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
     kube.tokens["good"] = ("ml", "trainer", "host-0", ["training-progress-exporter"])
     exp = k8s_exporter(FakeClock(T_START_TS))
     url = exp.url + KF.format(ns="ml", name="llm")

@@ -11,7 +11,16 @@ from typing import Any
 
 from .conftest import K8S_NODE, FakeClock, get_json, http
 from .fakekube import FakeKube
-from .kube import T_START_TS, TRAINJOB, pod, registry_of, trainjob_obj, trainjob_source, wait
+from .kube import (
+    T_START_TS,
+    TRAINJOB,
+    pod,
+    put_pod,
+    registry_of,
+    trainjob_obj,
+    trainjob_source,
+    wait,
+)
 
 
 def test_status_files_through_the_kubelet_pods_directory(
@@ -28,7 +37,7 @@ def test_status_files_through_the_kubelet_pods_directory(
             ip=f"10.0.1.{len(cases) + 1}",
             annotations=annotations,
         )
-        kube.put("v1", "pods", p)
+        put_pod(kube, p)
         volume = root / "pods" / f"uid-{name}" / "volumes" / "kubernetes.io~empty-dir" / "progress"
         cases[name] = volume
     for name, volume in cases.items():
@@ -60,9 +69,8 @@ def test_http_pull_from_an_annotated_pod(kube: FakeKube, k8s_exporter: Any) -> N
     server = ProgressionServer()
     server.routes["/progress"] = (200, b'{"currentStep": 7, "totalSteps": 70}', 0.0)
     port = server.httpd.server_address[1]
-    kube.put(
-        "v1",
-        "pods",
+    put_pod(
+        kube,
         pod(
             "ml",
             "pull-0",
@@ -89,10 +97,9 @@ def test_trainjob_status_is_exported_by_the_rank0_node_only(
     kube: FakeKube, k8s_exporter: Any
 ) -> None:
     api = "trainer.kubeflow.org/v1alpha1"
-    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.1"))
-    kube.put(
-        "v1",
-        "pods",
+    put_pod(kube, pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.1"))
+    put_pod(
+        kube,
         pod(
             "ml",
             "elsewhere-node-0",
@@ -103,8 +110,8 @@ def test_trainjob_status_is_exported_by_the_rank0_node_only(
             node="other-node",
         ),
     )
-    kube.put("v1", "pods", pod("ml", "odh-node-0", {"trainer.kubeflow.org/trainjob-name": "odh"}))
-    kube.put("v1", "pods", pod("ml", "bad-node-0", {"trainer.kubeflow.org/trainjob-name": "bad"}))
+    put_pod(kube, pod("ml", "odh-node-0", {"trainer.kubeflow.org/trainjob-name": "odh"}))
+    put_pod(kube, pod("ml", "bad-node-0", {"trainer.kubeflow.org/trainjob-name": "bad"}))
     kube.put(
         api,
         "trainjobs",
@@ -169,19 +176,20 @@ def test_trainjob_source_is_off_without_the_crd(kube: FakeKube, k8s_exporter: An
 def test_trainjob_source_reads_only_its_nodes_jobs(kube: FakeKube, k8s_exporter: Any) -> None:
     """One GET per TrainJob whose rank-0 pod is here; the only LIST is the CRD probe (one item)."""
     api = "trainer.kubeflow.org/v1alpha1"
-    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.1"))
+    put_pod(kube, pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.1"))
     for i in range(50):  # the rest of the cluster's TrainJobs, none of them on this node
         kube.put(api, "trainjobs", trainjob_obj("other", f"far-{i}", {"progressPercentage": 1}))
     kube.put(api, "trainjobs", trainjob_obj("ml", "llm", {"progressPercentage": 45}))
     exp = k8s_exporter(FakeClock(T_START_TS))
     wait(lambda: len(registry_of(exp)) == 1)
+    discovered = len(kube.requests)  # discovery read the pod's owners (the TrainJob) once
     source = trainjob_source(exp)
     for _ in range(3):
         source._next = 0.0  # the 15 s rate limit, for the test
         exp.poll_once()
     (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
     assert run["job_name"] == "llm" and run["progress_ratio"] == 0.45
-    reads = [r for r in kube.requests if "trainjobs" in r]
+    reads = [r for r in kube.requests[discovered:] if "trainjobs" in r]
     lists = [r for r in reads if r.split("?")[0].endswith("/trainjobs")]
     assert len(lists) == 1 and "limit=1" in lists[0]
     assert [r.split("?")[0] for r in reads if r not in lists] == [
@@ -191,10 +199,8 @@ def test_trainjob_source_reads_only_its_nodes_jobs(kube: FakeKube, k8s_exporter:
 
 def test_container_logs_of_training_pods(kube: FakeKube, tmp_path: Path, k8s_exporter: Any) -> None:
     logs = tmp_path / "pods"
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="10.0.0.1"))
-    kube.put(
-        "v1", "pods", pod("ml", "evil-0", {"batch.kubernetes.io/job-name": "evil"}, ip="10.0.0.2")
-    )
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="10.0.0.1"))
+    put_pod(kube, pod("ml", "evil-0", {"batch.kubernetes.io/job-name": "evil"}, ip="10.0.0.2"))
     container = logs / "ml_llm-0_uid-llm-0" / "trainer"
     container.mkdir(parents=True)
     line = "2026-11-29T18:20:54.123456789Z stderr F {msg}\n"
@@ -236,7 +242,7 @@ def test_checkpoint_directives_from_trainjob_annotation_pod_deletion_and_cordon(
     """The rank-0 pod pushes natively; each of these makes the next answer say checkpoint,
     once: a new annotation value on its TrainJob, its node cordoned, its pod being deleted."""
     api = "trainer.kubeflow.org/v1alpha1"
-    kube.put("v1", "pods", pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
     kube.put("v1", "nodes", {"metadata": {"name": K8S_NODE}, "spec": {}})
     kube.put(api, "trainjobs", trainjob_obj("ml", "llm"))
     clock = FakeClock(T_START_TS + 3600)
@@ -275,6 +281,6 @@ def test_checkpoint_directives_from_trainjob_annotation_pod_deletion_and_cordon(
     assert [push_and_poll() for _ in range(2)] == [["checkpoint"], []]
     deleting = pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1")
     deleting["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
-    kube.put("v1", "pods", deleting)
+    put_pod(kube, deleting)
     wait(lambda: any(p.deleting for p in registry_of(exp).all()))
     assert [push_and_poll() for _ in range(2)] == [["checkpoint"], []]

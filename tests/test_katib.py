@@ -41,7 +41,7 @@ from exporter.tracker import Tracker
 
 from .conftest import T0, FakeClock, get_json, http
 from .fakekube import FakeKube
-from .kube import T_START_TS, pod, registry_of, wait
+from .kube import T_START_TS, pod, put_pod, registry_of, wait
 
 CAPTURE = Path(__file__).parent / "fixtures" / "logs" / "transformers_trainer.cri.log"
 TRIALS = "kubeflow.org/v1beta1"
@@ -104,7 +104,17 @@ def trial(
         "metadata": {
             "namespace": ns,
             "name": name,
+            "uid": f"uid-trial-{name}",
             "labels": {"katib.kubeflow.org/experiment": "gpt-lr"},
+            "ownerReferences": [
+                {
+                    "apiVersion": TRIALS,
+                    "kind": "Experiment",
+                    "name": "gpt-lr",
+                    "uid": "uid-experiment-gpt-lr",
+                    "controller": True,
+                }
+            ],
         },
         "spec": {
             "objective": {
@@ -226,9 +236,9 @@ def test_a_push_trial_gets_its_objective_from_the_log_in_order(
     standin, address = db_manager
     kube.put(TRIALS, "trials", trial("ml", "gpt-lr-abc12", "eval_loss", ["loss"]))
     kube.put(TRIALS, "trials", trial("ml", "gpt-lr-sidecar", "loss", [], collector="StdOut"))
-    kube.put("v1", "pods", trial_pod("ml", "gpt-lr-abc12-x7k2p", "gpt-lr-abc12"))
-    kube.put("v1", "pods", trial_pod("ml", "gpt-lr-sidecar-q9z8w", "gpt-lr-sidecar"))
-    kube.put("v1", "pods", trial_pod("ml", "gpt-lr-nocrd-m2n3b", "gpt-lr-nocrd"))  # no Trial
+    put_pod(kube, trial_pod("ml", "gpt-lr-abc12-x7k2p", "gpt-lr-abc12"))
+    put_pod(kube, trial_pod("ml", "gpt-lr-sidecar-q9z8w", "gpt-lr-sidecar"))
+    put_pod(kube, trial_pod("ml", "gpt-lr-nocrd-m2n3b", "gpt-lr-nocrd"))  # no Trial
     logs = tmp_path / "pods"
     files = {}
     for name in ("gpt-lr-abc12-x7k2p", "gpt-lr-sidecar-q9z8w", "gpt-lr-nocrd-m2n3b"):
@@ -283,7 +293,7 @@ def test_a_db_manager_outage_loses_nothing(
     standin, address = db_manager
     standin.fail_next = 2
     kube.put(TRIALS, "trials", trial("ml", "t-out", "loss", []))
-    kube.put("v1", "pods", trial_pod("ml", "t-out-0", "t-out"))
+    put_pod(kube, trial_pod("ml", "t-out-0", "t-out"))
     container = tmp_path / "pods" / "ml_t-out-0_uid-t-out-0" / "trainer"
     container.mkdir(parents=True)
     log = container / "0.log"

@@ -31,6 +31,7 @@ CORE = {
     "exporter",
     "exporter.model",
     "exporter.annotations",
+    "exporter.workloads",
     "exporter.states",
     "exporter.run",
     "exporter.tracker",

@@ -25,7 +25,7 @@ from exporter.tracker import Tracker
 
 from .conftest import T0, FakeClock, http
 from .fakekube import FakeKube
-from .kube import T_START_TS, TRAINJOB, pod, trainjob_obj, wait
+from .kube import T_START_TS, TRAINJOB, pod, put_pod, trainjob_obj, wait
 from .test_kubectl_progress import plugin
 
 API = "trainer.kubeflow.org/v1alpha1"
@@ -72,7 +72,7 @@ def start(
     kube: FakeKube, k8s_exporter: Any, target: str | None, clock: FakeClock
 ) -> tuple[Exporter, list[float]]:
     """An exporter in Kubernetes mode with write-back ``target`` (None: the default)."""
-    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
     exp = k8s_exporter(clock, **({} if target is None else {"trainjob_status_writeback": target}))
     mono = [0.0]
@@ -159,7 +159,7 @@ def test_a_run_read_from_its_own_trainjob_status_is_not_written_back(
     kube: FakeKube, k8s_exporter: Any
 ) -> None:
     clock = FakeClock(T_START_TS + 3600)
-    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(kube, pod("ml", "llm-node-0", TRAINJOB, ip="127.0.0.1"))
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm", {"progressPercentage": 45}))
     exp = k8s_exporter(clock, trainjob_status_writeback="status")
     wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
@@ -190,7 +190,7 @@ def tqdm_only_job(
     stores it), read by an exporter with write-back on; returns the exporter, polled. With
     ``quiet``, the log then stays quiet for the report timeout: a bar at its end alone does
     not finish a run until then (the same bar ends the first of several epochs)."""
-    kube.put("v1", "pods", pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.9"))
+    put_pod(kube, pod("ml", "llm-node-0", TRAINJOB, ip="10.0.0.9"))
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
     path = log_root / "ml_llm-node-0_uid-llm-node-0" / "trainer"
     path.mkdir(parents=True)

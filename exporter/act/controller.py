@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..model import valid_kubernetes_names
+from ..workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
 from .guard import ActionLimits, Guard
 from .owners import Owner, owner_of, reference, running
 from .policy import DELETE, NONE, NOTIFY, RESTART, RULES, SUSPEND, Policy, decide, event_reason
@@ -29,6 +30,10 @@ log = logging.getLogger(__name__)
 # Alerts of one notification handled at once, and the striped per-job locks.
 ALERT_WORKERS = 8
 JOB_LOCKS = 64
+# Owners read while walking pods' controller chains are kept this long (and at most so
+# many): a notification about a job's eight ranks reads its owners once.
+OWNER_CACHE_SECONDS = 30.0
+OWNER_CACHE_MAX = 4096
 
 # Outcomes (the label values of training_exporter_actions_total{outcome}); a bounded set.
 TAKEN, DRY_RUN = "taken", "dry_run"
@@ -51,7 +56,7 @@ class ClusterOps(Protocol):
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
-    def owner(self, owner: Owner) -> dict[str, Any] | None: ...
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None: ...
     def suspend(self, owner: Owner) -> None: ...
     def delete_pod(self, namespace: str, name: str) -> None: ...
     def event(
@@ -117,10 +122,10 @@ class _Job:
         return f"{self.kind}/{meta.get('name', '')}"
 
     def annotations(self) -> dict[str, str]:
-        # The owner's annotations win; a pod's own (from its template) count too.
-        merged = dict((self.pod.get("metadata") or {}).get("annotations") or {})
-        merged.update((self.obj.get("metadata") or {}).get("annotations") or {})
-        return merged
+        """The opt-in annotations that count: those of the object acted on. A pod's own
+        speak for the pod alone, never for a job that owns it (any pod can annotate
+        itself; only the job's owner annotates the job)."""
+        return dict((self.obj.get("metadata") or {}).get("annotations") or {})
 
 
 class Actor:
@@ -141,6 +146,8 @@ class Actor:
         # One lock per job (striped: bounded however many jobs), so alerts about different
         # jobs are handled at once and two alerts about one job never act on it together.
         self._job_locks = [threading.Lock() for _ in range(JOB_LOCKS)]
+        self._owners: dict[tuple[str, str, str], tuple[float, dict[str, Any] | None]] = {}
+        self._cache_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(ALERT_WORKERS, "act-alert")
 
     def handle(self, alerts: list[Alert]) -> list[Outcome]:
@@ -172,19 +179,55 @@ class Actor:
         log.log(level, "%s %s/%s: %s %s: %s", alert.name, ns, job, action, outcome, message)
         return Outcome(alert.name, ns, job, action, outcome, message)
 
-    def _find(self, alert: Alert) -> _Job | None:
+    def _get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        """A workload object, read at most once per OWNER_CACHE_SECONDS (a job's pods all
+        walk up to the same owners)."""
+        key = (kind.kind, namespace, name)
+        now = self.clock()
+        with self._cache_lock:
+            hit = self._owners.get(key)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+        obj = self.cluster.get(kind, namespace, name)
+        with self._cache_lock:
+            self._owners[key] = (now + OWNER_CACHE_SECONDS, obj)
+            if len(self._owners) > OWNER_CACHE_MAX:
+                self._owners.clear()
+        return obj
+
+    def _find(self, alert: Alert) -> _Job | Refused | None:
+        """The pod's job, walked up its controller chain (never read from its labels):
+        None when the pod is gone, Refused when its labels claim a job that does not own
+        it."""
         ns, pod_name = alert.label("namespace"), alert.label("pod")
         # Labels that cannot name a pod never reach the API server.
         valid = valid_kubernetes_names(ns, pod_name)
         pod = self.cluster.pod(ns, pod_name) if valid else None
         if pod is None:
             return None
-        owner = owner_of(pod)
+        meta = pod.get("metadata") or {}
+        try:
+            refs = chain(meta, self._get)
+        except OwnerMissing as err:
+            return Refused("owner_mismatch", str(err))
+        who = identify(meta, refs)
+        if isinstance(who, Refused):
+            return who
+        owner = owner_of(who.owner, ns) if who.owner is not None else None
         if owner is not None:
-            obj = self.cluster.owner(owner)
-            if obj is not None:
-                return _Job(pod, owner, obj, owner.kind, owner.api_version)
+            obj = self._get(KINDS[owner.kind], ns, owner.name)
+            if obj is None or str((obj.get("metadata") or {}).get("uid") or "") != owner.uid:
+                return None  # the job is gone (or was replaced) since
+            return _Job(pod, owner, obj, owner.kind, owner.api_version)
         return _Job(pod, None, pod, "Pod", "v1")
+
+    def _owned_by(self, pod: dict[str, Any], owner: Owner) -> bool:
+        """Whether ``owner`` is in the pod's controller chain (its UID, not its name)."""
+        try:
+            refs = chain(pod.get("metadata") or {}, self._get)
+        except OwnerMissing:
+            return False
+        return any(r.uid == owner.uid and r.kind == owner.kind for r in refs)
 
     def _one(self, alert: Alert) -> Outcome:
         job_name = alert.label("job_name")
@@ -201,6 +244,9 @@ class Actor:
         if job is None:
             self.guard.remember(identity, now)
             return self._done(alert, job_name, NONE, "not_found", "its pod no longer exists")
+        if isinstance(job, Refused):
+            self.guard.remember(identity, now)
+            return self._done(alert, job_name, NONE, job.reason, job.message)
         ns = alert.label("namespace")
         with self._job_lock(ns, job.key):
             if self.guard.handled(identity, now):  # a copy of it, handled meanwhile
@@ -220,8 +266,8 @@ class Actor:
             return self._done(alert, job.key, NONE, "invalid_policy", decision.why)
         if decision.outcome != "act":
             return self._done(alert, job.key, NONE, decision.outcome, decision.why)
-        if action == SUSPEND and job.owner is None:
-            why = "a bare pod cannot be suspended (use delete or restart)"
+        if action == SUSPEND and (job.owner is None or job.owner.suspend_path is None):
+            why = f"{job.key} cannot be suspended (use delete or restart)"
             self._event(job, alert.name, action, why, warning=True, suffix="Skipped")
             return self._done(alert, job.key, action, "unsupported_owner", why)
         # What the action would touch, read before anything is recorded: a failed read
@@ -255,13 +301,14 @@ class Actor:
         return self._done(alert, job.key, action, TAKEN, message)
 
     def _targets(self, job: _Job) -> list[dict[str, Any]]:
-        """The job's pods that still hold resources."""
-        pods = (
-            [job.pod]
-            if job.owner is None
-            else self.cluster.pods(job.owner.namespace, job.owner.selector)
-        )
-        return [p for p in pods if running(p)]
+        """The job's pods that still hold resources: listed by the label its controller
+        sets, and kept only if the job is in their controller chain (any pod can wear the
+        label)."""
+        if job.owner is None:
+            return [job.pod] if running(job.pod) else []
+        owner = job.owner
+        pods = self.cluster.pods(owner.namespace, owner.selector)
+        return [p for p in pods if running(p) and self._owned_by(p, owner)]
 
     def _describe(self, job: _Job, action: str) -> str:
         if action == SUSPEND:

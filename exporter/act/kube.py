@@ -13,6 +13,7 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
+from ..workloads import Kind
 from .owners import Owner
 
 COMPONENT = "training-progress-act"
@@ -75,17 +76,17 @@ class KubernetesOps:
         )
         return list(self._json(r).get("items") or [])
 
-    def owner(self, owner: Owner) -> dict[str, Any] | None:
-        """The owner object, or None if it is gone (or its kind is not installed)."""
-        group, version = _group_version(owner.api_version)
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        """A workload object (a Job, a JobSet, a TrainJob...), or None if it is gone (or its
+        kind is not installed)."""
         r = self._call(
-            f"read {owner.kind} {owner.namespace}/{owner.name}",
+            f"read {kind.kind} {namespace}/{name}",
             self._custom.get_namespaced_custom_object,
-            group,
-            version,
-            owner.namespace,
-            owner.plural,
-            owner.name,
+            kind.group,
+            kind.version,
+            namespace,
+            kind.plural,
+            name,
             _preload_content=False,
             missing_ok=True,
         )

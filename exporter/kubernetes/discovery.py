@@ -13,6 +13,7 @@ from ..discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
 from ..ingest import Ingestor
 from ..model import RunMeta
 from .client import apis
+from .owners import OwnerLookup, PodReader
 from .settings import POD_DISCOVERY, KubernetesSettings
 from .tokenreview import TokenReview
 from .watch import KubernetesResolver, PodRegistry, PodWatcher, run_meta
@@ -48,6 +49,7 @@ def kubernetes_discovery(
     registry = PodRegistry(settings.node_name, ingestor)
     api = apis()
     resources = tuple(settings.gpu_resources) or DEFAULT_GPU_RESOURCES
+    reader = PodReader(OwnerLookup(api.custom), ingestor.drop, resources)
     watcher: Any
     if settings.pod_discovery == "kubelet":
         from .kubelet import KubeletPoller
@@ -56,11 +58,11 @@ def kubernetes_discovery(
         watcher = KubeletPoller(
             settings.kubelet_url or f"https://{host}:10250",
             registry,
+            reader,
             ca_path=settings.kubelet_ca,
-            resources=resources,
         )
     else:
-        watcher = PodWatcher(api.core, settings.node_name, registry, resources=resources)
+        watcher = PodWatcher(api.core, settings.node_name, registry, reader)
     return Discovery(
         mode="kubernetes",
         resolver=KubernetesResolver(registry, TokenReview(api.auth, settings.token_audience)),

@@ -13,10 +13,8 @@ import logging
 import ssl
 import threading
 import urllib.request
-from collections.abc import Sequence
 
-from ..annotations import DEFAULT_GPU_RESOURCES
-from .pods import training_pod
+from .owners import PodReader
 from .watch import PodRegistry
 
 log = logging.getLogger(__name__)
@@ -31,10 +29,10 @@ class KubeletPoller:
         self,
         url: str,
         registry: PodRegistry,
+        reader: PodReader,
         interval: float = 10.0,
         token_path: str = SERVICE_ACCOUNT_TOKEN,
         ca_path: str = "",
-        resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
         timeout: float = 10.0,
     ) -> None:
         self.url = url.rstrip("/") + "/pods"
@@ -42,7 +40,7 @@ class KubeletPoller:
         self.interval = interval
         self.token_path = token_path
         self.ca_path = ca_path
-        self.resources = tuple(resources)
+        self.reader = reader
         self.timeout = timeout
         self.synced = threading.Event()
         self.healthy = False
@@ -74,8 +72,8 @@ class KubeletPoller:
         if len(body) > MAX_BODY:
             raise ValueError("kubelet /pods answer exceeds 64 MiB")
         doc = json.loads(body)
-        pods = [training_pod(p, self.resources) for p in doc.get("items") or []]
-        self.registry.replace_all([p for p in pods if p is not None])
+        pods = [self.reader.read(p) for p in doc.get("items") or []]
+        self.registry.replace_all([p for p in pods if p is not None], set(self.reader.pending))
         self.synced.set()
 
     def run(self) -> None:

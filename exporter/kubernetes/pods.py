@@ -25,7 +25,6 @@ from ..annotations import (
     ANNOTATION_THRESHOLD,
     DEFAULT_GPU_RESOURCES,
     JOB_LABELS,
-    KATIB_EXPERIMENT_LABEL,
     KATIB_TRIAL_LABEL,
     ODH_PORT,
     ODH_PROGRESSION,
@@ -36,6 +35,7 @@ from ..annotations import (
 from ..discovery import PodInfo
 from ..model import clean_label
 from ..thresholds import BOUNDS, parse_overrides
+from ..workloads import Ref, Refused, identify
 
 _SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
@@ -109,30 +109,29 @@ def gpus(pod: Mapping[str, Any], resources: Sequence[str] = DEFAULT_GPU_RESOURCE
     return total
 
 
-def _owner_job(meta: Mapping[str, Any]) -> tuple[str, str] | None:
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("name"):
-            return str(ref["name"]), str(ref.get("kind") or "")
-    return None
-
-
 def training_pod(
-    pod: Mapping[str, Any], resources: Sequence[str] = DEFAULT_GPU_RESOURCES
-) -> PodInfo | None:
-    """The pod as a training pod, or None when it is not one (or opted out)."""
+    pod: Mapping[str, Any],
+    owners: tuple[Ref, ...],
+    resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+) -> PodInfo | Refused | None:
+    """The pod as a training pod, None when it is not one (or opted out), or why it is
+    refused: its job, trial and experiment come from ``owners``, its controller chain
+    (:func:`exporter.workloads.chain`), and labels that claim another are refused."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     enabled = str(annotations.get(ANNOTATION_ENABLED, "")).lower()
     if enabled == "false":
         return None
-    job = next(((labels[label], kind) for label, kind in JOB_LABELS if labels.get(label)), None)
-    if annotations.get(ANNOTATION_JOB):
-        job = (str(annotations[ANNOTATION_JOB]), job[1] if job else "Pod")
-    if job is None:
-        if enabled != "true":
-            return None
-        job = _owner_job(meta) or (str(meta.get("name", "")), "Pod")
+    claims = any(labels.get(label) for label, _ in JOB_LABELS) or labels.get(KATIB_TRIAL_LABEL)
+    if not claims and enabled != "true":
+        return None
+    # A bare pod's opt-in annotation may name its job; a pod with owners is theirs.
+    own = str(annotations[ANNOTATION_JOB]) if annotations.get(ANNOTATION_JOB) else None
+    who = identify(meta, owners, own)
+    if isinstance(who, Refused):
+        return who
+    job = (who.job_name, who.job_kind)
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     containers = spec.get("containers") or []
@@ -174,8 +173,8 @@ def training_pod(
         job_name=clean_label(job[0], 253) or "",
         job_kind=clean_label(job[1], 64) or "",
         rank=clean_label(rank, 16) or "",
-        trial=clean_label(str(labels.get(KATIB_TRIAL_LABEL, "")), 63) or "",
-        experiment=clean_label(str(labels.get(KATIB_EXPERIMENT_LABEL, "")), 63) or "",
+        trial=clean_label(who.trial, 63) or "",
+        experiment=clean_label(who.experiment, 63) or "",
         container=clean_label(
             str(
                 annotations.get(ANNOTATION_CONTAINER)

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Set
 from typing import Any
 
-from ..annotations import DEFAULT_GPU_RESOURCES
 from ..discovery import ApiFactory, Denied, PodInfo, PushTarget
 from ..ingest import Ingestor
 from ..model import RunKey, RunMeta
-from .pods import training_pod
+from .owners import PodReader
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +57,14 @@ class PodRegistry:
         self._lock = threading.Lock()
         self._pods: dict[tuple[str, str], PodInfo] = {}
 
-    def replace_all(self, pods: list[PodInfo]) -> None:
-        """A fresh list: pods missing from it are gone."""
+    def replace_all(self, pods: list[PodInfo], unread: Set[str] = frozenset()) -> None:
+        """A fresh list: pods missing from it are gone, except those whose UID is in
+        ``unread`` (listed, but their owners could not be read this time)."""
         new = {(p.namespace, p.name): p for p in pods}
         with self._lock:
+            for key, p in self._pods.items():
+                if key not in new and p.uid in unread:
+                    new[key] = p
             gone = [p for key, p in self._pods.items() if key not in new]
             self._pods = new
         for p in gone:
@@ -190,14 +193,14 @@ class PodWatcher:
         core_api: ApiFactory,
         node: str,
         registry: PodRegistry,
-        resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+        reader: PodReader,
         max_backoff: float = 30.0,
         watch_timeout: int = 300,
     ) -> None:
         self.core_api = core_api
         self.node = node
         self.registry = registry
-        self.resources = tuple(resources)
+        self.reader = reader
         self.max_backoff = max_backoff
         self.watch_timeout = watch_timeout
         self.synced = threading.Event()
@@ -218,8 +221,8 @@ class PodWatcher:
 
             raise ApiException(status=status, reason="list pods")
         doc = json.loads(resp.data)
-        pods = [training_pod(p, self.resources) for p in doc.get("items") or []]
-        self.registry.replace_all([p for p in pods if p is not None])
+        pods = [self.reader.read(p) for p in doc.get("items") or []]
+        self.registry.replace_all([p for p in pods if p is not None], set(self.reader.pending))
         self.relists += 1
         self.synced.set()
         return str((doc.get("metadata") or {}).get("resourceVersion", ""))
@@ -227,6 +230,8 @@ class PodWatcher:
     def _watch(self, api: Any, rv: str) -> str:
         from kubernetes import watch
 
+        for info in self.reader.retry():  # pods whose owners could not be read before
+            self.registry.upsert(info)
         w = watch.Watch()
         for event in w.stream(
             api.list_pod_for_all_namespaces,
@@ -245,12 +250,15 @@ class PodWatcher:
             kind = event["type"]
             if kind == "DELETED":
                 self.registry.remove(meta.get("namespace", ""), meta.get("name", ""))
+                self.reader.forget(str(meta.get("uid") or ""))
             elif kind in ("ADDED", "MODIFIED"):
-                pod = training_pod(obj, self.resources)
-                if pod is None:
+                found = self.reader.read(obj)
+                if found is not None:
+                    self.registry.upsert(found)
+                elif str(meta.get("uid") or "") not in self.reader.pending:
+                    # Not (or no longer) a training pod; one whose owners are unread for
+                    # now keeps what is known of it.
                     self.registry.remove(meta.get("namespace", ""), meta.get("name", ""))
-                else:
-                    self.registry.upsert(pod)
         return rv
 
     def run(self) -> None:

@@ -42,6 +42,7 @@ from exporter.httpd import serve_in_thread
 
 from .. import rulefiles
 from ..fakekube import FakeKube, fake_kube
+from ..kube import put_pod
 from .stack import alertmanager, prometheus, query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -124,10 +125,10 @@ def populate(kube: FakeKube) -> None:
                 "spec": {"suspend": False},
             },
         )
-        # The standalone exporter names the run's pod after the run.
-        kube.put(
-            "v1",
-            "pods",
+        # The standalone exporter names the run's pod after the run; its owners are made
+        # as the job's controllers make them (put_pod).
+        put_pod(
+            kube,
             {
                 "metadata": {
                     "name": c.name,

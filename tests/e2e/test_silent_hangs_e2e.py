@@ -39,6 +39,7 @@ from exporter.config import Config
 
 from .. import rulefiles
 from ..fakekube import FakeKube, fake_kube
+from ..kube import put_pod
 from .stack import Webhook, alertmanager, prometheus, query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -243,7 +244,7 @@ def hang_stack() -> Iterator[Stack]:
         env.setenv("KUBECONFIG", str(kubeconfig))
         env.delenv("KUBERNETES_SERVICE_HOST", raising=False)
         for name, (ip, _) in PODS.items():
-            kube.put("v1", "pods", pod_object(name, ip))
+            put_pod(kube, pod_object(name, ip))
         log_dir = tmp / "pods"
         config = replace(
             Config(),
