@@ -95,10 +95,20 @@ def start(port: int, state: Path, runs: int) -> subprocess.Popen[bytes]:
     return proc
 
 
-def scrape(url: str) -> tuple[float, int]:
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+# The views measured four at a time (name -> path, Accept header).
+VIEWS = {
+    "metrics_text": ("/metrics", None),
+    "metrics_openmetrics": ("/metrics", OPENMETRICS),
+    "api_runs": ("/api/v1/runs", None),
+}
+
+
+def scrape(url: str, accept: str | None = None) -> tuple[float, int]:
     started = time.perf_counter()
     size = 0
-    with urllib.request.urlopen(url, timeout=120) as resp:
+    headers = {"Accept": accept} if accept else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=300) as resp:
         while chunk := resp.read(1 << 20):
             size += len(chunk)
     return time.perf_counter() - started, size
@@ -154,6 +164,17 @@ def measure(runs: int) -> dict[str, Any]:
             for t in threads:
                 t.join()
             peak = proc_sample(proc.pid)
+            four: dict[str, float] = {}
+            for view, (path, accept) in VIEWS.items():
+                reset_peak(proc.pid)
+                group = [
+                    threading.Thread(target=scrape, args=(base + path, accept)) for _ in range(4)
+                ]
+                for t in group:
+                    t.start()
+                for t in group:
+                    t.join()
+                four[view] = proc_sample(proc.pid).hwm_bytes / 2**20
             # Push latency while scrapes run back to back.
             stop = threading.Event()
 
@@ -180,6 +201,7 @@ def measure(runs: int) -> dict[str, Any]:
         "state_save_cpu_seconds": save_seconds,
         "rss_loaded_mib": idle.rss_bytes / 2**20,
         "rss_peak_six_scrapes_mib": peak.hwm_bytes / 2**20,
+        "rss_peak_four_at_once_mib": four,
         "scrape_seconds_median": median(t for t, _ in singles),
         "six_scrapes_slowest_seconds": max(t for t, _ in results),
         "push_during_scrape_ms": {
@@ -187,6 +209,27 @@ def measure(runs: int) -> dict[str, Any]:
             "p99": latencies[int(len(latencies) * 0.99) - 1] * 1000,
             "max": latencies[-1] * 1000,
         },
+    }
+
+
+def restore_peak(file_runs: int, cap: int) -> dict[str, Any]:
+    """Peak RSS of an exporter starting from a state file of ``file_runs`` runs with
+    ``max_runs`` ``cap``: the restore holds the cap, not the file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "state.json"
+        file_bytes = state_file(state, file_runs)
+        port = free_port()
+        proc = start(port, state, cap)
+        try:
+            peak = proc_sample(proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return {
+        "state_file_runs": file_runs,
+        "state_file_mib": file_bytes / 2**20,
+        "max_runs": cap,
+        "rss_peak_after_restore_mib": peak.hwm_bytes / 2**20,
     }
 
 
@@ -207,9 +250,14 @@ def run(sizes: list[int]) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 2000, 10000])
+    parser.add_argument(
+        "--restore", type=int, default=30_000, help="runs in the state file of the restore"
+    )
     args = parser.parse_args()
     for result in run(args.runs):
         print(json.dumps(result), flush=True)
+    if args.restore:
+        print(json.dumps(restore_peak(args.restore, 2_000)), flush=True)
     return 0
 
 

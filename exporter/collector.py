@@ -260,28 +260,31 @@ def renderable(snapshots: list[RunSnapshot]) -> tuple[list[RunSnapshot], int]:
     the last line: a run with a label value that does not encode as UTF-8 (a lone surrogate
     from a file name that is not UTF-8) is left out, never the whole scrape or page.
     """
-    ok = []
-    for s in snapshots:
-        m = s.meta
-        try:
-            for value in (
-                *s.key,
-                m.job_kind,
-                m.framework,
-                m.source,
-                m.node,
-                m.rank,
-                m.container,
-                m.trial,
-                m.experiment,
-            ):
-                value.encode("utf-8")
-            for name, _ in s.metrics:
-                name.encode("utf-8")
-        except UnicodeEncodeError:
-            continue
-        ok.append(s)
+    ok = [s for s in snapshots if can_render(s)]
     return ok, len(snapshots) - len(ok)
+
+
+def can_render(s: RunSnapshot) -> bool:
+    """Whether every label value of the run encodes (see :func:`renderable`)."""
+    m = s.meta
+    try:
+        for value in (
+            *s.key,
+            m.job_kind,
+            m.framework,
+            m.source,
+            m.node,
+            m.rank,
+            m.container,
+            m.trial,
+            m.experiment,
+        ):
+            value.encode("utf-8")
+        for name, _ in s.metrics:
+            name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def run_families(snapshots: list[RunSnapshot]) -> list[Metric]:
@@ -324,14 +327,21 @@ def _fmt(v: float | int) -> str:
 CHUNK_RUNS = 256
 
 
-def iter_runs_text(snapshots: list[RunSnapshot], chunk_runs: int = CHUNK_RUNS) -> Iterator[str]:
-    """The per-run families in the Prometheus text format 0.0.4, written directly, in
-    chunks of at most ``chunk_runs`` runs of one family: a body is streamed, never held."""
+def iter_runs_text(
+    snapshots: list[RunSnapshot], chunk_runs: int = CHUNK_RUNS, openmetrics: bool = False
+) -> Iterator[str]:
+    """The per-run families in the Prometheus text format 0.0.4 (or, with ``openmetrics``,
+    OpenMetrics 1.0 without its ``# EOF``), written directly, in chunks of at most
+    ``chunk_runs`` runs of one family: a body is streamed, never held. The two formats
+    differ here only in a counter's family name (OpenMetrics names it without ``_total``)."""
     bases = [_base(s) for s in snapshots]
     escaped = [(_escape(ns), _escape(pod), _escape(job)) for (_, ns), (_, pod), (_, job) in bases]
     label_texts = [f'job_name="{job}",namespace="{ns}",pod="{pod}"}} ' for ns, pod, job in escaped]
     for fam in RUN_FAMILIES:
-        yield f"# HELP {fam.name} {fam.help}\n# TYPE {fam.name} {fam.kind}\n"
+        family = fam.name
+        if openmetrics and fam.kind == "counter":
+            family = family.removesuffix("_total")
+        yield f"# HELP {family} {fam.help}\n# TYPE {family} {fam.kind}\n"
         prefix = fam.name + "{"
         get = fam.value
         for lo in range(0, len(snapshots), chunk_runs):

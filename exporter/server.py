@@ -7,17 +7,17 @@ This module only maps one to the other.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
 from . import statuspage
-from .api import runs_document
-from .collector import iter_runs_text, renderable
+from .api import iter_runs_json
+from .collector import can_render, iter_runs_text, renderable
 from .discovery import PUSH, PushResolver
 from .httpd import (
     POOL_FORWARD,
@@ -99,18 +99,45 @@ def _runs(ctx: ServerContext, now: float, history: bool = False) -> list[RunSnap
 STREAM_CHUNK_BYTES = 256 * 1024
 
 
-def _metrics_text(ctx: ServerContext) -> Iterator[bytes]:
-    """The text exposition in chunks of about :data:`STREAM_CHUNK_BYTES`; the snapshot is
-    taken on the first ``next``."""
+def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
+    """``parts`` gathered into chunks of about :data:`STREAM_CHUNK_BYTES`."""
     pending: list[str] = []
     size = 0
-    for part in iter_runs_text(_runs(ctx, ctx.clock())):
+    for part in parts:
         pending.append(part)
         size += len(part)
         if size >= STREAM_CHUNK_BYTES:
             yield "".join(pending).encode()
             pending, size = [], 0
-    yield "".join(pending).encode() + generate_latest(ctx.self_registry)
+    if pending:
+        yield "".join(pending).encode()
+
+
+def _metrics_text(ctx: ServerContext, openmetrics: bool = False) -> Iterator[bytes]:
+    """The exposition (text 0.0.4, or OpenMetrics) in chunks of about
+    :data:`STREAM_CHUNK_BYTES`; the snapshot is taken on the first ``next``."""
+    yield from _chunks(iter_runs_text(_runs(ctx, ctx.clock()), openmetrics=openmetrics))
+    if openmetrics:
+        yield openmetrics_latest(ctx.self_registry)  # type: ignore[no-untyped-call]
+    else:
+        yield generate_latest(ctx.self_registry)
+
+
+def _runs_json(ctx: ServerContext) -> Iterator[bytes]:
+    """``/api/v1/runs``, streamed: snapshots a batch at a time, one run's JSON at a time."""
+    now = ctx.clock()
+    skipped = 0
+
+    def runs() -> Iterator[RunSnapshot]:
+        nonlocal skipped
+        for s in ctx.tracker.iter_snapshots(now, history=True):
+            if can_render(s):
+                yield s
+            else:
+                skipped += 1
+
+    yield from _chunks(iter_runs_json(runs(), now))
+    ctx.stats.set_unrenderable(skipped + ctx.tracker.failed_last_pass)
 
 
 def _run_page(ctx: ServerContext, path: str) -> Response:
@@ -128,8 +155,8 @@ def _get(ctx: ServerContext, request: Request) -> Response:
     if path == "/metrics":
         accept = request.headers.get("accept", "")
         if wants_openmetrics(accept):
-            encoder, content_type = choose_encoder(accept)
-            return Response(200, encoder(ctx.registry), content_type)
+            _, content_type = choose_encoder(accept)
+            return Response(200, _metrics_text(ctx, openmetrics=True), content_type)
         return Response(200, _metrics_text(ctx), TEXT_CONTENT_TYPE)
     if path == "/healthz":
         return Response(200, b"ok\n", PLAIN)
@@ -137,9 +164,7 @@ def _get(ctx: ServerContext, request: Request) -> Response:
         ok, detail = ctx.ready()
         return Response(200 if ok else 503, (detail + "\n").encode(), PLAIN)
     if path == "/api/v1/runs":
-        now = ctx.clock()
-        doc = runs_document(_runs(ctx, now, history=True), now)
-        return Response(200, json.dumps(doc).encode(), JSON)
+        return Response(200, _runs_json(ctx), JSON)
     if path == "/":
         now = ctx.clock()
         return Response(200, statuspage.index(_runs(ctx, now, history=True), now).encode(), HTML)

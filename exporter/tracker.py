@@ -252,10 +252,13 @@ class Tracker:
         pass: each run is consistent on its own, and a push waits for one batch at most,
         however many runs there are (at 50,000 runs one pass takes seconds).
         """
-        return list(
-            self._each_run(
-                now, lambda key, run: snapshot(self.config.run, key, run, now, history), True
-            )
+        return list(self.iter_snapshots(now, history))
+
+    def iter_snapshots(self, now: float, history: bool = False) -> Iterator[RunSnapshot]:
+        """:meth:`snapshot`, a batch at a time: a view that streams holds one batch of
+        snapshots, not every run's (with loss histories, 60 MB at 10,000 runs)."""
+        return self._each_run(
+            now, lambda key, run: snapshot(self.config.run, key, run, now, history), True
         )
 
     def _each_run(
