@@ -29,11 +29,12 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,11 @@ class ConnectionLimits:
     write_timeout: float = 10.0  # per chunk: a client must keep reading
     response_timeout: float = 60.0  # a whole answer, however slowly the client reads
     max_views: int = 4  # view answers (/metrics, /, /api/v1/runs) built or being sent at once
+    # One address may hold this many connections, and this many views at once: a client
+    # that floods connections, or asks for views and never reads them, competes with
+    # itself, not with Prometheus (another address).
+    max_connections_per_client: int = 64
+    max_views_per_client: int = 2
     max_line_bytes: int = 8192
     max_headers: int = 100
     # The whole head (request line and headers): 100 lines of 8 KiB held open by 256
@@ -268,6 +274,8 @@ class HTTPServer:
         }
         self._queued = dict.fromkeys(self._pools, 0)  # in a worker or waiting for one
         self._views = asyncio.Semaphore(self.limits.max_views)
+        # client address -> [its view semaphore, how many of its requests use it]
+        self._per_client_views: dict[str, list[Any]] = {}
         self._conns: dict[_Conn, None] = {}  # insertion-ordered: oldest first
         self._tasks: set[asyncio.Task[None]] = set()  # connection tasks, cancelled at stop
         self._lingering = 0  # closed connections whose last bytes are being discarded
@@ -322,9 +330,19 @@ class HTTPServer:
         :data:`EVICT_AFTER` for its request, or refuse ``conn`` when there is none (every
         connection is being served, or is new: in a burst, a client whose request is in
         flight is not cut in favour of the next one)."""
+        oldest = conn.since - EVICT_AFTER
+        mine = [c for c in self._conns if c.client == conn.client]
+        if len(mine) >= self.limits.max_connections_per_client:
+            # This address is at its share: it makes room among its own, or waits.
+            victim = next((c for c in mine if c.waiting and c.since <= oldest), None)
+            if victim is None:
+                self.stats.reject("client_over_capacity")
+                return False
+            self.stats.reject("evicted")
+            self._drop(victim, 503, "too many connections from this address")
+            return True
         if len(self._conns) < self.limits.max_connections:
             return True
-        oldest = conn.since - EVICT_AFTER
         victim = next((c for c in self._conns if c.waiting and c.since <= oldest), None)
         if victim is None:
             self.stats.reject("over_capacity")
@@ -509,7 +527,9 @@ class HTTPServer:
         pool = self.pool_of(request)
         if pool != POOL_SCRAPE:
             return await self._answer(conn, request, pool)
-        async with self._views:
+        # The address's own share first, then a server-wide slot: a client that asks for
+        # views and does not read them holds at most its share.
+        async with self._client_views(conn.client), self._views:
             try:
                 async with asyncio.timeout(self.limits.response_timeout):
                     return await self._answer(conn, request, pool)
@@ -517,6 +537,23 @@ class HTTPServer:
                 self.stats.reject("response_timeout")
                 conn.writer.transport.abort()
                 return False
+
+    @contextlib.asynccontextmanager
+    async def _client_views(self, client: str) -> AsyncIterator[None]:
+        """At most ``max_views_per_client`` views of one address at once; the semaphore is
+        dropped when nobody of that address uses it."""
+        entry = self._per_client_views.get(client)
+        if entry is None:
+            entry = [asyncio.Semaphore(self.limits.max_views_per_client), 0]
+            self._per_client_views[client] = entry
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._per_client_views[client]
 
     async def _answer(self, conn: _Conn, request: Request, pool: str) -> bool:
         version = request.version

@@ -1,0 +1,36 @@
+"""Prometheus gets its scrape: three hostile clients, from an address of their own, against
+the exporter process serving 200 runs (bench/starvation.py, the same code); at least 29 of
+30 scrapes, from another address, answer 200 within 10 s under each."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.common import free_port
+from bench.scale import start, state_file
+from bench.starvation import ATTACKS, measure
+
+
+@pytest.fixture(scope="module")
+def exporter_port() -> Iterator[int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "state.json"
+        state_file(state, 200)
+        port = free_port()
+        proc = start(port, state, 200)
+        try:
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_scrapes_are_answered_under_attack(exporter_port: int, attack: str) -> None:
+    result = measure(exporter_port, attack, count=30, interval=0.1)
+    assert result["answered_within_10s"] >= 29, result
