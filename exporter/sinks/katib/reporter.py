@@ -2,7 +2,7 @@
 from what the exporter already reads (logs, callbacks, status files, pushes), with no
 ``report_metrics()`` and no sidecar in the trial.
 
-For each Katib trial with a pod on this node (label ``katib.kubeflow.org/trial``), the
+For each Katib trial with a pod on this node (the Trial in the pod's owner chain), the
 exporter reads the Trial (its objective and additional metric names, its collector kind),
 and when the collector kind is ``Push`` (nothing else reports) sends each new value of
 those metrics to Katib's DB manager with ``ReportObservationLog``: each value once, in
