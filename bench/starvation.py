@@ -155,9 +155,15 @@ def scrapes(url: str, count: int, interval: float = 1.0) -> list[float | None]:
     return out
 
 
-def measure(port: int, attack: str, count: int, interval: float = 1.0) -> dict[str, Any]:
+def measure(
+    port: int, attack: str, count: int, interval: float = 1.0, **attack_options: Any
+) -> dict[str, Any]:
+    """``count`` scrapes under ``attack`` (``attack_options`` go to it: ``clients=`` for
+    ``slow``, ``per_second=`` for ``churn``)."""
     stop = threading.Event()
-    attacker = threading.Thread(target=ATTACKS[attack], args=(port, stop), daemon=True)
+    attacker = threading.Thread(
+        target=ATTACKS[attack], args=(port, stop), kwargs=attack_options, daemon=True
+    )
     attacker.start()
     time.sleep(2.0)  # the attack is under way
     times = scrapes(f"http://127.0.0.1:{port}/metrics", count, interval)
