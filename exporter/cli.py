@@ -155,8 +155,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _wait(stop: threading.Event, duration: float | None) -> None:
+def _on_sigterm(stop: threading.Event) -> None:
+    """SIGTERM sets ``stop``. Installed before anything is served: a SIGTERM that comes as
+    soon as the server answers must stop it cleanly, not kill it (the default action)."""
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+
+def _wait(stop: threading.Event, duration: float | None) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         stop.wait(duration)
 
@@ -184,6 +189,8 @@ def _run(args: argparse.Namespace) -> int:
             *(spec.name for spec in SPECS),
         )
     }
+    stop = threading.Event()
+    _on_sigterm(stop)
     try:
         config = load(flags)
         exporter = Exporter(config)
@@ -196,7 +203,6 @@ def _run(args: argparse.Namespace) -> int:
         f"{exporter.url}/metrics",
         flush=True,
     )
-    stop = threading.Event()
     _wait(stop, None)
     exporter.stop()
     return 0
@@ -229,6 +235,8 @@ def _act(args: argparse.Namespace) -> int:
     except (ConfigError, DiscoveryError, OSError, ValueError) as exc:
         print(f"training-progress-exporter act: {exc}", file=sys.stderr)
         return 2
+    stop = threading.Event()
+    _on_sigterm(stop)
     serve_in_thread(server)
     mode = "dry run" if config.dry_run else "acting"
     print(
@@ -236,7 +244,7 @@ def _act(args: argparse.Namespace) -> int:
         f"http://{server.server_address[0]}:{server.server_address[1]}/api/v1/alerts",
         flush=True,
     )
-    _wait(threading.Event(), None)
+    _wait(stop, None)
     server.shutdown()
     server.server_close()
     return 0
@@ -253,9 +261,10 @@ def _demo(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    stop = threading.Event()
+    _on_sigterm(stop)
     demo.start()
     print(demo.banner(), flush=True)
-    stop = threading.Event()
     _wait(stop, args.duration)
     demo.stop()
     return 0
