@@ -19,8 +19,20 @@ ANNOTATION_HTTP_PATH = PREFIX + "http-path"  # ... at this path (default /metric
 ANNOTATION_STATUS_VOLUME = PREFIX + "status-volume"  # an emptyDir the pod writes its file to
 ANNOTATION_STATUS_FILE = PREFIX + "status-file"  # ... named this (default progress.json)
 ANNOTATION_CHECKPOINT = PREFIX + "checkpoint"  # any new value: tell the run to save now
-ODH_PROGRESSION = "trainer.opendatahub.io/progression-tracking"
+# OpenShift AI's progress tracking (opendatahub-io/trainer, pkg/rhai/constants/constants.go):
+# annotations of the TrainJob, read as its controller reads them.
+ODH_PROGRESSION = "trainer.opendatahub.io/progression-tracking"  # exactly "true" turns it on
+ODH_METRICS_PORT = "trainer.opendatahub.io/metrics-port"  # default 28080
+ODH_POLL_INTERVAL = "trainer.opendatahub.io/metrics-poll-interval"  # "30s", "1m" or "45"
+ODH_TRAINER_STATUS = "trainer.opendatahub.io/trainerStatus"  # the progress, as JSON
 ODH_PORT = 28080
+# The audience of the projected token Kubeflow Trainer gives a TrainJob's pods for pushing
+# progress (kubeflow/trainer pkg/statusserver: TokenAudience(namespace, name)).
+KUBEFLOW_TOKEN_AUDIENCE = (
+    "trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
+)
+# The annotations of an owner (the TrainJob) that pod discovery keeps with its reference.
+OWNER_ANNOTATIONS = (ODH_PROGRESSION, ODH_METRICS_PORT, ODH_POLL_INTERVAL)
 
 # (label, job kind), in order of precedence: the most specific workload first.
 JOB_LABELS: tuple[tuple[str, str], ...] = (

@@ -72,6 +72,9 @@ class Config:
     kubeflow_forward_url: str = ""
     kubeflow_forward_ca: str = ""
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+    # Kubernetes mode: also pull the metrics port of TrainJobs that OpenShift AI tracks
+    # (its NetworkPolicy lets only its controller in; add one for the DaemonSet first).
+    opendatahub_metrics_pull: bool = KubernetesSettings.opendatahub_metrics_pull
     # Kubernetes mode: report Katib trials' objective metrics to this DB manager (host:port;
     # true means Katib's default address), empty: off. exporter/sinks/katib/reporter.py.
     katib_db_manager: str = ""
@@ -96,6 +99,7 @@ class Config:
             kubelet_ca=self.kubelet_ca,
             token_audience=self.token_audience,
             gpu_resources=self.gpu_resources,
+            opendatahub_metrics_pull=self.opendatahub_metrics_pull,
         )
 
     def listen_address(self, mode: str = "standalone") -> tuple[str, int]:
@@ -148,9 +152,22 @@ _STRINGS = {
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
+_BOOLS = {"opendatahub_metrics_pull"}
 SETTINGS = sorted(
-    _DURATIONS | set(_INTS) | set(_THRESHOLDS) | _STRINGS | set(_LISTS) | {"http_targets"}
+    _DURATIONS | set(_INTS) | set(_THRESHOLDS) | _STRINGS | set(_LISTS) | _BOOLS | {"http_targets"}
 )
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+def _bool(value: Any, error: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise ConfigError(error)
+
+
 # Old names still accepted (the thresholds' config keys before they had one name each).
 ALIASES: dict[str, str] = {s.alias: s.name for s in SPECS if s.alias != s.name}
 
@@ -201,6 +218,8 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             if not low <= number <= high:
                 raise ConfigError(f"{origin}: {key} must be between {low} and {high}")
             changes[key] = number
+        elif key in _BOOLS:
+            changes[key] = _bool(value, f"{origin}: {key} must be true or false, not {value!r}")
         elif key in _LISTS:
             changes[key] = _string_list(value, f"{origin}: {key} must be a list of {_LISTS[key]}")
         elif key == "http_targets":

@@ -114,6 +114,7 @@ class PodInfo:
     trial: str = ""  # Katib: the trial this pod runs (katib.kubeflow.org/trial)
     experiment: str = ""  # ... and its experiment (katib.kubeflow.org/experiment)
     http_url: str | None = None  # where to pull JSON progress from, if anywhere
+    http_interval: float | None = None  # ... at most this often (None: every poll)
     deleting: bool = False  # has a deletionTimestamp (evicted, drained, deleted)
     checkpoint_request: str | None = None  # the checkpoint annotation's value
     status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .model import Clock, Parsed, ReportError, RunKey, RunMeta, within_bounds
+from .model import Clock, Observed, Parsed, ReportError, RunKey, RunMeta, within_bounds
 from .run import RunSnapshot
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
 from .tracker import Tracker
@@ -42,6 +42,11 @@ class Ingestor:
     def run(self, key: RunKey) -> RunSnapshot | None:
         """One run as of now (for writing it back where its job is), or None."""
         return self._tracker.snapshot_one(key, self.clock())
+
+    def observations(self, key: RunKey, after: int) -> tuple[list[Observed], int]:
+        """Each value a Katib trial run reported since observation ``after``, with its own
+        time, and how many of those were lost to the per-run bound (Tracker.observations)."""
+        return self._tracker.observations(key, after)
 
     def directives(self, key: RunKey) -> tuple[str, ...]:
         """What the run should be told in the answer to its push (exporter.directives)."""

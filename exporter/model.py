@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
-from .thresholds import Overrides, parse_overrides
+from .thresholds import Overrides, Thresholds, parse_overrides
 
 # Upstream Kubeflow Trainer limits for the trainerStatus body.
 KUBEFLOW_MAX_BODY_BYTES = 64 * 1024
@@ -101,6 +101,36 @@ class ProgressReport:
     # Logs only: ``max_steps`` is a progress bar's length, and nothing else in the log said
     # the run ended. The bar reaching it does not by itself finish the run (states.done).
     total_from_bar: bool = False
+    # Values this report witnessed one by one, each with its own time, oldest first: a log
+    # chunk carries several logged dicts, each a value Katib must get. Only logs set it;
+    # any other report is one such sample itself (ProgressReport.values).
+    value_samples: tuple[tuple[float, tuple[tuple[str, float], ...]], ...] = ()
+
+    def values(self) -> tuple[tuple[str, float], ...]:
+        """The report's own numbers by name (step, epoch, loss, eval_loss, learning_rate,
+        grad_norm, then its metrics): what one observation of the run says."""
+        named = (
+            ("step", self.step),
+            ("epoch", self.epoch),
+            ("loss", self.loss),
+            ("eval_loss", self.eval_loss),
+            ("learning_rate", self.learning_rate),
+            ("grad_norm", self.grad_norm),
+        )
+        return (
+            *((k, float(v)) for k, v in named if v is not None),
+            *self.metrics,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """One observation of a run's values: its sequence number in the run (1, 2, ...), when
+    it was made (Unix seconds), and the values by name (ProgressReport.values)."""
+
+    seq: int
+    timestamp: float
+    values: tuple[tuple[str, float], ...]
 
 
 @dataclass(frozen=True)
@@ -386,8 +416,9 @@ def parse_kubeflow(obj: Any, now: float) -> Parsed:
     )
 
 
-def _named_values(b: _Builder, values: Any, where: str) -> None:
-    """Feed ``{"name": value}`` or ``[{"name": n, "value": v}]`` into the builder."""
+def _named_values(b: _Builder, values: Any, where: str, prefix: str = "") -> None:
+    """Feed ``{"name": value}`` or ``[{"name": n, "value": v}]`` into the builder; names
+    without ``prefix`` get it (an evaluation's ``accuracy`` is ``eval_accuracy``)."""
     if values is None:
         return
     if isinstance(values, Mapping):
@@ -405,11 +436,20 @@ def _named_values(b: _Builder, values: Any, where: str) -> None:
             "too_many_metrics", f"{len(items)} {where} exceed the limit of {KUBEFLOW_MAX_METRICS}"
         )
     for name, value in items:
+        if prefix and isinstance(name, str) and not name.startswith(prefix):
+            name = prefix + name
         b.metric(name, value)
 
 
+# OpenShift AI's summary of a finished run (opendatahub-io/trainer progression.go).
+ODH_COMPLETE = ("complete", "complete (early stopped)")
+
+
 def parse_opendatahub(obj: Any, now: float) -> Parsed:
-    """Parse the OpenDataHub progression JSON served on :28080 (camelCase fields)."""
+    """Parse OpenShift AI's progression JSON: what a tracked pod serves on :28080
+    (``TrainerStatus``) and what its controller keeps in the TrainJob's annotation
+    (``AnnotationStatus``, which adds ``estimatedRemainingTimeSummary`` and
+    ``lastUpdatedTime``). A summary of "complete" means the run finished."""
     if not isinstance(obj, Mapping):
         raise ReportError("invalid_type", "body must be a JSON object")
     b = _Builder(FORMAT_OPENDATAHUB)
@@ -417,7 +457,7 @@ def parse_opendatahub(obj: Any, now: float) -> Parsed:
         if key in obj:
             b.metric(key, obj[key])
     _named_values(b, obj.get("trainMetrics"), "trainMetrics")
-    _named_values(b, obj.get("evalMetrics"), "evalMetrics")
+    _named_values(b, obj.get("evalMetrics"), "evalMetrics", prefix="eval_")
     progress = (
         _progress_ratio(obj["progressPercentage"], b.problem, strict=False)
         if obj.get("progressPercentage") is not None
@@ -429,6 +469,8 @@ def parse_opendatahub(obj: Any, now: float) -> Parsed:
         else None
     )
     final = progress is not None and progress >= 1.0
+    if obj.get("estimatedRemainingTimeSummary") in ODH_COMPLETE:
+        final = True
     if isinstance(obj.get("trainingState"), str) and obj["trainingState"].lower() in (
         "completed",
         "complete",
@@ -702,3 +744,5 @@ class RunView(Protocol):
     def metrics(self) -> tuple[tuple[str, float], ...]: ...
     @property
     def last_report_timestamp(self) -> float: ...
+    @property
+    def thresholds(self) -> Thresholds: ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -24,7 +25,7 @@ from .estimate import (
     throughput,
 )
 from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
-from .model import ProgressReport, RunKey, RunMeta
+from .model import Observed, ProgressReport, RunKey, RunMeta
 from .series import Series
 from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
@@ -47,6 +48,9 @@ MIN_IMPROVEMENT = 5e-3
 PACE_WINDOW = 7200.0
 PACE_FRACTION = 1 / 10
 PACE_POINTS = 256
+# Observations (each reported value with its time) kept per Katib trial run until the Katib
+# reporter reads them: minutes of one value a second between its reads.
+OBSERVATIONS_KEPT = 512
 PACE_MIN_POINTS = 3
 PACE_QUANTILE = 0.9
 # While plateaued, only an improvement of this fraction below the best at the plateau's
@@ -189,6 +193,10 @@ class RunState:
     new_process: bool = False
     # The total is a progress bar's length (states.done: its end alone finishes nothing).
     total_from_bar: bool = False
+    # Katib trial runs only (meta.trial): every observation, newest OBSERVATIONS_KEPT, and
+    # how many there ever were (the next one's sequence number is this plus one).
+    observed: deque[Observed] | None = None
+    observed_count: int = 0
 
     @property
     def gpus(self) -> float:
@@ -465,6 +473,42 @@ def merge(
         run.deadline = r.deadline_timestamp
     if r.gpu_hours_budget is not None:
         run.budget_seconds = r.gpu_hours_budget * 3600.0
+    _record_observations(run, r, now)
+
+
+def _record_observations(run: RunState, r: ProgressReport, now: float) -> None:
+    """Keep each value a trial run reported, in order and with its own time, for Katib.
+
+    A log report brings the values of every line it read (``value_samples``); any other
+    report is one observation, skipped when it repeats the last one exactly (a status file
+    or HTTP endpoint read again unchanged)."""
+    if not run.meta.trial:
+        return
+    if run.observed is None:
+        run.observed = deque(maxlen=OBSERVATIONS_KEPT)
+    # A log report's own values are the latest of everything it read so far: only the
+    # lines read since the last one (value_samples) are new.
+    log = r.format == "log"
+    samples = r.value_samples if log else (((r.timestamp or now), r.values()),)
+    for when, values in samples:
+        if not values:
+            continue
+        if not log and run.observed and run.observed[-1].values == values:
+            continue
+        run.observed_count += 1
+        run.observed.append(Observed(run.observed_count, when, values))
+
+
+def observations(run: RunState, after: int) -> tuple[list[Observed], int]:
+    """The run's observations with a sequence number above ``after``, oldest first, and how
+    many of those are no longer kept (the reader came too late for them). An ``after``
+    beyond the run's count (a run started over under its name) reads from the start."""
+    kept = list(run.observed or ())
+    if after > run.observed_count:
+        after = 0
+    new = [o for o in kept if o.seq > after]
+    first = new[0].seq if new else run.observed_count + 1
+    return new, max(0, first - after - 1)
 
 
 def _record_pace(config: RunConfig, run: RunState, now: float) -> None:

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from .estimate import EstimatorConfig
-from .model import ProgressReport, RunKey, RunMeta
+from .model import Observed, ProgressReport, RunKey, RunMeta
 from .run import (
     Problem,
     RunConfig,
@@ -27,6 +27,7 @@ from .run import (
     mark_gone,
     merge,
     new_run,
+    observations,
     snapshot,
     update_meta,
 )
@@ -115,6 +116,13 @@ class Tracker:
                 update_meta(run, meta, now)
                 run.restored = False
                 self._changes += 1
+
+    def observations(self, key: RunKey, after: int) -> tuple[list[Observed], int]:
+        """A Katib trial run's observations after sequence number ``after`` and how many of
+        those were no longer kept (run.observations); nothing for an unknown run."""
+        with self._lock:
+            run = self._runs.get(key)
+            return observations(run, after) if run is not None else ([], 0)
 
     def mark_gone(self, key: RunKey, now: float) -> None:
         """The run's pod (or file, or target) is gone: freeze it and start retention."""

@@ -56,7 +56,12 @@ def _http(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polled
 
     def targets() -> list[HttpTarget]:
         pods = [
-            HttpTarget(RunKey(p.namespace, p.name, p.job_name), p.http_url, cluster.meta(p, "http"))
+            HttpTarget(
+                RunKey(p.namespace, p.name, p.job_name),
+                p.http_url,
+                cluster.meta(p, "http"),
+                interval=p.http_interval or 0.0,
+            )
             for p in cluster.pods()
             if p.http_url and not p.finished
         ]

@@ -13,10 +13,10 @@ that does not own it. Pure, apart from ``get``: both the exporter (pod discovery
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .annotations import JOB_LABELS, KATIB_TRIAL_LABEL
+from .annotations import JOB_LABELS, KATIB_TRIAL_LABEL, OWNER_ANNOTATIONS
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,13 @@ class Ref:
     api_version: str
     name: str
     uid: str
+    # Of the object it names, once read: the annotations pod discovery needs
+    # (:data:`~exporter.annotations.OWNER_ANNOTATIONS`), values cut to MAX_ANNOTATION chars.
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    def annotation(self, name: str) -> str | None:
+        """The owner's annotation ``name`` (one of OWNER_ANNOTATIONS), if it has it."""
+        return next((v for k, v in self.annotations if k == name), None)
 
 
 class OwnerMissing(LookupError):
@@ -145,8 +152,26 @@ def chain(meta: Mapping[str, Any], get: Getter) -> tuple[Ref, ...]:
         owner_meta = (obj or {}).get("metadata") or {}
         if obj is None or (ref.uid and str(owner_meta.get("uid") or "") != ref.uid):
             raise OwnerMissing(f"{ref.kind}/{ref.name} (uid {ref.uid or '?'}) does not exist")
+        kept = owner_annotations(owner_meta)
+        if kept:
+            refs[-1] = replace(ref, annotations=kept)
         current = owner_meta
     return tuple(refs)
+
+
+MAX_ANNOTATION = 64
+
+
+def owner_annotations(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The owner annotations pod discovery reads (OWNER_ANNOTATIONS), bounded, in order."""
+    found = meta.get("annotations") or {}
+    if not isinstance(found, Mapping):
+        return ()
+    return tuple(
+        (name, found[name][:MAX_ANNOTATION])
+        for name in OWNER_ANNOTATIONS
+        if isinstance(found.get(name), str)
+    )
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import yaml
+
+from .apischema import check, prune, trainjob_status_schema
+
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)(?:/(?P<name>[^/]+)(?P<sub>/status)?)?$"
@@ -50,6 +54,11 @@ class FakeKube:
         self.write_times: list[float] = []  # time.time() of each write, in the same order
         self.bytes_sent = 0  # response bytes (JSON answers and watch chunks), for benchmarks
         self.names = 0  # for generateName
+        # (api, plural) -> the CRD's status schema: status writes are validated against it
+        # (422 Invalid; unknown fields dropped, or refused with fieldValidation=Strict).
+        self.schemas: dict[tuple[str, str], dict[str, Any]] = {
+            ("trainer.kubeflow.org/v1alpha1", "trainjobs"): trainjob_status_schema(),
+        }
 
     @staticmethod
     def resource(api: str, plural: str) -> str:
@@ -145,6 +154,113 @@ def json_patch(target: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, A
             node = node.setdefault(part, {})
         node[parts[-1]] = op["value"]
     return dict(out)
+
+
+Path_ = tuple[str, ...]
+_IDENTITY = {("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace")}
+
+
+def field_set(doc: Any, prefix: Path_ = ()) -> set[Path_]:
+    """The leaf fields a patch body sets (lists are atomic), as paths of field names."""
+    if isinstance(doc, dict) and doc:
+        out: set[Path_] = set()
+        for key, value in doc.items():
+            out |= field_set(value, (*prefix, str(key)))
+        return out
+    return {prefix} if prefix else set()
+
+
+def to_fields_v1(paths: set[Path_]) -> dict[str, Any]:
+    """``paths`` as the API server writes ``managedFields[].fieldsV1``."""
+    root: dict[str, Any] = {}
+    for path in sorted(paths):
+        node = root
+        for name in path:
+            node = node.setdefault(f"f:{name}", {})
+    return root
+
+
+def from_fields_v1(fields: Any, prefix: Path_ = ()) -> set[Path_]:
+    if not isinstance(fields, dict) or not fields:
+        return {prefix} if prefix else set()
+    out: set[Path_] = set()
+    for key, value in fields.items():
+        if key.startswith("f:"):
+            out |= from_fields_v1(value, (*prefix, key[2:]))
+    return out or ({prefix} if prefix else set())
+
+
+def _overlap(a: Path_, b: Path_) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def _remove(obj: dict[str, Any], path: Path_) -> None:
+    node: Any = obj
+    for name in path[:-1]:
+        node = node.get(name) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
+
+
+def _conflict(message: str, causes: list[dict[str, str]]) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "reason": "Conflict",
+        "code": 409,
+        "message": message,
+        "details": {"causes": causes},
+    }
+
+
+def managed_fields(
+    obj: dict[str, Any],
+    manager: str,
+    operation: str,
+    subresource: str,
+    paths: set[Path_],
+    replace: bool,
+    api_version: str,
+) -> list[Path_]:
+    """Record that ``manager`` set ``paths`` (server-side apply bookkeeping); other managers
+    lose them. With ``replace`` (an apply), the manager's earlier set is replaced and the
+    fields it no longer applies, owned by nobody else, are returned for removal."""
+    entries = [dict(e) for e in (obj.get("metadata") or {}).get("managedFields") or []]
+    mine = next(
+        (
+            e
+            for e in entries
+            if e.get("manager") == manager
+            and e.get("operation") == operation
+            and e.get("subresource", "") == subresource
+        ),
+        None,
+    )
+    before = from_fields_v1(mine.get("fieldsV1")) if mine else set()
+    for e in entries:
+        if e is mine:
+            continue
+        kept = {
+            p for p in from_fields_v1(e.get("fieldsV1")) if not any(_overlap(p, q) for q in paths)
+        }
+        e["fieldsV1"] = to_fields_v1(kept)
+    others = set().union(*(from_fields_v1(e.get("fieldsV1")) for e in entries if e is not mine))
+    dropped = [
+        p for p in before - paths if replace and not any(_overlap(p, q) for q in paths | others)
+    ]
+    now_owned = paths if replace else before | paths
+    if mine is None:
+        mine = {"manager": manager, "operation": operation, "apiVersion": api_version}
+        if subresource:
+            mine["subresource"] = subresource
+        entries.append(mine)
+    mine["fieldsType"] = "FieldsV1"
+    mine["fieldsV1"] = to_fields_v1(now_owned)
+    mine["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    obj.setdefault("metadata", {})["managedFields"] = [e for e in entries if e.get("fieldsV1")]
+    return dropped
 
 
 def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
@@ -248,7 +364,13 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
 
         def do_PATCH(self) -> None:
             kube.requests.append("PATCH " + self.path)
-            body = self._body()
+            content_type = self.headers.get("Content-Type", "")
+            body: Any
+            if "apply-patch" in content_type:  # server-side apply: YAML (or JSON)
+                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                body = yaml.safe_load(raw) or {}
+            else:
+                body = self._body()
             kube.writes.append(("PATCH", self.path, body))
             kube.write_times.append(time.time())
             target = self._target()
@@ -259,7 +381,6 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 if obj is None or target is None:
                     self._not_found()
                     return
-                content_type = self.headers.get("Content-Type", "")
                 wanted = (
                     (body.get("metadata") or {}).get("resourceVersion")
                     if isinstance(body, dict)
@@ -285,10 +406,91 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 elif isinstance(body, dict) and "status" in body and target[1] != "pods":
                     # The main resource of a kind with a status subresource ignores status.
                     body = {k: v for k, v in body.items() if k != "status"}
+                query = parse_qs(urlparse(self.path).query)
+                apply = "apply-patch" in content_type
+                manager = (query.get("fieldManager") or [""])[0]
+                if apply and not manager:
+                    self._json(
+                        422,
+                        {
+                            "kind": "Status",
+                            "code": 422,
+                            "reason": "Invalid",
+                            "message": "fieldManager: Required value: is required for apply patch",
+                        },
+                    )
+                    return
+                manager = manager or self.headers.get("User-Agent", "unknown").split("/")[0]
                 if "json-patch" in content_type:
-                    patched = json_patch(obj, body)
+                    changed = {
+                        tuple(
+                            p.replace("~1", "/").replace("~0", "~")
+                            for p in op["path"].split("/")[1:]
+                        )
+                        for op in body
+                    }
                 else:
-                    patched = merge_patch(obj, body)
+                    changed = field_set(body) - _IDENTITY
+                subresource = "status" if self._status_subresource() else ""
+                if apply:
+                    entries = (obj.get("metadata") or {}).get("managedFields") or []
+                    causes = [
+                        {
+                            "type": "FieldManagerConflict",
+                            "message": f'conflict with "{e.get("manager")}"',
+                            "field": "." + ".".join(p),
+                        }
+                        for e in entries
+                        if e.get("manager") != manager
+                        for p in from_fields_v1(e.get("fieldsV1"))
+                        if any(_overlap(p, q) for q in changed)
+                    ]
+                    if causes and (query.get("force") or ["false"])[0] != "true":
+                        self._json(
+                            409,
+                            _conflict(
+                                f"Apply failed with {len(causes)} conflict(s): "
+                                + "; ".join(f"{c['message']}: {c['field']}" for c in causes),
+                                causes,
+                            ),
+                        )
+                        return
+                    body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
+                patched = (
+                    json_patch(obj, body)
+                    if "json-patch" in content_type
+                    else merge_patch(obj, body)
+                )
+                dropped = managed_fields(
+                    patched,
+                    manager,
+                    "Apply" if apply else "Update",
+                    subresource,
+                    changed,
+                    replace=apply,
+                    api_version=target[0],
+                )
+                for path in dropped:
+                    _remove(patched, path)
+                schema = kube.schemas.get((target[0], target[1]))
+                if schema is not None and subresource and isinstance(patched.get("status"), dict):
+                    errors, unknown = check(patched["status"], schema, ".status")
+                    strict = (query.get("fieldValidation") or [""])[0] == "Strict"
+                    if errors or (strict and unknown):
+                        problems = errors + [f"{u}: unknown field" for u in unknown]
+                        self._json(
+                            422,
+                            {
+                                "kind": "Status",
+                                "apiVersion": "v1",
+                                "status": "Failure",
+                                "code": 422,
+                                "reason": "Invalid",
+                                "message": "; ".join(problems),
+                            },
+                        )
+                        return
+                    patched["status"] = prune(patched["status"], schema)
                 updated = kube.put(target[0], target[1], patched)
             self._json(200, updated)
 

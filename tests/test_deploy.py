@@ -22,6 +22,7 @@ OVERLAYS = [
     "restricted",
     "act",
     "trainjob-writeback",
+    "trainjob-writeback-annotation",
     "katib",
 ]
 KUBECTL = shutil.which("kubectl")
@@ -79,23 +80,37 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     ]
     if overlay == "plain":
         assert kinds == base
-    elif overlay == "trainjob-writeback":
+    elif overlay in ("trainjob-writeback", "trainjob-writeback-annotation"):
+        # Least privilege per mode: the status subresource, or the TrainJob itself (the
+        # OpenShift AI annotation is metadata), never both.
+        mode, resource = (
+            ("status", "trainjobs/status")
+            if overlay == "trainjob-writeback"
+            else ("annotation", "trainjobs")
+        )
         assert kinds == sorted([*base, "ClusterRole", "ClusterRoleBinding"])
         (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
         env = {
             e["name"]: e.get("value")
             for e in ds["spec"]["template"]["spec"]["containers"][0]["env"]
         }
-        assert env["TPE_TRAINJOB_STATUS_WRITEBACK"] == "status"
+        assert env["TPE_TRAINJOB_STATUS_WRITEBACK"] == mode
         (role,) = [
             d
             for d in docs
-            if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("writeback")
+            if d["kind"] == "ClusterRole"
+            and d["metadata"]["name"] == f"training-progress-exporter-{overlay}"
         ]
-        assert [(r["resources"], r["verbs"]) for r in role["rules"]] == [
-            (["trainjobs/status"], ["patch"]),
-            (["trainjobs"], ["patch"]),
-        ]
+        assert [(r["resources"], r["verbs"]) for r in role["rules"]] == [([resource], ["patch"])]
+        patchable = {
+            res
+            for d in docs
+            if d["kind"] == "ClusterRole"
+            for r in d["rules"]
+            if "patch" in r["verbs"]
+            for res in r["resources"]
+        }
+        assert patchable == {resource}
     elif overlay == "katib":
         assert kinds == sorted([*base, "ClusterRole", "ClusterRoleBinding"])
         (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]

@@ -80,6 +80,46 @@ def test_host_network_pods_need_a_token_that_names_them(kube: FakeKube, k8s_expo
     assert len(again) == len(reviews)
 
 
+def test_kubeflow_trainers_own_token_is_accepted_for_its_trainjob_only(
+    kube: FakeKube, k8s_exporter: Any
+) -> None:
+    """Kubeflow Trainer gives a TrainJob's pods a projected token whose audience names the
+    TrainJob's status path (kubeflow/trainer pkg/statusserver TokenAudience); a host-network
+    pod that sends it is accepted for that TrainJob, and for nothing else."""
+    audience = "trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/llm/status"
+    put_pod(kube, pod("ml", "host-0", TRAINJOB, ip="127.0.0.1", host_network=True))
+    stranger = pod(
+        "ml",
+        "stranger-0",
+        {"batch.kubernetes.io/job-name": "other"},
+        ip="127.0.0.1",
+        host_network=True,
+    )
+    put_pod(kube, stranger)
+    kube.tokens["kubeflow"] = ("ml", "trainer", "host-0", [audience])
+    # A pod of another job whose pod spec asked for a token with the same audience.
+    kube.tokens["borrowed"] = ("ml", "trainer", "stranger-0", [audience])
+    exp = k8s_exporter(FakeClock(T_START_TS))
+    wait(lambda: len(registry_of(exp)) == 2)
+
+    def push(token: str, name: str) -> tuple[int, Any]:
+        status, body = http(
+            "POST",
+            exp.url + KF.format(ns="ml", name=name),
+            BODY,
+            {"Authorization": f"Bearer {token}"},
+        )
+        return status, json.loads(body or b"{}")
+
+    assert push("kubeflow", "llm")[0] == 200
+    other = push("kubeflow", "other")  # the audience names llm, not other
+    assert other[0] == 403
+    borrowed = push("borrowed", "llm")
+    assert borrowed[0] == 403 and "not of that TrainJob" in borrowed[1]["message"]
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert (run["pod"], run["job_name"]) == ("host-0", "llm")
+
+
 def test_only_a_live_pod_owns_its_ip(kube: FakeKube, k8s_exporter: Any) -> None:
     """A finished pod keeps its IP in the API; the node may already have
     given it to another pod. Before, the first match won: a stranger pushed as the finished

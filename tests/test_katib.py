@@ -14,6 +14,7 @@ import logging
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -24,7 +25,9 @@ import grpc
 import pytest
 from kubeflow.katib import katib_api_pb2, katib_api_pb2_grpc
 
-from exporter.model import ProgressReport, RunKey
+from exporter.app import Exporter
+from exporter.model import ProgressReport, RunKey, RunMeta
+from exporter.run import OBSERVATIONS_KEPT
 from exporter.sinks.katib.dbmanager import DBManager, KatibUnavailable
 from exporter.sinks.katib.observations import (
     MAX_PENDING,
@@ -39,7 +42,7 @@ from exporter.sinks.katib.observations import (
 )
 from exporter.tracker import Tracker
 
-from .conftest import T0, FakeClock, get_json, http
+from .conftest import K8S_NODE, T0, FakeClock, get_json, http
 from .fakekube import FakeKube
 from .kube import T_START_TS, pod, put_pod, registry_of, wait
 
@@ -164,12 +167,13 @@ def test_each_value_once_batched_by_the_interval_and_flushed_at_the_finish() -> 
     spec = parse_trial(trial("ml", "t1", "eval_loss", ["loss", "train_accuracy"]))
     tracker = Tracker()
     key = RunKey("ml", "t1-0", "t1")
+    meta = RunMeta(trial="t1")
     log = TrialLog()
 
     def step(report: ProgressReport, at: float) -> Any:
-        tracker.apply(key, report, at)
+        tracker.apply(key, report, at, meta)
+        observe(spec, *tracker.observations(key, log.cursor), log)
         (snap,) = tracker.snapshot(at)
-        observe(spec, snap, log)
         return snap
 
     step(ProgressReport(step=1, loss=2.0), T0)
@@ -177,12 +181,16 @@ def test_each_value_once_batched_by_the_interval_and_flushed_at_the_finish() -> 
         MetricLog("loss", 2.0, rfc3339(T0))
     ]
     sent(log, due(log, 100.0, 10.0, False), 100.0, False)
-    step(ProgressReport(step=2, loss=2.0), T0 + 1)  # same value: not again
+    # The same value at the next step is the next observation (Katib's StdOut collector
+    # sends every printed value); a report that repeats the last one exactly is not.
+    step(ProgressReport(step=2, loss=2.0), T0 + 1)
+    step(ProgressReport(step=2, loss=2.0), T0 + 1.5)
     step(ProgressReport(step=3, loss=1.5, metrics=(("train_accuracy", 0.4),)), T0 + 2)
     step(ProgressReport(step=4, loss=float("nan")), T0 + 3)  # NaN: never sent
     assert due(log, now=105.0, min_interval=10.0, finished=False) == []  # not yet
     batch = due(log, now=111.0, min_interval=10.0, finished=False)
     assert batch == [
+        MetricLog("loss", 2.0, rfc3339(T0 + 1)),
         MetricLog("loss", 1.5, rfc3339(T0 + 2)),
         MetricLog("train_accuracy", 0.4, rfc3339(T0 + 2)),
     ]
@@ -194,13 +202,23 @@ def test_each_value_once_batched_by_the_interval_and_flushed_at_the_finish() -> 
     sent(log, final, 112.0, True)
     step(ProgressReport(step=6, eval_loss=1.1), T0 + 5)
     assert log.final and due(log, 200.0, 10.0, True) == []
-    # An outage cannot grow the queue without bound.
+    # An outage cannot grow the queue without bound: what is lost is counted.
     unbounded, other = TrialLog(), Tracker()
     for i in range(MAX_PENDING + 5):
-        other.apply(key, ProgressReport(step=10 + i, loss=float(i)), T0 + 10 + i)
-        observe(spec, other.snapshot(T0 + 10 + i)[0], unbounded)
+        other.apply(key, ProgressReport(step=10 + i, loss=float(i)), T0 + 10 + i, meta)
+        observe(spec, *other.observations(key, unbounded.cursor), unbounded)
     assert len(unbounded.pending) == MAX_PENDING and unbounded.dropped == 5
     assert unbounded.pending[0].value == 5.0  # the oldest went first
+    # A reader that comes too late for the run's kept observations is told how many.
+    late, third = TrialLog(), Tracker()
+    for i in range(OBSERVATIONS_KEPT + 7):
+        third.apply(key, ProgressReport(step=i, loss=float(i)), T0 + i, meta)
+    assert observe(spec, *third.observations(key, late.cursor), late) == 7
+    assert [m.value for m in late.pending[:2]] == [7.0, 8.0]
+    # Runs that are no Katib trial keep no observations at all.
+    plain = Tracker()
+    plain.apply(key, ProgressReport(step=1, loss=1.0), T0)
+    assert plain.observations(key, 0) == ([], 0)
 
 
 def test_without_the_extra_reporting_is_off_and_says_why(
@@ -389,3 +407,65 @@ def test_the_documented_early_stopping_queries_pick_the_hopeless_trials(tmp_path
     assert promtool, "promtool is installed by the test command"
     out = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert "SUCCESS" in out.stdout, out.stdout + out.stderr
+
+
+PACED = Path(__file__).parent / "fixtures" / "logs" / "transformers_paced.cri.log"
+
+
+@pytest.mark.slow
+def test_every_value_of_a_real_run_replayed_at_its_real_pace(
+    kube: FakeKube, tmp_path: Path, db_manager: tuple[StandIn, str]
+) -> None:
+    """A real Transformers run (programs/transformers_paced.py: a loss logged about every
+    second, an evaluation at steps 60 and 120), its container log written at the pace it
+    was captured while the exporter polls on its own schedule, every 2 s: several lines
+    land between two polls. Katib gets every loss and eval_loss, in order, each with the
+    time its line was written, as Katib's own StdOut collector would send them."""
+    from dataclasses import replace
+
+    from exporter.config import Config
+    from exporter.logs.cri import cri_time, parse_cri
+
+    standin, address = db_manager
+    kube.put(TRIALS, "trials", trial("ml", "paced", "eval_loss", ["loss"]))
+    put_pod(kube, trial_pod("ml", "paced-0", "paced"))
+    container = tmp_path / "pods" / "ml_paced-0_uid-paced-0" / "trainer"
+    container.mkdir(parents=True)
+    log = container / "0.log"
+    log.write_text("")
+    config = replace(
+        Config(),
+        listen="127.0.0.1:0",
+        mode="kubernetes",
+        node_name=K8S_NODE,
+        log_root=str(tmp_path / "pods"),
+        katib_db_manager=address,
+        katib_report_interval=3.0,
+        poll_interval=2.0,
+    )
+    exp = Exporter(config)
+    exp.start()
+    try:
+        wait(lambda: len(registry_of(exp)) == 1)
+        # One CRI entry per "\n" (a tqdm frame's "\r" stays inside its entry).
+        lines = [f"{entry}\n" for entry in PACED.read_bytes().decode().split("\n") if entry]
+        stamps = [cri_time(parse_cri(line[:-1]).time) for line in lines]  # type: ignore[union-attr]
+        printed = []
+        started, first = time.monotonic(), stamps[0]
+        for line, at in zip(lines, stamps, strict=True):
+            assert at is not None
+            time.sleep(max(0.0, (at - first) - (time.monotonic() - started)))
+            with log.open("a", newline="") as fh:
+                fh.write(line)
+            for name in ("loss", "eval_loss"):
+                found = re.search(rf"'{name}': '([0-9.]+)'", line)
+                if found:
+                    printed.append((name, float(found.group(1)), at))
+        assert len(printed) == 14  # 12 losses, 2 evaluations: the capture itself
+        wait(lambda: len(standin.logs("paced")) >= len(printed), timeout=20)
+    finally:
+        exp.stop()
+    got = standin.logs("paced")
+    assert [(n, v) for n, v, _ in got] == [(n, v) for n, v, _ in printed]
+    # Each with its own time: the CRI timestamp of its line, not the poll that read it.
+    assert [cri_time(t) for _, _, t in got] == pytest.approx([t for _, _, t in printed], abs=1e-5)

@@ -117,3 +117,27 @@ def test_the_sdk_reads_back_what_the_exporter_wrote_for_a_tqdm_only_job(
     read = json.loads(proc.stdout)
     assert read["progress"] == 100
     assert read["metrics"]["current_step"] == "300" and read["metrics"]["total_steps"] == "300"
+
+
+SDK_JOB_FIELDS = """
+import dataclasses, json
+from kubeflow.trainer import TrainerClient
+from kubeflow.trainer.types import types
+# What TrainerClient().get_job() returns: its declared type, and the type itself.
+returned = TrainerClient.get_job.__annotations__.get("return")
+print(json.dumps({"returns": str(returned),
+                  "fields": [f.name for f in dataclasses.fields(types.TrainJob)]}))
+"""
+
+
+def test_the_sdk_get_job_has_no_progress_field(sdk_python: Path) -> None:
+    """docs/kubernetes.md says so: Kubeflow SDK 0.5's get_job() returns a TrainJob with no
+    progress field; only the generated model reads status.trainerStatus."""
+    proc = subprocess.run(
+        [str(sdk_python), "-c", SDK_JOB_FIELDS], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout)
+    assert "TrainJob" in found["returns"]
+    assert "name" in found["fields"] and "status" in found["fields"]
+    assert not [f for f in found["fields"] if "progress" in f or "trainer_status" in f]

@@ -32,6 +32,7 @@ CORE = {
     "exporter.model",
     "exporter.annotations",
     "exporter.workloads",
+    "exporter.managed",
     "exporter.states",
     "exporter.run",
     "exporter.tracker",

@@ -59,12 +59,12 @@ def test_a_flood_of_unknown_tokens_cannot_lock_out_a_known_token_from_its_addres
     api = client.AuthenticationV1Api(config.new_client_from_config(os.environ["KUBECONFIG"]))
     now = [0.0]
     review = TokenReview(lambda: api, "aud", clock=lambda: now[0], ttl=60, burst=3)
-    assert review("good", "10.0.0.1") == ("ml", "host-0")
+    assert review("good", "10.0.0.1") == ("ml", "host-0", "aud")
     for minute in range(1, 6):
         now[0] = minute * 61.0  # the cached answer has expired each time
         flood = [review(f"random-{minute}-{i}", "10.0.0.1") for i in range(20)]
         assert flood.count(RATE_LIMITED) >= 17
-        assert review("good", "10.0.0.1") == ("ml", "host-0"), minute
+        assert review("good", "10.0.0.1") == ("ml", "host-0", "aud"), minute
     del kube.tokens["good"]  # revoked (its pod was deleted)
     now[0] += 61
     assert review("good", "10.0.0.1") == REJECTED

@@ -16,6 +16,7 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.config import Config, apply
+from exporter.managed import FIELD_MANAGER
 from exporter.model import ProgressReport, RunKey
 from exporter.settings import ConfigError
 from exporter.sinks import writeback
@@ -95,7 +96,12 @@ def push(exp: Exporter, step: int, clock: FakeClock) -> None:
 
 
 def status_patches(kube: FakeKube) -> list[Any]:
-    return [b for m, p, b in kube.writes if m == "PATCH" and p == STATUS_PATH]
+    """The exporter's writes of the TrainJob's status (server-side apply as its manager)."""
+    return [
+        b
+        for m, p, b in kube.writes
+        if m == "PATCH" and p.split("?")[0] == STATUS_PATH and f"fieldManager={FIELD_MANAGER}" in p
+    ]
 
 
 def test_progress_from_a_push_is_written_back_through_the_status_subresource(
@@ -126,20 +132,48 @@ def test_progress_from_a_push_is_written_back_through_the_status_subresource(
     mono[0] += 16
     exp.poll_once()
     assert len(status_patches(kube)) == 2
-    # The job now writes its own status, fresher than our latest report: it wins.
-    obj = kube.objects[(API, "trainjobs")][("ml", "llm")]
-    own = {"progressPercentage": 77, "lastUpdatedTime": "2099-01-01T00:00:00Z"}
-    kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": own}})
-    push(exp, 600, clock)
-    mono[0] += 16
-    exp.poll_once()
-    assert len(status_patches(kube)) == 2
     # kubectl progress (the real client through kubeconfig) shows what was written.
-    ours = status_patches(kube)[-1]["status"]["trainerStatus"]
-    kube.put(API, "trainjobs", {**obj, "status": {"trainerStatus": ours}})
     shown = plugin(Path(os.environ["KUBECONFIG"]), "-n", "ml")
     assert shown.returncode == 0, shown.stderr
     assert "llm" in shown.stdout and "50" in shown.stdout
+    # The job's own writer (Kubeflow's status server applies as trainer-status) takes the
+    # field: from then on the exporter leaves the TrainJob alone, and counts it once.
+    apply_as(
+        "trainer-status", {"progressPercentage": 77, "lastUpdatedTime": "2020-01-01T00:00:00Z"}
+    )
+    for step in (600, 700):
+        push(exp, step, clock)
+        mono[0] += 16
+        exp.poll_once()
+    assert len(status_patches(kube)) == 2
+    stored = kube.objects[(API, "trainjobs")][("ml", "llm")]
+    assert stored["status"]["trainerStatus"]["progressPercentage"] == 77
+    assert b'reason="other_writer",source="writeback"} 1.0' in http("GET", exp.url + "/metrics")[1]
+
+
+def apply_as(manager: str, status: dict[str, Any], force: bool = True) -> None:
+    """Server-side apply of ``status.trainerStatus`` as field manager ``manager``, with the
+    real client, as Kubeflow Trainer's status server writes it."""
+    from kubernetes import client, config
+
+    api = client.CustomObjectsApi(config.new_client_from_config(os.environ["KUBECONFIG"]))
+    group, version = API.split("/")
+    api.patch_namespaced_custom_object_status(
+        group,
+        version,
+        "ml",
+        "trainjobs",
+        "llm",
+        {
+            "apiVersion": API,
+            "kind": "TrainJob",
+            "metadata": {"name": "llm", "namespace": "ml"},
+            "status": {"trainerStatus": status},
+        },
+        field_manager=manager,
+        force=force,
+        _content_type="application/apply-patch+yaml",
+    )
 
 
 def test_annotation_target_for_openshift_ai(kube: FakeKube, k8s_exporter: Any) -> None:
@@ -150,7 +184,9 @@ def test_annotation_target_for_openshift_ai(kube: FakeKube, k8s_exporter: Any) -
         push(exp, step, clock)
     exp.poll_once()
     assert status_patches(kube) == []
-    (patch,) = [b for m, p, b in kube.writes if m == "PATCH" and p.endswith("/trainjobs/llm")]
+    (patch,) = [
+        b for m, p, b in kube.writes if m == "PATCH" and p.split("?")[0].endswith("/trainjobs/llm")
+    ]
     body = json.loads(patch["metadata"]["annotations"]["trainer.opendatahub.io/trainerStatus"])
     assert body["progressPercentage"] == 30
 

@@ -49,7 +49,12 @@ def kubernetes_discovery(
     registry = PodRegistry(settings.node_name, ingestor)
     api = apis()
     resources = tuple(settings.gpu_resources) or DEFAULT_GPU_RESOURCES
-    reader = PodReader(OwnerLookup(api.custom), ingestor.drop, resources)
+    reader = PodReader(
+        OwnerLookup(api.custom),
+        ingestor.drop,
+        resources,
+        pull_fenced=settings.opendatahub_metrics_pull,
+    )
     watcher: Any
     if settings.pod_discovery == "kubelet":
         from .kubelet import KubeletPoller

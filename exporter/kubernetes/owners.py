@@ -19,7 +19,7 @@ from typing import Any
 
 from ..annotations import ANNOTATION_ENABLED, DEFAULT_GPU_RESOURCES, JOB_LABELS, KATIB_TRIAL_LABEL
 from ..discovery import ApiFactory, PodInfo
-from ..workloads import Kind, OwnerMissing, Refused, chain
+from ..workloads import Kind, OwnerMissing, Refused, chain, owner_annotations
 from .client import api_status
 from .pods import training_pod
 
@@ -72,7 +72,8 @@ class OwnerLookup:
             if api_status(exc) != 404:
                 raise
             doc = None
-        # Only what identity needs is kept: the UID and the controller reference.
+        # Only what identity needs is kept: the UID and the controller reference, and the
+        # few annotations discovery reads from an owner (OpenShift AI's, on the TrainJob).
         meta = (doc or {}).get("metadata") or {}
         kept = (
             None
@@ -82,6 +83,7 @@ class OwnerLookup:
                     "name": meta.get("name"),
                     "uid": meta.get("uid"),
                     "ownerReferences": meta.get("ownerReferences") or [],
+                    "annotations": dict(owner_annotations(meta)),
                 }
             }
         )
@@ -122,10 +124,12 @@ class PodReader:
         lookup: OwnerLookup,
         count: Callable[[str, str], None],
         resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+        pull_fenced: bool = False,
     ) -> None:
         self.lookup = lookup
         self.count = count
         self.resources = tuple(resources)
+        self.pull_fenced = pull_fenced
         self.pending: dict[str, Mapping[str, Any]] = {}  # pod uid -> the pod, owners unread
         self._refused: set[str] = set()
 
@@ -147,7 +151,7 @@ class PodReader:
             if uid:
                 self.pending[uid] = pod
             return None
-        found = training_pod(pod, refs, self.resources)
+        found = training_pod(pod, refs, self.resources, self.pull_fenced)
         if isinstance(found, Refused):
             self._refuse(uid, found)
             return None

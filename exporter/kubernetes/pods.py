@@ -26,6 +26,8 @@ from ..annotations import (
     DEFAULT_GPU_RESOURCES,
     JOB_LABELS,
     KATIB_TRIAL_LABEL,
+    ODH_METRICS_PORT,
+    ODH_POLL_INTERVAL,
     ODH_PORT,
     ODH_PROGRESSION,
     RANK_LABELS,
@@ -40,23 +42,65 @@ from ..workloads import Ref, Refused, identify
 _SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
 
-def _http_url(ip: str, annotations: Mapping[str, Any]) -> str | None:
-    if not ip:
+def _url(ip: str, port_raw: Any, path: str) -> str | None:
+    if not ip or not path.startswith("/") or any(c in path for c in " \r\n"):
         return None
     host = f"[{ip}]" if ":" in ip else ip  # IPv6 pod IPs need brackets in a URL
-    path = str(annotations.get(ANNOTATION_HTTP_PATH, "/metrics"))
-    if not path.startswith("/") or any(c in path for c in " \r\n"):
-        return None
-    port_raw = annotations.get(ANNOTATION_HTTP_PORT)
-    if port_raw is None:
-        if str(annotations.get(ODH_PROGRESSION, "")).lower() != "true":
-            return None
-        port_raw = ODH_PORT
     try:
         port = int(str(port_raw))
     except ValueError:
         return None
     return f"http://{host}:{port}{path}" if 0 < port < 65536 else None
+
+
+_GO_DURATION = re.compile(r"^[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+\Z")
+_GO_UNIT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_GO_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+ODH_POLL_DEFAULT, ODH_POLL_MIN, ODH_POLL_MAX = 30.0, 5.0, 300.0
+
+
+def odh_poll_interval(value: str | None) -> float:
+    """Seconds between pulls of a TrainJob's metrics port, read as OpenShift AI's controller
+    reads ``trainer.opendatahub.io/metrics-poll-interval`` (``GetMetricsPollInterval``): a Go
+    duration ("45s", "1m30s") or whole seconds ("45"), clamped to 5..300 s; 30 s when it is
+    absent or unreadable."""
+    text = (value or "").strip()
+    if not text:
+        return ODH_POLL_DEFAULT
+    if text == "0" or _GO_DURATION.match(text):
+        seconds = sum(float(n) * _GO_SECONDS[u] for n, u in _GO_UNIT.findall(text))
+        seconds = -seconds if text.startswith("-") else seconds
+    elif re.fullmatch(r"[+-]?\d{1,18}", text):
+        seconds = float(int(text))
+    else:
+        return ODH_POLL_DEFAULT
+    return min(ODH_POLL_MAX, max(ODH_POLL_MIN, seconds))
+
+
+def _http_target(
+    ip: str, annotations: Mapping[str, Any], owners: tuple[Ref, ...], pull_fenced: bool
+) -> tuple[str | None, float | None]:
+    """Where to pull the pod's JSON progress from, and how often (None: every poll).
+
+    Our annotation (``http-port``) says so outright. A TrainJob that OpenShift AI tracks
+    (``progression-tracking: "true"`` on the TrainJob, as its controller reads it) serves on
+    its ``metrics-port`` at its ``metrics-poll-interval``; that controller fences the port with
+    a NetworkPolicy, so it is pulled only when ``pull_fenced`` says one lets us in (the
+    progress is in the TrainJob's annotation anyway). A pod annotated ``progression-tracking``
+    itself (no TrainJob tracks it) is pulled on the default port.
+    """
+    path = str(annotations.get(ANNOTATION_HTTP_PATH, "/metrics"))
+    if annotations.get(ANNOTATION_HTTP_PORT) is not None:
+        return _url(ip, annotations[ANNOTATION_HTTP_PORT], path), None
+    trainjob = next((r for r in owners if r.kind == "TrainJob"), None)
+    if trainjob is not None and trainjob.annotation(ODH_PROGRESSION) == "true":
+        if not pull_fenced:
+            return None, None
+        port = trainjob.annotation(ODH_METRICS_PORT) or ODH_PORT
+        return _url(ip, port, "/metrics"), odh_poll_interval(trainjob.annotation(ODH_POLL_INTERVAL))
+    if str(annotations.get(ODH_PROGRESSION, "")).lower() == "true":
+        return _url(ip, ODH_PORT, path), None
+    return None, None
 
 
 def _status_file(annotations: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -113,6 +157,7 @@ def training_pod(
     pod: Mapping[str, Any],
     owners: tuple[Ref, ...],
     resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+    pull_fenced: bool = False,
 ) -> PodInfo | Refused | None:
     """The pod as a training pod, None when it is not one (or opted out), or why it is
     refused: its job, trial and experiment come from ``owners``, its controller chain
@@ -159,6 +204,9 @@ def training_pod(
         if budget_raw is not None and _quantity(budget_raw) > 0
         else None
     )
+    http_url, http_interval = _http_target(
+        str(status.get("podIP") or ""), annotations, owners, pull_fenced
+    )
     overrides = {
         k[len(ANNOTATION_THRESHOLD) :]: v
         for k, v in annotations.items()
@@ -191,7 +239,8 @@ def training_pod(
         deadline_timestamp=_time(annotations.get(ANNOTATION_DEADLINE)),
         gpu_seconds_budget=budget,
         thresholds=parse_overrides(overrides, lambda _reason: None),
-        http_url=_http_url(str(status.get("podIP") or ""), annotations),
+        http_url=http_url,
+        http_interval=http_interval,
         deleting=bool(meta.get("deletionTimestamp")),
         checkpoint_request=clean_label(annotations.get(ANNOTATION_CHECKPOINT), 63),
         status_file=_status_file(annotations),

@@ -13,7 +13,7 @@ from ..annotations import DEFAULT_GPU_RESOURCES
 @dataclass(frozen=True)
 class KubernetesSettings:
     """What Kubernetes mode is told (the ``node_name``, ``pod_discovery``, ``kubelet_*``,
-    ``token_audience`` and ``gpu_resources`` settings)."""
+    ``token_audience``, ``gpu_resources`` and ``opendatahub_metrics_pull`` settings)."""
 
     node_name: str
     pod_discovery: str = "apiserver"
@@ -21,6 +21,7 @@ class KubernetesSettings:
     kubelet_ca: str = ""
     token_audience: str = "training-progress-exporter"
     gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES
+    opendatahub_metrics_pull: bool = False  # pull pods OpenShift AI's NetworkPolicy fences
 
 
 POD_DISCOVERY = ("apiserver", "kubelet")

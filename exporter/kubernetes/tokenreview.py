@@ -15,6 +15,11 @@ new random token cost one TokenReview: 300 pushes, 300 reviews. Now:
 * at most ``max_concurrent`` reviews are in flight; a push that would wait is told 503;
 * an API error is not cached as a rejection (a legitimate pod is not locked out for
   minutes by one failed call); it answers 503, retry later.
+
+Besides our own audience (``token_audience``), a push may name the audience Kubeflow Trainer
+gives a TrainJob's pods for its status path (``trainer.kubeflow.org/v1alpha1/namespaces/
+<ns>/trainjobs/<name>/status``): a pod that sends the token the Trainer gave it is accepted,
+and the answer says which audience matched, so the caller allows it for that job only.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Callable
 
 from ..discovery import ApiFactory
 
-Identity = tuple[str, str]  # (namespace, pod name)
+Identity = tuple[str, str, str]  # (namespace, pod name, the audience the token matched)
 
 REJECTED = "token_rejected"
 RATE_LIMITED = "review_rate_limited"
@@ -87,8 +92,12 @@ class TokenReview:
         self._lock = threading.Lock()
         self._inflight = threading.BoundedSemaphore(max_concurrent)
 
-    def __call__(self, token: str, client_ip: str = "") -> Identity | str:
-        digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+    def __call__(self, token: str, client_ip: str = "", job_audience: str = "") -> Identity | str:
+        """Who ``token`` belongs to, reviewed for our audience and ``job_audience`` (the
+        Kubeflow audience of the job the push names, if any), or a drop reason."""
+        digest = hashlib.sha256(
+            token.encode("utf-8", "surrogateescape") + b"\0" + job_audience.encode()
+        ).digest()
         now = self.clock()
         with self._lock:
             hit = self._cache.get(digest)
@@ -101,7 +110,7 @@ class TokenReview:
             return UNAVAILABLE
         try:
             self.reviews += 1
-            result = self._review(token)
+            result = self._review(token, job_audience)
         finally:
             self._inflight.release()
         if result == UNAVAILABLE:
@@ -121,11 +130,12 @@ class TokenReview:
                 self._known.pop(digest, None)  # revoked: no longer known
         return identity if identity is not None else REJECTED
 
-    def _review(self, token: str) -> Identity | str:
+    def _review(self, token: str, job_audience: str) -> Identity | str:
+        wanted = [self.audience, *([job_audience] if job_audience else [])]
         body = {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenReview",
-            "spec": {"token": token, "audiences": [self.audience]},
+            "spec": {"token": token, "audiences": wanted},
         }
         try:
             resp = self.auth_api().create_token_review(
@@ -137,11 +147,12 @@ class TokenReview:
         user = status.get("user") or {}
         username = str(user.get("username", ""))
         pods = (user.get("extra") or {}).get(self.POD_NAME) or []
-        if not status.get("authenticated") or self.audience not in (
-            status.get("audiences") or [self.audience]
-        ):
+        # The API server answers the audiences of the token among those asked (none: its
+        # own default audiences, which is ours when it was asked for ours alone).
+        matched = [a for a in wanted if a in (status.get("audiences") or [self.audience])]
+        if not status.get("authenticated") or not matched:
             return REJECTED
         parts = username.split(":")
         if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"] or len(pods) != 1:
             return REJECTED
-        return parts[2], str(pods[0])
+        return parts[2], str(pods[0]), matched[0]

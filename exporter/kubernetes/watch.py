@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Set
 from typing import Any
 
+from ..annotations import KUBEFLOW_TOKEN_AUDIENCE
 from ..discovery import ApiFactory, Denied, PodInfo, PushTarget
 from ..ingest import Ingestor
 from ..model import RunKey, RunMeta
@@ -114,8 +115,9 @@ class PodRegistry:
         self.ingestor.gone([self._key(pod)])
 
 
-# (token, client IP) -> (namespace, pod name), or why not (a drop reason).
-TokenReviewer = Callable[[str, str], "tuple[str, str] | str"]
+# (token, client IP, the job's Kubeflow audience) -> (namespace, pod name, matched audience),
+# or why not (a drop reason).
+TokenReviewer = Callable[[str, str, str], "tuple[str, str, str] | str"]
 
 _REVIEW_DENIALS = {
     "token_rejected": (403, "the token did not pass the TokenReview"),
@@ -138,20 +140,33 @@ class KubernetesResolver:
         self.registry = registry
         self.review = review
 
-    def _by_token(self, authorization: str | None, client_ip: str) -> PodInfo | Denied:
+    def _by_token(
+        self, authorization: str | None, client_ip: str, namespace: str, name: str
+    ) -> PodInfo | Denied:
         if not authorization or not authorization.startswith("Bearer ") or self.review is None:
             return Denied(
                 "host_network",
                 "pods on the host network must send a projected "
                 "service-account token (Authorization: Bearer)",
             )
-        identity = self.review(authorization[len("Bearer ") :].strip(), client_ip)
+        job_audience = KUBEFLOW_TOKEN_AUDIENCE.format(namespace=namespace, name=name)
+        identity = self.review(authorization[len("Bearer ") :].strip(), client_ip, job_audience)
         if isinstance(identity, str):
             status, message = _REVIEW_DENIALS.get(identity, (403, identity))
             return Denied(identity, message, status)
-        pod = self.registry.get(*identity)
+        pod_namespace, pod_name, audience = identity
+        pod = self.registry.get(pod_namespace, pod_name)
         if pod is None or pod.finished:
             return Denied("unknown_source", "the token belongs to no training pod on this node")
+        if audience == job_audience and (
+            pod.job_kind != "TrainJob" or (pod.namespace, pod.job_name) != (namespace, name)
+        ):
+            # Kubeflow's token is good for the TrainJob its audience names, nothing else.
+            return Denied(
+                "token_rejected",
+                f"the token's audience is TrainJob {namespace}/{name}'s status, "
+                f"and pod {pod.namespace}/{pod.name} is not of that TrainJob",
+            )
         return pod
 
     def resolve(
@@ -162,7 +177,7 @@ class KubernetesResolver:
             return Denied("unknown_source", f"no training pod on this node has IP {client_ip}")
         if any(p.host_network for p in pods):
             # The node's IP is shared by every host-network pod: the IP proves nothing.
-            found = self._by_token(authorization, client_ip)
+            found = self._by_token(authorization, client_ip, namespace, name)
             if isinstance(found, Denied):
                 return found
             pods = [found]

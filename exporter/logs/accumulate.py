@@ -37,6 +37,8 @@ from .lines import EMPTY, Bar, LineReport
 from .parse import FRAME_TICKS, bar_key
 
 RECENT = 120.0
+MAX_SAMPLES = 256  # value samples kept between two reports (the newest)
+_OBSERVED = ("loss", "eval_loss", "learning_rate", "grad_norm")  # a line with one is a sample
 FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar
 STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib", "print"})
 # A description that names an evaluation loop. Lightning's: "Validation", "Validation
@@ -134,8 +136,15 @@ class LogAccumulator:
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
     # When the log was rewritten from its start (a new process): a new attempt from then on.
     start_time: float | None = None
+    # The values each structured line carried, with the line's own time, since the last
+    # take_samples(): every logged loss is an observation (Katib's), not only the latest.
+    samples: deque[tuple[float, tuple[tuple[str, float], ...]]] = field(
+        default_factory=lambda: deque(maxlen=MAX_SAMPLES)
+    )
 
-    def feed(self, line: LineReport, now: float) -> None:
+    def feed(self, line: LineReport, now: float, at: float | None = None) -> None:
+        """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
+        log says (its CRI timestamp)."""
         self.counts[line.parser] += 1
         if line.parser == "lightning":
             self.lightning = True
@@ -150,6 +159,10 @@ class LogAccumulator:
             if r.metrics:
                 self.metrics.update(r.metrics)
             self.final = self.final or r.final
+            if line.parser in STRUCTURED and (
+                r.metrics or any(getattr(r, n) is not None for n in _OBSERVED)
+            ):
+                self.samples.append((now if at is None else at, r.values()))
         if line.epoch_of is not None and line.bar is None:
             self.keras_epoch = line.epoch_of
         if line.bar is not None:
@@ -279,6 +292,12 @@ class LogAccumulator:
             ):
                 return other
         return None
+
+    def take_samples(self) -> tuple[tuple[float, tuple[tuple[str, float], ...]], ...]:
+        """The value samples since the last call, oldest first (ProgressReport.value_samples)."""
+        out = tuple(self.samples)
+        self.samples.clear()
+        return out
 
     def report(self) -> ProgressReport:
         """The run as these lines describe it."""

@@ -14,12 +14,13 @@ import glob
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..ingest import Ingestor
 from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, parse_cri
+from .lines import EMPTY
 from .parse import newest_bar, parse_message
 from .tail import FileTail
 
@@ -148,7 +149,10 @@ class LogSource:
                     seen.remove(piece)
                     break
             for found in parse_message(text, now):
-                followed.acc.feed(found, now)
+                # A line's own time (its CRI timestamp) is read only for lines with values:
+                # most are bar frames.
+                at = message.time if found.report is not EMPTY else None
+                followed.acc.feed(found, now, at)
                 self.ingestor.matched(found.parser)
                 matched = True
         return self._unterminated(followed, now) or matched
@@ -179,7 +183,9 @@ class LogSource:
 
     def _report(self, path: str, followed: _Followed) -> None:
         key, meta = self._keys[path]
+        samples = followed.acc.take_samples()
         if self.ingestor.structured_recently(key):
             self.ingestor.drop(NAME, "structured_wins")
             return
-        self.ingestor.accept(NAME, key, Parsed(followed.acc.report()), meta)
+        report = replace(followed.acc.report(), value_samples=samples)
+        self.ingestor.accept(NAME, key, Parsed(report), meta)

@@ -12,6 +12,7 @@ import contextlib
 import http.client
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,7 @@ class HttpTarget:
     key: RunKey
     url: str
     meta: RunMeta = field(default_factory=lambda: RunMeta(source=NAME))
+    interval: float = 0.0  # seconds between pulls at least (0: every poll)
 
 
 Fetch = Callable[[str, float, int], bytes]
@@ -123,14 +125,17 @@ class HttpSource:
         workers: int = 8,
         fetch: Fetch = fetch_url,
         max_bytes: int = KUBEFLOW_MAX_BODY_BYTES,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.targets = targets
         self.ingestor = ingestor
         self.timeout = timeout
         self.fetch = fetch
         self.max_bytes = max_bytes
+        self.monotonic = monotonic
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http-source")
         self._present = ingestor.presence()
+        self._next: dict[tuple[RunKey, str], float] = {}  # (run, url) -> next pull, monotonic
 
     def _pull(self, target: HttpTarget) -> bool:
         try:
@@ -143,9 +148,18 @@ class HttpSource:
         return True
 
     def poll(self) -> None:
-        """Pull all targets concurrently and wait for them (each bounded by the timeout)."""
+        """Pull the targets that are due concurrently and wait for them (each bounded by the
+        timeout); a target with an ``interval`` is pulled at most that often."""
         targets = list(self.targets())
-        results = list(self._pool.map(self._pull, targets))
+        now = self.monotonic()
+        due = [t for t in targets if self._next.get((t.key, t.url), now) <= now]
+        pulled = {id(t) for t in due}
+        self._next = {
+            (t.key, t.url): now + t.interval if id(t) in pulled else self._next[(t.key, t.url)]
+            for t in targets
+            if t.interval > 0
+        }
+        results = list(self._pool.map(self._pull, due))
         self._present.seen(t.key for t in targets)
         self.ingestor.source_up(NAME, all(results) if results else True)
 

@@ -1,11 +1,13 @@
 """Kubernetes mode: the progress Kubeflow Trainer already keeps in each TrainJob.
 
 Clusters running Kubeflow Trainer with progress tracking store it in the TrainJob
-(``status.trainerStatus``) or, on OpenShift AI, in the annotation
-``trainer.opendatahub.io/trainerStatus``. This source reads both for every TrainJob whose
-rank-0 pod runs on this node, so exactly one node exports each job. A status is ingested
-only when the TrainJob changed (its resourceVersion), so an old status never looks like a
-fresh report. Without the TrainJob CRD the source is simply off.
+(``status.trainerStatus``, Kubeflow's shape) or, on OpenShift AI, in the annotation
+``trainer.opendatahub.io/trainerStatus`` (their ``AnnotationStatus``: step, epochs, train and
+eval metrics, "complete" once done; exporter.model.parse_opendatahub). This source reads both
+for every TrainJob whose rank-0 pod runs on this node, so exactly one node exports each job.
+A status is ingested only when the TrainJob changed (its resourceVersion), so an old status
+never looks like a fresh report, and never when the exporter's own write-back wrote it (its
+field manager alone owns the field). Without the TrainJob CRD the source is simply off.
 
 It reads only what its node needs: one GET per TrainJob whose rank-0 pod is on this node,
 never a cluster-wide LIST (20,000 TrainJobs are 58 MB a LIST, seconds of CPU under the GIL
@@ -21,23 +23,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..annotations import ANNOTATION_CHECKPOINT
+from ..annotations import ANNOTATION_CHECKPOINT, ODH_TRAINER_STATUS
 from ..discovery import PodInfo, reporting_pods
 from ..ingest import Ingestor
 from ..kubernetes.client import api_status, get_custom_object
+from ..managed import ODH_ANNOTATION_PATH, TRAINER_STATUS_PATH, written_by_us
 from ..model import (
     KUBEFLOW_MAX_BODY_BYTES,
     ReportError,
     RunKey,
     RunMeta,
     clean_label,
-    parse_any,
     parse_kubeflow,
+    parse_opendatahub,
 )
 
 NAME = "trainjob"
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
-ODH_ANNOTATION = "trainer.opendatahub.io/trainerStatus"
 # Reading this node's TrainJobs: not more often than this.
 MIN_INTERVAL = 15.0
 PROBE_INTERVAL = 300.0  # while the TrainJob CRD is missing, look again this often
@@ -58,24 +60,24 @@ def read_trainjob(api: Any, namespace: str, name: str) -> dict[str, Any] | None:
 
 
 def parse_trainjob(obj: dict[str, Any], now: float) -> Any:
-    """The TrainJob's progress as a Parsed report, or None when it has none; ReportError when
-    what it has is malformed."""
+    """The TrainJob's progress as a Parsed report, or None when it has none (or only what the
+    exporter wrote itself); ReportError when what it has is malformed."""
     status = obj.get("status") or {}
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    if status.get("trainerStatus") is not None:
+    if status.get("trainerStatus") is not None and not written_by_us(obj, TRAINER_STATUS_PATH):
         return parse_kubeflow({"trainerStatus": status["trainerStatus"]}, now)
-    raw = annotations.get(ODH_ANNOTATION)
-    if raw is None:
+    raw = annotations.get(ODH_TRAINER_STATUS)
+    if raw is None or written_by_us(obj, ODH_ANNOTATION_PATH):
         return None
     if not isinstance(raw, str) or len(raw) > KUBEFLOW_MAX_BODY_BYTES:
         raise ReportError(
-            "invalid_annotation", f"{ODH_ANNOTATION} is not a JSON string under 64 KiB"
+            "invalid_annotation", f"{ODH_TRAINER_STATUS} is not a JSON string under 64 KiB"
         )
     try:
         doc = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ReportError("invalid_json", f"{ODH_ANNOTATION}: {exc}") from None
-    return parse_any(doc, now)
+        raise ReportError("invalid_json", f"{ODH_TRAINER_STATUS}: {exc}") from None
+    return parse_opendatahub(doc, now)
 
 
 class TrainJobSource:

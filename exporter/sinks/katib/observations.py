@@ -4,10 +4,12 @@ A trial's objective (``spec.objective.objectiveMetricName``) and additional metr
 (``additionalMetricNames``) are looked up by name in what the run reported: ``loss``,
 ``eval_loss``, ``learning_rate``, ``grad_norm``, ``epoch``, ``step``, then its other metrics
 (``train_loss``, ``eval_accuracy`` and whatever a log or callback named them). Every value
-the exporter sees (each poll) is queued once, stamped with the time of the report that
-carried it (RFC 3339, as Katib's DB manager parses it); the queue goes to Katib in one
-``ReportObservationLog`` at most every ``min_interval`` seconds per trial, and at once when
-the run finishes. A value equal to the last one seen for that metric is not queued again.
+the exporter reads, from any source, is queued once, in order, stamped with its own time
+(RFC 3339, as Katib's DB manager parses it): the tracker keeps each trial run's observations
+(exporter.run.Observed: every logged dict of a log, every push) until they are read here, so
+four losses printed between two polls are four observations, as Katib's own StdOut collector
+would send them. The queue goes to Katib in one ``ReportObservationLog`` at most every
+``min_interval`` seconds per trial, and at once when the run finishes.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ...model import RunView
+from ...model import Observed, RunView
 
 PUSH = "Push"  # the collector kind with no sidecar: the trial reports itself (or we do)
 MAX_METRICS = 16  # objective + additional metric names taken from one Trial
@@ -110,14 +112,14 @@ MAX_PENDING = 1_000  # observations kept for one trial while the DB manager is u
 
 @dataclass
 class TrialLog:
-    """One trial's observations: the last value seen per metric, those not yet sent, when
-    the last batch went (monotonic seconds), and whether the final one did."""
+    """One trial's observations: the last observation read (its sequence number), those not
+    yet sent, when the last batch went (monotonic seconds), and whether the final one did."""
 
-    seen: dict[str, float] = field(default_factory=dict)
+    cursor: int = 0
     pending: list[MetricLog] = field(default_factory=list)
     sent_at: float = float("-inf")
     final: bool = False
-    dropped: int = 0  # pending observations dropped, oldest first, past MAX_PENDING
+    dropped: int = 0  # observations lost: past MAX_PENDING (oldest first), or never read
 
 
 def rfc3339(unix: float) -> str:
@@ -125,20 +127,29 @@ def rfc3339(unix: float) -> str:
     return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def observe(spec: TrialSpec, run: RunView, log: TrialLog) -> None:
-    """Queue each metric value of ``run`` that differs from the last one seen (each value
-    once), stamped with the time of the report that carried it."""
-    if log.final:
-        return
-    stamp = rfc3339(run.last_report_timestamp)
-    for name in spec.metric_names:
-        value = metric_value(run, name)
-        if value is not None and log.seen.get(name) != value:
-            log.seen[name] = value
-            log.pending.append(MetricLog(name, value, stamp))
+_BUILTIN = ("loss", "eval_loss", "learning_rate", "grad_norm", "epoch", "step")
+
+
+def observe(spec: TrialSpec, observed: list[Observed], lost: int, log: TrialLog) -> int:
+    """Queue each value of ``spec``'s metrics in ``observed`` (in order, each with its own
+    time) and advance the cursor; ``lost`` observations were no longer kept when read.
+    Returns how many metric values were dropped (lost, or past MAX_PENDING)."""
+    dropped = lost
+    for obs in observed:
+        log.cursor = obs.seq
+        if log.final:
+            continue
+        values = dict(obs.values)
+        stamp = rfc3339(obs.timestamp)
+        for name in spec.metric_names:
+            value = values.get(name)
+            if value is not None and math.isfinite(value):
+                log.pending.append(MetricLog(name, value, stamp))
     if len(log.pending) > MAX_PENDING:
-        log.dropped += len(log.pending) - MAX_PENDING
+        dropped += len(log.pending) - MAX_PENDING
         del log.pending[: len(log.pending) - MAX_PENDING]
+    log.dropped += dropped
+    return dropped
 
 
 def due(log: TrialLog, now: float, min_interval: float, finished: bool) -> list[MetricLog]:

@@ -90,11 +90,14 @@ class KatibReporter:
                 continue
             if spec is None or not spec.pushed:
                 continue  # gone, or a sidecar collector reports it already
-            snap = self.ingestor.run(RunKey(pod.namespace, pod.name, pod.job_name))
+            run_key = RunKey(pod.namespace, pod.name, pod.job_name)
+            snap = self.ingestor.run(run_key)
             if snap is None:
                 continue
             trial_log = self._logs.setdefault(key, TrialLog())
-            observe(spec, snap, trial_log)
+            observed, lost = self.ingestor.observations(run_key, trial_log.cursor)
+            for _ in range(observe(spec, observed, lost, trial_log)):
+                self.ingestor.drop(NAME, "katib_backlog")
             now = self.monotonic()
             # The run said it is done, or its pod completed: the last values go now.
             finished = snap.finished or pod.finished
