@@ -1,12 +1,12 @@
 """When a training process should save a checkpoint, and telling it once.
 
-Why the exporter and not the job: it sees what the job cannot, that its ETA has passed its
-deadline, that its pod is being deleted (an eviction, a node drain) or its node cordoned
-(the start of a drain), or that someone asked (``kubectl annotate trainjob/X`` or
-``pod/X training-progress.io/checkpoint=<any new value>``). A directive
-is edge-triggered: each reason is delivered once when it starts to hold (a new annotation
-value is a new reason), on the next native push's answer, so a run is never told to save on
-every report. Pure: the run's facts go in, the reasons come out.
+Why the exporter and not the job: it sees what the job cannot, that even the optimistic end
+of its ETA (the lower bound of its 80 % band) has passed its deadline, that its pod is being
+deleted (an eviction, a node drain) or its node cordoned (the start of a drain), or that
+someone asked (``kubectl annotate trainjob/X`` or ``pod/X training-progress.io/checkpoint=<any
+new value>``). A directive is edge-triggered: each reason is delivered once when it starts to
+hold (a new annotation value is a new reason), on the next native push's answer, so a run is
+never told to save on every report. Pure: the run's facts go in, the reasons come out.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ CHECKPOINT = "checkpoint"
 class Facts:
     """What the exporter knows about one run that may call for a checkpoint."""
 
-    eta_timestamp: float | None  # predicted completion
+    # The earliest completion the ETA's band allows (its lower bound): a deadline it passes
+    # will be missed whatever the pace does within the band.
+    eta_lower_timestamp: float | None
     deadline_timestamp: float | None
     deleting: bool  # its pod has a deletionTimestamp
     request: str | None  # the value of the pod's checkpoint annotation, if any
@@ -32,9 +34,9 @@ def reasons(f: Facts) -> frozenset[str]:
     """Every reason to checkpoint that holds now."""
     out = set()
     if (
-        f.eta_timestamp is not None
+        f.eta_lower_timestamp is not None
         and f.deadline_timestamp is not None
-        and f.eta_timestamp > f.deadline_timestamp
+        and f.eta_lower_timestamp > f.deadline_timestamp
     ):
         out.add("deadline")
     if f.deleting:

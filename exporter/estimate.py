@@ -18,12 +18,9 @@ The model (docs/eta.md says why this one):
   fades; pauses and warm-up carry none.
 * Pauses recur, so they are paid for as *overhead per step*: the excess time of the pause
   intervals over the long window divided by the steps they recur in (:func:`pause_overhead`).
-* ETA = remaining steps x (1 / pace + overhead per step). The bounds use the slowest and
-  fastest pace the run showed over the long window (``BOUND_QUANTILES`` of its pace measured
-  over sliding stretches of ``tau`` seconds), never narrower than the current pace, and
-  never narrower than a lasting change of pace by ``PACE_CHANGE`` either way: such a change
-  (a neighbour starting or stopping on a shared node) is not announced by anything in the
-  past, and it is the largest error a pace-following ETA makes.
+* ETA = remaining steps x (1 / pace + overhead per step). Its 80 % band comes from the run's
+  own record of being wrong: each forecast it made, judged by what happened since, at the
+  horizon asked, weighed against the spread the corpus measured there (``error_band``).
 * The first sample of a run is only a baseline: a step jump at start (a resume) is never
   speed. With fewer than ``MIN_ETA_INTERVALS`` intervals there is no ETA at all.
 """
@@ -52,11 +49,6 @@ TAU_MIN_SECONDS = 10.0
 # No ETA until the run has advanced over this many intervals after its baseline (three
 # step-advancing reports in all).
 MIN_ETA_INTERVALS = 2
-# The bounds: these quantiles of the run's pace over tau-long stretches of the long window.
-BOUND_QUANTILES = (0.1, 0.9)
-# ... and at least a lasting pace change of this fraction, either way: the size of the change
-# a real run saw on a shared node (4 steps/s, then 5 to 5.5).
-PACE_CHANGE = 0.3
 
 
 @dataclass(frozen=True)
@@ -79,10 +71,88 @@ class Throughput:
 
     steps_per_second: float  # the recent active pace
     pause_seconds_per_step: float  # recurring pauses, spread over the steps
-    slow_steps_per_second: float  # the low end of the pace seen (<= steps_per_second)
-    fast_steps_per_second: float  # the high end (>= steps_per_second)
     intervals: int  # advancing intervals since the baseline (within the long window)
     interval_seconds: float = 0.0  # the median time between step advances (long window)
+
+
+# -- the bounds: the run's own record of being wrong ---------------------------------------
+
+Forecast = tuple[float, int, float]  # (time of the last sample, its step, seconds per step then)
+# Forecasts kept per attempt, at least this far apart (and farther on a long attempt, so the
+# record reaches back over all of it: one per 1/FORECASTS_SPAN of its time so far).
+FORECASTS_KEPT = 256
+FORECAST_SPACING = 5.0
+FORECASTS_SPAN = 128
+# Where the run has no record of its own at the horizon asked (early on, or asked far beyond
+# what it has lived), the band is ln(truth / ETA) within these: for each horizon (the ETA, up
+# to so many seconds), the largest 80th percentile of |ln(truth / ETA)| that a corpus run not
+# held out showed there (``python -m bench.eta_accuracy --prior``; docs/eta.md).
+PRIOR: tuple[tuple[float, float, float], ...] = (
+    (60.0, -0.30, 0.30),
+    (math.inf, -0.42, 0.42),
+)
+# The run's record counts as this many prior observations' worth of evidence against it.
+PRIOR_WEIGHT = 8.0
+# The quantile of the errors' size that makes the band (an 80 % band: one time in ten
+# beyond each end).
+ERROR_QUANTILE = 0.8
+
+
+def seconds_per_step(tp: Throughput) -> float:
+    """What an estimate charges per remaining step: the pace's inverse and the pauses."""
+    return 1.0 / tp.steps_per_second + tp.pause_seconds_per_step
+
+
+def forecast_due(forecasts: Sequence[Forecast], t: float, begin: float) -> bool:
+    """Whether a forecast made at ``t`` joins the record (``begin``: the attempt's start)."""
+    if not forecasts:
+        return True
+    spacing = max(FORECAST_SPACING, (t - begin) / FORECASTS_SPAN)
+    return t - forecasts[-1][0] >= spacing
+
+
+def record_errors(forecasts: Sequence[Forecast], t: float, step: int) -> list[tuple[float, float]]:
+    """The run's record of being wrong, now that it is at ``step`` at time ``t``: for each
+    earlier forecast, (horizon, error), the horizon being the seconds since it was made and
+    the error ln(those seconds / the seconds it predicted for the steps made since)."""
+    out = []
+    for t0, s0, spp in forecasts:
+        if t0 >= t or step <= s0 or spp <= 0:
+            continue
+        out.append((t - t0, math.log((t - t0) / ((step - s0) * spp))))
+    return out
+
+
+def prior_at(horizon: float) -> tuple[float, float]:
+    """The corpus' error quantiles at ``horizon`` seconds (PRIOR)."""
+    return next((low, high) for upto, low, high in PRIOR if horizon <= upto)
+
+
+def error_band(seconds: float, errors: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The (low, high) quantiles of ln(truth / estimate) for an ETA of ``seconds``.
+
+    The run's own errors at horizons of at least half of what is asked (or of the longest
+    it has, while it is young) weigh against the corpus' prior by how many there are and
+    how far ahead they reach; a run whose pace wanders gets a wide band, a steady one a
+    narrow one. The band is symmetric: a run that was late while a neighbour slowed it will
+    be early once the neighbour leaves.
+    """
+    prior_low, prior_high = prior_at(seconds)
+    if not errors:
+        return prior_low, prior_high
+    longest = max(h for h, _ in errors)
+    reach = min(seconds, longest) / 2
+    near = [e for h, e in errors if h >= reach]
+    # Symmetric: a run that was late while a neighbour slowed it will be early when the
+    # neighbour leaves; the size of its past errors says how far off it can be, either way.
+    size = quantile([abs(e) for e in near], ERROR_QUANTILE)
+    own_low, own_high = -size, size
+    weight = min(1.0, longest / seconds) if seconds > 0 else 1.0
+    weight *= len(near) / (len(near) + PRIOR_WEIGHT)
+    return (
+        weight * own_low + (1 - weight) * prior_low,
+        weight * own_high + (1 - weight) * prior_high,
+    )
 
 
 @dataclass(frozen=True)
@@ -146,28 +216,10 @@ def classify_intervals(per_step: Sequence[float]) -> tuple[list[str], list[float
     return kinds, refs
 
 
-def _stretch_rates(active: list[tuple[float, float, int]], tau: float) -> list[float]:
-    """The pace over every stretch of at least ``tau`` seconds of consecutive active
-    intervals (one per interval, ending there): the pace's spread, without the noise of
-    single short intervals."""
-    rates = []
-    start, dt_sum, ds_sum = 0, 0.0, 0
-    for _, dt, ds in active:
-        dt_sum += dt
-        ds_sum += ds
-        while start < len(active) and dt_sum - active[start][1] >= tau:
-            dt_sum -= active[start][1]
-            ds_sum -= active[start][2]
-            start += 1
-        if dt_sum >= tau:
-            rates.append(ds_sum / dt_sum)
-    return rates
-
-
 def throughput(
     samples: Sequence[Sample], cfg: EstimatorConfig = EstimatorConfig()
 ) -> Throughput | None:
-    """The run's pace, pause overhead and pace spread; None before any step advanced.
+    """The run's pace and pause overhead; None before any step advanced.
 
     ``samples`` are the step-advancing observations of one run in time order, starting at
     the baseline (the first observation after start, resume or restart).
@@ -189,12 +241,9 @@ def throughput(
     rate = sum(w * ds for w, (_, _, ds) in zip(weights, active, strict=True)) / sum(
         w * dt for w, (_, dt, _) in zip(weights, active, strict=True)
     )
-    stretches = _stretch_rates(active, tau) or [rate]
     return Throughput(
         steps_per_second=rate,
         pause_seconds_per_step=pause_overhead(long, kinds, refs),
-        slow_steps_per_second=min(rate, quantile(stretches, BOUND_QUANTILES[0])),
-        fast_steps_per_second=max(rate, quantile(stretches, BOUND_QUANTILES[1])),
         intervals=len(intervals),
         interval_seconds=median(dt for _, dt, _ in long),
     )
@@ -228,22 +277,26 @@ def pause_overhead(
     return excess / max(until_last, steps - spacing)
 
 
-def estimate(step: int | None, max_steps: int | None, tp: Throughput | None) -> Estimate | None:
-    """Seconds from the last step sample to ``max_steps``, with bounds; None when there is
-    nothing to base it on (no target, or fewer than ``MIN_ETA_INTERVALS`` intervals)."""
+def estimate(
+    step: int | None,
+    max_steps: int | None,
+    tp: Throughput | None,
+    errors: Sequence[tuple[float, float]] = (),
+) -> Estimate | None:
+    """Seconds from the last step sample to ``max_steps``, with an 80 % band from the run's
+    record of being wrong (``errors``, :func:`record_errors`; :func:`error_band`); None
+    when there is nothing to base it on (no target, or fewer than ``MIN_ETA_INTERVALS``
+    intervals)."""
     if step is None or max_steps is None or tp is None or tp.intervals < MIN_ETA_INTERVALS:
         return None
     if tp.steps_per_second <= 0:
         return None
-    remaining = max(0, max_steps - step)
-    pause = tp.pause_seconds_per_step
-    seconds = remaining * (1.0 / tp.steps_per_second + pause)
-    fastest = remaining * (1.0 / tp.fast_steps_per_second + pause)
-    slowest = remaining * (1.0 / tp.slow_steps_per_second + pause)
+    seconds = max(0, max_steps - step) * seconds_per_step(tp)
+    low, high = error_band(seconds, errors)
     return Estimate(
         seconds=seconds,
-        lower=min(seconds / (1 + PACE_CHANGE), fastest),
-        upper=max(seconds * (1 + PACE_CHANGE), slowest),
+        lower=seconds * math.exp(min(0.0, low)),
+        upper=seconds * math.exp(max(0.0, high)),
     )
 
 

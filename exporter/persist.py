@@ -31,10 +31,12 @@ import re
 import stat
 import sys
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from typing import Any, BinaryIO
 
+from .estimate import FORECASTS_KEPT, Forecast
 from .goodput import EXPORTED_CAUSES
 from .model import (
     MAX_EPOCHS,
@@ -197,6 +199,8 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     doc["samples"] = _b64(run.samples.to_bytes(SAVED_SAMPLES))
     doc["pace"] = _b64(run.pace.to_bytes())
     doc["history"] = _b64(run.history.to_bytes())
+    # The ETA band's record (estimate.Forecast): a restart keeps what the run taught it.
+    doc["forecasts"] = [[t, step, round(spp, 9)] for t, step, spp in run.forecasts]
     return doc
 
 
@@ -308,6 +312,7 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
         raise StateError("samples: a step out of range")
     values["pace"] = _series(doc.get("pace"), "pace", PACE_POINTS, "d")
     values["history"] = _series(doc.get("history"), "history", HISTORY_POINTS, "d")
+    values["forecasts"] = _forecasts(doc.get("forecasts", []))
     for name in ("first_report", "last_report", "accrued_at"):
         if not math.isfinite(values[name]):
             raise StateError(f"{name}: not finite")
@@ -315,6 +320,24 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     if run.metrics:
         run.metrics_view = tuple(sorted(run.metrics.items()))
     return RunKey(*key), run
+
+
+def _forecasts(raw: Any) -> deque[Forecast]:
+    """The saved forecasts (absent in older files: none), each checked: a finite time, a
+    step in range, a positive finite number of seconds per step."""
+    if not isinstance(raw, list) or len(raw) > FORECASTS_KEPT:
+        raise StateError("forecasts: not a short list")
+    out: deque[Forecast] = deque(maxlen=FORECASTS_KEPT)
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 3):
+            raise StateError("forecasts: not [time, step, seconds per step]")
+        t = _number(item[0], "forecasts")
+        step = _number(item[1], "forecasts", integer=True)
+        spp = _number(item[2], "forecasts")
+        if not (math.isfinite(t) and 0 <= step <= MAX_STEP and math.isfinite(spp) and spp > 0):
+            raise StateError("forecasts: a value out of range")
+        out.append((float(t), int(step), float(spp)))
+    return out
 
 
 def _header(saved_at: float) -> bytes:

@@ -16,12 +16,19 @@ from dataclasses import dataclass, field, replace
 
 from .directives import CHECKPOINT, Facts, due, reasons
 from .estimate import (
+    FORECASTS_KEPT,
+    MIN_ETA_INTERVALS,
+    Estimate,
     EstimatorConfig,
+    Forecast,
     Throughput,
     coalesces,
     estimate,
+    forecast_due,
     newest_pause_seconds,
     quantile,
+    record_errors,
+    seconds_per_step,
     throughput,
 )
 from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
@@ -193,6 +200,10 @@ class RunState:
     new_process: bool = False
     # The total is a progress bar's length (states.done: its end alone finishes nothing).
     total_from_bar: bool = False
+    # The estimator's forecasts this attempt (estimate.Forecast), its record of being wrong.
+    forecasts: deque[Forecast] = field(default_factory=lambda: deque(maxlen=FORECASTS_KEPT))
+    # estimate() of the last sample, cached like tp_cache: its band reads the whole record.
+    est_cache: tuple[tuple[object, ...], Estimate | None] | None = None
     # Katib trial runs only (meta.trial): every observation, newest OBSERVATIONS_KEPT, and
     # how many there ever were (the next one's sequence number is this plus one).
     observed: deque[Observed] | None = None
@@ -231,6 +242,7 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
     run.finished = False
     run.pace.clear()
     run.tp_cache = None
+    run.forecasts.clear()  # the ETA band's record is per attempt
     run.pace_reference = None
     if run.step is not None:
         run.samples.reset(now, run.step)
@@ -608,8 +620,23 @@ def _wasted(run: RunState) -> tuple[tuple[str, float], ...]:
 def _throughput(config: RunConfig, run: RunState) -> Throughput | None:
     key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
     if run.tp_cache is None or run.tp_cache[0] != key:
-        run.tp_cache = (key, throughput(run.samples, config.estimator))
+        tp = throughput(run.samples, config.estimator)
+        run.tp_cache = (key, tp)
+        if tp is not None and tp.intervals >= MIN_ETA_INTERVALS and tp.steps_per_second > 0:
+            t, step = run.samples[-1]
+            if forecast_due(run.forecasts, t, run.samples[0][0]):
+                run.forecasts.append((t, step, seconds_per_step(tp)))
     return run.tp_cache[1]
+
+
+def _estimate(run: RunState, tp: Throughput | None) -> Estimate | None:
+    """The ETA from the last step sample, with its band from the run's record; computed
+    once per new sample (or new total), not at every scrape."""
+    key = (run.tp_cache[0] if run.tp_cache else None, run.step, run.max_steps, len(run.forecasts))
+    if run.est_cache is None or run.est_cache[0] != key:
+        errors = record_errors(run.forecasts, *run.samples[-1]) if run.samples else []
+        run.est_cache = (key, estimate(run.step, run.max_steps, tp, errors))
+    return run.est_cache[1]
 
 
 def snapshot(
@@ -630,7 +657,7 @@ def snapshot(
     upper: float | None = None
     completion: float | None = None
     if verdict.state not in NO_ETA:
-        est = estimate(run.step, run.max_steps, tp)
+        est = _estimate(run, tp)
         if est is not None and run.samples:
             at = run.samples[-1][0]
             completion = at + est.seconds
@@ -723,10 +750,10 @@ def directives(
     the answer to the run's own push. ``draining``: its node is cordoned."""
     deadline = _first(run.meta.deadline_timestamp, run.deadline)
     # A snapshot (state, ETA) only for a run with a deadline: this is on every push.
-    eta = None if deadline is None else snapshot(config, key, run, now, False).eta_timestamp
+    lower = None if deadline is None else snapshot(config, key, run, now, False).eta_lower_seconds
     holding = reasons(
         Facts(
-            eta_timestamp=eta,
+            eta_lower_timestamp=None if lower is None else now + lower,
             deadline_timestamp=deadline,
             deleting=run.meta.deleting,
             request=run.meta.checkpoint_request,

@@ -51,6 +51,9 @@ class Row:
     wasted_gpu_hours: float | None = None  # GPU-hours held while stalled
     stuck_rank: str = ""  # the rank TrainingRankStalled names, in words ("" for none)
     stuck_rank_short: str = ""  # the same for a table cell: "2@node-c"
+    # The ETA's 80 % band (docs/eta.md), counted down like it.
+    eta_lower_seconds: float | None = None
+    eta_upper_seconds: float | None = None
 
 
 def _num(value: Any) -> float | None:
@@ -111,6 +114,8 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 step=lead.get("step"),
                 max_steps=lead.get("max_steps"),
                 eta_seconds=_num(lead.get("eta_seconds")),
+                eta_lower_seconds=_num(lead.get("eta_lower_seconds")),
+                eta_upper_seconds=_num(lead.get("eta_upper_seconds")),
                 loss=_num(lead.get("loss")),
                 loss_trend=trend(losses),
                 gpus=sum(_num(r.get("gpus")) or 0.0 for r in runs),
@@ -145,6 +150,8 @@ PROMETHEUS_QUERIES = {
     "step": "min by (namespace, job_name) (training_step)",
     "max_steps": "max by (namespace, job_name) (training_max_steps)",
     "eta": "namespace_job_name:training_eta_seconds:max",
+    "eta_lower": "max by (namespace, job_name) (training_eta_lower_seconds)",
+    "eta_upper": "max by (namespace, job_name) (training_eta_upper_seconds)",
     "loss": "avg by (namespace, job_name) (training_loss)",
     "loss_deriv": "avg by (namespace, job_name) (deriv(training_loss[10m]))",
     "gpus": "namespace_job_name:training_gpus:sum",
@@ -279,6 +286,8 @@ def rows_from_prometheus(
                 step=int(step) if step is not None else None,
                 max_steps=int(total) if total is not None else None,
                 eta_seconds=v.get("eta"),
+                eta_lower_seconds=v.get("eta_lower"),
+                eta_upper_seconds=v.get("eta_upper"),
                 loss=v.get("loss"),
                 loss_trend=loss_trend,
                 gpus=v.get("gpus"),
@@ -372,6 +381,14 @@ def _rate(value: float | None) -> str:
     return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
 
 
+def eta_text(r: Row) -> str:
+    """The ETA and its 80 % band: "1h20m (55m-2h10m)"; the ETA alone where it has none."""
+    text = duration(r.eta_seconds)
+    if r.eta_seconds is not None and None not in (r.eta_lower_seconds, r.eta_upper_seconds):
+        text += f" ({duration(r.eta_lower_seconds)}-{duration(r.eta_upper_seconds)})"
+    return text
+
+
 PROGRESS = "PROGRESS"
 COLUMNS = (
     Column("NAMESPACE", lambda r: r.namespace, 6),
@@ -380,7 +397,7 @@ COLUMNS = (
     Column(PROGRESS, lambda r: "", 0),
     Column("STEP", _step, 1, right=True),
     Column("STEPS/S", lambda r: _rate(r.steps_per_second), 7, right=True),
-    Column("ETA", lambda r: duration(r.eta_seconds), 9, right=True),
+    Column("ETA", lambda r: eta_text(r), 9, right=True),
     Column("AGE", lambda r: duration(r.age_seconds), 5, right=True),
     Column("LOSS", lambda r: f"{format_loss(r.loss)} {ARROWS[r.loss_trend]}", 8, right=True),
     Column("GPUS", lambda r: "-" if r.gpus is None else f"{r.gpus:g}", 4, right=True),

@@ -328,6 +328,33 @@ def test_dry_run_writes_nothing_but_events(act_factory: Any) -> None:
     assert "training_exporter_act_dry_run 1" in act.metrics()
 
 
+def test_a_deadline_is_suspended_for_only_when_even_the_lower_bound_passes_it(
+    act_factory: Any,
+) -> None:
+    """TrainingWillMissDeadline says how sure it is (deadline_passed_by): a job is
+    suspended only when even its ETA's lower bound passes the deadline; when only the
+    estimate does, it is told (an Event), not suspended."""
+    act = act_factory(ActConfig(dry_run=False))
+    add_trainjob(act.kube, "maybe", {"training-progress.io/on-deadline": "suspend"})
+    add_trainjob(act.kube, "surely", {"training-progress.io/on-deadline": "suspend"})
+    maybe = alert("TrainingWillMissDeadline", "maybe-node-0-0", "maybe")
+    maybe["labels"]["deadline_passed_by"] = "estimate"
+    surely = alert("TrainingWillMissDeadline", "surely-node-0-0", "surely")
+    surely["labels"]["deadline_passed_by"] = "lower_bound"
+    status, doc = act.post(notification(maybe, surely))
+    assert status == 200
+    assert [(o["action"], o["outcome"]) for o in doc["outcomes"]] == [
+        ("notify", "taken"),
+        ("suspend", "taken"),
+    ]
+    patches = [p for m, p, _ in act.kube.writes if m == "PATCH"]
+    assert patches == [f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{NS}/trainjobs/surely"]
+    events = {e["involvedObject"]["name"]: e for e in act.events()}
+    assert events["maybe"]["reason"] == "TrainingProgressWillMissDeadlineNotify"
+    assert "lower bound does not" in events["maybe"]["message"]
+    assert events["surely"]["reason"] == "TrainingProgressWillMissDeadlineSuspend"
+
+
 def test_a_job_that_did_not_opt_in_is_untouched(act_factory: Any) -> None:
     act = act_factory()
     add_trainjob(act.kube, "quiet", {})
@@ -448,12 +475,9 @@ def test_bare_pods_can_be_deleted_not_suspended(act_factory: Any) -> None:
     act = act_factory()
     add_bare_pod(act.kube, "solo", {"training-progress.io/on-deadline": "suspend"})
     add_bare_pod(act.kube, "solo2", {"training-progress.io/on-stalled": "restart"})
-    _status, doc = act.post(
-        notification(
-            alert("TrainingWillMissDeadline", "solo", "solo"),
-            alert("TrainingJobStalled", "solo2", "solo2"),
-        )
-    )
+    late = alert("TrainingWillMissDeadline", "solo", "solo")
+    late["labels"]["deadline_passed_by"] = "lower_bound"  # sure enough to suspend
+    _status, doc = act.post(notification(late, alert("TrainingJobStalled", "solo2", "solo2")))
     outcomes = [o["outcome"] for o in doc["outcomes"]]
     assert outcomes == ["unsupported_owner", "taken"]
     assert [p for m, p, _ in act.kube.writes if m == "DELETE"] == [

@@ -30,7 +30,9 @@ def read(p: dict[str, Any]) -> Any:
 
 
 def test_reasons_are_the_deadline_a_deletion_and_each_new_request() -> None:
-    none = Facts(eta_timestamp=T0 + 100, deadline_timestamp=T0 + 200, deleting=False, request=None)
+    none = Facts(
+        eta_lower_timestamp=T0 + 100, deadline_timestamp=T0 + 200, deleting=False, request=None
+    )
     assert reasons(none) == frozenset()
     late = replace(none, deadline_timestamp=T0 + 50)
     assert reasons(late) == {"deadline"}
@@ -133,3 +135,22 @@ def test_reporter_should_checkpoint_once_after_a_directive(
         assert reporter.should_checkpoint() is False  # once
     finally:
         reporter.close()
+
+
+def test_a_deadline_calls_for_a_checkpoint_only_when_even_the_lower_bound_passes_it() -> None:
+    """The ETA passing the deadline is not enough: the pace may still be within the band
+    that makes it. Only a deadline before the band's optimistic end asks for a save."""
+    for between in (True, False):
+        tracker = Tracker()
+        steady(tracker, 40)
+        (snap,) = tracker.snapshot(T0 + 40)
+        assert snap.eta_seconds is not None and snap.eta_lower_seconds is not None
+        assert snap.eta_lower_seconds < snap.eta_seconds
+        target = (
+            (snap.eta_lower_seconds + snap.eta_seconds) / 2
+            if between
+            else 0.5 * (snap.eta_lower_seconds)
+        )
+        tracker.apply(KEY, ProgressReport(step=400, deadline_timestamp=T0 + 40 + target), T0 + 40)
+        told = tracker.directives(KEY, T0 + 40)
+        assert told == (() if between else ("checkpoint",)), between

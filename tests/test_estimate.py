@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import deque
+from collections.abc import Callable
 
 import pytest
 
 from exporter.estimate import (
+    FORECAST_SPACING,
+    FORECASTS_KEPT,
     MIN_ETA_INTERVALS,
-    PACE_CHANGE,
     PAUSE,
     WARMUP,
+    Forecast,
     Sample,
     classify_intervals,
+    error_band,
     estimate,
+    forecast_due,
+    prior_at,
+    record_errors,
     throughput,
 )
 from exporter.model import ProgressReport, RunKey
@@ -140,29 +148,50 @@ def test_no_eta_from_under_a_few_reports() -> None:
     assert estimate(samples[-1][1], 1000, tp) is not None
 
 
-def test_bounds_hold_the_estimate_and_widen_with_the_pace_variation() -> None:
-    """An even pace gets the bounds of an unannounced pace change (PACE_CHANGE either way);
-    a pace that varied gets wider ones."""
-    rng = random.Random(7)
-    calm: list[Sample] = [(T0, 0)]
-    noisy: list[Sample] = [(T0, 0)]
-    for i in range(1, 121):
-        calm.append((T0 + i * 5.0, calm[-1][1] + 20))
-        noisy.append((T0 + i * 5.0, noisy[-1][1] + round(20 * rng.choice((0.6, 1.0, 1.4)))))
-    widths, uppers = [], []
-    for samples in (calm, noisy):
-        tp = throughput(samples)
-        est = estimate(samples[-1][1], samples[-1][1] + 4000, tp)
-        assert est is not None
-        assert est.lower <= est.seconds <= est.upper
-        widths.append((est.upper - est.lower) / est.seconds)
-        uppers.append(est.upper / est.seconds)
-    # A perfectly even pace: no spread of its own, only the pace change nothing announces.
-    assert widths[0] == pytest.approx((1 + PACE_CHANGE) - 1 / (1 + PACE_CHANGE))
-    assert widths[1] > widths[0]
-    # The noisy run's slow stretches, not the floor, set its upper bound.
-    assert uppers[0] == pytest.approx(1 + PACE_CHANGE)
-    assert uppers[1] > 1 + PACE_CHANGE + 0.05
+def test_bounds_come_from_the_runs_own_record_of_being_wrong() -> None:
+    """A run with no record gets the corpus' spread at the horizon asked; a steady run's
+    record narrows it, a wandering pace widens it, and so does a run that kept running late:
+    the size of its past errors says how far off it can be, either way (the neighbour that
+    slowed it may leave)."""
+    assert error_band(600.0, []) == prior_at(600.0)
+    assert prior_at(30.0) != prior_at(5000.0)
+
+    def band(pace: Callable[[float], float], horizon: float = 600.0) -> tuple[float, float]:
+        """The band after 20 minutes of forecasts every 10 s that each predicted 1 s/step,
+        while the steps took pace(t) seconds each."""
+        forecasts: list[Forecast] = []
+        t, step = T0, 0
+        for _ in range(120):
+            forecasts.append((t, step, 1.0))
+            t += 10.0
+            step += round(10.0 / pace(t))
+        return error_band(horizon, record_errors(forecasts, t, step))
+
+    rng = random.Random(5)
+    steady_low, steady_high = band(lambda t: 1.0)
+    wander_low, wander_high = band(lambda t: rng.choice((0.6, 1.0, 1.6)) if t % 300 < 150 else 1.4)
+    late_low, late_high = band(lambda t: 1.5)
+    prior_low, prior_high = prior_at(600.0)
+    assert prior_low < steady_low <= 0 <= steady_high < prior_high
+    assert wander_high - wander_low > steady_high - steady_low
+    assert late_low < steady_low and late_high > steady_high
+    assert late_low == pytest.approx(-late_high)
+    # The ETA's bounds: a band around the ETA, never excluding it.
+    tp = throughput(steady(60, 5.0, 2.0))
+    est = estimate(600, 2000, tp, [(600.0, 0.5), (620.0, 0.6)] * 20)
+    assert est is not None and est.lower < est.seconds < est.upper
+
+
+def test_forecasts_reach_back_over_a_long_attempt() -> None:
+    """At least FORECAST_SPACING apart, and farther as the attempt grows, so the newest
+    FORECASTS_KEPT of a long run reach back over most of it (to its first seventh)."""
+    forecasts: deque[Forecast] = deque(maxlen=FORECASTS_KEPT)
+    for i in range(20_000):  # a report a second for five and a half hours
+        t = T0 + i
+        if forecast_due(forecasts, t, T0):
+            forecasts.append((t, i, 1.0))
+    assert forecasts[1][0] - forecasts[0][0] >= FORECAST_SPACING
+    assert forecasts[0][0] - T0 < 20_000 / 7
 
 
 def test_tracker_exports_bounds_that_count_down_and_vanish_with_the_eta() -> None:

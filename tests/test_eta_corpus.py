@@ -10,7 +10,7 @@ reference, and check that the replay really goes through the exporter's push and
 from __future__ import annotations
 
 import json
-from statistics import mean
+from statistics import mean, median
 from typing import Any
 
 import pytest
@@ -18,19 +18,20 @@ import pytest
 from bench import eta_accuracy
 from bench.eta_accuracy import Instant, RunResult
 
-# What the estimate holds today (docs/eta.md): 18.5 % against the naive 36.1 % over the nine
-# runs (0.51); 21.8 % against 29.5 % (0.74) on the six with a neighbour, 11.8 % against
-# 49.3 % (0.24) on the three without. The goal (at most half the naive error and
-# under 15 %) is not met; the perfect-past reference shows why. These bounds keep what was
+# What the estimate holds today (docs/eta.md): 19.1 % against the naive 33.6 % over the
+# eleven runs (0.57): 18.2 % against 33.9 % (0.54) on the ten it was tuned on, 28.8 %
+# against 30.6 % (0.94) on the held-out one; 21.9 % against 27.7 % (0.79) on the eight with a
+# neighbour, 11.8 % against 49.3 % (0.24) on the three without. These bounds keep what was
 # reached from slipping back.
-HELD_RATIO = 0.55
+HELD_RATIO = 0.6
 HELD_MAPE = 0.2
-HELD_NEIGHBOUR_RATIO = 0.8
+HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.35
 # Our error stays within this of the perfect-past reference's (bench/eta_accuracy.py).
 HELD_GAP = 0.06
-# The share of instants whose true time left lies within the bounds.
-HELD_COVERAGE = 0.8
+# The band (issue 31's goal): coverage over the corpus, on every run, and its median width
+# as a fraction of the ETA.
+GOAL_COVERAGE, GOAL_RUN_COVERAGE, GOAL_WIDTH = 0.8, 0.75, 1.0
 
 
 @pytest.fixture(scope="module")
@@ -150,9 +151,30 @@ def test_our_eta_is_near_what_a_perfect_view_of_the_past_reaches(
     assert reference <= ours <= reference + HELD_GAP
 
 
-def test_the_bounds_hold_the_truth_most_of_the_time(results: list[RunResult]) -> None:
-    """The 10th to 90th percentile band of the pace, widened by an unannounced pace change
-    (estimate.PACE_CHANGE), holds the truth at about four instants in five; without the
-    widening it held it at under half."""
-    coverage = mean(r.in_bounds for r in results)
-    assert coverage >= HELD_COVERAGE
+def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
+    """The ETA's 80 % band (docs/eta.md): the truth within it at four instants in five over
+    the corpus, and at three in four or more on every run, held-out runs included; its
+    median width no more than the ETA itself, so width cannot buy the coverage."""
+    print("\n" + eta_accuracy.corpus_table(results))
+    assert mean(r.in_bounds for r in results) >= GOAL_COVERAGE
+    for r in results:
+        assert r.in_bounds >= GOAL_RUN_COVERAGE, (r.name, r.in_bounds)
+    assert median(r.width for r in results) <= GOAL_WIDTH
+    held = [r for r in results if r.held_out]
+    assert held, "some runs are measured that nothing was tuned on"
+
+
+def test_the_corpus_has_long_runs_and_runs_held_out(corpus: list[dict[str, Any]]) -> None:
+    """Runs of 20 minutes or more beside the short ones: evaluations, a pace change and a
+    resume within one; and runs recorded after tuning, never tuned on (record.py held_out)."""
+
+    def minutes(run: dict[str, Any]) -> float:
+        return (run["truth"]["steps"][-1][0] - run["truth"]["begin"]) / 60
+
+    long = [run for run in corpus if minutes(run) >= 20]
+    assert len(long) >= 2
+    assert any(
+        run["resumed_from"] and run["hog_seconds"] and "evaluation" in run["description"]
+        for run in long
+    )
+    assert any(run.get("held_out") for run in long)

@@ -385,3 +385,21 @@ def _config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "config.yaml"
     path.write_text(text + "\n")
     return path
+
+
+def test_the_eta_bands_record_survives_a_restart_and_is_checked() -> None:
+    """The forecasts the ETA band is made from are saved; a hostile one skips its run."""
+    from exporter.persist import StateError, decode_run
+
+    tracker = _busy_tracker()
+    tracker.snapshot(T0 + 1000)
+    (doc,) = [
+        json.loads(line)
+        for line in encode_file(tracker.save(T0 + 1000, encode_run), T0 + 1000).splitlines()[1:2]
+    ]
+    assert doc["forecasts"], "a busy run has a record"
+    _, run = decode_run(doc)
+    assert list(run.forecasts) == [tuple(f) for f in doc["forecasts"]]
+    for bad in ([[T0, -1, 1.0]], [[T0, 5, 0.0]], [[T0, 5]], [[T0, 5, 1.0]] * 300, "x"):
+        with pytest.raises(StateError, match="forecasts"):
+            decode_run({**doc, "forecasts": bad})

@@ -260,3 +260,17 @@ def test_live_top_in_a_real_terminal(
         assert not _alive(session)  # top ended, and with it the session
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_the_eta_column_shows_its_band() -> None:
+    from dataclasses import replace
+
+    from exporter.top import eta_text
+
+    banded = replace(
+        row("a", "running"), eta_seconds=4800.0, eta_lower_seconds=3300.0, eta_upper_seconds=7800.0
+    )
+    assert eta_text(banded) == "1h20m (55m-2h10m)"
+    assert eta_text(row("b", "running")) == "1h00m"  # no band: the ETA alone
+    screen = render([banded], width=160)
+    assert "1h20m (55m-2h10m)" in screen

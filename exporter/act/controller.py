@@ -16,14 +16,25 @@ import zlib
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..model import valid_kubernetes_names
 from ..workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
 from .guard import ActionLimits, Guard
 from .owners import Owner, owner_of, reference, running
-from .policy import DELETE, NONE, NOTIFY, RESTART, RULES, SUSPEND, Policy, decide, event_reason
+from .policy import (
+    DELETE,
+    NONE,
+    NOTIFY,
+    RESTART,
+    RULES,
+    SUSPEND,
+    Policy,
+    decide,
+    event_reason,
+    short_of_sure,
+)
 from .webhook import Alert
 
 log = logging.getLogger(__name__)
@@ -266,6 +277,9 @@ class Actor:
             return self._done(alert, job.key, NONE, "invalid_policy", decision.why)
         if decision.outcome != "act":
             return self._done(alert, job.key, NONE, decision.outcome, decision.why)
+        weaker = short_of_sure(alert.name, action, dict(alert.labels))
+        if weaker is not None:
+            action, decision = NOTIFY, replace(decision, action=NOTIFY, why=weaker)
         if action == SUSPEND and (job.owner is None or job.owner.suspend_path is None):
             why = f"{job.key} cannot be suspended (use delete or restart)"
             self._event(job, alert.name, action, why, warning=True, suffix="Skipped")

@@ -42,6 +42,22 @@ RULES: dict[str, Rule] = {
 }
 
 
+# Suspending a job for a deadline needs more than its ETA passing it: the ETA's lower bound
+# (the optimistic end of its 80 % band) must pass it too (the alert's deadline_passed_by).
+DEADLINE_ALERT, DEADLINE_SURE = "TrainingWillMissDeadline", ("deadline_passed_by", "lower_bound")
+
+
+def short_of_sure(alert_name: str, action: str, labels: Mapping[str, str]) -> str | None:
+    """Why ``action`` is too strong for this alert (it becomes a notification), or None."""
+    label, sure = DEADLINE_SURE
+    if alert_name == DEADLINE_ALERT and action == SUSPEND and labels.get(label) != sure:
+        return (
+            "only the ETA passes the deadline, its lower bound does not: "
+            "notified instead of suspended (act suspends when even the lower bound passes it)"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Policy:
     """The cluster's side: which namespaces get the defaults, and the defaults."""
