@@ -632,7 +632,7 @@ def _throughput(config: RunConfig, run: RunState) -> Throughput | None:
 def _estimate(run: RunState, tp: Throughput | None) -> Estimate | None:
     """The ETA from the last step sample, with its band from the run's record; computed
     once per new sample (or new total), not at every scrape."""
-    key = (run.tp_cache[0] if run.tp_cache else None, run.step, run.max_steps, len(run.forecasts))
+    key = (run.tp_cache[0] if run.tp_cache else None, run.step, run.max_steps)
     if run.est_cache is None or run.est_cache[0] != key:
         errors = record_errors(run.forecasts, *run.samples[-1]) if run.samples else []
         run.est_cache = (key, estimate(run.step, run.max_steps, tp, errors))

@@ -193,3 +193,15 @@ def refs_of(p: dict[str, Any]) -> tuple[Ref, ...]:
         above = obj
     owned = {**meta, "ownerReferences": [_ref(above)] if above is not None else []}
     return chain(owned, lambda kind, ns, name: by_name.get((kind.kind, name)))
+
+
+def writes_by(kube: Any, suffix: str, manager: str = "training-progress-exporter") -> list[Any]:
+    """The bodies of the PATCHes ``manager`` (server-side apply's field manager) sent to a
+    path ending in ``suffix``: by default the exporter's own write-back."""
+    return [
+        body
+        for method, path, body in kube.writes
+        if method == "PATCH"
+        and path.split("?")[0].endswith(suffix)
+        and f"fieldManager={manager}" in path
+    ]

@@ -26,7 +26,7 @@ from exporter.workloads import Ref
 from .apischema import check, trainjob_status_schema
 from .conftest import T0, FakeClock, get_json, http
 from .fakekube import FakeKube
-from .kube import T_START_TS, TRAINJOB, pod, put_pod, refs_of, trainjob_obj, wait
+from .kube import T_START_TS, TRAINJOB, pod, put_pod, refs_of, trainjob_obj, wait, writes_by
 
 UPSTREAM = Path(__file__).parent / "fixtures" / "upstream"
 ODH = json.loads((UPSTREAM / "odh_annotation_status.json").read_text())
@@ -244,16 +244,6 @@ def _logs_only_job(
     return exp, clock
 
 
-def _ours(kube: FakeKube, suffix: str) -> list[Any]:
-    return [
-        b
-        for m, p, b in kube.writes
-        if m == "PATCH"
-        and p.split("?")[0].endswith(suffix)
-        and "fieldManager=training-progress-exporter" in p
-    ]
-
-
 def test_openshift_ai_sees_a_logs_only_job_in_its_own_shape(
     kube: FakeKube, k8s_exporter: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -262,7 +252,7 @@ def test_openshift_ai_sees_a_logs_only_job_in_its_own_shape(
     monkeypatch.setattr(writeback, "MIN_INTERVAL", 0.0)
     kube.put(API, "trainjobs", trainjob_obj("ml", "llm"))
     exp, clock = _logs_only_job(kube, k8s_exporter, tmp_path, "annotation")
-    (first, *_) = _ours(kube, "/trainjobs/llm")
+    (first, *_) = writes_by(kube, "/trainjobs/llm")
     doc = json.loads(first["metadata"]["annotations"][ANNOTATION])
     assert_odh_shape(doc)
     assert (doc["currentStep"], doc["totalSteps"]) == (60, 60)
@@ -295,7 +285,7 @@ def test_every_status_write_meets_the_trainjob_crd(
     exp, clock = _logs_only_job(kube, k8s_exporter, tmp_path, "status")
     clock.advance(Thresholds().report_timeout_seconds + 1)
     exp.poll_once()
-    writes = _ours(kube, "/trainjobs/llm/status")
+    writes = writes_by(kube, "/trainjobs/llm/status")
     assert writes
     for body in writes:
         assert check(body["status"], trainjob_status_schema()) == ([], [])
@@ -367,5 +357,5 @@ def test_a_status_nobody_claims_is_left_alone_while_it_is_fresh(
         trainjob_obj("ml", "llm", {"progressPercentage": 7, "lastUpdatedTime": written}),
     )
     _logs_only_job(kube, k8s_exporter, tmp_path, "status")
-    writes = _ours(kube, "/trainjobs/llm/status")
+    writes = writes_by(kube, "/trainjobs/llm/status")
     assert (len(writes) > 0) == (age > Thresholds().report_timeout_seconds)

@@ -16,7 +16,6 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.config import Config, apply
-from exporter.managed import FIELD_MANAGER
 from exporter.model import ProgressReport, RunKey
 from exporter.settings import ConfigError
 from exporter.sinks import writeback
@@ -26,7 +25,7 @@ from exporter.tracker import Tracker
 
 from .conftest import T0, FakeClock, http
 from .fakekube import FakeKube
-from .kube import T_START_TS, TRAINJOB, pod, put_pod, trainjob_obj, wait
+from .kube import T_START_TS, TRAINJOB, pod, put_pod, trainjob_obj, wait, writes_by
 from .test_kubectl_progress import plugin
 
 API = "trainer.kubeflow.org/v1alpha1"
@@ -97,11 +96,7 @@ def push(exp: Exporter, step: int, clock: FakeClock) -> None:
 
 def status_patches(kube: FakeKube) -> list[Any]:
     """The exporter's writes of the TrainJob's status (server-side apply as its manager)."""
-    return [
-        b
-        for m, p, b in kube.writes
-        if m == "PATCH" and p.split("?")[0] == STATUS_PATH and f"fieldManager={FIELD_MANAGER}" in p
-    ]
+    return writes_by(kube, STATUS_PATH)
 
 
 def test_progress_from_a_push_is_written_back_through_the_status_subresource(
@@ -184,9 +179,7 @@ def test_annotation_target_for_openshift_ai(kube: FakeKube, k8s_exporter: Any) -
         push(exp, step, clock)
     exp.poll_once()
     assert status_patches(kube) == []
-    (patch,) = [
-        b for m, p, b in kube.writes if m == "PATCH" and p.split("?")[0].endswith("/trainjobs/llm")
-    ]
+    (patch,) = writes_by(kube, "/trainjobs/llm")
     body = json.loads(patch["metadata"]["annotations"]["trainer.opendatahub.io/trainerStatus"])
     assert body["progressPercentage"] == 30
 

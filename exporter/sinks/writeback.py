@@ -28,7 +28,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -127,7 +127,7 @@ def duration_summary(seconds: int | None) -> str:
     return " ".join(parts[:2]) or "less than a minute"
 
 
-def _finite(values: Iterator[tuple[str, float | int | None]]) -> dict[str, float]:
+def _finite(values: Iterable[tuple[str, float | int | None]]) -> dict[str, float]:
     return {
         name[:KUBEFLOW_MAX_FIELD_CHARS]: float(v)
         for name, v in values
@@ -170,17 +170,15 @@ def annotation_status(s: RunView) -> dict[str, Any]:
         out["totalEpochs"] = min(INT32_MAX, math.ceil(s.max_epochs))
     custom = list(s.metrics)[: KUBEFLOW_MAX_METRICS - 4]
     train = _finite(
-        iter(
-            [
-                ("loss", s.loss),
-                ("learning_rate", s.learning_rate),
-                ("grad_norm", s.grad_norm),
-                *((k, v) for k, v in custom if not k.startswith("eval_")),
-            ]
-        )
+        [
+            ("loss", s.loss),
+            ("learning_rate", s.learning_rate),
+            ("grad_norm", s.grad_norm),
+            *((k, v) for k, v in custom if not k.startswith("eval_")),
+        ]
     )
     evals = _finite(
-        iter([("eval_loss", s.eval_loss), *((k, v) for k, v in custom if k.startswith("eval_"))])
+        [("eval_loss", s.eval_loss), *((k, v) for k, v in custom if k.startswith("eval_"))]
     )
     if train:
         out["trainMetrics"] = train

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ...model import Observed, RunView
+from ...model import Observed
 
 PUSH = "Push"  # the collector kind with no sidecar: the trial reports itself (or we do)
 MAX_METRICS = 16  # objective + additional metric names taken from one Trial
@@ -77,24 +77,6 @@ def parse_trial(obj: Mapping[str, Any]) -> TrialSpec:
         # Katib defaults the collector to StdOut when the Experiment names none.
         collector=collector if isinstance(collector, str) else "StdOut",
     )
-
-
-def metric_value(run: RunView, name: str) -> float | None:
-    """The run's latest value of the metric Katib calls ``name``, if finite."""
-    builtin: dict[str, float | int | None] = {
-        "loss": run.loss,
-        "eval_loss": run.eval_loss,
-        "learning_rate": run.learning_rate,
-        "grad_norm": run.grad_norm,
-        "epoch": run.epoch,
-        "step": run.step,
-    }
-    value = builtin.get(name)
-    if value is None:
-        value = dict(run.metrics).get(name)
-    if value is None or not math.isfinite(float(value)):
-        return None  # Katib parses the value as a number; NaN would poison the search
-    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
