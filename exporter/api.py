@@ -1,7 +1,8 @@
 """The JSON view of runs served at ``GET /api/v1/runs`` (for the CLI and automation).
 
-Pure: snapshots in, JSON-safe dicts out. Non-finite floats become the strings ``"NaN"``,
-``"+Inf"`` and ``"-Inf"`` (as Prometheus' own HTTP API does), since JSON has no NaN.
+Pure: snapshots in, JSON-safe dicts out. JSON has no NaN: a non-finite number is null, and
+``non_finite`` names it with what it was (``{"loss": "NaN"}``); the run's state says what it
+means (a NaN loss is ``diverged``, with the reason).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from typing import Any
 
-from .model import json_number
+from .model import json_number, json_safe, non_finite_fields
 from .run import RunSnapshot
 
 
@@ -66,11 +67,12 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
             "experiment": s.meta.experiment,
         },
         **{k: json_number(v) for k, v in numbers.items()},
+        "non_finite": non_finite_fields(numbers),
         "metrics": {name: json_number(v) for name, v in s.metrics},
         "wasted_gpu_seconds": {cause: json_number(v) for cause, v in s.wasted_gpu_seconds},
         # The run's effective thresholds (defaults, its own overrides, annotations).
-        "thresholds": asdict(s.thresholds),
-        "loss_history": [[t, v] for t, v in s.loss_history],
+        "thresholds": json_safe(asdict(s.thresholds)),
+        "loss_history": [[t, json_number(v)] for t, v in s.loss_history],
     }
 
 
@@ -82,9 +84,9 @@ def runs_document(snapshots: list[RunSnapshot], now: float) -> dict[str, Any]:
 def iter_runs_json(snapshots: Iterable[RunSnapshot], now: float) -> Iterator[str]:
     """:func:`runs_document` as JSON text, one run at a time: the same document, never
     held whole (at 10,000 runs with their loss histories it is 60 MB of Python objects)."""
-    yield json.dumps({"time": now})[:-1] + ', "runs": ['
+    yield json.dumps({"time": now}, allow_nan=False)[:-1] + ', "runs": ['
     first = True
     for s in snapshots:
-        yield ("" if first else ", ") + json.dumps(run_to_dict(s))
+        yield ("" if first else ", ") + json.dumps(json_safe(run_to_dict(s)), allow_nan=False)
         first = False
     yield "]}"

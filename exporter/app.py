@@ -112,11 +112,16 @@ class Exporter:
         return f"http://{host}:{port}"
 
     def ready(self) -> tuple[bool, str]:
-        """Ready once every source has been polled once."""
+        """Ready once every source has been polled once. A source that is down (a status
+        directory that does not exist, a target nobody answers at) does not make the
+        exporter unready (pushes and the other sources still work), but the detail says
+        which and why."""
         if not self.scheduler.all_ran():
             return False, "starting: sources not polled yet"
         ok, detail = self.discovery.ready()
-        return ok, f"{detail}; mode={self.discovery.mode} runs={len(self.tracker)}"
+        down = self.stats.snapshot().source_down_reasons or {}
+        said = "".join(f"; source {name} down: {why}" for name, why in sorted(down.items()))
+        return ok, f"{detail}; mode={self.discovery.mode} runs={len(self.tracker)}{said}"
 
     def _expire(self) -> None:
         idle = self.config.push_idle_expiry if self.discovery.push_idle_expiry else None
@@ -140,7 +145,7 @@ class Exporter:
             return
         self.ingestor.polled(name, seconds, ok)
         if not ok:  # the source raised: count it, and say it is down
-            self.ingestor.source_up(name, False)
+            self.ingestor.source_up(name, False, "its last poll raised an error (see the log)")
             self.ingestor.drop(name, "poll_error")
 
     def poll_once(self) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
+import os
 import signal
 import sys
 import threading
@@ -263,15 +265,18 @@ def _demo(args: argparse.Namespace) -> int:
         return 2
     stop = threading.Event()
     _on_sigterm(stop)
-    demo.start()
-    print(demo.banner(), flush=True)
-    _wait(stop, args.duration)
-    demo.stop()
+    try:
+        demo.start()
+        print(demo.banner(), flush=True)
+        _wait(stop, args.duration)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        demo.stop()  # removes what the demo made, on any way out
     return 0
 
 
 def _top(args: argparse.Namespace) -> int:
-    import os
     import shutil
 
     from . import top
@@ -299,13 +304,28 @@ def _top(args: argparse.Namespace) -> int:
             tty=tty,
             sort=args.sort,
             keys=sys.stdin,
+            height=lambda: shutil.get_terminal_size((120, 24)).lines,
         )
     except KeyboardInterrupt:
         return 0
 
 
+def _logging() -> None:
+    """Log lines for the commands that keep running (``run``, ``act``, ``demo``): time,
+    level, where, what; on stderr, at ``TPE_LOG_LEVEL`` (default info). Without it a warning
+    would reach stderr bare (Python's last resort), and an info never."""
+    level = os.environ.get("TPE_LOG_LEVEL", "info").upper()
+    logging.basicConfig(
+        level=level if level in logging.getLevelNamesMapping() else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in ("run", "act", "demo"):
+        _logging()
     if args.command == "run":
         return _run(args)
     if args.command == "top":

@@ -420,7 +420,7 @@ class ExporterCollector(Collector):
         yield drops
         up = GaugeMetricFamily(
             "training_exporter_source_up",
-            "1 if the source's last poll or serve loop succeeded.",
+            "1 if the source's last poll or serve loop succeeded (the reason is on /readyz).",
             labels=["source"],
         )
         for source, ok in sorted(snap.source_up.items()):
@@ -433,7 +433,7 @@ class ExporterCollector(Collector):
         )
         success = GaugeMetricFamily(
             "training_exporter_source_poll_success",
-            "1 if the source's last poll completed without an error, else 0.",
+            "1 if the source's last poll completed without an error and left the source up.",
             labels=["source"],
         )
         for source, (seconds, ok) in sorted(snap.polls.items()):

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import random
+import shutil
 import tempfile
 import threading
 import time
@@ -262,6 +263,13 @@ class Demo:
         self, listen: str = "127.0.0.1:9465", seed: int = 7, clock: Clock = time.time
     ) -> None:
         self.status_dir = tempfile.mkdtemp(prefix="tpe-demo-")
+        try:
+            self._build(listen, seed, clock)
+        except BaseException:
+            shutil.rmtree(self.status_dir, ignore_errors=True)
+            raise
+
+    def _build(self, listen: str, seed: int, clock: Clock) -> None:
         self.progression = _ProgressionServer()
         targets = tuple(
             HttpTarget(
@@ -334,9 +342,15 @@ class Demo:
         ).start()
 
     def stop(self) -> None:
+        """Stop the runs, the exporter and the progression server, and remove the status
+        directory the demo made: it leaves nothing behind, however it was stopped."""
         self._stop.set()
-        self.exporter.stop()
-        self.progression.httpd.shutdown()
+        try:
+            self.exporter.stop()
+            self.progression.httpd.shutdown()
+            self.progression.httpd.server_close()
+        finally:
+            shutil.rmtree(self.status_dir, ignore_errors=True)
 
     def banner(self) -> str:
         url = self.exporter.url

@@ -73,9 +73,10 @@ class Ingestor:
         """Count a log line a parser recognized."""
         self._stats.match(parser)
 
-    def source_up(self, source: str, up: bool) -> None:
-        """Whether the source's last poll (or serve loop) succeeded."""
-        self._stats.set_up(source, up)
+    def source_up(self, source: str, up: bool, reason: str = "") -> None:
+        """Whether the source's last poll (or serve loop) succeeded; if not, why (one line,
+        shown on /readyz)."""
+        self._stats.set_up(source, up, reason)
 
     def polled(self, source: str, seconds: float, ok: bool) -> None:
         """One poll of a source: how long it took and whether it succeeded."""

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from .humanize import duration, format_loss
+from .model import json_safe
 from .states import severity
 from .top import Row, fetch_json, from_prometheus
 
@@ -166,7 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kubectl progress: {exc}", file=sys.stderr)
         return 1
     if args.output == "json":
-        print(json.dumps([{**asdict(r), "age_seconds": age} for r, age in rows], indent=2))
+        doc = [{**asdict(r), "age_seconds": age} for r, age in rows]
+        print(json.dumps(json_safe(doc), indent=2, allow_nan=False))
     else:
         sys.stdout.write(render(rows, args.all_namespaces))
     return 0

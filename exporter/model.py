@@ -340,13 +340,42 @@ def run_name(text: str) -> str | None:
     return cleaned if cleaned.strip("_") else None
 
 
-def json_number(value: float | int | None) -> float | int | str | None:
-    """A JSON-safe number: non-finite floats as Prometheus-style strings."""
+def non_finite_name(value: float) -> str:
+    """How Prometheus writes a non-finite float: ``NaN``, ``+Inf`` or ``-Inf``."""
+    if math.isnan(value):
+        return "NaN"
+    return "+Inf" if value > 0 else "-Inf"
+
+
+def json_number(value: float | int | None) -> float | int | None:
+    """A number JSON can hold: a non-finite float becomes null (JSON has no NaN, and a
+    strict parser, JavaScript's ``JSON.parse`` among them, rejects the bare word)."""
     if isinstance(value, float) and not math.isfinite(value):
-        if math.isnan(value):
-            return "NaN"
-        return "+Inf" if value > 0 else "-Inf"
+        return None
     return value
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float, at any depth of dicts, lists and tuples, made
+    null: what every JSON answer and ``-o json`` passes through before ``json.dumps(...,
+    allow_nan=False)``."""
+    if isinstance(value, float):
+        return json_number(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def non_finite_fields(values: dict[str, Any]) -> dict[str, str]:
+    """Which of ``values`` are non-finite floats, each with its name (``{"loss": "NaN"}``):
+    a JSON answer carries null for them and says here what they were."""
+    return {
+        k: non_finite_name(v)
+        for k, v in values.items()
+        if isinstance(v, float) and not math.isfinite(v)
+    }
 
 
 def decode_json(body: bytes, max_bytes: int = KUBEFLOW_MAX_BODY_BYTES) -> Any:

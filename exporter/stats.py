@@ -21,13 +21,16 @@ class StatsSnapshot:
     drops: dict[tuple[str, str], int]
     source_up: dict[str, bool]
     log_matches: dict[str, int]
-    # source -> (seconds the last poll took, whether it completed without an error)
+    # source -> (seconds the last poll took, whether it succeeded: completed without an
+    # error, and the source up after it; so source_poll_success never says 1 beside a 0)
     polls: dict[str, tuple[float, bool]]
     unrenderable: int  # runs left out of the last render
     # The state file (None: no state file): failed saves, and when the last one succeeded
     # (None: none yet).
     state_save_failures: int | None = None
     state_last_save: float | None = None
+    # Why each source that is down is down, in words (for /readyz).
+    source_down_reasons: dict[str, str] | None = None
 
 
 class ExporterStats:
@@ -38,6 +41,7 @@ class ExporterStats:
         self._reports: Counter[tuple[str, str]] = Counter()
         self._drops: Counter[tuple[str, str]] = Counter()
         self._up: dict[str, bool] = {}
+        self._why: dict[str, str] = {}
         self._matches: Counter[str] = Counter()
         self._polls: dict[str, tuple[float, bool]] = {}
         self._unrenderable = 0
@@ -56,13 +60,17 @@ class ExporterStats:
         with self._lock:
             self._matches[parser] += 1
 
-    def set_up(self, source: str, up: bool) -> None:
+    def set_up(self, source: str, up: bool, reason: str = "") -> None:
         with self._lock:
             self._up[source] = up
+            if up:
+                self._why.pop(source, None)
+            else:
+                self._why[source] = reason or "its last poll failed"
 
     def polled(self, source: str, seconds: float, ok: bool) -> None:
         with self._lock:
-            self._polls[source] = (seconds, ok)
+            self._polls[source] = (seconds, ok and self._up.get(source, True))
 
     def set_unrenderable(self, runs: int) -> None:
         with self._lock:
@@ -92,4 +100,5 @@ class ExporterStats:
                 self._unrenderable,
                 self._state_failures,
                 self._state_last_save,
+                dict(self._why),
             )

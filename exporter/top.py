@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 from .humanize import duration, format_loss
+from .model import json_safe
 from .ranks import DONE_STATES, Laggard, RankView, stuck_rank
 from .states import BY_CODE, STATES, Observation, reason, severity, state_code_promql
 from .thresholds import Thresholds
@@ -449,6 +450,19 @@ def render(
 ) -> str:
     """The table as text fitting ``width`` columns: the job names get the room, the other
     columns go by priority as the terminal narrows, the progress bar takes what is left."""
+    header, body = table(rows, width, color)
+    lines = [_fit(summary(rows), width)] if with_summary else []
+    lines += [header, *(line for block in body for line in block)]
+    return "\n".join(lines) + "\n"
+
+
+def _fit(text: str, w: int) -> str:
+    return text if len(text) <= w else text[: w - 1] + "…"
+
+
+def table(rows: list[Row], width: int, color: bool = False) -> tuple[str, list[list[str]]]:
+    """The header line and, per row, its lines (the row, and under it why it needs
+    attention and which rank is stuck), each fitting ``width``."""
     short = width < 100  # the one long state name takes a short form on narrow terminals
     texts = [
         {
@@ -463,18 +477,12 @@ def render(
     shown, bar_width, name_width = _layout(widths, width)
     widths[PROGRESS], widths["JOB"] = bar_width, name_width
 
-    def fit(text: str, w: int) -> str:
-        return text if len(text) <= w else text[: w - 1] + "…"
-
     def cell(c: Column, text: str) -> str:
-        text = fit(text, widths[c.header])
+        text = _fit(text, widths[c.header])
         return text.rjust(widths[c.header]) if c.right else text.ljust(widths[c.header])
 
-    lines = []
-    if with_summary:
-        lines.append(fit(summary(rows), width))
     header = "  ".join(cell(c, c.header) for c in shown).rstrip()
-    lines.append(_BOLD + header + _RESET if color else header)
+    blocks: list[list[str]] = []
     for r, t in zip(rows, texts, strict=True):
         parts = []
         for c in shown:
@@ -482,18 +490,88 @@ def render(
             if color and c.header in ("STATE", PROGRESS):  # the state and its bar share a color
                 text = STATE_COLOR.get(r.state, "") + text + _RESET
             parts.append(text)
-        lines.append("  ".join(parts).rstrip())
+        block = ["  ".join(parts).rstrip()]
         if r.reason and r.state not in QUIET_STATES:
-            lines.append(fit("  └ " + r.reason, width))
+            block.append(_fit("  └ " + r.reason, width))
         if r.stuck_rank:
-            lines.append(fit("  └ stuck: " + r.stuck_rank, width))
+            block.append(_fit("  └ stuck: " + r.stuck_rank, width))
+        blocks.append(block)
     if not rows:
-        lines.append("(no training jobs)")
-    return "\n".join(lines) + "\n"
+        blocks.append(["(no training jobs)"])
+    return (_BOLD + header + _RESET if color else header), blocks
+
+
+# Keys that scroll a live top, as a terminal sends them: arrows, j/k, PgUp/PgDn, Home/End
+# (xterm and VT220 forms).
+SCROLL_KEYS = {
+    "\x1b[A": -1, "k": -1, "\x1b[B": 1, "j": 1,
+    "\x1b[5~": "page_up", "\x1b[6~": "page_down", " ": "page_down",
+    "\x1b[H": "home", "\x1bOH": "home", "\x1b[1~": "home", "g": "home",
+    "\x1b[F": "end", "\x1bOF": "end", "\x1b[4~": "end", "G": "end",
+}  # fmt: skip
+
+
+def scroll(offset: int, key: str, rows: int, page: int) -> int:
+    """The first row shown after ``key``, of ``rows``, ``page`` rows a screen; unchanged
+    for any other key."""
+    move = SCROLL_KEYS.get(key)
+    if move is None:
+        return offset
+    if isinstance(move, int):
+        offset += move
+    elif move == "page_up":
+        offset -= max(1, page - 1)
+    elif move == "page_down":
+        offset += max(1, page - 1)
+    elif move == "home":
+        offset = 0
+    else:
+        offset = rows
+    return max(0, min(offset, rows - 1))
+
+
+def screen(
+    title: str,
+    rows: list[Row],
+    width: int,
+    height: int,
+    offset: int,
+    color: bool = False,
+) -> tuple[str, int]:
+    """A live top's whole screen, ``height`` lines: the title (clock, sort, keys), the
+    summary and the header always; then the rows from ``offset`` (the most urgent first,
+    at offset 0) that fit whole, each with its reason lines; the last line says how many
+    rows are above and below. Returns the text and the offset used (kept within range, and
+    never past the point where the last rows fill the screen)."""
+    header, blocks = table(rows, width, color)
+    fixed = [_fit(title, width), _fit(summary(rows), width), header]
+    room = max(1, height - len(fixed) - 1)  # one line for "N more below"
+    # The furthest offset that still fills the screen: the last rows' blocks, from the end.
+    used, last = 0, len(blocks)
+    while last > 0 and used + len(blocks[last - 1]) <= room:
+        last -= 1
+        used += len(blocks[last])
+    offset = max(0, min(offset, last))
+    body: list[str] = []
+    shown = 0
+    for block in blocks[offset:]:
+        if len(body) + len(block) > room:
+            break
+        body += block
+        shown += 1
+    below = len(blocks) - offset - shown
+    if rows and (offset or below):
+        where = f"rows {offset + 1}-{offset + shown} of {len(rows)}"
+        more = f"; {below} more below" if below else ""
+        status = f"{where}{more} (j/k, arrows, PgUp/PgDn, Home/End)"
+    else:
+        status = ""
+    lines = fixed + body + [""] * (room - len(body)) + [_fit(status, width)]
+    return "\n".join(lines), offset
 
 
 def as_json(rows: list[Row]) -> str:
-    return json.dumps([asdict(r) for r in rows], indent=2, default=lambda v: None) + "\n"
+    return json.dumps(json_safe([asdict(r) for r in rows]), indent=2, allow_nan=False) + "\n"
 
 
 def run(
@@ -507,34 +585,42 @@ def run(
     tty: bool,
     sort: str = "state",
     keys: TextIO | None = None,
+    height: Callable[[], int] = lambda: 24,
 ) -> int:
     """Print the table once, or redraw it every ``interval`` seconds until ``q`` (read from
     ``keys``, the terminal) or Ctrl-C. ``s`` cycles the sort key. Live on a terminal, the
-    table is drawn on the alternate screen, like htop, and the terminal is restored on exit."""
+    table is drawn on the alternate screen, like htop: the clock, the summary and the header
+    always in view, the rows scrolled with j/k, the arrows, PgUp/PgDn and Home/End (the
+    most urgent first), and the terminal restored on exit."""
     live = tty and not once
     reader = _Keys(keys) if live and keys is not None and keys.isatty() else None
     if live:
         out.write("\x1b[?1049h\x1b[?25l")  # alternate screen, cursor hidden
+    offset = 0
+    rows: list[Row] = []
     try:
         while True:
+            error = ""
             try:
                 rows = sort_rows(source(), sort)
-                if output == "json":
-                    text = as_json(rows)
-                else:
-                    text = render(rows, width(), color=tty, with_summary=live)
             except (OSError, RuntimeError, ValueError) as exc:
                 if once:
                     print(f"training-progress-exporter top: {exc}", file=sys.stderr)
                     return 1
-                text = f"error: {exc}\n"
+                error = f"error: {exc}"
             if live:
                 title = f"{time.strftime('%H:%M:%S')} training jobs, sorted by {sort}"
-                help_ = "q quit  s sort"
+                help_ = "q quit  s sort  j/k scroll"
                 top_line = title + help_.rjust(max(1, width() - len(title)))
-                out.write("\x1b[H\x1b[2J" + top_line[: width()] + "\n" + text)
+                if error:
+                    text = top_line[: width()] + "\n" + error
+                else:
+                    text, offset = screen(top_line, rows, width(), height(), offset, color=tty)
+                out.write("\x1b[H\x1b[2J" + text)
+            elif error:
+                out.write(error + "\n")
             else:
-                out.write(text)
+                out.write(as_json(rows) if output == "json" else render(rows, width(), color=tty))
             out.flush()
             if once:
                 return 0
@@ -544,6 +630,7 @@ def run(
             if key == "s":
                 names = list(SORTS)
                 sort = names[(names.index(sort) + 1) % len(names)]
+            offset = scroll(offset, key, len(rows), page=max(1, height() - 4))
     finally:
         if reader is not None:
             reader.restore()
@@ -570,12 +657,22 @@ class _Keys:
         tty_mode.setcbreak(self.fd)
 
     def wait(self, timeout: float) -> str:
-        """The key pressed within ``timeout`` seconds, or ""."""
+        """The key pressed within ``timeout`` seconds, or "": one character, or a whole
+        escape sequence (an arrow sends three bytes, PgDn four)."""
         import os
         import select
 
         ready, _, _ = select.select([self.fd], [], [], timeout)
-        return os.read(self.fd, 1).decode(errors="replace") if ready else ""
+        if not ready:
+            return ""
+        key = os.read(self.fd, 1)
+        if key == b"\x1b":
+            # The rest of the sequence is already there; a lone Esc is not followed.
+            while len(key) < 8 and select.select([self.fd], [], [], 0.02)[0]:
+                key += os.read(self.fd, 1)
+                if len(key) >= 3 and (key[-1:].isalpha() or key[-1:] == b"~"):
+                    break
+        return key.decode(errors="replace")
 
     def restore(self) -> None:
         import termios

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import shutil
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -55,10 +59,48 @@ def http(
         return err.code, err.read()
 
 
+INSTALL_HINT = "make test-deps installs it (scripts/install-test-deps.sh)"
+
+
+def need_module(name: str, extra: str) -> ModuleType:
+    """``name`` imported, or the calling test module skipped with the extra that brings it
+    (the fast loop works from the ``test`` extra alone). Where ``CI`` is set, a missing
+    module fails instead: CI installs every extra, and nothing there may skip quietly."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        why = f"{name} is not installed: the {extra} extra (pip install -e '.[{extra}]'); "
+        if os.environ.get("CI"):
+            pytest.fail(why + INSTALL_HINT)
+        pytest.skip(why + INSTALL_HINT, allow_module_level=True)
+
+
+def need_tool(name: str, comes_with: str) -> str:
+    """The path of command ``name``, or the test skipped saying what installs it (failed
+    where ``CI`` is set, as :func:`need_module`)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    why = f"{name} is not on PATH: it comes with {comes_with}; {INSTALL_HINT}"
+    if os.environ.get("CI"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def strict_json(text: str | bytes) -> Any:
+    """``text`` parsed as JSON is: Python's parser takes ``NaN`` and ``Infinity``, which
+    JavaScript's ``JSON.parse`` and every strict parser reject."""
+
+    def refuse(word: str) -> Any:
+        raise ValueError(f"not JSON: {word}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def get_json(url: str) -> Any:
     status, body = http("GET", url)
     assert status == 200, body
-    return json.loads(body)
+    return strict_json(body)
 
 
 @pytest.fixture

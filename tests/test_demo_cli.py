@@ -274,3 +274,100 @@ def test_run_help_prints_the_real_defaults() -> None:
         assert f"--{spec.alias.replace('_', '-')}" in text
     # What help prints parses back to the same default.
     assert parse_duration(setting(th.plateau_seconds), "x") == th.plateau_seconds == 7200
+
+
+def _sample_value(body: str, name: str, source: str) -> float:
+    line = next(x for x in body.splitlines() if x.startswith(f'{name}{{source="{source}"}}'))
+    return float(line.split()[-1])
+
+
+def test_what_cannot_be_read_is_said_once_and_on_readyz(tmp_path: Any) -> None:
+    """A status directory that does not exist, a log file that does not exist, an HTTP
+    target nobody answers at: each a warning, once however many polls fail, the source
+    down with the reason on /readyz (which stays 200: pushes still work), source_up and
+    source_poll_success agreeing; once the directory and the file exist, up again."""
+    port = free_port()
+    status_dir, log_file = tmp_path / "status", tmp_path / "train.log"
+    config = tmp_path / "c.yaml"
+    config.write_text("http_targets:\n  - name: llm\n    url: http://127.0.0.1:9/progress\n")
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "exporter.cli", "run", "--listen", f"127.0.0.1:{port}"),
+            *("--config", str(config), "--status-dir", str(status_dir), "--log", str(log_file)),
+            *("--poll-interval", "0.2s"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(url + "/readyz")
+        time.sleep(1.5)  # several polls, each failing
+        status, detail = http("GET", url + "/readyz")
+        text = detail.decode()
+        assert status == 200
+        assert f"source file down: status directory {status_dir}: No such file" in text
+        assert f"source log down: {log_file}: no such file" in text
+        assert "source http down: http://127.0.0.1:9/progress:" in text
+        body = http("GET", url + "/metrics")[1].decode()
+        for source in ("file", "log", "http"):
+            assert _sample_value(body, "training_exporter_source_up", source) == 0, source
+            assert _sample_value(body, "training_exporter_source_poll_success", source) == 0
+        status_dir.mkdir()
+        log_file.write_text("step 3/10\n")
+        time.sleep(1.5)
+        body = http("GET", url + "/metrics")[1].decode()
+        for source in ("file", "log"):
+            assert _sample_value(body, "training_exporter_source_up", source) == 1, source
+            assert _sample_value(body, "training_exporter_source_poll_success", source) == 1
+        assert "source file down" not in http("GET", url + "/readyz")[1].decode()
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    said = [line for line in stderr.splitlines() if "WARNING" in line]
+    assert sum(f"status directory {status_dir}: No such file" in x for x in said) == 1, said
+    assert sum(f"log {log_file}:" in x and "once it is there" in x for x in said) == 1, said
+    assert sum("HTTP target http://127.0.0.1:9/progress:" in x for x in said) == 1, said
+    assert any(f"status directory {status_dir}: reading it now" in x for x in said), said
+    assert any(f"log {log_file}: reading it now" in x for x in said), said
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_the_demo_leaves_nothing_behind(tmp_path: Any, how: signal.Signals) -> None:
+    """Stopped by SIGTERM or Ctrl-C (SIGINT), or failing to listen, the demo removes the
+    status directory it made (TMPDIR points into the test's directory to see it)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exporter.cli", "demo", "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/readyz")
+        assert [p.name[:9] for p in tmp_path.iterdir()] == ["tpe-demo-"]
+        proc.send_signal(how)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert list(tmp_path.iterdir()) == []
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        failed = subprocess.run(
+            [sys.executable, "-m", "exporter.cli", "demo", "--listen", f"127.0.0.1:{taken}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+        )
+    assert failed.returncode == 2 and "cannot listen" in failed.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from .conftest import need_tool
+
 ROOT = Path(__file__).parent.parent
 OVERLAYS = [
     "plain",
@@ -57,8 +59,7 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     operator = [d for d in docs if d["kind"] in OPERATOR_KINDS]
     path = tmp_path / "core.yaml"
     path.write_text(yaml.safe_dump_all(core))
-    validate = shutil.which("kubernetes-validate")
-    assert validate, "kubernetes-validate is a test dependency"
+    validate = need_tool("kubernetes-validate", "the test extra (kubernetes-validate)")
     proc = subprocess.run(
         [validate, "--strict", "-k", "1.31.0", "--quiet", str(path)],
         capture_output=True,
@@ -233,8 +234,7 @@ def test_rbac_is_read_only_plus_tokenreviews() -> None:
 
 
 def test_examples_and_scrape_config_validate(tmp_path: Path) -> None:
-    validate = shutil.which("kubernetes-validate")
-    assert validate
+    validate = need_tool("kubernetes-validate", "the test extra (kubernetes-validate)")
     for example in sorted((ROOT / "deploy" / "examples").glob("*.yaml")):
         proc = subprocess.run(
             [validate, "--strict", "-k", "1.31.0", "--quiet", str(example)],

@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
-from kubeflow.katib import katib_api_pb2, katib_api_pb2_grpc
 
 from exporter.app import Exporter
 from exporter.model import ProgressReport, RunKey, RunMeta
@@ -42,9 +40,14 @@ from exporter.sinks.katib.observations import (
 )
 from exporter.tracker import Tracker
 
-from .conftest import K8S_NODE, T0, FakeClock, get_json, http
+from .conftest import K8S_NODE, T0, FakeClock, get_json, http, need_module
 from .fakekube import FakeKube
 from .kube import T_START_TS, pod, put_pod, registry_of, wait
+
+# The katib extra (grpcio and Katib's generated API); without it this module skips.
+grpc = need_module("grpc", "katib")
+katib_api_pb2 = need_module("kubeflow.katib.katib_api_pb2", "katib")
+katib_api_pb2_grpc = need_module("kubeflow.katib.katib_api_pb2_grpc", "katib")
 
 CAPTURE = Path(__file__).parent / "fixtures" / "logs" / "transformers_trainer.cri.log"
 TRIALS = "kubeflow.org/v1beta1"

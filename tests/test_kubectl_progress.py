@@ -3,7 +3,6 @@ server itself speaking list/watch/410 to the real ``kubernetes`` client."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import strict_json
 from .fakekube import fake_kube
 
 TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
@@ -66,7 +66,17 @@ def test_plugin_reads_trainjob_status_through_the_api(tmp_path: Path) -> None:
         )
         kube.put(*TRAINJOBS, trainjob("default", "new", None))
         kube.put(
-            *TRAINJOBS, trainjob("other", "bert", {"trainerStatus": {"progressPercentage": 3}})
+            *TRAINJOBS,
+            trainjob(
+                "other",
+                "bert",
+                {
+                    "trainerStatus": {
+                        "progressPercentage": 3,
+                        "metrics": [{"name": "loss", "value": "NaN"}],
+                    }
+                },
+            ),
         )
         out = plugin(kubeconfig)
         everywhere = plugin(kubeconfig, "-A")
@@ -90,8 +100,8 @@ def test_plugin_reads_trainjob_status_through_the_api(tmp_path: Path) -> None:
     assert "bert" not in rows  # the kubeconfig context's namespace only
     assert everywhere.stdout.splitlines()[0].startswith("NAMESPACE")
     assert any(line.split()[:2] == ["other", "bert"] for line in everywhere.stdout.splitlines())
-    (bert,) = json.loads(as_json.stdout)
-    assert (bert["job_name"], bert["progress"]) == ("bert", 0.03)
+    (bert,) = strict_json(as_json.stdout)  # its NaN loss is null: JSON has no NaN
+    assert (bert["job_name"], bert["progress"], bert["loss"]) == ("bert", 0.03, None)
     assert any("/apis/trainer.kubeflow.org/v1alpha1/trainjobs" in r for r in kube.requests)
 
 

@@ -3,7 +3,6 @@ evaluation and nested bars), and ``inspect`` on real files, including bad input.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,8 @@ from pathlib import Path
 from exporter.logs.accumulate import LogAccumulator
 from exporter.logs.inspect import inspect_path
 from exporter.logs.parse import parse_message
+
+from .conftest import strict_json
 
 NOW = 1_800_000_000.0
 
@@ -110,7 +111,10 @@ def test_inspect_a_cri_log(tmp_path: Path) -> None:
 
 def test_inspect_a_status_file_and_bad_paths(tmp_path: Path) -> None:
     status = tmp_path / "run.json"
-    status.write_text('{"trainerStatus": {"metrics": [{"name": "current_step", "value": "5"}]}}')
+    status.write_text(
+        '{"trainerStatus": {"metrics": [{"name": "current_step", "value": "5"},'
+        ' {"name": "loss", "value": "NaN"}]}}'
+    )
     doc = inspect_path(str(status), NOW)
     assert (doc["kind"], doc["format"], doc["report"]["step"]) == ("status-file", "kubeflow", 5)
     huge = tmp_path / "huge.log"
@@ -125,5 +129,6 @@ def test_inspect_a_status_file_and_bad_paths(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 1
-    docs = [json.loads(d) for d in proc.stdout.replace("}\n{", "}\x00{").split("\x00")]
+    docs = [strict_json(d) for d in proc.stdout.replace("}\n{", "}\x00{").split("\x00")]
     assert docs[0]["report"]["step"] == 5 and "error" in docs[1]
+    assert docs[0]["report"]["loss"] is None  # NaN: null, JSON has no NaN

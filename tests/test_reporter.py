@@ -306,20 +306,59 @@ def test_slow_exporter_finish_is_bounded(capture: Capture) -> None:
     assert time.monotonic() - t0 < 1.5
 
 
-def test_failing_exporter_is_retried_with_backoff_until_it_recovers(capture: Capture) -> None:
+def test_failing_exporter_is_retried_with_backoff_until_it_recovers(
+    capture: Capture, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Retried with backoff; one warning when the channel starts failing, however many
+    tries fail, and one when it goes through again."""
     capture.status = 500
     r = ProgressReporter(total_steps=10, environ={"TPE_REPORT_URL": capture.url}, interval=0.05)
     r.update(step=1, loss=1.0)
     deadline = time.monotonic() + 5
-    while not capture.requests and time.monotonic() < deadline:
+    while r.errors < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert r.errors >= 1
+    assert r.errors >= 2
     capture.status = 200
     r.update(step=2, loss=0.9)
     r.finish(timeout=5)
     assert capture.requests[-1][2]["step"] == 2
+    said = [rec.getMessage() for rec in caplog.records if rec.name == "training_progress_reporter"]
+    assert len(said) == 2, said
+    assert "exporter channel fail (HTTPError: HTTP Error 500" in said[0]
+    assert said[1] == "progress reports on the exporter channel go through again"
     # Backoff: after the first failure the next try waits at least 1 s, not the 0.05 s interval.
     assert len(capture.requests) <= 4
+
+
+def test_a_closed_port_is_said_once_on_stderr(tmp_path: Path) -> None:
+    """A training script whose reporter points at a closed port, with no logging set up:
+    one warning on stderr (Python's last-resort handler), not one per retry, not silence."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import time\n"
+        "from training_progress_reporter import ProgressReporter\n"
+        "r = ProgressReporter(total_steps=100, interval=0.05)\n"
+        "for step in range(30):\n"
+        "    r.update(step=step)\n"
+        "    time.sleep(0.1)\n"
+        "r.finish(timeout=1)\n"
+        "print('errors', r.errors)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        env={
+            **os.environ,
+            "TPE_REPORT_URL": "http://127.0.0.1:9/api/v1/namespaces/a/runs/b/report",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.split()[-1]) >= 2  # retried more than once
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "exporter channel fail (URLError" in lines[0] and "refused" in lines[0]
 
 
 def test_process_exit_without_finish_still_flushes(capture: Capture, tmp_path: Path) -> None:

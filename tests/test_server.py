@@ -178,8 +178,10 @@ def test_api_runs_json(exporter_factory: Any, clock: Any) -> None:
     assert doc["time"] == clock.now
     (run,) = doc["runs"]
     assert (run["namespace"], run["pod"], run["job_name"]) == ("team-a", "llm", "llm")
-    assert run["state"] == "diverged"
-    assert run["loss"] == "NaN"
+    assert run["state"] == "diverged" and run["state_reason"] == "loss is not finite"
+    # JSON has no NaN (get_json parses strictly): null, and non_finite says what it was.
+    assert run["loss"] is None and run["non_finite"] == {"loss": "NaN"}
+    assert all(v is not None for _, v in run["loss_history"][:-1])
     assert run["progress_ratio"] == 0.5
     assert run["gpu_seconds"] == 20.0
     assert run["info"]["framework"] == "jax" and run["info"]["source"] == "push"

@@ -3,7 +3,6 @@ real terminal (tmux) at 80 columns."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shutil
@@ -17,6 +16,8 @@ import pytest
 
 from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.top import Row, bar, render, rows_from_exporter, sort_rows, trend
+
+from .conftest import strict_json
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -166,7 +167,8 @@ def test_cli_once_and_json_against_a_live_exporter(exporter_factory: Any, clock:
         text=True,
         timeout=60,
     )
-    rows = json.loads(out.stdout)
+    rows = strict_json(out.stdout)
+    assert rows[0]["loss"] is None  # the diverged run's NaN loss: null, not a bare NaN
     assert [(r["job_name"], r["state"], r["step"], r["gpus"]) for r in rows] == [
         ("bad", "diverged", 5, 4.0),
         ("ok", "running", 10, 8.0),
@@ -274,3 +276,139 @@ def test_the_eta_column_shows_its_band() -> None:
     assert eta_text(row("b", "running")) == "1h00m"  # no band: the ETA alone
     screen = render([banded], width=160)
     assert "1h20m (55m-2h10m)" in screen
+
+
+def _job(line: str) -> str:
+    """The job named on a table line ("" for a header, reason or status line)."""
+    return next((w for w in line.split() if w.startswith("job-")), "")
+
+
+def _state(line: str) -> str:
+    words = line.split()
+    return words[words.index(_job(line)) + 1]
+
+
+def _rows(n: int) -> list[Row]:
+    """``n`` jobs, a few needing attention (with a reason line under them)."""
+    states = ["diverged", "stalled", "silent"] + ["running"] * (n - 3)
+    return sort_rows(
+        [
+            Row(
+                namespace="ml",
+                job_name=f"job-{i:02d}",
+                state=state,
+                progress=i / n,
+                step=i * 10,
+                max_steps=n * 10,
+                loss=1.0,
+                gpus=8,
+                eta_seconds=60.0,
+                loss_trend=None,
+                gpu_hours=1.0,
+                reason="" if state == "running" else f"{state} for 5m",
+            )
+            for i, state in enumerate(states)
+        ]
+    )
+
+
+def test_the_live_screen_keeps_its_head_and_scrolls() -> None:
+    """80x24 with 40 jobs: the clock, the summary and the header on every screen; the most
+    urgent first; a last line saying where the view is and how many rows are below; j,
+    the arrows, PgDn, End and Home move it, within range."""
+    from exporter.top import screen, scroll
+
+    rows = _rows(40)
+    text, offset = screen("12:00:00 training jobs", rows, 80, 24, 0)
+    lines = text.split("\n")
+    assert len(lines) == 24 and all(len(x) <= 80 for x in lines)
+    assert lines[0].startswith("12:00:00") and lines[1].startswith("40 jobs")
+    assert "JOB" in lines[2].split() and "PROGRESS" in lines[2].split()
+    # The three that need attention first, each with its reason line under it.
+    assert {_state(lines[3]), _state(lines[5]), _state(lines[7])} == {
+        "diverged",
+        "stalled",
+        "silent",
+    }
+    assert lines[4].strip() == f"└ {_state(lines[3])} for 5m"
+    shown = sum(1 for x in lines[3:-1] if _job(x))
+    assert lines[-1].startswith(f"rows 1-{shown} of 40; {40 - shown} more below")
+    page = 24 - 4
+    assert scroll(0, "j", 40, page) == 1 and scroll(0, "\x1b[B", 40, page) == 1
+    assert scroll(0, "k", 40, page) == 0  # not above the first
+    assert scroll(0, "\x1b[6~", 40, page) == page - 1
+    assert scroll(30, "\x1b[H", 40, page) == 0 and scroll(3, "x", 40, page) == 3
+    end = scroll(0, "\x1b[F", 40, page)
+    text, offset = screen("12:00:00 training jobs", rows, 80, 24, end)
+    lines = text.split("\n")
+    assert lines[0].startswith("12:00:00") and "JOB" in lines[2].split()
+    assert _job(lines[-2]) == "job-39"  # the last job on the last body line
+    assert lines[-1].startswith(f"rows {offset + 1}-40 of 40 (")
+    # Few rows: no status line, nothing scrolls.
+    text, offset = screen("t", rows[:3], 80, 24, 5)
+    assert offset == 0 and text.split("\n")[-1] == ""
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by the test command")
+def test_live_top_scrolls_in_a_real_terminal_at_80x24_with_40_jobs(
+    exporter_factory: Any, clock: Any
+) -> None:
+    """The real thing: top in tmux at 80x24 against an exporter with 40 jobs; the keys a
+    person presses (j, Down, PgDn, End, Home) scroll the rows under a head that stays."""
+    exp = exporter_factory()
+    for i in range(40):
+        loss = math.nan if i == 0 else 1.0  # one diverged job, the most urgent
+        exp.tracker.apply(
+            RunKey("ml", f"job-{i:02d}", f"job-{i:02d}"),
+            ProgressReport(step=i + 1, max_steps=100, loss=loss),
+            clock(),
+            RunMeta(gpus=8),
+        )
+    session = f"tpe-{uuid.uuid4().hex[:8]}"
+    cmd = f"env -u COLUMNS -u LINES {sys.executable} -m exporter.cli top --exporter {exp.url} --interval 5"  # noqa: E501
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True
+    )
+    subprocess.run(["tmux", "resize-window", "-t", session, "-x", "80", "-y", "24"], check=True)
+
+    def view(wait_for: str) -> list[str]:
+        deadline = time.monotonic() + 10
+        plain = ""
+        while time.monotonic() < deadline:
+            plain = ANSI.sub("", _screen(session))
+            if wait_for in plain:
+                break
+            time.sleep(0.1)
+        assert wait_for in plain, plain
+        lines = plain.split("\n")[:24]
+        assert "training jobs, sorted by state" in lines[0]  # the clock line, always
+        assert lines[1].startswith("40 jobs") and "JOB" in lines[2].split()
+        return lines
+
+    def first_job(lines: list[str]) -> str:
+        return _job(lines[3])
+
+    try:
+        lines = view("more below")
+        assert first_job(lines) == "job-00" and "diverged" in lines[3]
+        status = next(x for x in lines if x.startswith("rows 1-"))
+        shown = int(status.split()[1].split("-")[1])
+        for key, first in (("j", "job-01"), ("Down", "job-02"), ("NPage", None), ("End", None)):
+            subprocess.run(["tmux", "send-keys", "-t", session, key], check=True)
+            expect = f"rows {int(first[-2:]) + 1}-" if first else "of 40"
+            lines = view(expect if first else "rows ")
+            if first:
+                assert first_job(lines) == first, (key, lines)
+        lines = view("-40 of 40")
+        assert any(_job(x) == "job-39" for x in lines)
+        assert not any("more below" in x for x in lines)
+        subprocess.run(["tmux", "send-keys", "-t", session, "Home"], check=True)
+        lines = view(f"rows 1-{shown} of 40")
+        assert first_job(lines) == "job-00"
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 5
+        while _alive(session) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(session)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

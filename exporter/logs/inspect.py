@@ -15,6 +15,7 @@ from ..model import (
     ProgressReport,
     ReportError,
     json_number,
+    json_safe,
     parse_bytes,
 )
 from .accumulate import LogAccumulator
@@ -132,5 +133,5 @@ def main(paths: list[str]) -> int:
         except OSError as exc:
             doc = {"path": path, "error": exc.strerror or str(exc)}
             status = 1
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(json_safe(doc), indent=2, allow_nan=False))
     return status

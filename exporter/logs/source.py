@@ -76,9 +76,13 @@ class LogSource:
         self.targets = targets
         self.ingestor = ingestor
         self._present = ingestor.presence() if files_are_runs else None
+        # Files named on the command line must be there: one that is not makes the source
+        # down (with the reason on /readyz). A pod's log may come later; that is waiting.
+        self._required = files_are_runs
         self._files: dict[str, _Followed] = {}
         self._keys: dict[str, tuple[RunKey, RunMeta]] = {}
         self._missing: dict[str, str] = {}  # path -> why it cannot be read (logged once)
+        self._why: dict[str, str] = {}  # path -> that, in words
 
     def poll(self) -> None:
         self._keys = self.targets()
@@ -96,6 +100,7 @@ class LogSource:
                     # Once per path and problem, not once a poll: a file that does not exist
                     # yet (the job has not started) is waited for.
                     self._missing[path] = err.reason
+                    self._why[path] = err.message
                     self.ingestor.drop(NAME, err.reason)
                     log.warning("log %s: %s; reading it once it is there", path, err.message)
                 continue
@@ -107,7 +112,8 @@ class LogSource:
                 followed.acc, followed.cri = LogAccumulator(start_time=now), CriJoiner()
                 followed.unterminated = ()
             if self._missing.pop(path, None) is not None:
-                log.info("log %s: reading it now", path)
+                self._why.pop(path, None)
+                log.warning("log %s: reading it now", path)
             if followed.tail.dropped_long_lines:
                 for _ in range(followed.tail.dropped_long_lines):
                     self.ingestor.drop(NAME, "line_too_long")
@@ -118,9 +124,15 @@ class LogSource:
             self._files.pop(path).tail.close()
         for path in set(self._missing) - set(paths):
             del self._missing[path]
+            self._why.pop(path, None)
         if self._present is not None:
             self._present.seen(self._keys[p][0] for p in self._files)
-        self.ingestor.source_up(NAME, True)
+        if self._required and self._why:
+            first = min(self._why)
+            more = f" (and {len(self._why) - 1} more)" if len(self._why) > 1 else ""
+            self.ingestor.source_up(NAME, False, f"{self._why[first]}{more}")
+        else:
+            self.ingestor.source_up(NAME, True)
 
     def _feed(self, followed: _Followed, lines: list[bytes]) -> bool:
         now = self.ingestor.clock()

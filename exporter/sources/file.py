@@ -51,6 +51,7 @@ class StatusDirSource:
         self._seen: dict[str, _Seen] = {}
         self._keys: dict[str, RunKey | None] = {}
         self._present = ingestor.presence()
+        self._down = ""  # why the directory could not be read at the last poll (warned once)
         self.last_errors: dict[str, str] = {}
 
     def _key(self, filename: str) -> RunKey | None:
@@ -64,9 +65,16 @@ class StatusDirSource:
         """One pass over the directory: parse changed files, retire vanished ones."""
         try:
             dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            self.ingestor.source_up(NAME, False)
+        except OSError as exc:
+            why = f"status directory {self.directory}: {exc.strerror or exc}"
+            if why != self._down:  # once per problem, not once a poll
+                self._down = why
+                log.warning("%s; reading it once it is there", why)
+            self.ingestor.source_up(NAME, False, why)
             return
+        if self._down:
+            log.warning("status directory %s: reading it now", self.directory)
+            self._down = ""
         try:
             names = sorted(
                 n for n in os.listdir(dir_fd) if n.endswith(SUFFIX) and not n.startswith(".")

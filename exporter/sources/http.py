@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import logging
 import socket
 import threading
 import time
@@ -23,6 +24,8 @@ from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
 from ..settings import ConfigError
 from ..thresholds import parse_overrides
+
+log = logging.getLogger(__name__)
 
 NAME = "http"
 DEFAULT_PORT = 28080
@@ -136,6 +139,8 @@ class HttpSource:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="http-source")
         self._present = ingestor.presence()
         self._next: dict[tuple[RunKey, str], float] = {}  # (run, url) -> next pull, monotonic
+        # url -> why its last pull failed (warned once per url and reason, not every poll)
+        self._failing: dict[str, ReportError] = {}
 
     def _pull(self, target: HttpTarget) -> bool:
         try:
@@ -143,7 +148,13 @@ class HttpSource:
             parsed = parse_bytes(body, self.ingestor.clock(), self.max_bytes)
         except ReportError as err:
             self.ingestor.reject(NAME, err)
+            before = self._failing.get(target.url)
+            self._failing[target.url] = err
+            if before is None or before.reason != err.reason:
+                log.warning("HTTP target %s: %s (%s)", target.url, err.message, err.reason)
             return False
+        if self._failing.pop(target.url, None) is not None:
+            log.warning("HTTP target %s answers again", target.url)
         self.ingestor.accept(NAME, target.key, parsed, target.meta)
         return True
 
@@ -159,9 +170,18 @@ class HttpSource:
             for t in targets
             if t.interval > 0
         }
-        results = list(self._pool.map(self._pull, due))
+        list(self._pool.map(self._pull, due))
         self._present.seen(t.key for t in targets)
-        self.ingestor.source_up(NAME, all(results) if results else True)
+        # Down while any target's last pull failed (not only those pulled this time: a
+        # target pulled every 30 s stays failed between its pulls).
+        urls = {t.url for t in targets}
+        self._failing = {u: e for u, e in self._failing.items() if u in urls}
+        if self._failing:
+            first = min(self._failing)
+            more = f" (and {len(self._failing) - 1} more)" if len(self._failing) > 1 else ""
+            self.ingestor.source_up(NAME, False, f"{self._failing[first].message}{more}")
+        else:
+            self.ingestor.source_up(NAME, True)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

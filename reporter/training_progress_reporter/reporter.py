@@ -52,6 +52,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import math
 import os
 import ssl
@@ -86,6 +87,9 @@ CHANNELS = ("kubeflow", "exporter", "file", "stdout")
 _RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JAX_PROCESS_ID")
 
 Sender = Callable[[dict[str, Any], bool], None]
+# One warning when a channel starts failing (refused, unreachable, an error answer), one when
+# it goes through again: a reporter pointed at a closed port says so, once, not at every try.
+log = logging.getLogger("training_progress_reporter")
 
 
 def global_rank(environ: Mapping[str, str] | None = None) -> int:
@@ -184,6 +188,7 @@ class ProgressReporter:
         self._sent = threading.Event()  # a send succeeded (finish() waits for its own)
         self.channels = self._pick_channels(env, channels)
         self._senders: list[Sender] = [self._sender(name, env) for name in self.channels]
+        self._failing: set[str] = set()  # channels whose last send failed (warned once)
         with self._lock:
             if total_steps is not None:
                 self._state.values["max_steps"] = int(total_steps)
@@ -326,12 +331,25 @@ class ProgressReporter:
         if version == self._sent_version and not heartbeat:
             return True
         ok = True
-        for send in self._senders:
+        for name, send in zip(self.channels, self._senders):  # noqa: B905 (Python 3.9: no strict=)
             try:
                 send(report, final)
-            except Exception:
+            except Exception as exc:
                 self._errors += 1
                 ok = False
+                if name not in self._failing:
+                    self._failing.add(name)
+                    log.warning(
+                        "progress reports on the %s channel fail (%s: %s); retrying with "
+                        "backoff, training goes on; said once until they go through again",
+                        name,
+                        type(exc).__name__,
+                        exc,
+                    )
+            else:
+                if name in self._failing:
+                    self._failing.discard(name)
+                    log.warning("progress reports on the %s channel go through again", name)
         if ok:
             self._sent_version = version
             self._last_sent = time.monotonic()
