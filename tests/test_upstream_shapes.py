@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -356,6 +357,12 @@ def test_a_status_nobody_claims_is_left_alone_while_it_is_fresh(
         "trainjobs",
         trainjob_obj("ml", "llm", {"progressPercentage": 7, "lastUpdatedTime": written}),
     )
-    _logs_only_job(kube, k8s_exporter, tmp_path, "status")
+    exp, _ = _logs_only_job(kube, k8s_exporter, tmp_path, "status")
+    # The pod reaches the exporter by its watch: poll until a write comes, for a few seconds
+    # (on a loaded machine two polls may come before the pod is known).
+    deadline = time.monotonic() + 5
+    while not writes_by(kube, "/trainjobs/llm/status") and time.monotonic() < deadline:
+        exp.poll_once()
+        time.sleep(0.1)
     writes = writes_by(kube, "/trainjobs/llm/status")
     assert (len(writes) > 0) == (age > Thresholds().report_timeout_seconds)
