@@ -512,7 +512,8 @@ SCROLL_KEYS = {
 
 
 def scroll(offset: int, key: str, rows: int, page: int) -> int:
-    """The first row shown after ``key``, of ``rows``, ``page`` rows a screen; unchanged
+    """The first row shown after ``key``, of ``rows``, with ``page`` rows on the screen now
+    (a page down starts at the first row not shown: none skipped, none repeated); unchanged
     for any other key."""
     move = SCROLL_KEYS.get(key)
     if move is None:
@@ -520,9 +521,9 @@ def scroll(offset: int, key: str, rows: int, page: int) -> int:
     if isinstance(move, int):
         offset += move
     elif move == "page_up":
-        offset -= max(1, page - 1)
+        offset -= max(1, page)
     elif move == "page_down":
-        offset += max(1, page - 1)
+        offset += max(1, page)
     elif move == "home":
         offset = 0
     else:
@@ -537,12 +538,12 @@ def screen(
     height: int,
     offset: int,
     color: bool = False,
-) -> tuple[str, int]:
+) -> tuple[str, int, int]:
     """A live top's whole screen, ``height`` lines: the title (clock, sort, keys), the
     summary and the header always; then the rows from ``offset`` (the most urgent first,
     at offset 0) that fit whole, each with its reason lines; the last line says how many
-    rows are above and below. Returns the text and the offset used (kept within range, and
-    never past the point where the last rows fill the screen)."""
+    rows are above and below. Returns the text, the offset used (kept within range, and
+    never past the point where the last rows fill the screen) and how many rows it shows."""
     header, blocks = table(rows, width, color)
     fixed = [_fit(title, width), _fit(summary(rows), width), header]
     room = max(1, height - len(fixed) - 1)  # one line for "N more below"
@@ -567,7 +568,7 @@ def screen(
     else:
         status = ""
     lines = fixed + body + [""] * (room - len(body)) + [_fit(status, width)]
-    return "\n".join(lines), offset
+    return "\n".join(lines), offset, shown
 
 
 def as_json(rows: list[Row]) -> str:
@@ -596,7 +597,7 @@ def run(
     reader = _Keys(keys) if live and keys is not None and keys.isatty() else None
     if live:
         out.write("\x1b[?1049h\x1b[?25l")  # alternate screen, cursor hidden
-    offset = 0
+    offset, shown = 0, 1
     rows: list[Row] = []
     try:
         while True:
@@ -615,7 +616,9 @@ def run(
                 if error:
                     text = top_line[: width()] + "\n" + error
                 else:
-                    text, offset = screen(top_line, rows, width(), height(), offset, color=tty)
+                    text, offset, shown = screen(
+                        top_line, rows, width(), height(), offset, color=tty
+                    )
                 out.write("\x1b[H\x1b[2J" + text)
             elif error:
                 out.write(error + "\n")
@@ -630,7 +633,7 @@ def run(
             if key == "s":
                 names = list(SORTS)
                 sort = names[(names.index(sort) + 1) % len(names)]
-            offset = scroll(offset, key, len(rows), page=max(1, height() - 4))
+            offset = scroll(offset, key, len(rows), page=shown)
     finally:
         if reader is not None:
             reader.restore()

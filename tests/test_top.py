@@ -319,7 +319,7 @@ def test_the_live_screen_keeps_its_head_and_scrolls() -> None:
     from exporter.top import screen, scroll
 
     rows = _rows(40)
-    text, offset = screen("12:00:00 training jobs", rows, 80, 24, 0)
+    text, offset, shown = screen("12:00:00 training jobs", rows, 80, 24, 0)
     lines = text.split("\n")
     assert len(lines) == 24 and all(len(x) <= 80 for x in lines)
     assert lines[0].startswith("12:00:00") and lines[1].startswith("40 jobs")
@@ -331,21 +331,23 @@ def test_the_live_screen_keeps_its_head_and_scrolls() -> None:
         "silent",
     }
     assert lines[4].strip() == f"└ {_state(lines[3])} for 5m"
-    shown = sum(1 for x in lines[3:-1] if _job(x))
+    assert shown == sum(1 for x in lines[3:-1] if _job(x))
     assert lines[-1].startswith(f"rows 1-{shown} of 40; {40 - shown} more below")
-    page = 24 - 4
+    page = shown
     assert scroll(0, "j", 40, page) == 1 and scroll(0, "\x1b[B", 40, page) == 1
     assert scroll(0, "k", 40, page) == 0  # not above the first
-    assert scroll(0, "\x1b[6~", 40, page) == page - 1
+    # A page down starts at the first row the screen did not show: none skipped.
+    nxt, _, _ = screen("t", rows, 80, 24, scroll(0, "\x1b[6~", 40, page))
+    assert _job(nxt.split("\n")[3]) == f"job-{shown:02d}"
     assert scroll(30, "\x1b[H", 40, page) == 0 and scroll(3, "x", 40, page) == 3
     end = scroll(0, "\x1b[F", 40, page)
-    text, offset = screen("12:00:00 training jobs", rows, 80, 24, end)
+    text, offset, _ = screen("12:00:00 training jobs", rows, 80, 24, end)
     lines = text.split("\n")
     assert lines[0].startswith("12:00:00") and "JOB" in lines[2].split()
     assert _job(lines[-2]) == "job-39"  # the last job on the last body line
     assert lines[-1].startswith(f"rows {offset + 1}-40 of 40 (")
     # Few rows: no status line, nothing scrolls.
-    text, offset = screen("t", rows[:3], 80, 24, 5)
+    text, offset, _ = screen("t", rows[:3], 80, 24, 5)
     assert offset == 0 and text.split("\n")[-1] == ""
 
 
