@@ -158,9 +158,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _on_sigterm(stop: threading.Event) -> None:
-    """SIGTERM sets ``stop``. Installed before anything is served: a SIGTERM that comes as
-    soon as the server answers must stop it cleanly, not kill it (the default action)."""
+    """SIGTERM and SIGINT (Ctrl-C) set ``stop``. Installed before anything is served: a
+    SIGTERM that comes as soon as the server answers must stop it cleanly, not kill it (the
+    default action). SIGINT explicitly too: a process started in the background by a shell
+    inherits SIGINT ignored, and Python then raises no KeyboardInterrupt for it."""
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
 
 
 def _wait(stop: threading.Event, duration: float | None) -> None:
