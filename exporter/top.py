@@ -445,14 +445,11 @@ def _layout(widths: dict[str, int], width: int) -> tuple[list[Column], int, int]
     return shown, bar_width, name
 
 
-def render(
-    rows: list[Row], width: int = 120, color: bool = False, with_summary: bool = False
-) -> str:
+def render(rows: list[Row], width: int = 120, color: bool = False) -> str:
     """The table as text fitting ``width`` columns: the job names get the room, the other
     columns go by priority as the terminal narrows, the progress bar takes what is left."""
     header, body = table(rows, width, color)
-    lines = [_fit(summary(rows), width)] if with_summary else []
-    lines += [header, *(line for block in body for line in block)]
+    lines = [header, *(line for block in body for line in block)]
     return "\n".join(lines) + "\n"
 
 
