@@ -146,6 +146,29 @@ def _parser() -> argparse.ArgumentParser:
         help="only write Events saying what would be done (default: the config's, else on)",
     )
 
+    cluster = sub.add_parser(
+        "cluster",
+        help="serve one page of every run of every node (docs/status-page.md#cluster-page)",
+        description="Find the exporters through their Service's EndpointSlices (or the "
+        "--exporter URLs), merge their /api/v1/runs, and serve the cluster page.",
+    )
+    cluster.add_argument("--listen", metavar="HOST:PORT", default="0.0.0.0:9467")
+    cluster.add_argument(
+        "--namespace", help="the exporters' namespace (default: this pod's, or kubeconfig's)"
+    )
+    cluster.add_argument("--service", default="training-progress-exporter")
+    cluster.add_argument("--port-name", default="metrics", help="the Service port to ask")
+    cluster.add_argument(
+        "--exporter",
+        action="append",
+        default=[],
+        metavar="[NAME=]URL",
+        help="ask this exporter instead of the EndpointSlices (repeatable; no cluster needed)",
+    )
+    cluster.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds to wait for each exporter"
+    )
+
     demo = sub.add_parser("demo", help="run the exporter with simulated runs (no cluster needed)")
     demo.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9465")
     demo.add_argument(
@@ -255,6 +278,45 @@ def _act(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cluster(args: argparse.Namespace) -> int:
+    from .cluster import ClusterView, make_server, static_endpoints
+    from .discovery import DiscoveryError
+    from .httpd import serve_in_thread
+
+    try:
+        if args.exporter:
+            fixed = static_endpoints(args.exporter)
+            view = ClusterView(lambda: fixed, timeout=args.timeout)
+            where = f"{len(fixed)} exporters given"
+        else:
+            from .kubernetes.client import api_client, current_namespace
+            from .kubernetes.endpoints import EndpointSliceLister
+
+            namespace = args.namespace or current_namespace()
+            lister = EndpointSliceLister(
+                api_client(retries=0), namespace, args.service, args.port_name
+            )
+            view = ClusterView(lister, timeout=args.timeout)
+            where = f"EndpointSlices of {namespace}/{args.service} port {args.port_name}"
+        host, _, port = args.listen.rpartition(":")
+        server = make_server(host.strip("[]") or "0.0.0.0", int(port), view)
+    except (DiscoveryError, OSError, ValueError) as exc:
+        print(f"training-progress-exporter cluster: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    _on_sigterm(stop)
+    serve_in_thread(server)
+    print(
+        f"training-progress-exporter cluster {__version__} ({where}) serving "
+        f"http://{server.server_address[0]}:{server.server_address[1]}/",
+        flush=True,
+    )
+    _wait(stop, None)
+    server.shutdown()
+    server.server_close()
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import Demo
 
@@ -327,7 +389,7 @@ def _logging() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command in ("run", "act", "demo"):
+    if args.command in ("run", "act", "demo", "cluster"):
         _logging()
     if args.command == "run":
         return _run(args)
@@ -339,6 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return inspect_main(args.paths)
     if args.command == "act":
         return _act(args)
+    if args.command == "cluster":
+        return _cluster(args)
     return _demo(args)
 
 

@@ -52,6 +52,7 @@ from .model import (
 from .run import HISTORY_POINTS, PACE_POINTS, RunState
 from .series import Series
 from .stats import ExporterStats
+from .timeline import Timeline
 from .tracker import Tracker
 
 log = logging.getLogger(__name__)
@@ -199,6 +200,7 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     doc["samples"] = _b64(run.samples.to_bytes(SAVED_SAMPLES))
     doc["pace"] = _b64(run.pace.to_bytes())
     doc["history"] = _b64(run.history.to_bytes())
+    doc["timeline"] = run.timeline.to_doc()
     # The ETA band's record (estimate.Forecast): a restart keeps what the run taught it.
     doc["forecasts"] = [[t, step, round(spp, 9)] for t, step, spp in run.forecasts]
     return doc
@@ -313,6 +315,11 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     values["pace"] = _series(doc.get("pace"), "pace", PACE_POINTS, "d")
     values["history"] = _series(doc.get("history"), "history", HISTORY_POINTS, "d")
     values["forecasts"] = _forecasts(doc.get("forecasts", []))
+    if "timeline" in doc:  # absent in state files written before the charts
+        try:
+            values["timeline"] = Timeline.from_doc(doc["timeline"])
+        except ValueError as e:
+            raise StateError(f"timeline: {e}") from None
     for name in ("first_report", "last_report", "accrued_at"):
         if not math.isfinite(values[name]):
             raise StateError(f"{name}: not finite")

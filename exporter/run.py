@@ -36,6 +36,7 @@ from .model import Observed, ProgressReport, RunKey, RunMeta
 from .series import Series
 from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
+from .timeline import Timeline
 
 HISTORY_POINTS = 120
 # The best training loss is taken on a moving average, not on raw values: the minimum of a
@@ -181,6 +182,8 @@ class RunState:
     # throughput() of the samples, cached until a new sample arrives (scrapes are frequent).
     tp_cache: tuple[tuple[int, float], Throughput | None] | None = None
     history: Series[float] = field(default_factory=lambda: Series(HISTORY_POINTS))
+    # The run's whole life, downsampled (exporter.timeline): what the status page charts.
+    timeline: Timeline = field(default_factory=Timeline)
     # (time, steps/s) every so often, for the run's typical pace.
     pace: Series[float] = field(default_factory=lambda: Series(PACE_POINTS))
     state: str | None = None
@@ -563,6 +566,8 @@ def _merge_loss(config: RunConfig, run: RunState, r: ProgressReport, now: float)
             run.loss_ema_at = now
     if r.eval_loss is not None:
         run.eval_loss = r.eval_loss
+        if math.isfinite(r.eval_loss):
+            run.timeline.evaluated(now, run.step, r.eval_loss)
     # Best loss follows eval loss once any is reported; train loss is noisier.
     candidate: float | None = None
     if r.eval_loss is not None and math.isfinite(r.eval_loss):
@@ -670,7 +675,7 @@ def snapshot(
             completion = run.reported_eta_at + run.reported_eta
         if completion is not None:
             eta = max(0.0, completion - now)
-    return RunSnapshot(
+    snap = RunSnapshot(
         key=key,
         meta=run.meta,
         state=verdict.state,
@@ -712,6 +717,29 @@ def snapshot(
         gone=run.gone_since is not None,
         loss_history=tuple(run.history) if history else (),
     )
+    _sample(run.timeline, snap, now)
+    return snap
+
+
+def _sample(timeline: Timeline, s: RunSnapshot, now: float) -> None:
+    """Keep the snapshot in the run's timeline when a row is due (every snapshot tells
+    the timeline the state, so no change of state is missed)."""
+    timeline.state(now, s.state)
+    if timeline.due(now):
+        timeline.sample(
+            now,
+            {
+                "attempt": s.attempt,
+                "step": s.step,
+                "loss": s.loss if s.loss is not None and math.isfinite(s.loss) else None,
+                "progress": s.progress,
+                "eta_seconds": s.eta_seconds,
+                "eta_lower_seconds": s.eta_lower_seconds,
+                "eta_upper_seconds": s.eta_upper_seconds,
+                "steps_per_second": s.steps_per_second,
+                "typical_steps_per_second": s.typical_steps_per_second,
+            },
+        )
 
 
 def new_run(config: RunConfig, meta: RunMeta | None, now: float) -> RunState:

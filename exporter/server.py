@@ -7,8 +7,9 @@ This module only maps one to the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -17,6 +18,8 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 
 from . import statuspage
 from .api import iter_runs_json
+from .assets import load_assets
+from .charts import chart_document
 from .collector import can_render, iter_runs_text, renderable
 from .discovery import PUSH, PushResolver
 from .httpd import (
@@ -32,7 +35,7 @@ from .httpd import (
     serve_in_thread,
 )
 from .ingest import Ingestor
-from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
+from .model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
 from .run import RunSnapshot
 from .sources.forward import Forwarder
 from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, handle_push, status_body
@@ -69,6 +72,8 @@ class ServerContext:
     ready: Callable[[], tuple[bool, str]]
     stats: ExporterStats
     forwarder: Forwarder | None = None  # Kubeflow pushes go on upstream (kubeflow_forward_url)
+    # The status page's static files (exporter/assets.py), read once.
+    assets: Mapping[str, tuple[bytes, str]] = field(default_factory=load_assets)
 
 
 def pool_of(request: Request, pushes_block: bool = True, forwarding: bool = False) -> str:
@@ -82,7 +87,7 @@ def pool_of(request: Request, pushes_block: bool = True, forwarding: bool = Fals
         return POOL_PUSH if pushes_block else POOL_INLINE
     path = request.path
     if path in PROBES or not (
-        path in ("/", "/metrics", "/api/v1/runs") or path.startswith("/runs/")
+        path in ("/", "/metrics", "/api/v1/runs") or path.startswith(("/runs/", "/api/v1/runs/"))
     ):
         return POOL_INLINE
     return POOL_SCRAPE
@@ -140,14 +145,51 @@ def _runs_json(ctx: ServerContext) -> Iterator[bytes]:
     ctx.stats.set_unrenderable(skipped + ctx.tracker.failed_last_pass)
 
 
+def _find(ctx: ServerContext, namespace: str, pod: str) -> RunKey | None:
+    """The run of ``pod`` (the last by job name, should a pod have reported under two)."""
+    every = ctx.tracker.keys()
+    keys = [k for k in every if (k.namespace, k.pod) == (namespace, pod)]
+    return max(keys, default=None)
+
+
+def _run_parts(path: str, prefix: str, suffix: str = "") -> tuple[str, str] | None:
+    """``(namespace, pod)`` of ``{prefix}{namespace}/{pod}{suffix}``, or None."""
+    if not path.startswith(prefix) or not path.endswith(suffix):
+        return None
+    rest = path[len(prefix) : len(path) - len(suffix)]
+    parts = rest.split("/")
+    if len(parts) != 2 or not all(parts):
+        return None
+    return unquote(parts[0]), unquote(parts[1])
+
+
 def _run_page(ctx: ServerContext, path: str) -> Response:
-    parts = [unquote(p) for p in path.split("/")[2:]]
+    parts = _run_parts(path, "/runs/")
+    key = _find(ctx, *parts) if parts else None
     now = ctx.clock()
-    if len(parts) == 2:
-        for snap in _runs(ctx, now, history=True):
-            if (snap.key.namespace, snap.key.pod) == (parts[0], parts[1]):
-                return Response(200, statuspage.detail(snap, now).encode(), HTML)
+    snap = ctx.tracker.snapshot_one(key, now) if key else None
+    if snap is not None and can_render(snap):
+        return Response(200, statuspage.detail(snap, now).encode(), HTML)
     return Response(404, b'<!doctype html><p>No such run. <a href="../../">All runs</a>', HTML)
+
+
+def _timeline(ctx: ServerContext, path: str) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}/timeline``: what the run's charts draw."""
+    parts = _run_parts(path, "/api/v1/runs/", "/timeline")
+    key = _find(ctx, *parts) if parts else None
+    now = ctx.clock()
+    found = ctx.tracker.timeline(key, now) if key else None
+    if found is None:
+        return Response(404, status_body(404, "NotFound", "no such run"), JSON)
+    doc = json_safe(chart_document(found[0], found[1], now))
+    return Response(200, json.dumps(doc, allow_nan=False).encode(), JSON)
+
+
+def _static(ctx: ServerContext, path: str) -> Response:
+    asset = ctx.assets.get(path[len("/static/") :])
+    if asset is None:
+        return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
+    return Response(200, asset[0], asset[1], {"Cache-Control": "public, max-age=3600"})
 
 
 def _get(ctx: ServerContext, request: Request) -> Response:
@@ -170,6 +212,10 @@ def _get(ctx: ServerContext, request: Request) -> Response:
         return Response(200, statuspage.index(_runs(ctx, now, history=True), now).encode(), HTML)
     if path.startswith("/runs/"):
         return _run_page(ctx, path)
+    if path.startswith("/api/v1/runs/") and path.endswith("/timeline"):
+        return _timeline(ctx, path)
+    if path.startswith("/static/"):
+        return _static(ctx, path)
     return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
 
 

@@ -1,6 +1,8 @@
-"""The built-in status page: every run with progress, ETA, state and a loss sparkline, and a
-detail view per run. Server-rendered HTML, inline CSS and a few lines of vanilla JavaScript,
-no external assets; every link is relative, so it works behind ``kubectl port-forward``.
+"""The built-in status page: every run with progress, ETA and state, and a detail view per
+run with charts of its whole life. Server-rendered HTML with inline CSS; the charts are drawn
+by uPlot (vendored in exporter/web with its license, served by the exporter itself: clusters
+are often offline) from ``api/v1/runs/{namespace}/{pod}/timeline``. Every link is relative,
+so the pages work behind ``kubectl port-forward`` and behind the cluster page's proxy.
 
 Rendering is pure (snapshots in, HTML out). Every value that comes from a report or a pod is
 escaped with :func:`html.escape`; a job named ``<script>`` is shown, never run.
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from html import escape
+from typing import Any
 from urllib.parse import quote
 
+from .api import run_to_dict
 from .humanize import duration
 from .run import RunSnapshot
-from .states import BY_NAME, severity
+from .states import BY_NAME, STATES, severity
 
 _UNKNOWN_COLOR = "#6e7781"
 _CSS = """
@@ -31,6 +36,17 @@ th{font-weight:600;background:#f6f8fa} td.num{text-align:right;font-variant-nume
 td.progress{white-space:nowrap}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.5em} dt{color:#6e7781}
 a{color:#0969da;text-decoration:none}
+.failures{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;
+ padding:.5em 1em;margin:0 0 1em}
+.failures li{margin:.2em 0}
+#charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1em;margin:1em 0}
+#charts figure{margin:0;position:relative;border:1px solid #d0d7de;border-radius:6px;padding:.5em}
+#charts figcaption{font-weight:600;margin:0 0 .3em}
+.notice{position:absolute;left:4em;right:2em;top:40%;text-align:center;color:#1f2328;
+ background:rgba(255,255,255,.85);border:1px solid #d0d7de;border-radius:4px;padding:.4em}
+.legend-states span{display:inline-block;margin-right:1em;font-size:.85em}
+.legend-states i{display:inline-block;width:.8em;height:.8em;border-radius:2px;
+ margin-right:.3em;vertical-align:middle}
 """
 # Reload the data in place every 5 s, without losing the scroll position.
 _SCRIPT = """
@@ -45,25 +61,16 @@ setInterval(async () => {
 """
 
 
-def sparkline(points: tuple[tuple[float, float], ...], width: int = 120, height: int = 24) -> str:
-    """An inline SVG polyline of the loss history (empty with fewer than two points)."""
-    values = [v for _, v in points if math.isfinite(v)]
-    if len(values) < 2:
-        return ""
-    lo, hi = min(values), max(values)
-    span = hi - lo or 1.0
-    step = width / (len(values) - 1)
-    coords = " ".join(
-        f"{i * step:.1f},{height - 2 - (v - lo) / span * (height - 4):.1f}"
-        for i, v in enumerate(values)
-    )
-    return (
-        f'<svg width="{width}" height="{height}" role="img" aria-label="loss history">'
-        f'<polyline fill="none" stroke="#0969da" stroke-width="1.5" points="{coords}"/></svg>'
-    )
+def _number(value: Any) -> float | int | None:
+    """``value`` if it is a number, else None: the cluster page renders what other
+    exporters sent, and a string where a number belongs is shown as unknown."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
 
 
-def _num(value: float | int | None, fmt: str = "{:.4g}") -> str:
+def _num(value: Any, fmt: str = "{:.4g}") -> str:
+    value = _number(value)
     if value is None:
         return "-"
     if isinstance(value, float) and math.isnan(value):
@@ -76,9 +83,10 @@ def _color(state: str) -> str:
     return d.css_color if d else _UNKNOWN_COLOR
 
 
-def _progress(p: float | None, state: str) -> str:
+def _progress(p: Any, state: str) -> str:
     """A bar in the state's color: a stalled run's bar is red, not a promising green."""
-    if p is None:
+    p = _number(p)
+    if p is None or math.isnan(p):
         return "-"
     pct = min(1.0, max(0.0, p)) * 100
     return (
@@ -92,54 +100,79 @@ def _state(state: str, why: str = "") -> str:
     return badge + (f' <span class="why">{escape(why)}</span>' if why else "")
 
 
-def _why(s: RunSnapshot) -> str:
-    return "" if s.state in ("running", "finished") else s.state_reason
+def _why(run: dict[str, Any]) -> str:
+    return "" if run["state"] in ("running", "finished") else str(run.get("state_reason") or "")
 
 
-def run_path(s: RunSnapshot) -> str:
+def run_path(namespace: str, pod: str) -> str:
     """Relative link from the index to a run's detail view."""
-    return f"runs/{quote(s.key.namespace, safe='')}/{quote(s.key.pod, safe='')}"
+    return f"runs/{quote(namespace, safe='')}/{quote(pod, safe='')}"
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, tail: str = "") -> str:
+    """A whole page: ``body`` goes in ``<main>``, which the refresh script replaces every
+    5 s; ``tail`` (the charts) stays outside it and refreshes itself."""
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<main>{body}</main><script>{_SCRIPT}</script></body></html>"
+        f"<main>{body}</main>{tail}<script>{_SCRIPT}</script></body></html>"
     )
+
+
+def _step(run: dict[str, Any]) -> str:
+    step, total = _number(run.get("step")), _number(run.get("max_steps"))
+    return "-" if step is None else f"{step}/{total}" if total else str(step)
+
+
+def runs_table(
+    runs: list[dict[str, Any]], link: Callable[[dict[str, Any]], str], node_column: bool = False
+) -> str:
+    """The table of runs (the ``/api/v1/runs`` form of each), most urgent first: the node
+    page's and the cluster page's one definition."""
+    rows = []
+    ordered = sorted(
+        runs, key=lambda r: (severity(r["state"]), r["namespace"], r["pod"], r["job_name"])
+    )
+    for r in ordered:
+        gpus = r.get("gpus")
+        node = r.get("exporter_node") or (r.get("info") or {}).get("node") or "-"
+        rows.append(
+            "<tr>"
+            f"<td>{escape(r['namespace'])}</td>"
+            f'<td><a href="{escape(link(r))}">{escape(r["job_name"])}</a></td>'
+            f"<td>{escape(r['pod'])}</td>"
+            + (f"<td>{escape(str(node))}</td>" if node_column else "")
+            + f"<td>{_state(str(r['state']), _why(r))}</td>"
+            f'<td class="progress">{_progress(r.get("progress_ratio"), r["state"])}</td>'
+            f'<td class="num">{escape(_step(r))}</td>'
+            f'<td class="num">{escape(duration(_number(r.get("eta_seconds"))))}</td>'
+            f'<td class="num">{_num(r.get("loss"))}</td>'
+            f'<td class="num">{_num(gpus, "{:g}")}</td>'
+            f'<td class="num">{(_number(r.get("gpu_seconds")) or 0.0) / 3600:.1f}</td>'
+            "</tr>"
+        )
+    head = "<th>Namespace</th><th>Job</th><th>Pod</th>" + ("<th>Node</th>" if node_column else "")
+    columns = 10 + node_column
+    return (
+        f"<table><thead><tr>{head}<th>State</th><th>Progress</th><th>Step</th><th>ETA</th>"
+        "<th>Loss</th><th>GPUs</th><th>GPU-hours</th></tr></thead><tbody>"
+        + ("".join(rows) or f"<tr><td colspan={columns}>No training runs reported yet.</td></tr>")
+        + "</tbody></table>"
+    )
+
+
+def stamp(now: float) -> str:
+    """``now`` as the pages print it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now))
 
 
 def index(snapshots: list[RunSnapshot], now: float) -> str:
-    """The status page listing every run."""
-    rows = []
-    for s in sorted(snapshots, key=lambda s: (severity(s.state), s.key)):
-        step = "-" if s.step is None else f"{s.step}/{s.max_steps}" if s.max_steps else str(s.step)
-        rows.append(
-            "<tr>"
-            f"<td>{escape(s.key.namespace)}</td>"
-            f'<td><a href="{escape(run_path(s))}">{escape(s.key.job_name)}</a></td>'
-            f"<td>{escape(s.key.pod)}</td>"
-            f"<td>{_state(s.state, _why(s))}</td>"
-            f'<td class="progress">{_progress(s.progress, s.state)}</td>'
-            f'<td class="num">{escape(step)}</td>'
-            f'<td class="num">{escape(duration(s.eta_seconds))}</td>'
-            f'<td class="num">{_num(s.loss)}</td>'
-            f"<td>{sparkline(s.loss_history)}</td>"
-            f'<td class="num">{_num(s.gpus, "{:g}")}</td>'
-            f'<td class="num">{s.gpu_seconds / 3600:.1f}</td>'
-            "</tr>"
-        )
-    table = (
-        "<table><thead><tr><th>Namespace</th><th>Job</th><th>Pod</th><th>State</th>"
-        "<th>Progress</th><th>Step</th><th>ETA</th><th>Loss</th><th>Loss history</th>"
-        "<th>GPUs</th><th>GPU-hours</th></tr></thead><tbody>"
-        + ("".join(rows) or "<tr><td colspan=11>No training runs reported yet.</td></tr>")
-        + "</tbody></table>"
-    )
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now))
+    """The status page listing every run of this exporter."""
+    runs = [run_to_dict(s) for s in snapshots]
+    table = runs_table(runs, lambda r: run_path(r["namespace"], r["pod"]))
     body = (
-        f"<h1>Training runs</h1><p class=sub>{len(snapshots)} runs, as of {stamp} · "
+        f"<h1>Training runs</h1><p class=sub>{len(runs)} runs, as of {stamp(now)} · "
         '<a href="metrics">metrics</a> · <a href="api/v1/runs">JSON</a></p>' + table
     )
     return _page("Training runs", body)
@@ -153,19 +186,54 @@ def _eta(s: RunSnapshot) -> str:
     return text
 
 
+def _best_loss_label(s: RunSnapshot) -> str:
+    """Best loss follows the eval loss once there is one, the smoothed train loss before:
+    the label says which, so a best above the latest loss reads as what it is."""
+    return "Best eval loss" if s.eval_loss is not None else "Best loss (smoothed)"
+
+
+def _charts(s: RunSnapshot) -> str:
+    """The chart section (drawn by web/charts.js from the run's timeline) and its assets,
+    by relative paths from ``runs/{namespace}/{pod}``."""
+    timeline = "../../api/v1/" + run_path(s.key.namespace, s.key.pod) + "/timeline"
+    figures = "".join(
+        f'<figure id="{name}"><figcaption>{escape(caption)}</figcaption></figure>'
+        for name, caption in (
+            ("chart-loss", "Loss and eval loss by step"),
+            ("chart-progress", "Progress, and ETA with its bounds, over time"),
+            ("chart-throughput", "Throughput against the run's typical pace"),
+        )
+    )
+    legend = "".join(
+        f'<span><i style="background:{d.css_color}"></i>{escape(d.name)}</span>' for d in STATES
+    )
+    return (
+        '<link rel="stylesheet" href="../../static/uPlot.min.css">'
+        f'<section id="charts" data-timeline="{escape(timeline)}">{figures}</section>'
+        f'<p class="legend-states">State band under each time axis: {legend}</p>'
+        '<script src="../../static/uPlot.iife.min.js"></script>'
+        '<script src="../../static/charts.js"></script>'
+    )
+
+
 def detail(s: RunSnapshot, now: float) -> str:
-    """One run's detail view."""
+    """One run's detail view: its values, and charts of its whole life."""
+    since = "Stalled since its last step" if s.state == "stalled" else "Entered this state"
+    entered_at = (
+        s.last_step_timestamp if s.state == "stalled" and s.last_step_timestamp else s.state_since
+    )
     fields = [
         ("State", _state(s.state, s.state_reason)),
-        ("In this state since", escape(duration(now - s.state_since)) + " ago"),
+        (since, escape(duration(now - entered_at)) + " ago"),
         ("Progress", _progress(s.progress, s.state)),
         ("Step", escape(f"{s.step}/{s.max_steps}" if s.step is not None else "-")),
         ("Epoch", escape(f"{_num(s.epoch)} / {_num(s.max_epochs)}")),
         ("ETA", escape(_eta(s))),
         ("Steps per second", _num(s.steps_per_second)),
+        ("Typical steps per second", _num(s.typical_steps_per_second)),
         ("Loss", _num(s.loss)),
         ("Eval loss", _num(s.eval_loss)),
-        ("Best loss", _num(s.best_loss)),
+        (_best_loss_label(s), _num(s.best_loss)),
         ("Learning rate", _num(s.learning_rate)),
         ("Grad norm", _num(s.grad_norm)),
         ("GPUs", _num(s.gpus, "{:g}")),
@@ -178,6 +246,7 @@ def detail(s: RunSnapshot, now: float) -> str:
             if s.last_step_timestamp
             else "-",
         ),
+        ("Attempt", str(s.attempt)),
         ("Source", escape(s.meta.source or "-")),
         ("Framework", escape(s.meta.framework or "-")),
     ]
@@ -186,7 +255,42 @@ def detail(s: RunSnapshot, now: float) -> str:
     body = (
         f'<p class=sub><a href="../../">← all runs</a></p>'
         f"<h1>{escape(s.key.namespace)}/{escape(s.key.job_name)}</h1>"
-        f"<p class=sub>pod {escape(s.key.pod)}</p>"
-        f"<p>{sparkline(s.loss_history, width=480, height=80)}</p><dl>{items}</dl>"
+        f"<p class=sub>pod {escape(s.key.pod)} · as of {stamp(now)}</p><dl>{items}</dl>"
     )
-    return _page(f"{s.key.namespace}/{s.key.job_name}", body)
+    return _page(f"{s.key.namespace}/{s.key.job_name}", body, _charts(s))
+
+
+def node_run_path(node: str, namespace: str, pod: str) -> str:
+    """Relative link from the cluster page to a run's detail view on its node's exporter
+    (the cluster page proxies it)."""
+    return f"nodes/{quote(node, safe='')}/" + run_path(namespace, pod)
+
+
+def cluster_index(
+    runs: list[dict[str, Any]],
+    exporters: list[tuple[str, str]],
+    now: float,
+    problems: list[str],
+) -> str:
+    """The cluster page: every run of every node, as the node page lists them, with a Node
+    column; above them, every exporter that could not be read and why (``problems``), so a
+    missing node is seen, never silently left out. ``exporters`` is (name, status) of each
+    exporter asked."""
+    table = runs_table(
+        runs, lambda r: node_run_path(r["exporter_node"], r["namespace"], r["pod"]), True
+    )
+    failing = (
+        "<div class=failures><strong>Not every exporter could be read; runs on these are "
+        "missing below:</strong><ul>"
+        + "".join(f"<li>{escape(p)}</li>" for p in problems)
+        + "</ul></div>"
+        if problems
+        else ""
+    )
+    answered = sum(1 for _, status in exporters if status == "ok")
+    body = (
+        f"<h1>Training runs in the cluster</h1><p class=sub>{len(runs)} runs from "
+        f"{answered} of {len(exporters)} exporters, as of {stamp(now)} · "
+        '<a href="api/v1/runs">JSON</a></p>' + failing + table
+    )
+    return _page("Training runs in the cluster", body)

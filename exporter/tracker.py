@@ -32,6 +32,7 @@ from .run import (
     update_meta,
 )
 from .thresholds import Thresholds
+from .timeline import TimelineView
 
 T = TypeVar("T")
 
@@ -102,6 +103,8 @@ class Tracker:
                 run.gone_since = None
                 run.restored = False
                 merge(self.config.run, run, report, now, problem)
+                if run.timeline.due(now):  # the run's life, sampled as reports come
+                    snapshot(self.config.run, key, run, now, False)
             except Exception:  # a bug must cost one report, never the run's other readers
                 problem("merge_error")
             self._changes += 1
@@ -224,6 +227,17 @@ class Tracker:
         with self._lock:
             run = self._runs.get(key)
             return None if run is None else snapshot(self.config.run, key, run, now, False)
+
+    def timeline(self, key: RunKey, now: float) -> tuple[RunSnapshot, TimelineView] | None:
+        """One run as of ``now`` with a copy of its life's timeline (the status page's
+        charts), or None if it is not tracked."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                return None
+            accrue(self.config.run, run, now)
+            snap = snapshot(self.config.run, key, run, now, False)
+            return snap, run.timeline.view()
 
     def request_checkpoint(self, key: RunKey, value: str | None) -> None:
         """The checkpoint annotation of the run's TrainJob (None when it has none)."""

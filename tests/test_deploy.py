@@ -26,6 +26,7 @@ OVERLAYS = [
     "trainjob-writeback",
     "trainjob-writeback-annotation",
     "katib",
+    "cluster-page",
 ]
 KUBECTL = shutil.which("kubectl")
 CRDS = ROOT / "tests" / "fixtures" / "crds"
@@ -131,6 +132,9 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     elif overlay == "act":
         act = ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Service"]
         assert kinds == sorted([*base, *act, "ServiceAccount"])
+    elif overlay == "cluster-page":
+        page = ["Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"]
+        assert kinds == sorted([*base, *page])
     elif overlay == "kubelet-discovery":
         (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
         env = {
@@ -476,3 +480,48 @@ def test_alertmanager_receiver_example_passes_amtool(tmp_path: Path) -> None:
     )
     # act gets the alert, and so do the people on call.
     assert routes.stdout.split() == ["training-progress-act,on-call"], routes.stdout
+
+
+def test_the_cluster_page_reads_endpointslices_only_and_asks_the_exporters_service() -> None:
+    """The component's one permission is reading EndpointSlices in its own namespace; its
+    arguments parse, and name the exporter Service and a port that Service has."""
+    from exporter.cli import _parser
+
+    docs = render("cluster-page")
+    (role,) = [d for d in docs if d["kind"] == "Role"]
+    assert role["rules"] == [
+        {
+            "apiGroups": ["discovery.k8s.io"],
+            "resources": ["endpointslices"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    (binding,) = [d for d in docs if d["kind"] == "RoleBinding"]
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": "training-progress-cluster",
+            "namespace": "training-progress",
+        }
+    ]
+    cluster_wide = [
+        d
+        for d in docs
+        if d["kind"] == "ClusterRoleBinding"
+        for s in d["subjects"]
+        if s["name"] == "training-progress-cluster"
+    ]
+    assert cluster_wide == [], "no cluster-wide grant to the page"
+    (dep,) = [d for d in docs if d["kind"] == "Deployment"]
+    spec = dep["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "training-progress-cluster"
+    (c,) = spec["containers"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    args = _parser().parse_args(c["args"])
+    assert args.command == "cluster"
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    exporter_service = services[args.service]
+    assert args.port_name in [p["name"] for p in exporter_service["spec"]["ports"]]
+    (page_service,) = [s for n, s in services.items() if n != args.service]
+    assert page_service["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]

@@ -43,6 +43,7 @@ CORE = {
     "exporter.directives",
     "exporter.goodput",
     "exporter.ranks",
+    "exporter.timeline",
 }
 PLUMBING = {
     "exporter.settings",
@@ -58,6 +59,9 @@ OUTPUTS = {
     "exporter.collector",
     "exporter.api",
     "exporter.statuspage",
+    "exporter.charts",
+    "exporter.assets",
+    "exporter.cluster",
     "exporter.persist",
     "exporter.server",
     "exporter.config",

@@ -1,0 +1,324 @@
+"""The cluster page: exporters found through the Service's EndpointSlices (listed by the
+real ``kubernetes`` client from the fake API server), several real exporters on loopback,
+ones that refuse or answer junk, the merged page and JSON, the proxy and its limits, the
+real CLI, and the page in headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from exporter.cluster import ClusterView, ExporterError, clean_run, make_server, parse_runs
+from exporter.httpd import serve_in_thread
+from exporter.kubernetes.client import api_client
+from exporter.kubernetes.endpoints import Endpoint, EndpointSliceLister, endpoints_of
+from exporter.model import ProgressReport, RunKey
+
+from .conftest import http, strict_json
+from .test_statuspage import CHROMIUM, SCREENSHOTS, chromium
+
+NS = "training-progress"
+SERVICE = "training-progress-exporter"
+EVIL = '<script>document.title="pwned"</script>'
+
+# The EndpointSlice of the Kubernetes documentation ("EndpointSlices", the example owned by
+# the Service "example": kubernetes/website, content/en/docs/concepts/services-networking/
+# endpoint-slices.md), as data, with our Service's name and port.
+UPSTREAM_SLICE: dict[str, Any] = {
+    "apiVersion": "discovery.k8s.io/v1",
+    "kind": "EndpointSlice",
+    "metadata": {"name": "example-abc", "labels": {"kubernetes.io/service-name": "example"}},
+    "addressType": "IPv4",
+    "ports": [{"name": "http", "protocol": "TCP", "port": 80}],
+    "endpoints": [
+        {
+            "addresses": ["10.1.2.3"],
+            "conditions": {"ready": True},
+            "hostname": "pod-1",
+            "nodeName": "node-1",
+            "zone": "us-west2-a",
+        }
+    ],
+}
+
+
+def test_endpoints_of_the_documented_slice_and_its_edge_cases() -> None:
+    assert endpoints_of([UPSTREAM_SLICE], "http") == [Endpoint("node-1", "http://10.1.2.3:80")]
+    assert endpoints_of([UPSTREAM_SLICE], "metrics") == [], "no such port in the slice"
+    odd = {
+        "addressType": "IPv6",
+        "ports": [{"name": "metrics", "port": 9465}],
+        "endpoints": [
+            {"addresses": ["fd00::1"], "nodeName": "gpu-a"},  # ready unset: taken as ready
+            {"addresses": ["fd00::2"], "nodeName": "gpu-b", "conditions": {"ready": False}},
+            {"addresses": ["fd00::3"], "conditions": {"terminating": True, "ready": True}},
+            {"addresses": []},
+            "junk",
+            {"addresses": [7], "nodeName": "x"},
+        ],
+    }
+    assert endpoints_of([odd, None, {"ports": "x"}], "metrics") == [
+        Endpoint("[fd00::3]:9465", "http://[fd00::3]:9465", ready=False),
+        Endpoint("gpu-a", "http://[fd00::1]:9465"),
+        Endpoint("gpu-b", "http://[fd00::2]:9465", ready=False),
+    ]
+
+
+def test_an_exporters_answer_is_reduced_to_plain_bounded_values() -> None:
+    run = {
+        "namespace": "ml",
+        "pod": "p",
+        "job_name": "j",
+        "state": "running",
+        "loss": "NaN",  # a string where a number belongs stays a string (rendered as "-")
+        "step": 5,
+        "info": {"node": "n", "deep": {"x": 1}},
+        "loss_history": [[1, 2]],
+        "state_reason": "x" * 5000,
+    }
+    clean = clean_run(run)
+    assert clean is not None
+    assert clean["info"] == {"node": "n"} and "loss_history" not in clean
+    assert len(clean["state_reason"]) == 1024 and clean["step"] == 5
+    assert clean_run({**run, "pod": 5}) is None and clean_run([]) is None
+    runs, malformed = parse_runs(b'{"runs": [{"namespace": 1}, ' + _json(run) + b"]}")
+    assert len(runs) == 1 and malformed == 1
+    for body, why in (
+        (b"<html>", "not JSON"),
+        (b'{"runs": NaN}', "not JSON"),
+        (b'{"items": []}', 'no "runs" list'),
+        (b"[" * 100_000, "not JSON"),
+    ):
+        with pytest.raises(ExporterError, match=why):
+            parse_runs(body)
+
+
+def _json(doc: Any) -> bytes:
+    import json
+
+    return json.dumps(doc).encode()
+
+
+class _Junk(BaseHTTPRequestHandler):
+    """Something on an exporter's address that is not an exporter."""
+
+    def do_GET(self) -> None:
+        body = b"<html>a login page</html>"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def junk_server() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Junk)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def _slice(name: str, node: str, port: int, ready: bool = True) -> dict[str, Any]:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {"kubernetes.io/service-name": SERVICE},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "metrics", "port": port, "protocol": "TCP"}],
+        "endpoints": [
+            {"addresses": ["127.0.0.1"], "nodeName": node, "conditions": {"ready": ready}}
+        ],
+    }
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def cluster(kube: Any, exporter_factory: Any, junk_server: int) -> Iterator[dict[str, Any]]:
+    """Three exporters with runs, one refusing, one answering junk, one not ready, and a
+    slice of another Service: all in the fake API server, listed by the real client."""
+    exporters = [exporter_factory() for _ in range(3)]
+    for i, exp in enumerate(exporters):
+        for j in range(2):
+            key = RunKey("ml", f"gpu-{i}-job-{j}", f"job-{i}-{j}")
+            for step in range(1, 8):
+                exp.tracker.apply(
+                    key, ProgressReport(step=step * 10, max_steps=1000, loss=2 / step), exp.clock()
+                )
+                exp.clock.now += 5
+    exporters[2].tracker.apply(
+        RunKey("ml", f"evil{EVIL}", f"job{EVIL}"), ProgressReport(step=1), exporters[2].clock()
+    )
+    for i, exp in enumerate(exporters):
+        kube.put(
+            "discovery.k8s.io/v1",
+            "endpointslices",
+            _slice(f"s{i}", f"gpu-{i}", exp.server.server_address[1]),
+        )
+    kube.put("discovery.k8s.io/v1", "endpointslices", _slice("s3", "gpu-down", _closed_port()))
+    kube.put("discovery.k8s.io/v1", "endpointslices", _slice("s4", "gpu-junk", junk_server))
+    kube.put(
+        "discovery.k8s.io/v1",
+        "endpointslices",
+        _slice("s5", "gpu-draining", _closed_port(), ready=False),
+    )
+    other = _slice("s6", "other", exporters[0].server.server_address[1])
+    other["metadata"]["labels"]["kubernetes.io/service-name"] = "someone-else"
+    kube.put("discovery.k8s.io/v1", "endpointslices", other)
+    lister = EndpointSliceLister(api_client(retries=0), NS, SERVICE, "metrics")
+    view = ClusterView(lister, timeout=3.0, max_age=0.0)
+    server = make_server("127.0.0.1", 0, view)
+    serve_in_thread(server)
+    yield {"url": f"http://127.0.0.1:{server.server_address[1]}", "kube": kube, "view": view}
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_cluster_page_shows_every_node_and_says_which_could_not_be_read(
+    cluster: dict[str, Any],
+) -> None:
+    url = cluster["url"]
+    doc = strict_json(http("GET", url + "/api/v1/runs")[1])
+    by_node = {e["node"]: e for e in doc["exporters"]}
+    assert set(by_node) == {"gpu-0", "gpu-1", "gpu-2", "gpu-down", "gpu-junk", "gpu-draining"}
+    assert [by_node[f"gpu-{i}"]["runs"] for i in range(3)] == [2, 2, 3]
+    assert by_node["gpu-down"]["status"] == "error"
+    assert "cannot connect" in by_node["gpu-down"]["error"]
+    assert "not JSON" in by_node["gpu-junk"]["error"]
+    assert by_node["gpu-draining"]["status"] == "not ready"
+    assert len(doc["runs"]) == 7
+    assert {r["exporter_node"] for r in doc["runs"]} == {"gpu-0", "gpu-1", "gpu-2"}
+    status, page = http("GET", url + "/")
+    text = page.decode()
+    assert status == 200
+    assert "7 runs from 3 of 6 exporters" in text
+    failures = text.split("<div class=failures>")[1].split("</div>")[0]
+    for node in ("gpu-down", "gpu-junk", "gpu-draining"):
+        assert f"node {node} (http://127.0.0.1:" in failures
+    for i in range(3):
+        assert f'href="nodes/gpu-{i}/runs/ml/gpu-{i}-job-0"' in text
+        assert f"<td>gpu-{i}</td>" in text
+    assert EVIL not in text and "&lt;script&gt;" in text
+
+
+def test_a_runs_page_and_timeline_are_proxied_from_its_exporter_and_nothing_else(
+    cluster: dict[str, Any],
+) -> None:
+    url = cluster["url"]
+    status, page = http("GET", url + "/nodes/gpu-1/runs/ml/gpu-1-job-0")
+    assert status == 200 and b"ml/job-1-0" in page
+    status, body = http("GET", url + "/nodes/gpu-1/api/v1/runs/ml/gpu-1-job-0/timeline")
+    assert status == 200 and strict_json(body)["pod"] == "gpu-1-job-0"
+    assert http("GET", url + "/nodes/gpu-1/static/uPlot.iife.min.js")[0] == 200
+    # The run is on gpu-1, not gpu-0: gpu-0's exporter says so.
+    assert http("GET", url + "/nodes/gpu-0/runs/ml/gpu-1-job-0")[0] == 404
+    for path in (
+        "/nodes/gpu-1/metrics",  # only a run's page and timeline
+        "/nodes/gpu-1/api/v1/runs",
+        "/nodes/gpu-1/runs/ml/../../metrics",
+        "/nodes/nobody/runs/ml/x",  # not an exporter the EndpointSlices list
+        "/nodes/127.0.0.1:22/runs/ml/x",
+    ):
+        assert http("GET", url + path)[0] == 404, path
+    assert http("GET", url + "/nodes/gpu-down/runs/ml/x")[0] == 502
+    status, body = http("GET", url + "/nodes/gpu-1/")  # redirected to the cluster page
+    assert status == 200 and b"Training runs in the cluster" in body
+
+
+def test_the_page_says_when_the_exporters_cannot_be_found(cluster: dict[str, Any]) -> None:
+    cluster["kube"].down = True
+    try:
+        status, page = http("GET", cluster["url"] + "/")
+        assert status == 200 and b"finding the exporters failed: listing EndpointSlices" in page
+        assert http("GET", cluster["url"] + "/readyz")[0] == 503
+    finally:
+        cluster["kube"].down = False
+    assert http("GET", cluster["url"] + "/readyz")[0] == 200
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by the test command")
+def test_the_real_cli_serves_the_cluster_page_to_headless_chromium(exporter_factory: Any) -> None:
+    """``training-progress-exporter cluster --exporter ...`` against two exporters on
+    loopback and one that is down; Chromium draws the page and a proxied run's charts."""
+    exporters = [exporter_factory() for _ in range(2)]
+    for i, exp in enumerate(exporters):
+        for j in range(3):
+            key = RunKey("vision" if j else "llm", f"trainer-{i}{j}-0", f"finetune-{i}{j}")
+            for step in range(1, 40):
+                loss = 2.5 / (1 + step / 10) + (0.02 if step % 3 else 0)
+                exp.tracker.apply(
+                    key, ProgressReport(step=step * 25, max_steps=4000, loss=loss), exp.clock()
+                )
+                exp.clock.now += 5
+                exp.tracker.snapshot(exp.clock())
+    port = _closed_port()
+    args = [
+        f"gpu-node-{i}=http://127.0.0.1:{e.server.server_address[1]}"
+        for i, e in enumerate(exporters)
+    ]
+    args.append(f"gpu-node-9=http://127.0.0.1:{_closed_port()}")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "exporter.cli",
+            "cluster",
+            f"--listen=127.0.0.1:{port}",
+            "--timeout=2",
+            *(f"--exporter={a}" for a in args),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        assert "3 exporters given" in banner, banner + proc.stderr.read() if proc.poll() else banner
+        url = f"http://127.0.0.1:{port}/"
+        dom = chromium("--dump-dom", url)
+        SCREENSHOTS.mkdir(exist_ok=True)
+        shot = SCREENSHOTS / "cluster-page.png"
+        chromium(f"--screenshot={shot}", "--window-size=1400,1000", url)
+        detail = url + "nodes/gpu-node-1/runs/vision/trainer-11-0"
+        detail_dom = chromium("--dump-dom", detail)
+        detail_shot = SCREENSHOTS / "cluster-run-detail.png"
+        chromium(f"--screenshot={detail_shot}", "--window-size=1400,1000", detail)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    rows = [row for row in dom.split("<tr>") if "</a></td>" in row]
+    assert len(rows) == 6
+    assert {n for row in rows for n in ("gpu-node-0", "gpu-node-1") if f"<td>{n}</td>" in row} == {
+        "gpu-node-0",
+        "gpu-node-1",
+    }
+    assert "node gpu-node-9 (http://127.0.0.1:" in dom and "cannot connect" in dom
+    charts = detail_dom.split('id="charts"')[1].split("</section>")[0]
+    assert charts.count("<canvas") == 3 and 'data-state="running"' in charts
+    assert shot.stat().st_size > 20_000 and detail_shot.stat().st_size > 30_000
