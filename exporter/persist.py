@@ -31,12 +31,11 @@ import re
 import stat
 import sys
 import threading
-from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from typing import Any, BinaryIO
 
-from .estimate import FORECASTS_KEPT, Forecast
+from .estimate import FORECASTS_KEPT
 from .goodput import EXPORTED_CAUSES
 from .model import (
     MAX_EPOCHS,
@@ -50,7 +49,7 @@ from .model import (
     clean_label,
 )
 from .run import HISTORY_POINTS, PACE_POINTS, RunState
-from .series import Series
+from .series import Series, Triples
 from .stats import ExporterStats
 from .timeline import Timeline
 from .tracker import Tracker
@@ -329,12 +328,12 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     return RunKey(*key), run
 
 
-def _forecasts(raw: Any) -> deque[Forecast]:
+def _forecasts(raw: Any) -> Triples:
     """The saved forecasts (absent in older files: none), each checked: a finite time, a
     step in range, a positive finite number of seconds per step."""
     if not isinstance(raw, list) or len(raw) > FORECASTS_KEPT:
         raise StateError("forecasts: not a short list")
-    out: deque[Forecast] = deque(maxlen=FORECASTS_KEPT)
+    out = Triples(FORECASTS_KEPT)
     for item in raw:
         if not (isinstance(item, list) and len(item) == 3):
             raise StateError("forecasts: not [time, step, seconds per step]")

@@ -20,7 +20,6 @@ from .estimate import (
     MIN_ETA_INTERVALS,
     Estimate,
     EstimatorConfig,
-    Forecast,
     Throughput,
     coalesces,
     estimate,
@@ -33,7 +32,7 @@ from .estimate import (
 )
 from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
 from .model import Observed, ProgressReport, RunKey, RunMeta
-from .series import Series
+from .series import Series, Triples
 from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
 from .timeline import Timeline
@@ -204,7 +203,7 @@ class RunState:
     # The total is a progress bar's length (states.done: its end alone finishes nothing).
     total_from_bar: bool = False
     # The estimator's forecasts this attempt (estimate.Forecast), its record of being wrong.
-    forecasts: deque[Forecast] = field(default_factory=lambda: deque(maxlen=FORECASTS_KEPT))
+    forecasts: Triples = field(default_factory=lambda: Triples(FORECASTS_KEPT))
     # estimate() of the last sample, cached like tp_cache: its band reads the whole record.
     est_cache: tuple[tuple[object, ...], Estimate | None] | None = None
     # Katib trial runs only (meta.trial): every observation, newest OBSERVATIONS_KEPT, and

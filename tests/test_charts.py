@@ -7,7 +7,6 @@ import hashlib
 import itertools
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +82,7 @@ def test_a_timeline_costs_a_bounded_few_kilobytes_however_long_the_run() -> None
             tracker.snapshot(T0 + i * 30)
     run = tracker._runs[key]
     tl = run.timeline
-    size = sum(sys.getsizeof(col) for table in (tl.rows, tl.evals) for col in table._cols)
+    size = tl.rows.nbytes() + tl.evals.nbytes()
     assert len(tl.rows) <= TIMELINE_ROWS and len(tl.evals) <= EVAL_ROWS
     assert size < 12_000, size
 

@@ -34,3 +34,18 @@ def test_bytes_round_trip_keeps_the_newest_and_refuses_what_is_not_whole() -> No
     nan.append(math.nan, 1.0)
     with pytest.raises(ValueError):
         Series.from_bytes(2, "d", *nan.to_bytes())  # a time that is not finite
+
+
+def test_triples_keep_the_newest_and_stay_in_step() -> None:
+    from exporter.series import Triples
+
+    record = Triples(3, [(1.0, 10, 0.5), (2.0, 20, 0.6)])
+    record.append((3.0, 30, 0.7))
+    record.append((4.0, 40, 0.8))
+    assert list(record) == [(2.0, 20, 0.6), (3.0, 30, 0.7), (4.0, 40, 0.8)]
+    assert record[-1] == (4.0, 40, 0.8) and record[:1] == [(2.0, 20, 0.6)]
+    with pytest.raises(OverflowError):
+        record.append((5.0, 2**63, 0.9))  # a step the column cannot hold adds nothing
+    assert len(record) == 3 and record[-1] == (4.0, 40, 0.8)
+    record.clear()
+    assert not record
