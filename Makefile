@@ -19,13 +19,18 @@ lint:
 types:
 	$(PYTHON) -m mypy
 
+# Two at a time (pytest-xdist; a module stays on one worker, so an e2e module shares its one
+# Prometheus), then, alone, the few tests that measure how fast the exporter answers under
+# load: a neighbouring test would be part of what they measure.
 test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -m "not serial"
+	$(PYTHON) -m pytest -q -m serial
 
-# The inner loop: everything but the tests marked slow (real training, browsers, pip
-# installs, the detection corpus, e2e). `make ci` runs them all.
+# The inner loop: everything but the tests marked slow (a second or more each: real
+# training, browsers, pip installs, the detection corpus, e2e, big inputs, real waits), two
+# at a time (pytest-xdist). `make ci` runs them all.
 test-fast:
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(PYTHON) -m pytest -q -m "not slow" -n 2
 
 # Regenerate golden exposition files after an intended change; review the diff.
 golden:

@@ -60,12 +60,22 @@ class ExporterError(Exception):
     """An exporter that could not be read, with why, in words."""
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """An exporter's answer is its own: a redirect elsewhere is an error, not followed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
 def fetch(url: str, timeout: float, max_bytes: int) -> bytes:
-    """The body of ``GET url`` (status 200, at most ``max_bytes``). Raises ExporterError
-    saying why not: refused, timed out, another status, too large."""
+    """The body of ``GET url`` (status 200, at most ``max_bytes``), asked directly (no
+    proxy from the environment: the exporters are on the pod network) and never following
+    a redirect. Raises ExporterError saying why not: refused, timed out, another status,
+    too large."""
     request = urllib.request.Request(url, headers={"Accept": "application/json, text/html"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with opener.open(request, timeout=timeout) as response:
             body: bytes = response.read(max_bytes + 1)
     except urllib.error.HTTPError as exc:
         raise ExporterError(f"answered {exc.code} {exc.reason}") from None

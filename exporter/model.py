@@ -20,6 +20,12 @@ from .thresholds import Overrides, Thresholds, parse_overrides
 
 # Upstream Kubeflow Trainer limits for the trainerStatus body.
 KUBEFLOW_MAX_BODY_BYTES = 64 * 1024
+# The TrainJob source restates progress that another source (a push, a log) may report
+# first-hand. A run keeps the name of its first-hand source: the status it restates must
+# neither flip the run's training_run_info{source} series nor make the write-back take the
+# run's progress for the TrainJob's own (exporter.sinks.writeback).
+TRAINJOB_SOURCE = "trainjob"
+SECONDARY_SOURCES = frozenset({TRAINJOB_SOURCE})
 KUBEFLOW_MAX_METRICS = 256
 KUBEFLOW_MAX_FIELD_CHARS = 64
 

@@ -201,7 +201,7 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     doc["history"] = _b64(run.history.to_bytes())
     doc["timeline"] = run.timeline.to_doc()
     # The ETA band's record (estimate.Forecast): a restart keeps what the run taught it.
-    doc["forecasts"] = [[t, step, round(spp, 9)] for t, step, spp in run.forecasts]
+    doc["forecasts"] = _b64(run.forecasts.to_bytes())
     return doc
 
 
@@ -215,7 +215,7 @@ def _number(value: Any, name: str, optional: bool = False, integer: bool = False
     return value
 
 
-def _b64(columns: tuple[bytes, bytes]) -> list[str]:
+def _b64(columns: tuple[bytes, ...]) -> list[str]:
     return [base64.b64encode(c).decode("ascii") for c in columns]
 
 
@@ -329,12 +329,22 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
 
 
 def _forecasts(raw: Any) -> Triples:
-    """The saved forecasts (absent in older files: none), each checked: a finite time, a
-    step in range, a positive finite number of seconds per step."""
-    if not isinstance(raw, list) or len(raw) > FORECASTS_KEPT:
-        raise StateError("forecasts: not a short list")
+    """The saved forecasts (absent in older files: none): three base64 columns (time, step,
+    seconds per step), or the list of triples files before them wrote. Each is checked: a
+    finite time, a step in range, a positive finite number of seconds per step."""
+    if isinstance(raw, list) and len(raw) == 3 and all(isinstance(c, str) for c in raw):
+        try:
+            columns = [base64.b64decode(c, validate=True) for c in raw]
+            record = Triples.from_bytes(FORECASTS_KEPT, *columns)
+        except (ValueError, binascii.Error) as e:
+            raise StateError(f"forecasts: {e}") from None
+        items: list[Any] = [list(f) for f in record]
+    elif isinstance(raw, list) and len(raw) <= FORECASTS_KEPT:
+        items = raw
+    else:
+        raise StateError("forecasts: not three base64 columns")
     out = Triples(FORECASTS_KEPT)
-    for item in raw:
+    for item in items:
         if not (isinstance(item, list) and len(item) == 3):
             raise StateError("forecasts: not [time, step, seconds per step]")
         t = _number(item[0], "forecasts")

@@ -31,7 +31,7 @@ from .estimate import (
     throughput,
 )
 from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
-from .model import Observed, ProgressReport, RunKey, RunMeta
+from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta
 from .series import Series, Triples
 from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
@@ -277,8 +277,14 @@ def _current_pace(run: RunState, tp: Throughput | None, now: float) -> float | N
 
 
 def _keep_framework(new: RunMeta, old: RunMeta) -> RunMeta:
-    """Discovery rarely knows the framework; keep the one a report told us."""
-    return new if new.framework else replace(new, framework=old.framework)
+    """Discovery rarely knows the framework: keep the one a report told us. And a source
+    that restates progress (model.SECONDARY_SOURCES) does not take the run's source name
+    from one that reports it first-hand."""
+    if not new.framework:
+        new = replace(new, framework=old.framework)
+    if new.source in SECONDARY_SOURCES and old.source and old.source not in SECONDARY_SOURCES:
+        new = replace(new, source=old.source)
+    return new
 
 
 def thresholds_of(config: RunConfig, run: RunState) -> Thresholds:
@@ -360,8 +366,17 @@ def _charge_pause(run: RunState) -> None:
 
 
 def merge(
-    config: RunConfig, run: RunState, r: ProgressReport, now: float, problem: Problem
+    config: RunConfig,
+    run: RunState,
+    r: ProgressReport,
+    now: float,
+    problem: Problem,
+    restated: bool = False,
 ) -> None:
+    """Merge one report into the run. ``restated``: the report restates what another
+    source may report first-hand (model.SECONDARY_SOURCES); one older than the run's report
+    timeout (by its own timestamp: a TrainJob status written hours ago) does not make the
+    run's log lose to it, since the log is the process itself, now."""
     run.last_report = now
     advanced = False
     if r.start_time is not None:
@@ -481,13 +496,19 @@ def merge(
         run.finished = True
     if r.thresholds:
         run.threshold_overrides.update(r.thresholds)
-    if r.format != "log":
+    if r.format != "log" and not (restated and _stale(config, run, r, now)):
         run.last_structured = now
     if r.deadline_timestamp is not None:
         run.deadline = r.deadline_timestamp
     if r.gpu_hours_budget is not None:
         run.budget_seconds = r.gpu_hours_budget * 3600.0
     _record_observations(run, r, now)
+
+
+def _stale(config: RunConfig, run: RunState, r: ProgressReport, now: float) -> bool:
+    """Whether the report's own timestamp is older than the run's report timeout."""
+    timeout = thresholds_of(config, run).report_timeout_seconds
+    return r.timestamp is not None and now - r.timestamp > timeout
 
 
 def _record_observations(run: RunState, r: ProgressReport, now: float) -> None:

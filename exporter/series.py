@@ -165,3 +165,29 @@ class Triples(Sequence[tuple[float, int, float]]):
         if isinstance(index, slice):
             return list(zip(self._t[index], self._s[index], self._v[index], strict=True))
         return self._t[index], self._s[index], self._v[index]
+
+    def to_bytes(self) -> tuple[bytes, bytes, bytes]:
+        """The three columns as little-endian bytes (the state file's form)."""
+        cols = (array("d", self._t), array("q", self._s), array("d", self._v))
+        if sys.byteorder != "little":
+            for col in cols:
+                col.byteswap()
+        return cols[0].tobytes(), cols[1].tobytes(), cols[2].tobytes()
+
+    @classmethod
+    def from_bytes(cls, maxlen: int, times: bytes, steps: bytes, values: bytes) -> Triples:
+        """The triples :meth:`to_bytes` wrote (the newest ``maxlen``). Raises ValueError
+        unless the columns hold whole, equally many items."""
+        t, s, v = array("d"), array("q"), array("d")
+        t.frombytes(times)  # ValueError unless a whole number of items
+        s.frombytes(steps)
+        v.frombytes(values)
+        if sys.byteorder != "little":
+            t.byteswap()
+            s.byteswap()
+            v.byteswap()
+        if not len(t) == len(s) == len(v):
+            raise ValueError("columns of different lengths")
+        out = cls(maxlen)
+        out._t, out._s, out._v = t[-maxlen:], s[-maxlen:], v[-maxlen:]
+        return out

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from .estimate import EstimatorConfig
-from .model import Observed, ProgressReport, RunKey, RunMeta
+from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta
 from .run import (
     Problem,
     RunConfig,
@@ -102,7 +102,8 @@ class Tracker:
                 accrue(self.config.run, run, now)
                 run.gone_since = None
                 run.restored = False
-                merge(self.config.run, run, report, now, problem)
+                restated = meta is not None and meta.source in SECONDARY_SOURCES
+                merge(self.config.run, run, report, now, problem, restated)
                 if run.timeline.due(now):  # the run's life, sampled as reports come
                     snapshot(self.config.run, key, run, now, False)
             except Exception:  # a bug must cost one report, never the run's other readers

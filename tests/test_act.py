@@ -584,6 +584,7 @@ def test_act_metrics_are_documented(act_factory: Any) -> None:
         assert name in docs
 
 
+@pytest.mark.slow
 def test_cli_act_serves_the_webhook_with_its_config(tmp_path: Path) -> None:
     with fake_kube(tmp_path) as (kube, kubeconfig):
         add_trainjob(kube, "llm", {"training-progress.io/on-stalled": "restart"})
@@ -676,6 +677,7 @@ def test_an_api_error_while_listing_the_pods_leaves_the_alert_to_the_retry(
     assert len([m for m, _, _ in act.kube.writes if m == "DELETE"]) == 2
 
 
+@pytest.mark.slow
 def test_a_slow_job_holds_no_other_notification(act_factory: Any) -> None:
     """Reading one job's pod takes 3 s; a notification about another job, sent meanwhile,
     is answered at once (before: one lock for every notification)."""
@@ -696,6 +698,7 @@ def test_a_slow_job_holds_no_other_notification(act_factory: Any) -> None:
     assert took < 1.5, took
 
 
+@pytest.mark.slow
 def test_each_api_call_has_one_deadline_retries_included(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -142,6 +142,7 @@ def _degrade(tracker: Tracker, fast: float, slow: float, minutes: int) -> tuple[
     return step, t
 
 
+@pytest.mark.slow
 def test_one_typical_pace_held_while_degraded_and_recovery_by_the_same_rule() -> None:
     th = Thresholds(stall_seconds=60, plateau_seconds=10**6)
     tracker = Tracker(TrackerConfig(thresholds=th, estimator=EstimatorConfig(short_window=60)))
@@ -161,6 +162,7 @@ def test_one_typical_pace_held_while_degraded_and_recovery_by_the_same_rule() ->
     assert one(tracker, T0 + t).state == "running"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_a_plateau_does_not_flap_on_noise_around_its_best(seed: int) -> None:
     # With 0.5 % to leave a plateau (the bar to enter it), three of these four noisy flat

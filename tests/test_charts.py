@@ -69,6 +69,7 @@ def test_every_evaluation_is_kept_until_the_table_thins() -> None:
     assert len(steps) <= EVAL_ROWS and steps[0] == 0.0 and steps[-1] == 49_900.0
 
 
+@pytest.mark.slow
 def test_a_timeline_costs_a_bounded_few_kilobytes_however_long_the_run() -> None:
     tracker = Tracker()
     key = RunKey("ml", "long-0", "long")

@@ -197,6 +197,7 @@ def cluster(kube: Any, exporter_factory: Any, junk_server: int) -> Iterator[dict
     server.server_close()
 
 
+@pytest.mark.slow
 def test_the_cluster_page_shows_every_node_and_says_which_could_not_be_read(
     cluster: dict[str, Any],
 ) -> None:
@@ -224,6 +225,7 @@ def test_the_cluster_page_shows_every_node_and_says_which_could_not_be_read(
     assert EVIL not in text and "&lt;script&gt;" in text
 
 
+@pytest.mark.slow
 def test_a_runs_page_and_timeline_are_proxied_from_its_exporter_and_nothing_else(
     cluster: dict[str, Any],
 ) -> None:
@@ -248,6 +250,7 @@ def test_a_runs_page_and_timeline_are_proxied_from_its_exporter_and_nothing_else
     assert status == 200 and b"Training runs in the cluster" in body
 
 
+@pytest.mark.slow
 def test_the_page_says_when_the_exporters_cannot_be_found(cluster: dict[str, Any]) -> None:
     cluster["kube"].down = True
     try:
@@ -322,3 +325,44 @@ def test_the_real_cli_serves_the_cluster_page_to_headless_chromium(exporter_fact
     charts = detail_dom.split('id="charts"')[1].split("</section>")[0]
     assert charts.count("<canvas") == 3 and 'data-state="running"' in charts
     assert shot.stat().st_size > 20_000 and detail_shot.stat().st_size > 30_000
+
+
+def test_an_exporter_is_asked_directly_and_its_redirects_are_not_followed(
+    exporter_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy in the environment is not used for the pod network, and an address that
+    answers with a redirect (to an exporter that would answer) is an error, not followed."""
+    exp = exporter_factory()
+    exp.tracker.apply(RunKey("ml", "a-0", "a"), ProgressReport(step=1), exp.clock())
+    target = f"http://127.0.0.1:{exp.server.server_address[1]}/api/v1/runs"
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    try:
+        view = ClusterView(
+            lambda: [
+                Endpoint("direct", f"http://127.0.0.1:{exp.server.server_address[1]}"),
+                Endpoint("redirects", f"http://127.0.0.1:{server.server_address[1]}"),
+            ],
+            timeout=3.0,
+        )
+        by_name = {r.endpoint.name: r for r in view.gather().exporters}
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert by_name["direct"].error is None and len(by_name["direct"].runs) == 1
+    assert by_name["redirects"].error == "answered 302 Found"

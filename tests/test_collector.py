@@ -198,6 +198,7 @@ def test_streamed_runs_json_is_the_whole_document() -> None:
     assert json.loads("".join(iter_runs_json(iter([]), T0))) == {"time": T0, "runs": []}
 
 
+@pytest.mark.slow
 def test_a_streamed_runs_document_holds_a_batch_not_every_run() -> None:
     """``/api/v1/runs`` at 600 runs with full loss histories: streamed (a batch of
     snapshots, one run's JSON at a time) it peaks at a fraction of building it whole, as it

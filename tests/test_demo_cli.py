@@ -33,6 +33,7 @@ def _observed(states: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+@pytest.mark.slow
 def test_demo_runs_show_their_states_within_two_minutes_through_real_sources() -> None:
     clock = FakeClock(T0)
     demo = Demo(listen="127.0.0.1:0", clock=clock)
@@ -281,6 +282,7 @@ def _sample_value(body: str, name: str, source: str) -> float:
     return float(line.split()[-1])
 
 
+@pytest.mark.slow
 def test_what_cannot_be_read_is_said_once_and_on_readyz(tmp_path: Any) -> None:
     """A status directory that does not exist, a log file that does not exist, an HTTP
     target nobody answers at: each a warning, once however many polls fail, the source
@@ -336,6 +338,7 @@ def test_what_cannot_be_read_is_said_once_and_on_readyz(tmp_path: Any) -> None:
     assert any(f"log {log_file}: reading it now" in x for x in said), said
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
 def test_the_demo_leaves_nothing_behind(tmp_path: Any, how: signal.Signals) -> None:
     """Stopped by SIGTERM or Ctrl-C (SIGINT), or failing to listen, the demo removes the

@@ -51,6 +51,7 @@ def render(overlay: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(out.stdout) if d]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     import jsonschema
@@ -393,6 +394,7 @@ def pod_security_violations(pod: dict[str, Any], level: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_restricted_overlay_passes_pod_security_restricted_and_the_others_do_not() -> None:
     """The default overlays need hostPath (logs, status files, the state
     file), which even "baseline" refuses: the checker must say so, or it checks nothing."""

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from training_progress_reporter import ProgressReporter
 from training_progress_reporter.reporter import directives_of
 
@@ -112,6 +113,7 @@ def test_native_answer_carries_directives_and_kubeflow_answer_does_not(
     assert status == 200 and json.loads(resp) == {"trainerStatus": {"progressPercentage": 10}}
 
 
+@pytest.mark.slow
 def test_reporter_should_checkpoint_once_after_a_directive(
     exporter_factory: Any, clock: Any
 ) -> None:

@@ -86,6 +86,7 @@ def test_the_corpus_covers_every_channel_and_hard_case(corpus: list[dict[str, An
         assert run["reports"][-1][0] >= steps[-1][0] - 10
 
 
+@pytest.mark.slow
 def test_our_eta_beats_the_naive_one_on_real_runs(results: list[RunResult]) -> None:
     print("\n" + eta_accuracy.corpus_table(results))
     tuned = [r for r in results if not r.held_out]
@@ -120,6 +121,7 @@ def test_once_there_is_an_estimate_it_stays_and_its_bounds_hold_it(
             assert i.lower <= i.ours <= i.upper, (name, i)
 
 
+@pytest.mark.slow
 def test_the_replay_reads_what_the_exporter_would(corpus: list[dict[str, Any]]) -> None:
     """Pushes go through handle_push and logs through LogSource: the run ends at its last
     step, and the naive series of a KubeflowCallback run is what the callback posted."""

@@ -141,6 +141,7 @@ def test_only_accepted_kubeflow_pushes_are_forwarded(
     assert upstream.received == []
 
 
+@pytest.mark.slow
 def test_forwarding_over_tls_verifies_the_kubeflow_ca(
     exporter_factory: Any, tmp_path: Path
 ) -> None:
@@ -157,6 +158,7 @@ def test_forwarding_over_tls_verifies_the_kubeflow_ca(
         up.close()
 
 
+@pytest.mark.slow
 def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(
     exporter_factory: Any, upstream: Upstream
 ) -> None:
@@ -176,6 +178,7 @@ def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(
     assert run["step"] == 12  # recorded all the same
 
 
+@pytest.mark.slow
 def test_a_slow_upstream_holds_no_other_push(exporter_factory: Any) -> None:
     """Eight Kubeflow pushes wait on an upstream that takes 3 s each; native pushes of
     another namespace meanwhile answer at once (before: the push workers were all held)."""

@@ -141,6 +141,7 @@ def test_waste_survives_a_restart_of_the_exporter_and_old_state_files_restore() 
         decode_run(bad)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.5, 200.0), st.integers(1, 50)), min_size=0, max_size=16))
 def test_newest_pause_is_what_the_full_classification_says(steps: list[tuple[float, int]]) -> None:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
@@ -171,6 +172,7 @@ _FIELDS = (
     n=st.integers(min_value=0, max_value=2**70),
     total=st.integers(min_value=0, max_value=2**70),
 )
+@pytest.mark.slow
 def test_hostile_values_through_every_source_into_every_view(
     exporter_factory: Any, tmp_path_factory: Any, doc: dict[str, Any], n: int, total: int
 ) -> None:

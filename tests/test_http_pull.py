@@ -83,11 +83,13 @@ def _fails(url: str, timeout: float = 1.5, max_bytes: int = 65536) -> tuple[str,
     return err.value.reason, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_a_body_at_a_byte_every_0_3_s_hits_the_total_deadline(pod: str) -> None:
     reason, took = _fails(pod + "/trickle")  # 38 bytes: 11 s without a total deadline
     assert reason == "timeout" and took < 2.5, took
 
 
+@pytest.mark.slow
 def test_headers_at_a_byte_every_0_3_s_hit_the_total_deadline(pod: str) -> None:
     reason, took = _fails(pod + "/slow-headers")
     assert reason == "timeout" and took < 2.5, took

@@ -164,6 +164,7 @@ def test_line_ends_and_credentials_that_two_parsers_could_read_apart_get_400(
     assert server.stats.snapshot()[1], "the refusal is counted"
 
 
+@pytest.mark.slow
 def test_a_head_past_16_kib_gets_431_however_its_lines_are_cut(
     gate_server: tuple[HTTPServer, Gate],
 ) -> None:
@@ -415,6 +416,7 @@ def test_metrics_streams_to_http11_chunked_and_http10_until_close(exporter_facto
     assert head_only.startswith(b"HTTP/1.1 200") and head_only.endswith(b"\r\n\r\n")
 
 
+@pytest.mark.slow
 def test_clients_that_do_not_read_cannot_pile_answers_up() -> None:
     """Six clients ask for an 8 MiB view and never read it: at most ``max_views`` answers
     exist at once, each is cut at ``response_timeout``, and probes answer throughout."""

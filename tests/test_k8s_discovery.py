@@ -45,6 +45,7 @@ def test_watch_adds_and_deletes_and_gpu_seconds_survive_a_restart(
     assert before == after == pytest.approx(8 * 600)
 
 
+@pytest.mark.slow
 def test_api_server_outage_serves_last_state_then_recovers(
     kube: FakeKube, k8s_exporter: Any
 ) -> None:
@@ -67,6 +68,7 @@ def test_api_server_outage_serves_last_state_then_recovers(
     assert watcher.relists > relists  # 410 Gone -> relisted
 
 
+@pytest.mark.slow
 def test_kubelet_pods_discovery(kube: FakeKube, k8s_exporter: Any) -> None:
     """pod_discovery: kubelet reads the node's pods from the kubelet's /pods, not the API."""
     import threading
@@ -109,6 +111,7 @@ def test_kubelet_pods_discovery(kube: FakeKube, k8s_exporter: Any) -> None:
         kubelet.shutdown()
 
 
+@pytest.mark.slow
 def test_thousand_pods_custom_gpu_resources_and_a_pod_deleted_mid_report(
     kube: FakeKube, k8s_exporter: Any
 ) -> None:
@@ -146,6 +149,7 @@ def test_thousand_pods_custom_gpu_resources_and_a_pod_deleted_mid_report(
     assert late[0] == 403 and drops[("push", "unknown_source")] == 1
 
 
+@pytest.mark.slow
 def test_watch_bookmarks_move_the_resource_version(kube: FakeKube, tmp_path: Path) -> None:
     from kubernetes import client, config, watch
 

@@ -151,6 +151,7 @@ def test_only_a_live_pod_owns_its_ip(kube: FakeKube, k8s_exporter: Any) -> None:
     assert status == 403 and b"claimed by 2 pods" in body
 
 
+@pytest.mark.slow
 def test_random_tokens_cannot_amplify_into_token_reviews(kube: FakeKube, k8s_exporter: Any) -> None:
     """300 pushes with random tokens from a host-network IP: at most the
     per-address burst reaches the API server, the rest are 429; a good token that was

@@ -37,6 +37,7 @@ def plugin(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_plugin_reads_trainjob_status_through_the_api(tmp_path: Path) -> None:
     with fake_kube(tmp_path) as (kube, kubeconfig):
         kube.put(
@@ -105,6 +106,7 @@ def test_plugin_reads_trainjob_status_through_the_api(tmp_path: Path) -> None:
     assert any("/apis/trainer.kubeflow.org/v1alpha1/trainjobs" in r for r in kube.requests)
 
 
+@pytest.mark.slow
 def test_plugin_reports_api_errors_in_one_line(tmp_path: Path) -> None:
     with fake_kube(tmp_path) as (_, kubeconfig):
         pass  # server stopped: connection refused

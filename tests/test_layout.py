@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "exporter"
 CORE = {
@@ -224,6 +226,7 @@ def test_there_is_no_import_circle() -> None:
     assert circles(imports()) == []
 
 
+@pytest.mark.slow
 def test_imports_run_down_the_floors() -> None:
     found = upward(imports())
     assert found == set(UPWARD), sorted(found - set(UPWARD))
@@ -258,6 +261,7 @@ def test_sources_reach_the_tracker_only_through_the_ingestor() -> None:
             assert not {"exporter.tracker", "exporter.run"} & deps, module
 
 
+@pytest.mark.slow
 def test_the_server_imports_no_cli_module() -> None:
     graph = imports()
     for module in ("exporter.server", "exporter.app"):
@@ -274,6 +278,7 @@ def classes() -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_one_name_per_class_across_the_package() -> None:
     """Two classes of one name (two ``Cluster``s, two ``Limits``) read as one idea where
     they are two: each class name is defined once."""

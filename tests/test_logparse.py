@@ -295,6 +295,7 @@ _FRAMES = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_FRAMES, st.sampled_from(["", "\r", "\r\r", "\n"]))
 def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(

@@ -208,6 +208,7 @@ def test_of_many_frames_only_the_newest_of_each_bar_is_read() -> None:
     assert [(f.bar.n, f.bar.total) for f in found if f.bar] == [(499, 500), (5, 10)]
 
 
+@pytest.mark.slow
 def test_a_bar_drawn_without_a_newline_is_on_metrics_within_a_second(
     exporter_factory: Any, tmp_path: Path
 ) -> None:

@@ -288,6 +288,7 @@ def test_clean_label_bounds_and_sanitizes() -> None:
         max_leaves=30,
     )
 )
+@pytest.mark.slow
 def test_any_json_value_parses_or_raises_report_error(doc: object) -> None:
     """Fuzz: arbitrary JSON never escapes as anything but ReportError, in every format."""
     for wrapped in (

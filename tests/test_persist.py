@@ -3,12 +3,14 @@ and nothing resets to zero; a hostile or broken file never stops the exporter.""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -189,6 +191,7 @@ def test_restored_values_meet_the_bounds_live_reports_meet() -> None:
     assert skipped == len(bad) and len(runs) == 1
 
 
+@pytest.mark.slow
 def test_the_restore_holds_no_more_runs_than_the_cap_while_it_reads(tmp_path: Path) -> None:
     """3,000 runs in the file, a cap of 50: the 50 most recent are restored, and the
     restore's peak memory follows the cap, not the file."""
@@ -397,9 +400,27 @@ def test_the_eta_bands_record_survives_a_restart_and_is_checked() -> None:
         json.loads(line)
         for line in encode_file(tracker.save(T0 + 1000, encode_run), T0 + 1000).splitlines()[1:2]
     ]
-    assert doc["forecasts"], "a busy run has a record"
+    saved = list(tracker._runs[next(iter(tracker._runs))].forecasts)
+    assert len(saved) > 10, "a busy run has a record"
     _, run = decode_run(doc)
-    assert list(run.forecasts) == [tuple(f) for f in doc["forecasts"]]
-    for bad in ([[T0, -1, 1.0]], [[T0, 5, 0.0]], [[T0, 5]], [[T0, 5, 1.0]] * 300, "x"):
+    assert list(run.forecasts) == saved
+    # Files written before the columns: a list of triples, still read.
+    _, old = decode_run({**doc, "forecasts": [list(f) for f in saved]})
+    assert list(old.forecasts) == saved
+    t, s, v = (base64.b64decode(c) for c in doc["forecasts"])
+    b64 = [base64.b64encode(c).decode() for c in (t, s, v)]
+    negative_step = base64.b64encode(struct.pack("<q", -1)).decode()
+    one = [base64.b64encode(struct.pack("<d", x)).decode() for x in (T0, 0.0)]
+    for bad in (
+        [[T0, -1, 1.0]],
+        [[T0, 5, 0.0]],
+        [[T0, 5]],
+        [[T0, 5, 1.0]] * 300,
+        "x",
+        ["x", "y", "z"],
+        [b64[0], b64[1][:-4], b64[2]],
+        [one[0], negative_step, one[0]],
+        [one[0], base64.b64encode(struct.pack("<q", 5)).decode(), one[1]],
+    ):
         with pytest.raises(StateError, match="forecasts"):
             decode_run({**doc, "forecasts": bad})

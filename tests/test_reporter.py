@@ -265,6 +265,7 @@ def test_only_rank_zero_reports(capture: Capture) -> None:
     assert len(capture.requests) >= 1
 
 
+@pytest.mark.slow
 def test_updates_are_coalesced_and_rate_limited(capture: Capture) -> None:
     r = ProgressReporter(total_steps=100_000, environ={"TPE_REPORT_URL": capture.url}, interval=0.5)
     started = time.monotonic()
@@ -278,6 +279,7 @@ def test_updates_are_coalesced_and_rate_limited(capture: Capture) -> None:
     assert capture.requests[-1][2]["step"] == step and capture.requests[-1][2]["final"] is True
 
 
+@pytest.mark.slow
 def test_exporter_down_never_slows_or_breaks_training() -> None:
     r = ProgressReporter(
         total_steps=10, environ={"TPE_REPORT_URL": "http://127.0.0.1:9/x"}, interval=0.01
@@ -293,6 +295,7 @@ def test_exporter_down_never_slows_or_breaks_training() -> None:
     assert r.errors >= 1
 
 
+@pytest.mark.slow
 def test_slow_exporter_finish_is_bounded(capture: Capture) -> None:
     capture.delay = 5.0
     r = ProgressReporter(
@@ -306,6 +309,7 @@ def test_slow_exporter_finish_is_bounded(capture: Capture) -> None:
     assert time.monotonic() - t0 < 1.5
 
 
+@pytest.mark.slow
 def test_failing_exporter_is_retried_with_backoff_until_it_recovers(
     capture: Capture, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -330,6 +334,7 @@ def test_failing_exporter_is_retried_with_backoff_until_it_recovers(
     assert len(capture.requests) <= 4
 
 
+@pytest.mark.slow
 def test_a_closed_port_is_said_once_on_stderr(tmp_path: Path) -> None:
     """A training script whose reporter points at a closed port, with no logging set up:
     one warning on stderr (Python's last-resort handler), not one per retry, not silence."""
@@ -361,6 +366,7 @@ def test_a_closed_port_is_said_once_on_stderr(tmp_path: Path) -> None:
     assert "exporter channel fail (URLError" in lines[0] and "refused" in lines[0]
 
 
+@pytest.mark.slow
 def test_process_exit_without_finish_still_flushes(capture: Capture, tmp_path: Path) -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r});"
@@ -374,6 +380,7 @@ def test_process_exit_without_finish_still_flushes(capture: Capture, tmp_path: P
     assert capture.requests[-1][2]["step"] == 7
 
 
+@pytest.mark.slow
 def test_kubeflow_channel_verifies_tls_with_the_given_ca(tmp_path: Path) -> None:
     """HTTPS with a CA file, as the Kubeflow controller injects it."""
     import ssl
@@ -419,6 +426,7 @@ def test_kubeflow_channel_verifies_tls_with_the_given_ca(tmp_path: Path) -> None
         server.httpd.server_close()
 
 
+@pytest.mark.slow
 def test_heartbeat_resends_the_latest_values_while_the_loop_hangs(capture: Capture) -> None:
     """A hung training loop calls update() no more; the reporter's thread keeps sending the
     same values every heartbeat_seconds, so the exporter sees a live process with a frozen
@@ -437,6 +445,7 @@ def test_heartbeat_resends_the_latest_values_while_the_loop_hangs(capture: Captu
     assert stamps == sorted(stamps) and stamps[-1] - stamps[0] >= 1.4
 
 
+@pytest.mark.slow
 def test_heartbeat_is_off_with_zero_and_set_by_the_environment(capture: Capture) -> None:
     off = ProgressReporter(
         interval=0.1,
@@ -459,6 +468,7 @@ def test_heartbeat_is_off_with_zero_and_set_by_the_environment(capture: Capture)
     assert junk.heartbeat_seconds == 60
 
 
+@pytest.mark.slow
 def test_the_heartbeat_goes_on_after_finish_while_the_process_lives(capture: Capture) -> None:
     """A finished process that keeps its GPUs keeps saying so (finished-but-running needs
     that evidence in standalone mode); close() (at exit) stops it."""

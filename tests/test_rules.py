@@ -42,6 +42,7 @@ def test_promtool_check_rules() -> None:
     assert "SUCCESS" in promtool("check", "rules", *map(str, RULE_FILES))
 
 
+@pytest.mark.slow
 def test_promtool_unit_tests() -> None:
     assert UNIT_TESTS
     assert "SUCCESS" in promtool("test", "rules", *map(str, UNIT_TESTS))

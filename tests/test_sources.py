@@ -223,6 +223,7 @@ def test_http_failures_keep_previous_values_and_are_counted(
     source.close()
 
 
+@pytest.mark.slow
 def test_http_targets_pulled_concurrently(progression: ProgressionServer, clock: FakeClock) -> None:
     tracker = Tracker()
     names = [f"r{i}" for i in range(8)]
@@ -255,6 +256,7 @@ def test_removed_http_target_retires_its_run(
     source.close()
 
 
+@pytest.mark.slow
 def test_a_pass_over_unchanged_files_grows_linearly_with_their_number(tmp_path: Path) -> None:
     """Four times the files must cost about four times the CPU, not
     sixteen (the pass compared names against a list: 10,000 files, 1.7 s a pass)."""

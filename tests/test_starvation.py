@@ -14,6 +14,9 @@ from bench.common import free_port
 from bench.scale import start, state_file
 from bench.starvation import ATTACKS, measure
 
+# Run alone (make test): a test running beside it would be part of the load it measures.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def exporter_port() -> Iterator[int]:

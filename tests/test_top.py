@@ -351,6 +351,7 @@ def test_the_live_screen_keeps_its_head_and_scrolls() -> None:
     assert offset == 0 and text.split("\n")[-1] == ""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by the test command")
 def test_live_top_scrolls_in_a_real_terminal_at_80x24_with_40_jobs(
     exporter_factory: Any, clock: Any

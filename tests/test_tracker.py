@@ -432,3 +432,37 @@ def test_a_bar_clock_cannot_put_samples_before_the_estimators_window() -> None:
     tracker.apply(KEY, ProgressReport(step=4, max_steps=100, step_samples=bogus), T0)
     run = tracker._runs[KEY]
     assert [t - T0 for t, _ in run.samples] == [-20, -10, 0]
+
+
+def test_a_restated_status_does_not_take_the_runs_source_from_a_first_hand_one() -> None:
+    """The TrainJob source restates what a log or push reports first-hand: whichever reads
+    first, the run is the first-hand source's (its info series does not flip, and the
+    write-back does not take the run's progress for the TrainJob's own)."""
+    from exporter.model import TRAINJOB_SOURCE
+
+    for order in (("log", TRAINJOB_SOURCE), (TRAINJOB_SOURCE, "log")):
+        tracker = Tracker()
+        key = RunKey("ml", "llm-node-0", "llm")
+        for i, source in enumerate(order * 2):
+            tracker.apply(key, ProgressReport(step=i + 1), T0 + i, RunMeta(source=source))
+        (snap,) = tracker.snapshot(T0 + 10)
+        assert snap.meta.source == "log", order
+    alone = Tracker()
+    alone.apply(key, ProgressReport(step=1), T0, RunMeta(source=TRAINJOB_SOURCE))
+    assert alone.snapshot(T0)[0].meta.source == TRAINJOB_SOURCE
+
+
+def test_only_a_fresh_restated_status_makes_the_log_wait() -> None:
+    """A TrainJob status written 10 s ago wins over the log for a while (structured wins);
+    one written two hours ago is old news and does not silence the process' own log."""
+    from exporter.model import TRAINJOB_SOURCE
+
+    now = T0 + 10_000
+    for age, wins in ((10.0, True), (7200.0, False)):
+        tracker = Tracker()
+        key = RunKey("ml", "llm-node-0", "llm")
+        report = ProgressReport(step=7, timestamp=now - age, format="kubeflow")
+        tracker.apply(key, report, now, RunMeta(source=TRAINJOB_SOURCE))
+        assert tracker.structured_recently(key, now + 1) is wins, age
+    tracker.apply(key, ProgressReport(step=8, timestamp=now - 7200), now, RunMeta(source="push"))
+    assert tracker.structured_recently(key, now + 1), "a first-hand push wins, however dated"

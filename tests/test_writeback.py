@@ -99,6 +99,7 @@ def status_patches(kube: FakeKube) -> list[Any]:
     return writes_by(kube, STATUS_PATH)
 
 
+@pytest.mark.slow
 def test_progress_from_a_push_is_written_back_through_the_status_subresource(
     kube: FakeKube, k8s_exporter: Any
 ) -> None:
@@ -243,6 +244,7 @@ def test_a_bar_at_its_end_is_finished_once_the_log_stays_quiet(
     assert patch["status"]["trainerStatus"]["progressPercentage"] == 99
 
 
+@pytest.mark.slow
 def test_kubectl_reads_the_progress_of_a_job_that_only_printed_tqdm_bars(
     kube: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k8s_exporter: Any
 ) -> None:

@@ -30,6 +30,7 @@ from ..kubernetes.client import api_status, get_custom_object
 from ..managed import ODH_ANNOTATION_PATH, TRAINER_STATUS_PATH, written_by_us
 from ..model import (
     KUBEFLOW_MAX_BODY_BYTES,
+    TRAINJOB_SOURCE,
     ReportError,
     RunKey,
     RunMeta,
@@ -38,7 +39,7 @@ from ..model import (
     parse_opendatahub,
 )
 
-NAME = "trainjob"
+NAME = TRAINJOB_SOURCE
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
 # Reading this node's TrainJobs: not more often than this.
 MIN_INTERVAL = 15.0
