@@ -20,8 +20,8 @@ types:
 	$(PYTHON) -m mypy
 
 # Two at a time (pytest-xdist; a module stays on one worker, so an e2e module shares its one
-# Prometheus), then, alone, the few tests that measure how fast the exporter answers under
-# load: a neighbouring test would be part of what they measure.
+# Prometheus), then, alone, the tests that measure real time (the attacks, real training
+# scripts against real-time thresholds): a neighbouring test would be part of what they measure.
 test:
 	$(PYTHON) -m pytest -q -n 2 --dist loadfile -m "not serial"
 	$(PYTHON) -m pytest -q -m serial

@@ -25,7 +25,7 @@ from jobs import jobs_dashboard
 from panels import ROOT
 
 OUT = ROOT / "grafana" / "dashboards"
-CONFIGMAPS = ROOT / "deploy" / "overlays" / "prometheus-operator" / "grafana-dashboards.yaml"
+CONFIGMAPS = ROOT / "deploy" / "components" / "prometheus-operator" / "grafana-dashboards.yaml"
 
 
 DASHBOARDS = {

@@ -24,6 +24,8 @@ local dashboards = {
   _config+:: {
     // Where the alerts' dashboard links point (Alertmanager, Slack and pagers open them).
     grafanaUrl: 'http://localhost:3000',
+    // Where the alerts' runbook links point: the runbook of this version by default.
+    runbookUrlBase: 'https://github.com/training-progress-exporter/training-progress-exporter/blob/v0.1.0/docs',
     // Which scrape job is the exporter (TrainingExporterDown).
     exporterSelector: 'job=~".*training-progress-exporter.*"',
     // Alert name -> its `for:`, for the alerts to debounce longer or shorter.
@@ -33,11 +35,16 @@ local dashboards = {
   local config = self._config,
   local defaults = {
     grafanaUrl: 'http://localhost:3000',
+    runbookUrlBase: 'https://github.com/training-progress-exporter/training-progress-exporter/blob/v0.1.0/docs',
     exporterSelector: 'job=~".*training-progress-exporter.*"',
   },
   local configured(text) =
     std.strReplace(
-      std.strReplace(text, defaults.grafanaUrl, config.grafanaUrl),
+      std.strReplace(
+        std.strReplace(text, defaults.grafanaUrl, config.grafanaUrl),
+        defaults.runbookUrlBase,
+        config.runbookUrlBase
+      ),
       defaults.exporterSelector,
       config.exporterSelector
     ),

@@ -131,7 +131,7 @@ def test_provisioning_and_configmaps() -> None:
     assert datasource["datasources"][0]["type"] == "prometheus"
     maps = list(
         yaml.safe_load_all(
-            (ROOT / "deploy/overlays/prometheus-operator/grafana-dashboards.yaml").read_text()
+            (ROOT / "deploy/components/prometheus-operator/grafana-dashboards.yaml").read_text()
         )
     )
     assert len(maps) == 3

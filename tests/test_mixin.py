@@ -61,7 +61,7 @@ def test_the_default_config_renders_exactly_what_is_shipped() -> None:
 
 def test_config_sets_links_selector_and_for_and_promtool_accepts_it(tmp_path: Path) -> None:
     rendered = render(
-        '{grafanaUrl: "https://grafana.example.com", '
+        '{grafanaUrl: "https://grafana.example.com", runbookUrlBase: "https://wiki.example.com", '
         'exporterSelector: \'job="tpe"\', alertFor: {TrainingJobStalled: "7m"}}'
     )
     alerts = [r for g in rendered["alerts"]["groups"] for r in g["rules"]]
@@ -69,6 +69,8 @@ def test_config_sets_links_selector_and_for_and_promtool_accepts_it(tmp_path: Pa
         r["annotations"]["dashboard_url"] for r in alerts if "dashboard_url" in r["annotations"]
     ]
     assert urls and all(u.startswith("https://grafana.example.com/d/") for u in urls)
+    runbooks = [r["annotations"]["runbook_url"] for r in alerts]
+    assert all(u.startswith("https://wiki.example.com/runbook.md#") for u in runbooks)
     by_name = {r["alert"]: r for r in alerts}
     assert by_name["TrainingJobStalled"]["for"] == "7m"
     assert by_name["TrainingLossDiverged"]["for"] == "1m"  # the others keep theirs

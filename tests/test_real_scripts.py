@@ -38,7 +38,9 @@ from exporter.thresholds import Thresholds
 from .conftest import get_json
 from .fixtures.logs.capture import cri_entries, stamp
 
-pytestmark = pytest.mark.slow
+# serial: make test runs these alone: real scripts against real-time thresholds; a test beside
+# them on the same two cores starves them into pauses that are then read, rightly, as stalls.
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 HERE = Path(__file__).parent / "fixtures"
 SCRIPTS = HERE / "scripts"
