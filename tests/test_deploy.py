@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -818,6 +819,9 @@ def test_openshift_admits_the_restricted_variant_and_the_hostpath_one_with_its_s
     for name, pod in pods.items():
         assert scc_refusals(pod, v2) == [], name
         assert pod_security_violations(pod, "restricted") == [], name
+    # runAsNonRoot without a pinned UID holds because the image's user is numeric, not root.
+    users = re.findall(r"^USER (\S+)", (ROOT / "deploy" / "Dockerfile").read_text(), re.M)
+    assert users == ["65534:65534"]
     pinned = json.loads(json.dumps(pods["training-progress-exporter"]))
     pinned["containers"][0]["securityContext"]["runAsUser"] = 65534
     assert scc_refusals(pinned, v2) == ["exporter: runAsUser 65534 outside the namespace's range"]
