@@ -28,9 +28,10 @@ HELD_RATIO = 0.6
 HELD_MAPE = 0.2
 HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.35
-# On the four runs held out it is 52.6 % against the naive 39.8 %: worse than the naive
-# estimate, by a bursty neighbour (this project's test suite) on the longest of them; issue
-# 31 is open on it. Held here so that it does not get worse unseen.
+# On the seven runs held out it is 38.2 % against the naive 36.9 % (on the first four, 52.6 %
+# against 39.8 %: a bursty neighbour, this project's test suite, on the longest of them;
+# on the three recorded on a quiet machine, 19.0 % against 33.0 %). Issue 31 is open on it.
+# Held here so that it does not get worse unseen.
 HELD_OUT_MAPE = 0.55
 # Our error stays within this of the perfect-past reference's (bench/eta_accuracy.py), on
 # average over the tuned runs.
@@ -206,6 +207,22 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
     assert len(held) >= 3, "a few runs are measured that nothing was tuned on"
     assert mean(r.in_bounds for r in held) >= HELD_OUT_COVERAGE
     assert min(r.in_bounds for r in held) >= HELD_OUT_RUN_COVERAGE
+
+
+def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
+    results: list[RunResult],
+) -> None:
+    """Three runs recorded on a quiet machine after the other held-out runs were spent on a
+    decision, nothing tuned on them (record.py, "quiet-"): the band's goal holds on each,
+    the truth within it at three instants in four or more, no wider than the ETA. Measured
+    2026-12-02: 89 %, 82 %, 98 %; widths 0.64, 1.00, 0.88. (Their point estimate: within 5
+    points of the perfect past on two, not on the log-channel one, 27.5 % against 10.7 %.)"""
+    quiet = [r for r in results if r.held_out and r.name.startswith("quiet-")]
+    assert len(quiet) == 3
+    for r in quiet:
+        assert r.in_bounds >= GOAL_RUN_COVERAGE, (r.name, r.in_bounds)
+        assert r.width <= GOAL_WIDTH, (r.name, r.width)
+    assert mean(r.in_bounds for r in quiet) >= GOAL_COVERAGE
 
 
 def test_the_corpus_has_long_runs_and_runs_held_out(corpus: list[dict[str, Any]]) -> None:
