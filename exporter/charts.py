@@ -16,7 +16,7 @@ from typing import Any
 
 from .humanize import duration
 from .model import json_number
-from .run import RunSnapshot
+from .run import RunSnapshot, timeline_values
 from .states import BY_NAME
 from .timeline import COLUMNS, EVAL_COLUMNS, TimelineView
 
@@ -106,18 +106,7 @@ def chart_document(s: RunSnapshot, view: TimelineView, now: float) -> dict[str, 
     rows = {name: _column(name, col) for name, col in zip(COLUMNS, view.rows, strict=True)}
     if not rows["time"] or (rows["time"][-1] or 0) < now:
         # The charts end at the present, not at the last sampled row.
-        current = {
-            "time": now,
-            "attempt": s.attempt,
-            "step": s.step,
-            "loss": s.loss,
-            "progress": s.progress,
-            "eta_seconds": s.eta_seconds,
-            "eta_lower_seconds": s.eta_lower_seconds,
-            "eta_upper_seconds": s.eta_upper_seconds,
-            "steps_per_second": s.steps_per_second,
-            "typical_steps_per_second": s.typical_steps_per_second,
-        }
+        current = {"time": now, **timeline_values(s)}
         for name in COLUMNS:
             value = current[name]
             rows[name].append(_column(name, [math.nan if value is None else float(value)])[0])

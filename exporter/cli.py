@@ -13,12 +13,15 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config import MODES, Config
 from .humanize import setting
 from .thresholds import SPECS
+
+if TYPE_CHECKING:
+    from .httpd import HTTPServer
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -194,6 +197,21 @@ def _wait(stop: threading.Event, duration: float | None) -> None:
         stop.wait(duration)
 
 
+def _serve_until_stopped(server: HTTPServer, what: str, path: str) -> int:
+    """Serve ``server`` until SIGTERM or SIGINT, saying where first; 0 once stopped."""
+    from .httpd import serve_in_thread
+
+    stop = threading.Event()
+    _on_sigterm(stop)
+    serve_in_thread(server)
+    host, port = server.server_address[:2]
+    print(f"training-progress-exporter {what} serving http://{host}:{port}{path}", flush=True)
+    _wait(stop, None)
+    server.shutdown()
+    server.server_close()
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from .app import Exporter
     from .config import load
@@ -245,7 +263,6 @@ def _act(args: argparse.Namespace) -> int:
     from .act.kube import KubernetesOps
     from .act.server import make_server
     from .discovery import DiscoveryError
-    from .httpd import serve_in_thread
     from .kubernetes.client import api_client
     from .settings import ConfigError
 
@@ -263,25 +280,13 @@ def _act(args: argparse.Namespace) -> int:
     except (ConfigError, DiscoveryError, OSError, ValueError) as exc:
         print(f"training-progress-exporter act: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    _on_sigterm(stop)
-    serve_in_thread(server)
     mode = "dry run" if config.dry_run else "acting"
-    print(
-        f"training-progress-exporter act {__version__} ({mode}) serving "
-        f"http://{server.server_address[0]}:{server.server_address[1]}/api/v1/alerts",
-        flush=True,
-    )
-    _wait(stop, None)
-    server.shutdown()
-    server.server_close()
-    return 0
+    return _serve_until_stopped(server, f"act {__version__} ({mode})", "/api/v1/alerts")
 
 
 def _cluster(args: argparse.Namespace) -> int:
     from .cluster import ClusterView, make_server, static_endpoints
     from .discovery import DiscoveryError
-    from .httpd import serve_in_thread
 
     try:
         if args.exporter:
@@ -303,18 +308,7 @@ def _cluster(args: argparse.Namespace) -> int:
     except (DiscoveryError, OSError, ValueError) as exc:
         print(f"training-progress-exporter cluster: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    _on_sigterm(stop)
-    serve_in_thread(server)
-    print(
-        f"training-progress-exporter cluster {__version__} ({where}) serving "
-        f"http://{server.server_address[0]}:{server.server_address[1]}/",
-        flush=True,
-    )
-    _wait(stop, None)
-    server.shutdown()
-    server.server_close()
-    return 0
+    return _serve_until_stopped(server, f"cluster {__version__} ({where})", "/")
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -186,7 +186,9 @@ class Gathered:
 
     def problems(self) -> list[str]:
         """Why runs may be missing, one line per cause."""
-        out = [f"finding the exporters failed: {self.discovery_error}"] * bool(self.discovery_error)
+        out = []
+        if self.discovery_error:
+            out.append(f"finding the exporters failed: {self.discovery_error}")
         for r in self.exporters:
             if r.error is not None:
                 out.append(f"node {r.endpoint.name} ({r.endpoint.url}): {r.error}")

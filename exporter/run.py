@@ -741,25 +741,28 @@ def snapshot(
     return snap
 
 
+def timeline_values(s: RunSnapshot) -> dict[str, float | int | None]:
+    """The snapshot's values by timeline column (exporter.timeline.COLUMNS, but time): what
+    a timeline row keeps, and what the charts end with at the present."""
+    return {
+        "attempt": s.attempt,
+        "step": s.step,
+        "loss": s.loss if s.loss is not None and math.isfinite(s.loss) else None,
+        "progress": s.progress,
+        "eta_seconds": s.eta_seconds,
+        "eta_lower_seconds": s.eta_lower_seconds,
+        "eta_upper_seconds": s.eta_upper_seconds,
+        "steps_per_second": s.steps_per_second,
+        "typical_steps_per_second": s.typical_steps_per_second,
+    }
+
+
 def _sample(timeline: Timeline, s: RunSnapshot, now: float) -> None:
     """Keep the snapshot in the run's timeline when a row is due (every snapshot tells
     the timeline the state, so no change of state is missed)."""
     timeline.state(now, s.state)
     if timeline.due(now):
-        timeline.sample(
-            now,
-            {
-                "attempt": s.attempt,
-                "step": s.step,
-                "loss": s.loss if s.loss is not None and math.isfinite(s.loss) else None,
-                "progress": s.progress,
-                "eta_seconds": s.eta_seconds,
-                "eta_lower_seconds": s.eta_lower_seconds,
-                "eta_upper_seconds": s.eta_upper_seconds,
-                "steps_per_second": s.steps_per_second,
-                "typical_steps_per_second": s.typical_steps_per_second,
-            },
-        )
+        timeline.sample(now, timeline_values(s))
 
 
 def new_run(config: RunConfig, meta: RunMeta | None, now: float) -> RunState:

@@ -38,6 +38,18 @@ OPERATOR_KINDS = {
 }
 
 
+def assert_valid_for_1_31(path: Path) -> None:
+    """Every object in ``path`` validates strictly against the Kubernetes 1.31 schemas."""
+    validate = need_tool("kubernetes-validate", "the test extra (kubernetes-validate)")
+    proc = subprocess.run(
+        [validate, "--strict", "-k", "1.31.0", "--quiet", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def render(overlay: str) -> list[dict[str, Any]]:
     if not KUBECTL:
         if os.environ.get("CI"):
@@ -63,14 +75,7 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
     operator = [d for d in docs if d["kind"] in OPERATOR_KINDS]
     path = tmp_path / "core.yaml"
     path.write_text(yaml.safe_dump_all(core))
-    validate = need_tool("kubernetes-validate", "the test extra (kubernetes-validate)")
-    proc = subprocess.run(
-        [validate, "--strict", "-k", "1.31.0", "--quiet", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_valid_for_1_31(path)
     for doc in operator:
         schema = json.loads((CRDS / OPERATOR_KINDS[doc["kind"]]).read_text())
         jsonschema.validate(doc, schema)
@@ -724,14 +729,7 @@ def test_every_allowed_combination_renders_once_each_and_validates(tmp_path: Pat
     assert len(combos) == 2 ** len(names) * 3 ** len(EXCLUSIVE) // 4 ** len(EXCLUSIVE)
     path = tmp_path / "distinct.yaml"
     path.write_text(yaml.safe_dump_all(list(distinct.values())))
-    validate = need_tool("kubernetes-validate", "the test extra (kubernetes-validate)")
-    proc = subprocess.run(
-        [validate, "--strict", "-k", "1.31.0", "--quiet", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_valid_for_1_31(path)
 
 
 SCC_DIR = ROOT / "tests" / "fixtures" / "openshift"
