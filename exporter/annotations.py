@@ -19,6 +19,7 @@ ANNOTATION_HTTP_PATH = PREFIX + "http-path"  # ... at this path (default /metric
 ANNOTATION_STATUS_VOLUME = PREFIX + "status-volume"  # an emptyDir the pod writes its file to
 ANNOTATION_STATUS_FILE = PREFIX + "status-file"  # ... named this (default progress.json)
 ANNOTATION_CHECKPOINT = PREFIX + "checkpoint"  # any new value: tell the run to save now
+ANNOTATION_STACKS = PREFIX + "stacks"  # any new value: ask every rank for its stacks now
 # OpenShift AI's progress tracking (opendatahub-io/trainer, pkg/rhai/constants/constants.go):
 # annotations of the TrainJob, read as its controller reads them.
 ODH_PROGRESSION = "trainer.opendatahub.io/progression-tracking"  # exactly "true" turns it on

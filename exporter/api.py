@@ -14,6 +14,7 @@ from typing import Any
 
 from .model import json_number, json_safe, non_finite_fields
 from .run import RunSnapshot
+from .stacks import Diagnosis, RankStacks, stacks_to_dict, summary
 
 
 def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
@@ -73,6 +74,43 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         # The run's effective thresholds (defaults, its own overrides, annotations).
         "thresholds": json_safe(asdict(s.thresholds)),
         "loss_history": [[t, json_number(v)] for t, v in s.loss_history],
+        # Why a stalled run is stuck (docs/cli.md#stacks): each rank's cause and frame.
+        "stall": [stall_to_dict(d) for d in s.stall],
+        "stall_summary": summary(s.stall),
+        "stall_gpu_seconds": {cause: json_number(v) for cause, v in s.stall_gpu_seconds},
+    }
+
+
+def stall_to_dict(d: Diagnosis) -> dict[str, Any]:
+    """One rank's cause and frame, as ``training_stall_info`` carries them."""
+    return {
+        "rank": d.rank,
+        "cause": d.cause,
+        "op": d.op,
+        "seq": d.seq,
+        "frame": d.frame,
+        "code": d.code,
+        "call": d.call,
+        "source": d.source,
+        "taken_timestamp_seconds": d.taken,
+    }
+
+
+def stacks_document(
+    s: RunSnapshot, held: list[tuple[RankStacks, Diagnosis]], now: float
+) -> dict[str, Any]:
+    """``GET /api/v1/runs/{namespace}/{pod}/stacks``: the run's state, why it is stuck
+    (its current stall, if any) and every rank's newest stacks from each source."""
+    return {
+        "time": now,
+        "namespace": s.key.namespace,
+        "pod": s.key.pod,
+        "job_name": s.key.job_name,
+        "state": s.state,
+        "state_reason": s.state_reason,
+        "stall": [stall_to_dict(d) for d in s.stall],
+        "stall_summary": summary(s.stall),
+        "stacks": [stacks_to_dict(st, d) for st, d in held],
     }
 
 

@@ -277,7 +277,7 @@ def _not_found(why: str) -> Response:
 
 
 def _proxy(view: ClusterView, node: str, rest: list[str]) -> Response:
-    """``nodes/{node}/...``: a run's page or timeline from its exporter, the static files
+    """``nodes/{node}/...``: a run's page, timeline or stacks from its exporter, the static files
     from here, the node's root back to the cluster page."""
     if not rest or rest == [""]:
         return Response(302, b"", PLAIN, {"Location": "../../"})
@@ -292,13 +292,13 @@ def _proxy(view: ClusterView, node: str, rest: list[str]) -> Response:
     elif (
         len(names) == 6
         and names[:3] == ["api", "v1", "runs"]
-        and names[5] == "timeline"
+        and names[5] in ("timeline", "stacks")
         and all(names[3:5])
     ):
-        path = "/api/v1/runs/" + "/".join(quote(n, safe="") for n in names[3:5]) + "/timeline"
+        path = "/api/v1/runs/" + "/".join(quote(n, safe="") for n in names[3:5]) + "/" + names[5]
         kind = JSON
     else:
-        return _not_found("only a run's page and its timeline are proxied")
+        return _not_found("only a run's page, its timeline and its stacks are proxied")
     try:
         body = view.get(endpoint.url + path, view.timeout, MAX_PAGE_BYTES)
     except ExporterError as exc:

@@ -144,6 +144,26 @@ def _wasted_text(
     return out
 
 
+def _stall(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (
+        (
+            (
+                ("rank", d.rank),
+                ("cause", d.cause),
+                ("op", d.op),
+                ("frame", d.frame),
+                ("source", d.source),
+            ),
+            1.0,
+        )
+        for d in s.stall
+    )
+
+
+def _stall_seconds(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (((("stall_cause", cause),), value) for cause, value in s.stall_gpu_seconds)
+
+
 def _custom(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
     return (((("metric", name),), value) for name, value in s.metrics)
 
@@ -246,6 +266,13 @@ RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_wasted_gpu_seconds_total", "counter",
            "GPU-seconds that did not advance training, by cause (docs/promql.md#goodput).",
            _wasted, text=_wasted_text),
+    Family("training_stall_info", "gauge",
+           "Why a stalled run is stuck: one series per rank with stacks since its last step, "
+           "with its cause and frame (docs/runbook.md#why-a-run-is-stuck); value is always 1.",
+           _stall),
+    Family("training_stall_gpu_seconds_total", "counter",
+           "GPU-seconds held while stalled, by the stall's cause; charged once a cause is "
+           "known or the stall ends (unexplained) (docs/promql.md#goodput).", _stall_seconds),
 )  # fmt: skip
 
 

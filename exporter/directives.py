@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CHECKPOINT = "checkpoint"
+# Send every thread's stack (exporter.stall decides when: a stall, or a person asked).
+STACKS = "stacks"
 
 
 @dataclass(frozen=True)

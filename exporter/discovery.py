@@ -117,6 +117,7 @@ class PodInfo:
     http_interval: float | None = None  # ... at most this often (None: every poll)
     deleting: bool = False  # has a deletionTimestamp (evicted, drained, deleted)
     checkpoint_request: str | None = None  # the checkpoint annotation's value
+    stacks_request: str | None = None  # the stacks annotation's value
     status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from .model import Clock, Observed, Parsed, ReportError, RunKey, RunMeta, within_bounds
 from .run import RunSnapshot
+from .stacks import RankStacks
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
 from .tracker import Tracker
 
@@ -51,6 +52,18 @@ class Ingestor:
     def directives(self, key: RunKey) -> tuple[str, ...]:
         """What the run should be told in the answer to its push (exporter.directives)."""
         return self._tracker.directives(key, self.clock())
+
+    def stacks(self, source: str, key: RunKey, stacks: RankStacks) -> bool:
+        """Keep one rank's stacks (from a reporter or a log) for its run; False, counted,
+        when the run is not tracked."""
+        ok = self._tracker.add_stacks(key, stacks, self.clock())
+        if not ok:
+            self._stats.drop(source, "stacks_unknown_run")
+        return ok
+
+    def wants_stacks(self, key: RunKey, rank: str) -> bool:
+        """Whether ``rank`` of the run should be told to send its stacks now."""
+        return self._tracker.wants_stacks(key, rank, self.clock())
 
     def checkpoint_requested(self, key: RunKey, value: str | None) -> None:
         """The run's job carries this checkpoint annotation value (None: none)."""

@@ -3,11 +3,18 @@
 Installed as the console script ``kubectl-progress``, which kubectl finds on PATH:
 
     kubectl progress [-n NAMESPACE | -A] [--prometheus URL] [-o json]
+    kubectl progress stacks JOB [-n NAMESPACE] --url URL [-o json]
 
 With a Prometheus URL (flag or ``TPE_PROMETHEUS_URL``) it shows every training job the
 exporters see, through the recording rules. Without one it reads the TrainJobs' own
 ``status.trainerStatus`` (Kubeflow Trainer's progress tracking) with the real ``kubernetes``
 client (kubeconfig, or in-cluster).
+
+``stacks`` prints where each rank of a job is (its stacks, newest from each source) and why
+it is stuck, from the exporter's ``/api/v1/runs/{namespace}/{pod}/stacks``: ``--url`` (or
+``TPE_EXPORTER_URL``) is a node's exporter or the cluster page (``training-progress-exporter
+cluster``), which finds each pod's node. To ask every rank for fresh stacks, annotate its
+pods: ``kubectl annotate pod POD training-progress.io/stacks=$(date +%s) --overwrite``.
 """
 
 from __future__ import annotations
@@ -135,7 +142,92 @@ def from_prometheus_with_age(url: str) -> list[tuple[Row, float | None]]:
     ]
 
 
+def format_stacks(job: str, docs: list[dict[str, Any]], now: float) -> str:
+    """The ``stacks`` command's text: per pod its state and why it is stuck, then each
+    rank's newest stacks from each source, innermost frame last (as a traceback)."""
+    if not docs:
+        return f"no runs of job {job}\n"
+    out: list[str] = []
+    for doc in docs:
+        out.append(
+            f"{doc.get('namespace')}/{doc.get('job_name')} pod {doc.get('pod')}: "
+            f"{doc.get('state')} ({doc.get('state_reason') or '-'})"
+        )
+        if doc.get("stall_summary"):
+            out.append(f"  why: {doc['stall_summary']}")
+        stacks = doc.get("stacks") or []
+        if not stacks:
+            out.append("  no stacks (none asked for yet, or the run's reporter cannot send them)")
+        for st in stacks:
+            op = st.get("op") or ""
+            if op and st.get("seq") is not None:
+                op += f" #{st['seq']}"
+            where = st.get("frame") or st.get("call") or "-"
+            taken = st.get("taken_timestamp_seconds")
+            age = duration(now - taken) + " ago" if isinstance(taken, int | float) else "?"
+            out.append(
+                f"  rank {st.get('rank') or '?'} ({st.get('source')}, {age}): "
+                f"{st.get('cause')}{' in ' + op if op else ''} at {where}"
+            )
+            for thread in st.get("threads") or []:
+                out.append(f"    thread {thread.get('name') or '?'}")
+                for f in thread.get("frames") or []:
+                    code = f"    {f.get('code')}" if f.get("code") else ""
+                    out.append(
+                        f"      {f.get('file')}:{f.get('line')} in {f.get('function')}{code}"
+                    )
+    return "\n".join(out) + "\n"
+
+
+def stacks_main(argv: Sequence[str]) -> int:
+    """``kubectl progress stacks JOB``: see :func:`format_stacks`."""
+    p = argparse.ArgumentParser(
+        prog="kubectl progress stacks", description="Where each rank of a job is, and why."
+    )
+    p.add_argument("job", help="the job's name (the job_name label)")
+    p.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's)")
+    p.add_argument(
+        "--url",
+        default=os.environ.get("TPE_EXPORTER_URL"),
+        help="a node's exporter or the cluster page (default $TPE_EXPORTER_URL)",
+    )
+    p.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    args = p.parse_args(argv)
+    if not args.url:
+        p.error("--url (or TPE_EXPORTER_URL) is required: an exporter or the cluster page")
+    if not args.namespace:
+        from .kubernetes.client import current_namespace
+
+        args.namespace = current_namespace()
+    base = args.url.rstrip("/") + "/"
+    try:
+        runs = [
+            r
+            for r in fetch_json(base + "api/v1/runs").get("runs", [])
+            if isinstance(r, dict)
+            and r.get("namespace") == args.namespace
+            and r.get("job_name") == args.job
+        ]
+        docs = []
+        for r in runs:
+            node = r.get("exporter_node")
+            prefix = f"nodes/{urllib.parse.quote(str(node), safe='')}/" if node else ""
+            path = "/".join(urllib.parse.quote(str(r[k]), safe="") for k in ("namespace", "pod"))
+            docs.append(fetch_json(f"{base}{prefix}api/v1/runs/{path}/stacks"))
+    except Exception as exc:  # a CLI: say what failed, in one line
+        print(f"kubectl progress stacks: {exc}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        print(json.dumps(json_safe(docs), indent=2, allow_nan=False))
+    else:
+        sys.stdout.write(format_stacks(args.job, docs, time.time()))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["stacks"]:
+        return stacks_main(argv[1:])
     p = argparse.ArgumentParser(
         prog="kubectl progress", description="Training jobs with their progress."
     )

@@ -743,6 +743,7 @@ class RunMeta:
     pod_failed: bool = False  # the pod ended in phase Failed
     deleting: bool = False  # the pod is being deleted (evicted, drained): time to save
     checkpoint_request: str | None = None  # the checkpoint annotation's value, if any
+    stacks_request: str | None = None  # the stacks annotation's value, if any
     pod_uid: str = ""  # Kubernetes mode: a new UID under the same pod name is a new attempt
 
 

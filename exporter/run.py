@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from .directives import CHECKPOINT, Facts, due, reasons
+from .directives import CHECKPOINT, STACKS, Facts, due, reasons
 from .estimate import (
     FORECASTS_KEPT,
     MIN_ETA_INTERVALS,
@@ -33,6 +33,8 @@ from .estimate import (
 from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
 from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta
 from .series import Series, Triples
+from .stacks import Diagnosis
+from .stall import StallRecord
 from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
 from .timeline import Timeline
@@ -126,6 +128,11 @@ class RunSnapshot:
     thresholds: Thresholds
     gone: bool
     loss_history: tuple[tuple[float, float], ...]
+    # Why it is stuck: each rank's cause and frame, from stacks taken since its last step
+    # (exporter.stacks; empty unless stalled or silent, and explained).
+    stall: tuple[Diagnosis, ...] = ()
+    # GPU-seconds stalled, by stall cause (exporter.stacks.STALL_CAUSES, every one present)
+    stall_gpu_seconds: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass
@@ -210,6 +217,8 @@ class RunState:
     # how many there ever were (the next one's sequence number is this plus one).
     observed: deque[Observed] | None = None
     observed_count: int = 0
+    # Its ranks' stacks, when they were asked for, and its stalls' cost by cause.
+    stall: StallRecord = field(default_factory=StallRecord)
 
     @property
     def gpus(self) -> float:
@@ -343,6 +352,7 @@ def accrue(config: RunConfig, run: RunState, now: float) -> None:
         share = gpus * interval_share(start, end, verdict.onset if stalled else None)
         if stalled:
             run.stalled_gpu_seconds += share
+        run.stall.charge(share, _stall_since(run, verdict.onset) if stalled else None)
         cause = cause_of(verdict.state, run.step, run.high_water)
         if cause is not None:
             run.wasted[cause] = run.wasted.get(cause, 0.0) + share
@@ -736,6 +746,14 @@ def snapshot(
         thresholds=th,
         gone=run.gone_since is not None,
         loss_history=tuple(run.history) if history else (),
+        # A silent run with a dump in its log since its last step is as stuck as a
+        # stalled one; no stacks, no claim.
+        stall=(
+            run.stall.current(_stall_since(run, verdict.onset))
+            if verdict.state in ("stalled", "silent")
+            else ()
+        ),
+        stall_gpu_seconds=run.stall.split_view(),
     )
     _sample(run.timeline, snap, now)
     return snap
@@ -794,11 +812,29 @@ def mark_gone(config: RunConfig, run: RunState, now: float) -> bool:
     return True
 
 
+def _stall_since(run: RunState, onset: float | None) -> float:
+    """Where the run's current stall began: its last step (stacks taken since then show
+    the hang), else the classifier's onset."""
+    if run.last_step is not None:
+        return run.last_step
+    return onset if onset is not None else run.first_report
+
+
+def wants_stacks(config: RunConfig, run: RunState, rank: str, now: float) -> bool:
+    """Whether ``rank`` of the run should send its stacks now (exporter.stall): the run is
+    stalled, or a person asked with the stacks annotation, and this rank sent none since."""
+    run.stall.requested(run.meta.stacks_request, now)
+    verdict = classify(_observe(config, run, now, None), thresholds_of(config, run))
+    since = _stall_since(run, verdict.onset) if verdict.state == "stalled" else None
+    return run.stall.wants(rank, since, now)
+
+
 def directives(
     config: RunConfig, key: RunKey, run: RunState, now: float, draining: bool
 ) -> tuple[str, ...]:
-    """What the run should do now (``("checkpoint",)`` or nothing), each reason once; for
-    the answer to the run's own push. ``draining``: its node is cordoned."""
+    """What the run should do now: ``checkpoint`` (each reason once) and ``stacks`` (its
+    rank 0 should send its stacks, exporter.stall); for the answer to the run's own push.
+    ``draining``: its node is cordoned."""
     deadline = _first(run.meta.deadline_timestamp, run.deadline)
     # A snapshot (state, ETA) only for a run with a deadline: this is on every push.
     lower = None if deadline is None else snapshot(config, key, run, now, False).eta_lower_seconds
@@ -814,4 +850,5 @@ def directives(
     )
     fire = due(holding, run.directed)
     run.directed = holding
-    return (CHECKPOINT,) if fire else ()
+    stacks = wants_stacks(config, run, "0", now)
+    return ((CHECKPOINT,) if fire else ()) + ((STACKS,) if stacks else ())

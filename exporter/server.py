@@ -17,7 +17,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
 from . import statuspage
-from .api import iter_runs_json
+from .api import iter_runs_json, stacks_document
 from .assets import load_assets
 from .charts import chart_document
 from .collector import can_render, iter_runs_text, renderable
@@ -39,6 +39,7 @@ from .model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
 from .run import RunSnapshot
 from .sources.forward import Forwarder
 from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, handle_push, status_body
+from .sources.stacks import STACKS_PATH, handle_stacks
 from .stats import ExporterStats
 from .tracker import Tracker
 
@@ -214,6 +215,8 @@ def _get(ctx: ServerContext, request: Request) -> Response:
         return _run_page(ctx, path)
     if path.startswith("/api/v1/runs/") and path.endswith("/timeline"):
         return _timeline(ctx, path)
+    if path.startswith("/api/v1/runs/") and path.endswith("/stacks"):
+        return _stacks(ctx, path)
     if path.startswith("/static/"):
         return _static(ctx, path)
     return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
@@ -226,7 +229,7 @@ def _push(ctx: ServerContext, request: Request) -> Response:
     if m is None:
         m = NATIVE_PATH.match(path)
     if m is None:
-        return Response(404, status_body(404, "NotFound", f"no route for POST {path}"), JSON)
+        return _stacks_push(ctx, request)
     body = request.body
     resp = handle_push(
         kubeflow=kubeflow,
@@ -245,6 +248,38 @@ def _push(ctx: ServerContext, request: Request) -> Response:
         relayed = ctx.forwarder.forward(path, body, request.headers.get("authorization"))
         return Response(relayed.status, relayed.body, JSON)
     return Response(resp.status, resp.body, JSON)
+
+
+def _stacks_push(ctx: ServerContext, request: Request) -> Response:
+    m = STACKS_PATH.match(request.path)
+    if m is None:
+        return Response(
+            404, status_body(404, "NotFound", f"no route for POST {request.path}"), JSON
+        )
+    resp = handle_stacks(
+        namespace=m.group("namespace"),
+        name=m.group("name"),
+        body=request.body,
+        body_too_large=request.body_too_large,
+        client_ip=request.client_ip,
+        authorization=request.headers.get("authorization"),
+        resolver=ctx.resolver,
+        ingestor=ctx.ingestor,
+        now=ctx.clock(),
+    )
+    return Response(resp.status, resp.body, JSON)
+
+
+def _stacks(ctx: ServerContext, path: str) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}/stacks``: each rank's newest stacks and cause."""
+    parts = _run_parts(path, "/api/v1/runs/", "/stacks")
+    key = _find(ctx, *parts) if parts else None
+    now = ctx.clock()
+    found = ctx.tracker.stacks(key, now) if key else None
+    if found is None:
+        return Response(404, status_body(404, "NotFound", "no such run"), JSON)
+    doc = json_safe(stacks_document(*found, now))
+    return Response(200, json.dumps(doc, allow_nan=False).encode(), JSON)
 
 
 def route(ctx: ServerContext, request: Request) -> Response:

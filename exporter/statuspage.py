@@ -20,6 +20,7 @@ from urllib.parse import quote
 from .api import run_to_dict
 from .humanize import duration
 from .run import RunSnapshot
+from .stacks import summary
 from .states import BY_NAME, STATES, severity
 
 _UNKNOWN_COLOR = "#6e7781"
@@ -33,6 +34,8 @@ th{font-weight:600;background:#f6f8fa} td.num{text-align:right;font-variant-nume
 .bar{background:#eaeef2;border-radius:3px;width:12em;height:.9em;display:inline-block;vertical-align:middle}
 .fill{display:block;height:100%;border-radius:3px} svg{vertical-align:middle}
 .why{color:#57606a;font-size:.85em}
+.stuck{border-left:4px solid #d1242f;background:#fff5f5;padding:.5em .8em;margin:.8em 0}
+.stuck table{margin:.4em 0}
 td.progress{white-space:nowrap}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.5em} dt{color:#6e7781}
 a{color:#0969da;text-decoration:none}
@@ -101,7 +104,12 @@ def _state(state: str, why: str = "") -> str:
 
 
 def _why(run: dict[str, Any]) -> str:
-    return "" if run["state"] in ("running", "finished") else str(run.get("state_reason") or "")
+    """The state's reason, and for a stalled run why it is stuck (its stacks' summary)."""
+    if run["state"] in ("running", "finished"):
+        return ""
+    stuck = run.get("stall_summary")
+    reason = str(run.get("state_reason") or "")
+    return f"{reason}: {stuck}" if isinstance(stuck, str) and stuck else reason
 
 
 def run_path(namespace: str, pod: str) -> str:
@@ -216,6 +224,37 @@ def _charts(s: RunSnapshot) -> str:
     )
 
 
+def _stuck(s: RunSnapshot, now: float) -> str:
+    """Why a stalled run is stuck: its summary, then each rank's cause and frame, and a
+    link to every rank's stacks. Empty unless it is stalled and stacks explain it."""
+    if s.state not in ("stalled", "silent"):
+        return ""
+    stacks = (
+        f"../../api/v1/runs/{quote(s.key.namespace, safe='')}/{quote(s.key.pod, safe='')}/stacks"
+    )
+    if not s.stall:
+        if s.state == "silent":
+            return ""  # it may have exited; only a dump since its last step says it hangs
+        return (
+            "<div class=stuck><strong>Why it is stuck:</strong> no stacks yet (the exporter "
+            "asks the run's reporter for them; a faulthandler dump in its log also counts). "
+            f'<a href="{stacks}">stacks</a></div>'
+        )
+    rows = "".join(
+        f"<tr><td>{escape(d.rank or '?')}</td><td>{escape(d.cause)}</td>"
+        f"<td>{escape(d.op + (f' #{d.seq}' if d.seq is not None else ''))}</td>"
+        f"<td><code>{escape(d.frame or d.call)}</code></td><td><code>{escape(d.code)}</code></td>"
+        f"<td>{escape(d.source)}, {escape(duration(now - d.taken))} ago</td></tr>"
+        for d in s.stall
+    )
+    return (
+        f"<div class=stuck><strong>Why it is stuck:</strong> {escape(summary(s.stall))}"
+        "<table><tr><th>Rank</th><th>Cause</th><th>Collective</th><th>Frame</th>"
+        f"<th>Code</th><th>From</th></tr>{rows}</table>"
+        f'<a href="{stacks}">every rank\'s stacks (JSON)</a></div>'
+    )
+
+
 def detail(s: RunSnapshot, now: float) -> str:
     """One run's detail view: its values, and charts of its whole life."""
     since = "Stalled since its last step" if s.state == "stalled" else "Entered this state"
@@ -255,7 +294,8 @@ def detail(s: RunSnapshot, now: float) -> str:
     body = (
         f'<p class=sub><a href="../../">← all runs</a></p>'
         f"<h1>{escape(s.key.namespace)}/{escape(s.key.job_name)}</h1>"
-        f"<p class=sub>pod {escape(s.key.pod)} · as of {stamp(now)}</p><dl>{items}</dl>"
+        f"<p class=sub>pod {escape(s.key.pod)} · as of {stamp(now)}</p>"
+        f"{_stuck(s, now)}<dl>{items}</dl>"
     )
     return _page(f"{s.key.namespace}/{s.key.job_name}", body, _charts(s))
 

@@ -20,6 +20,8 @@ from typing import Any, TextIO
 from .humanize import duration, format_loss
 from .model import json_safe
 from .ranks import DONE_STATES, Laggard, RankView, stuck_rank
+from .stacks import Diagnosis, diagnosis_from_labels
+from .stacks import summary as stall_summary
 from .states import BY_CODE, STATES, Observation, reason, severity, state_code_promql
 from .thresholds import Thresholds
 
@@ -55,6 +57,7 @@ class Row:
     # The ETA's 80 % band (docs/eta.md), counted down like it.
     eta_lower_seconds: float | None = None
     eta_upper_seconds: float | None = None
+    why: str = ""  # why a stalled job is stuck, from its ranks' stacks (exporter.stacks)
 
 
 def _num(value: Any) -> float | None:
@@ -130,6 +133,14 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 / 3600,
                 stuck_rank=laggard.describe() if laggard else "",
                 stuck_rank_short=laggard.short() if laggard else "",
+                why=stall_summary(
+                    [
+                        diagnosis_from_labels(d)
+                        for r in runs
+                        for d in (r.get("stall") or [])
+                        if isinstance(d, dict)
+                    ]
+                ),
             )
         )
     return sort_rows(rows)
@@ -175,6 +186,20 @@ STUCK_RANK_QUERY = (
     + "|".join(DONE_STATES)
     + '"} == 1)'
 )
+
+
+# Why stalled jobs are stuck: every rank's cause and frame.
+WHY_QUERY = "training_stall_info"
+
+
+def why_from_prometheus(series: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """(namespace, job_name) -> why it is stuck, from :data:`WHY_QUERY`."""
+    by_job: dict[tuple[str, str], list[Diagnosis]] = {}
+    for s in series:
+        m = s["metric"]
+        key = (m.get("namespace", ""), m.get("job_name", ""))
+        by_job.setdefault(key, []).append(diagnosis_from_labels(m))
+    return {key: stall_summary(ds) for key, ds in by_job.items()}
 
 
 def stuck_ranks_from_prometheus(
@@ -258,6 +283,7 @@ def rows_from_prometheus(
     results: dict[str, list[dict[str, Any]]],
     reasons: dict[tuple[str, str], str] | None = None,
     stuck: dict[tuple[str, str], Laggard] | None = None,
+    why: dict[tuple[str, str], str] | None = None,
 ) -> list[Row]:
     """Rows from the instant-query results of :data:`PROMETHEUS_QUERIES`."""
     values: dict[tuple[str, str], dict[str, float | None]] = {}
@@ -299,6 +325,7 @@ def rows_from_prometheus(
                 wasted_gpu_hours=v.get("wasted"),
                 stuck_rank=laggard.describe() if laggard else "",
                 stuck_rank_short=laggard.short() if laggard else "",
+                why=(why or {}).get((namespace, job), ""),
             )
         )
     return sort_rows(rows)
@@ -345,7 +372,8 @@ def from_prometheus(url: str) -> list[Row]:
     results = {name: _query(url, name, expr) for name, expr in PROMETHEUS_QUERIES.items()}
     reasons = reasons_from_prometheus(_query(url, "reason", REASON_QUERY), time.time())
     stuck = stuck_ranks_from_prometheus(_query(url, "stuck rank", STUCK_RANK_QUERY))
-    return rows_from_prometheus(results, reasons, stuck)
+    why = why_from_prometheus(_query(url, "why", WHY_QUERY))
+    return rows_from_prometheus(results, reasons, stuck, why)
 
 
 def bar(progress: float | None, width: int) -> str:
@@ -492,6 +520,8 @@ def table(rows: list[Row], width: int, color: bool = False) -> tuple[str, list[l
             block.append(_fit("  └ " + r.reason, width))
         if r.stuck_rank:
             block.append(_fit("  └ stuck: " + r.stuck_rank, width))
+        if r.why:
+            block.append(_fit("  └ why: " + r.why, width))
         blocks.append(block)
     if not rows:
         blocks.append(["(no training jobs)"])

@@ -30,7 +30,9 @@ from .run import (
     observations,
     snapshot,
     update_meta,
+    wants_stacks,
 )
+from .stacks import Diagnosis, RankStacks
 from .thresholds import Thresholds
 from .timeline import TimelineView
 
@@ -246,6 +248,35 @@ class Tracker:
             run = self._runs.get(key)
             if run is not None:
                 run.job_checkpoint_request = value
+
+    def add_stacks(self, key: RunKey, stacks: RankStacks, now: float) -> bool:
+        """Keep one rank's stacks for its run; False when the run is not tracked."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                return False
+            accrue(self.config.run, run, now)  # the stall so far is charged as it was
+            run.stall.add(stacks)
+            return True
+
+    def wants_stacks(self, key: RunKey, rank: str, now: float) -> bool:
+        """Whether ``rank`` of the run should send its stacks now (exporter.stall)."""
+        with self._lock:
+            run = self._runs.get(key)
+            return run is not None and wants_stacks(self.config.run, run, rank, now)
+
+    def stacks(
+        self, key: RunKey, now: float
+    ) -> tuple[RunSnapshot, list[tuple[RankStacks, Diagnosis]]] | None:
+        """One run as of ``now`` and the newest stacks of each rank from each source,
+        newest first; None if it is not tracked."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                return None
+            snap = snapshot(self.config.run, key, run, now, False)
+            held = sorted(run.stall.stacks.values(), key=lambda sd: -sd[0].taken)
+            return snap, held
 
     def set_cordoned(self, node: str, cordoned: bool) -> None:
         """Whether ``node`` is cordoned (unschedulable): its runs are asked to save once."""

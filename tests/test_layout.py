@@ -46,6 +46,8 @@ CORE = {
     "exporter.goodput",
     "exporter.ranks",
     "exporter.timeline",
+    "exporter.stacks",
+    "exporter.stall",
 }
 PLUMBING = {
     "exporter.settings",

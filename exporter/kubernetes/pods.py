@@ -20,6 +20,7 @@ from ..annotations import (
     ANNOTATION_HTTP_PATH,
     ANNOTATION_HTTP_PORT,
     ANNOTATION_JOB,
+    ANNOTATION_STACKS,
     ANNOTATION_STATUS_FILE,
     ANNOTATION_STATUS_VOLUME,
     ANNOTATION_THRESHOLD,
@@ -243,5 +244,6 @@ def training_pod(
         http_interval=http_interval,
         deleting=bool(meta.get("deletionTimestamp")),
         checkpoint_request=clean_label(annotations.get(ANNOTATION_CHECKPOINT), 63),
+        stacks_request=clean_label(annotations.get(ANNOTATION_STACKS), 63),
         status_file=_status_file(annotations),
     )

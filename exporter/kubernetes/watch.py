@@ -45,6 +45,7 @@ def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
         pod_failed=pod.failed,
         deleting=pod.deleting,
         checkpoint_request=pod.checkpoint_request,
+        stacks_request=pod.stacks_request,
         pod_uid=pod.uid,
     )
 

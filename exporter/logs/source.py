@@ -18,10 +18,12 @@ from dataclasses import dataclass, field, replace
 
 from ..ingest import Ingestor
 from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
+from ..stacks import RankStacks
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, parse_cri
 from .lines import EMPTY
 from .parse import newest_bar, parse_message
+from .stackdump import StackDumpReader
 from .tail import FileTail
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,12 @@ NAME = "log"
 # (enough for the accumulator's recent history of bars). A job printing megabytes between
 # polls costs a read, not a parse of every line.
 PARSE_TAIL = 100
+# Stack dumps are read from more of the newest lines: a faulthandler dump of a few threads
+# runs to a few hundred lines, and a hung process prints nothing after it.
+STACK_TAIL = 2000
 KEEP_BYTES = 512 * 1024  # of each poll's new bytes, only the newest this many are kept
 MAX_FILES = 1000
+MAX_DUMPS = 64  # stack dumps delivered per log per poll (the newest)
 
 
 @dataclass
@@ -43,6 +49,8 @@ class _Followed:
     # The line still being written as last read: its pieces (P chunks, or the raw text).
     unterminated: tuple[str, ...] = ()
     truncations: int = 0  # the tail's count when the accumulator was started
+    stacks: StackDumpReader = field(default_factory=StackDumpReader)
+    dumps: list[RankStacks] = field(default_factory=list)  # read, not yet delivered
 
 
 Targets = Callable[[], "dict[str, tuple[RunKey, RunMeta]]"]
@@ -118,8 +126,12 @@ class LogSource:
                 for _ in range(followed.tail.dropped_long_lines):
                     self.ingestor.drop(NAME, "line_too_long")
                 followed.tail.dropped_long_lines = 0
+            followed.stacks.rank = self._keys[path][1].rank
             if self._feed(followed, lines):
                 self._report(path, followed)
+            for dump in followed.dumps[-MAX_DUMPS:]:
+                self.ingestor.stacks(NAME, self._keys[path][0], dump)
+            followed.dumps.clear()
         for path in set(self._files) - set(paths):
             self._files.pop(path).tail.close()
         for path in set(self._missing) - set(paths):
@@ -138,13 +150,20 @@ class LogSource:
         now = self.ingestor.clock()
         joiner = followed.cri
         messages = joiner.stale(now)
-        if len(lines) > PARSE_TAIL:
+        if len(lines) > STACK_TAIL:
             joiner.clear()  # chunks before the tail cannot be joined any more
-            lines = lines[-PARSE_TAIL:]
+            lines = lines[-STACK_TAIL:]
         for raw in lines:
             message = joiner.push(raw.decode("utf-8", "replace"), now)
             if message is not None:
                 messages.append(message)
+        for message in messages:
+            followed.dumps += followed.stacks.feed(
+                message.text,
+                lambda m=message: m.time or now,  # type: ignore[misc]
+            )
+        followed.dumps += followed.stacks.end_of_batch()
+        messages = messages[-PARSE_TAIL:]
         for _ in range(joiner.too_long):
             self.ingestor.drop(NAME, "partial_too_long")
         joiner.too_long = 0

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..discovery import PUSH, Denied, PushResolver
+from ..discovery import PUSH, Denied, PushResolver, PushTarget
 from ..ingest import Ingestor
 from ..model import (
     FORMAT_KUBEFLOW,
@@ -58,6 +58,43 @@ def status_body(code: int, reason: str, message: str) -> bytes:
     ).encode()
 
 
+def admit(
+    *,
+    source: str,
+    namespace: str,
+    name: str,
+    body: bytes,
+    client_ip: str,
+    authorization: str | None,
+    resolver: PushResolver,
+    ingestor: Ingestor,
+    body_too_large: bool = False,
+) -> PushTarget | PushResponse:
+    """The run a POST may write (its names valid, its body within the limit, its sender
+    the run's own pod), or the refusal to answer, counted under ``source``."""
+    if not valid_kubernetes_names(namespace, name):
+        ingestor.reject(source, ReportError("invalid_name", "invalid name"))
+        return PushResponse(
+            422, status_body(422, "Invalid", "namespace and name must be valid Kubernetes names")
+        )
+    if body_too_large or len(body) > KUBEFLOW_MAX_BODY_BYTES:
+        ingestor.reject(source, ReportError("oversize", "oversize"))
+        return PushResponse(
+            413,
+            status_body(
+                413,
+                "RequestEntityTooLarge",
+                f"request body exceeds {KUBEFLOW_MAX_BODY_BYTES} bytes",
+            ),
+        )
+    target = resolver.resolve(namespace, name, client_ip, authorization)
+    if isinstance(target, Denied):
+        ingestor.reject(source, ReportError(target.reason, target.message))
+        reason = {429: "TooManyRequests", 503: "ServiceUnavailable"}.get(target.status, "Forbidden")
+        return PushResponse(target.status, status_body(target.status, reason, target.message))
+    return target
+
+
 def handle_push(
     *,
     kubeflow: bool,
@@ -73,26 +110,19 @@ def handle_push(
 ) -> PushResponse:
     """Validate, authorize, parse and ingest one push; returns what to answer.
     ``body_too_large``: the body was declared over the limit and not read (413)."""
-    if not valid_kubernetes_names(namespace, name):
-        ingestor.reject(NAME, ReportError("invalid_name", "invalid name"))
-        return PushResponse(
-            422, status_body(422, "Invalid", "namespace and name must be valid Kubernetes names")
-        )
-    if body_too_large or len(body) > KUBEFLOW_MAX_BODY_BYTES:
-        ingestor.reject(NAME, ReportError("oversize", "oversize"))
-        return PushResponse(
-            413,
-            status_body(
-                413,
-                "RequestEntityTooLarge",
-                f"request body exceeds {KUBEFLOW_MAX_BODY_BYTES} bytes",
-            ),
-        )
-    target = resolver.resolve(namespace, name, client_ip, authorization)
-    if isinstance(target, Denied):
-        ingestor.reject(NAME, ReportError(target.reason, target.message))
-        reason = {429: "TooManyRequests", 503: "ServiceUnavailable"}.get(target.status, "Forbidden")
-        return PushResponse(target.status, status_body(target.status, reason, target.message))
+    target = admit(
+        source=NAME,
+        namespace=namespace,
+        name=name,
+        body=body,
+        client_ip=client_ip,
+        authorization=authorization,
+        resolver=resolver,
+        ingestor=ingestor,
+        body_too_large=body_too_large,
+    )
+    if isinstance(target, PushResponse):
+        return target
     try:
         obj = decode_json(body)
         parsed = parse_kubeflow(obj, now) if kubeflow else parse_any(obj, now)

@@ -39,6 +39,10 @@ class ProgressCallback(lightning.Callback):  # type: ignore[misc]
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         if not trainer.is_global_zero:
+            # Reports come from rank 0; this rank only answers the exporter's stack requests.
+            self.reporter = ProgressReporter(
+                rank=max(1, int(trainer.global_rank)), **self.reporter_kwargs
+            )
             return
         total = trainer.estimated_stepping_batches
         self.reporter = ProgressReporter(

@@ -17,6 +17,12 @@ The exporter channel's answers may carry **directives**: ``should_checkpoint()``
 once after the exporter asked the run to save (its ETA passed its ``deadline``, its pod is
 being deleted or its node drained, or someone annotated the job
 ``training-progress.io/checkpoint``). The Transformers and Lightning callbacks save then.
+A ``stacks`` directive (the run stalled, or someone annotated its pod
+``training-progress.io/stacks``) makes the background thread post every Python thread's
+stack (file, line, function; no values) to the exporter (stacks.py), so the exporter can say
+where the run is stuck and why. Every rank takes part: a rank that does not report (all but
+0, unless ``all_ranks``) still asks the exporter at each heartbeat whether it wants its
+stacks, in one small request. ``stacks=False`` or ``TPE_REPORT_STACKS=0`` turns it off.
 
 While the process lives, the thread also sends a **heartbeat**: the latest values again
 when nothing new was sent for ``heartbeat_seconds`` (default 60 s, ``TPE_REPORT_HEARTBEAT``;
@@ -60,9 +66,10 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import urllib.request
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
@@ -75,11 +82,13 @@ ENV_REPORT_TOKEN_FILE = "TPE_REPORT_TOKEN_FILE"  # the exporter's push token, if
 MAX_ANSWER_BYTES = 64 * 1024  # of the exporter's answer read for directives
 ENV_CHANNELS = "TPE_REPORT_CHANNELS"  # comma-separated override: kubeflow,exporter,file,stdout
 ENV_HEARTBEAT = "TPE_REPORT_HEARTBEAT"  # seconds between heartbeats; 0 turns them off
+ENV_STACKS = "TPE_REPORT_STACKS"  # "0": never send stacks, whatever the exporter asks
 DEFAULT_HEARTBEAT_SECONDS = 60.0
 # The Kubeflow KEP's marker before a trainerStatus JSON in a log line: what the stdout
 # channel prints and what the exporter's log parser looks for (it imports this constant).
 KUBEFLOW_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"
 CHANNELS = ("kubeflow", "exporter", "file", "stdout")
+STACKS_DIRECTIVE = "stacks"
 
 # Rank variables, in the order they are trusted: torchrun/DeepSpeed/Accelerate, Open MPI,
 # MPICH/Intel MPI, SLURM. LOCAL_RANK with GROUP_RANK/NODE_RANK is a fallback for launchers
@@ -166,6 +175,7 @@ class ProgressReporter:
         heartbeat_seconds: float | None = None,
         deadline: float | str | None = None,
         gpus: float | None = None,
+        stacks: bool | None = None,
     ) -> None:
         env = dict(os.environ if environ is None else environ)
         self.rank = global_rank(env) if rank is None else rank
@@ -187,6 +197,14 @@ class ProgressReporter:
         self._flush = threading.Event()  # finish(): send now, not at the next interval
         self._sent = threading.Event()  # a send succeeded (finish() waits for its own)
         self.channels = self._pick_channels(env, channels)
+        self._stacks_wanted = threading.Event()  # the exporter asked for our stacks
+        self._stacks_url = (
+            stacks_url(env.get(ENV_REPORT_URL, ""))
+            if "exporter" in self.channels
+            and (env.get(ENV_STACKS) != "0" if stacks is None else stacks)
+            else ""
+        )
+        self._headers = _token_header(env.get(ENV_REPORT_TOKEN_FILE, ""))
         self._senders: list[Sender] = [self._sender(name, env) for name in self.channels]
         self._failing: set[str] = set()  # channels whose last send failed (warned once)
         with self._lock:
@@ -209,6 +227,13 @@ class ProgressReporter:
             self._thread.start()
             # Flush at interpreter exit if training ends without finish(); weakly held so
             # the reporter can still be garbage-collected.
+            atexit.register(_close_at_exit, weakref.ref(self))
+        elif not self.enabled and self._stacks_url:
+            # A rank that does not report still tells why it is stuck when asked.
+            self._thread = threading.Thread(
+                target=self._watch, name="progress-reporter-stacks", daemon=True
+            )
+            self._thread.start()
             atexit.register(_close_at_exit, weakref.ref(self))
 
     # -- the training thread's API (no I/O here) ----------------------------------------
@@ -254,6 +279,7 @@ class ProgressReporter:
         heartbeat goes on while the process lives (unless it is off): that a finished
         process still holds its GPUs is worth knowing."""
         if not self.enabled:
+            self.close(timeout)  # a finished rank has no stacks worth asking for
             return
         with self._lock:
             self._state.final = True
@@ -377,8 +403,43 @@ class ProgressReporter:
                     return
                 backoff = 0.0 if ok else min(60.0, max(1.0, backoff * 2))
                 next_send = now + max(self.interval, backoff)
+            if self._stacks_wanted.is_set():
+                self._stacks_wanted.clear()
+                self._send_stacks()
             self._wake.wait(max(0.0, next_send - time.monotonic()))
             self._wake.clear()
+
+    def _send_stacks(self) -> bytes:
+        """Post this process's stacks to the exporter; its answer (empty on failure)."""
+        try:
+            body = capture(self.rank, exclude={threading.get_ident()})
+            return _post(self._stacks_url, body, self._headers, self.timeout, None)
+        except Exception as exc:  # never raised into training
+            self._errors += 1
+            log.warning("could not send stacks (%s: %s)", type(exc).__name__, exc)
+            return b""
+
+    def _watch(self) -> None:
+        """A non-reporting rank's thread: at each heartbeat, ask whether the exporter wants
+        this rank's stacks, and send them when it does."""
+        period = self.heartbeat_seconds or DEFAULT_HEARTBEAT_SECONDS
+        failing = False
+        while not self._stop.wait(period):
+            ask = json.dumps({"rank": self.rank}).encode()
+            try:
+                answer = _post(self._stacks_url, ask, self._headers, self.timeout, None)
+            except Exception as exc:
+                if not failing:
+                    log.warning(
+                        "asking the exporter for stack requests fails (%s: %s)",
+                        type(exc).__name__,
+                        exc,
+                    )
+                failing = True
+                continue
+            failing = False
+            if STACKS_DIRECTIVE in directives_of(answer):
+                self._send_stacks()
 
     # -- channels ----------------------------------------------------------------------------
 
@@ -406,8 +467,11 @@ class ProgressReporter:
 
             def send(report: dict[str, Any], final: bool) -> None:
                 answer = _post(url, json.dumps(report).encode(), headers, self.timeout, None)
-                if "checkpoint" in directives_of(answer):
+                said = directives_of(answer)
+                if "checkpoint" in said:
                     self._checkpoint.set()
+                if STACKS_DIRECTIVE in said and self._stacks_url:
+                    self._stacks_wanted.set()
 
             return send
         if name == "file":
@@ -415,6 +479,79 @@ class ProgressReporter:
             return lambda report, final: write_status_file(path, report)
         out = self._stdout
         return lambda report, final: _print_line(kubeflow_body(report), out)
+
+
+# -- stacks: where a stuck run is (the exporter asks with the ``stacks`` directive) -------
+
+STACK_THREADS = 16
+STACK_FRAMES = 48
+STACK_TEXT = 200
+STACK_BYTES = 60 * 1024  # under the exporter's 64 KiB body limit
+
+
+def capture(
+    rank: int,
+    exclude: Collection[int] = (),
+    max_threads: int = STACK_THREADS,
+    max_frames: int = STACK_FRAMES,
+    max_bytes: int = STACK_BYTES,
+) -> bytes:
+    """The stacks body (docs/report-format.md#stacks) of this process as JSON: every
+    thread but those whose ident is in ``exclude`` (the reporter's own).
+
+    Taken by the background thread, which still runs while the training thread is blocked
+    (in a collective, a DataLoader, a lock). Only where each frame is (file, line, function
+    and its source line) is sent, never a local value; bounded to ``max_threads`` threads
+    (the main thread first), the innermost ``max_frames`` frames of each, and ``max_bytes``
+    of JSON, shedding source lines, then threads, then outer frames to fit."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    main = threading.main_thread().ident
+    threads: list[dict[str, Any]] = []
+    for ident, frame in sys._current_frames().items():
+        if ident in exclude:
+            continue
+        summary = traceback.extract_stack(frame)[-max_frames:]
+        threads.append(
+            {
+                "name": names.get(ident, "")[:STACK_TEXT],
+                "frames": [
+                    {
+                        "file": f.filename[-STACK_TEXT:],
+                        "line": f.lineno or 0,
+                        "function": f.name[:STACK_TEXT],
+                        "code": (f.line or "").strip()[:STACK_TEXT],
+                    }
+                    for f in summary
+                ],
+                "_main": ident == main,
+            }
+        )
+    # The main thread first (it trains, almost always), then the deepest stacks.
+    threads.sort(key=lambda t: (not t["_main"], -len(t["frames"])))
+    for t in threads:
+        del t["_main"]
+    doc: dict[str, Any] = {"rank": rank, "time": time.time(), "threads": threads[:max_threads]}
+    body = json.dumps(doc).encode()
+    if len(body) > max_bytes:
+        for t in doc["threads"]:
+            for f in t["frames"]:
+                f["code"] = ""
+        body = json.dumps(doc).encode()
+    while len(body) > max_bytes and len(doc["threads"]) > 1:
+        doc["threads"].pop()
+        body = json.dumps(doc).encode()
+    while len(body) > max_bytes and doc["threads"] and doc["threads"][0]["frames"]:
+        doc["threads"][0]["frames"].pop(0)  # the outermost frames go last
+        body = json.dumps(doc).encode()
+    return body
+
+
+def stacks_url(report_url: str) -> str:
+    """Where stacks go: the native push URL with ``/stacks`` for its ``/report`` ("" when
+    the URL is not one)."""
+    if report_url.startswith(("http://", "https://")) and report_url.endswith("/report"):
+        return report_url[: -len("/report")] + "/stacks"
+    return ""
 
 
 def _token_header(path: str) -> dict[str, str]:

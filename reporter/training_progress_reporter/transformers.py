@@ -45,10 +45,14 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        if not state.is_world_process_zero:
-            return
         channels = self._channels(args)
         if channels == []:
+            return
+        if not state.is_world_process_zero:
+            # Reports come from rank 0; this rank only answers the exporter's stack requests.
+            self.reporter = ProgressReporter(
+                rank=max(1, int(args.process_index)), channels=channels, **self.reporter_kwargs
+            )
             return
         self.reporter = ProgressReporter(
             total_steps=state.max_steps or None,

@@ -1,0 +1,264 @@
+"""The cause table rule by rule, the summary, the record of a run's stacks, and the stacks
+endpoint against bodies and pods that lie."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from exporter.model import ReportError
+from exporter.stacks import (
+    CAUSES,
+    CHECKPOINT,
+    COLLECTIVE,
+    DATA,
+    DEVICE,
+    RULES,
+    UNEXPLAINED,
+    UNKNOWN,
+    Diagnosis,
+    Frame,
+    RankStacks,
+    ThreadStack,
+    diagnose,
+    job_cause,
+    parse_stacks,
+    summary,
+)
+from exporter.stall import RETELL_SECONDS, StallRecord
+
+from .conftest import FakeClock, get_json, http
+from .fakekube import FakeKube
+from .kube import T_START_TS, TRAINJOB, pod, put_pod, wait
+
+NATIVE = "/api/v1/namespaces/{ns}/runs/{name}/report"
+STACKS = "/api/v1/namespaces/{ns}/runs/{name}/stacks"
+
+
+def _stack(*frames: Frame, name: str = "MainThread", rank: str = "0") -> RankStacks:
+    train = Frame("/app/train.py", 60, "<module>", "main()")
+    return RankStacks(rank, 100.0, "reporter", (ThreadStack(name, (train, *frames)),))
+
+
+def _real(fn: Any, function: str | None = None) -> Frame:
+    """A frame in a real library function, where this machine's copy of it lives."""
+    target = inspect.unwrap(fn)
+    return Frame(inspect.getsourcefile(target) or "", 1, function or target.__name__)
+
+
+def test_every_rule_on_the_library_it_names() -> None:
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+    import torch.utils.data.dataloader as dataloader
+
+    cases = {
+        CHECKPOINT: _real(torch.serialization._save),
+        DATA: _real(dataloader._BaseDataLoaderIter.__next__),
+        COLLECTIVE: _real(dist.all_reduce),
+        # No GPU here: the real function's file and name, as a stack inside it would show.
+        DEVICE: _real(torch.cuda.synchronize),
+    }
+    assert set(cases) | {UNKNOWN} == set(CAUSES) == {r.cause for r in RULES} | {UNKNOWN}
+    for cause, frame in cases.items():
+        d = diagnose(_stack(Frame("/app/train.py", 41, "step", "x"), frame))
+        assert d.cause == cause, (cause, frame)
+        assert d.frame == "train.py:41 in step"
+    assert diagnose(_stack(_real(dist.barrier))).op == "barrier"
+    # torch.cuda's other functions are not a device wait.
+    assert diagnose(_stack(_real(torch.cuda.is_available))).cause == UNKNOWN
+
+
+def test_rules_take_precedence_in_table_order() -> None:
+    save = Frame("/x/site-packages/torch/serialization.py", 1, "save")
+    gather = Frame("/x/site-packages/torch/distributed/distributed_c10d.py", 2, "all_gather")
+    # A save that gathers state through a collective is a checkpoint.
+    assert diagnose(_stack(save, gather)).cause == CHECKPOINT
+    assert diagnose(_stack(gather)).op == "all_gather"
+
+
+def test_the_training_thread_is_main_or_the_script_or_the_last() -> None:
+    sleep = Frame("/app/train.py", 41, "main", "time.sleep(1)")
+    idle = Frame("/usr/lib/python3.11/threading.py", 320, "wait")
+    named = RankStacks(
+        "0", 1.0, "reporter", (ThreadStack("pin", (idle,)), ThreadStack("MainThread", (sleep,)))
+    )
+    assert diagnose(named).frame == "train.py:41 in main"
+    module = Frame("/app/train.py", 60, "<module>")
+    anonymous = RankStacks(
+        "0", 1.0, "faulthandler", (ThreadStack("", (module, sleep)), ThreadStack("", (idle,)))
+    )
+    assert diagnose(anonymous).frame == "train.py:41 in main"
+
+
+def _d(rank: str, cause: str, op: str = "", seq: int | None = None) -> Diagnosis:
+    return Diagnosis(rank, cause, op, seq, "train.py:41 in main", "", "", "reporter", 1.0)
+
+
+def test_the_summary_names_the_blocker_first_and_groups_the_waiting() -> None:
+    ds = [
+        _d("2", COLLECTIVE, "all_reduce", 812),
+        _d("1", UNKNOWN),
+        _d("0", COLLECTIVE, "all_reduce", 812),
+    ]
+    assert summary(ds) == "rank 1 is at train.py:41 in main; ranks 0, 2 wait in all_reduce #812"
+    assert job_cause(ds) == UNKNOWN
+    assert job_cause([_d("0", COLLECTIVE, "barrier")]) == COLLECTIVE
+    assert job_cause([_d("0", DATA), _d("1", UNKNOWN)]) == DATA
+    assert job_cause([]) is None
+
+
+@pytest.mark.parametrize(
+    "doc, reason",
+    [
+        ({"rank": -1, "threads": []}, "rank"),
+        ({"rank": True, "threads": []}, "rank"),
+        ({"rank": 0, "threads": {}}, "threads"),
+        ({"rank": 0, "threads": [{}] * 33}, "more than 32"),
+        (
+            {"rank": 0, "threads": [{"frames": [{"file": "a", "line": "1", "function": "f"}]}]},
+            "line",
+        ),
+        ({"rank": 0, "threads": [{"frames": [{"file": 1, "line": 1, "function": "f"}]}]}, "file"),
+    ],
+)
+def test_malformed_stacks_are_refused_with_a_reason(doc: dict[str, Any], reason: str) -> None:
+    with pytest.raises(ReportError) as err:
+        parse_stacks(doc, 1.0)
+    assert err.value.reason == "invalid_stacks" and reason in err.value.message
+
+
+def test_stacks_are_bounded_and_label_safe() -> None:
+    frame = {"file": "\ud800" + "a" * 1000, "line": 1, "function": "f" * 1000, "code": "c"}
+    st = parse_stacks({"rank": 3, "threads": [{"name": "t", "frames": [frame] * 500}]}, 5.0)
+    (thread,) = st.threads
+    assert len(thread.frames) == 64 and len(thread.frames[0].file) == 256
+    d = diagnose(st)
+    assert len(d.frame) <= 120
+    d.frame.encode("utf-8")  # a lone surrogate became a replacement character
+
+
+def test_a_stalled_rank_is_asked_once_then_again_only_after_a_quiet_minute() -> None:
+    rec = StallRecord()
+    assert not rec.wants("0", None, 10.0)  # not stalled, nobody asked
+    assert rec.wants("0", 5.0, 10.0)
+    assert not rec.wants("0", 5.0, 11.0)
+    assert rec.wants("0", 5.0, 10.0 + RETELL_SECONDS)
+    rec.add(RankStacks("0", 71.0, "reporter", ()))
+    assert not rec.wants("0", 5.0, 200.0)  # it answered since the stall began
+    rec.requested("1", 300.0)  # a person asks with the annotation
+    assert rec.wants("0", None, 300.0)
+    rec.requested("1", 400.0)  # the same value is not a new question
+    rec.add(RankStacks("0", 301.0, "reporter", ()))
+    assert not rec.wants("0", None, 400.0)
+
+
+def test_the_stall_split_waits_for_a_cause_then_charges_it() -> None:
+    rec = StallRecord()
+    rec.charge(10.0, since=100.0)
+    assert rec.pending == 10.0 and sum(v for _, v in rec.split_view()) == 0
+    rec.add(
+        RankStacks(
+            "0",
+            120.0,
+            "reporter",
+            (
+                ThreadStack(
+                    "MainThread",
+                    (Frame("/x/site-packages/torch/utils/data/dataloader.py", 1, "_next_data"),),
+                ),
+            ),
+        )
+    )
+    rec.charge(5.0, since=100.0)
+    assert dict(rec.split_view())[DATA] == 15.0
+    rec.charge(5.0, since=500.0)  # a new stall: the old stacks do not explain it
+    rec.charge(0.0, since=None)  # it ended unexplained
+    assert dict(rec.split_view())[UNEXPLAINED] == 5.0 and rec.pending == 0
+
+
+def _native(step: int) -> bytes:
+    return json.dumps({"step": step, "max_steps": 100}).encode()
+
+
+def test_stacks_endpoint_refuses_what_it_cannot_use(exporter_factory: Any) -> None:
+    exp = exporter_factory()
+    url = exp.url + STACKS.format(ns="default", name="r")
+    body = json.dumps({"rank": 0, "threads": []}).encode()
+    assert http("POST", url, body)[0] == 404  # no run yet: reports come first
+    assert http("POST", exp.url + NATIVE.format(ns="default", name="r"), _native(1))[0] == 200
+    assert http("POST", url, b"[1]")[0] == 422
+    assert http("POST", url, b"{" * 100)[0] == 422
+    assert http("POST", url, b"x" * (65 * 1024))[0] == 413
+    status, answer = http("POST", url, body)
+    assert status == 200 and json.loads(answer) == {"status": "ok", "directives": []}
+    text = http("GET", exp.url + "/metrics")[1].decode()
+    assert 'training_exporter_drops_total{reason="invalid_stacks",source="stacks"} 1.0' in text
+    assert 'reason="stacks_unknown_run",source="stacks"' in text
+
+
+def test_a_pod_cannot_post_or_ask_for_another_pods_stacks(
+    kube: FakeKube, k8s_exporter: Any
+) -> None:
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    put_pod(
+        kube,
+        pod(
+            "team-b",
+            "other-0",
+            {**TRAINJOB, "trainer.kubeflow.org/trainjob-name": "other"},
+            ip="127.0.0.2",
+        ),
+    )
+    exp = k8s_exporter(FakeClock(T_START_TS + 3600))
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    body = json.dumps({"rank": 0, "threads": []}).encode()
+    mine = http("POST", exp.url + STACKS.format(ns="ml", name="llm"), body)
+    theirs = http("POST", exp.url + STACKS.format(ns="team-b", name="other"), body)
+    assert theirs[0] == 403, theirs
+    assert mine[0] in (200, 404)  # its own run (404 only until its first report)
+    assert get_json(exp.url + "/api/v1/runs")["runs"] == []
+
+
+def test_capture_is_bounded_and_leaves_out_the_reporter() -> None:
+    from training_progress_reporter.reporter import capture, stacks_url
+
+    stop = threading.Event()
+
+    def deep(n: int) -> None:
+        if n:
+            deep(n - 1)
+        else:
+            stop.wait()
+
+    threads = [threading.Thread(target=deep, args=(200,), daemon=True) for _ in range(40)]
+    for t in threads:
+        t.start()
+    try:
+        body = capture(7, exclude={threading.get_ident()}, max_bytes=20_000)
+    finally:
+        stop.set()
+    doc = json.loads(body)
+    assert len(body) <= 20_000 and doc["rank"] == 7
+    assert 1 <= len(doc["threads"]) <= 16
+    assert all(len(t["frames"]) <= 48 for t in doc["threads"])
+    assert all(t["name"] != threading.current_thread().name for t in doc["threads"])
+    parse_stacks(doc, 1.0)  # what the reporter sends, the exporter takes
+    assert stacks_url("http://e:9465/api/v1/namespaces/a/runs/b/report").endswith("/runs/b/stacks")
+    assert stacks_url("http://e:9465/other") == ""
+
+
+def test_stacks_are_never_sent_when_switched_off() -> None:
+    from training_progress_reporter import ProgressReporter
+
+    env = {"TPE_REPORT_URL": "http://127.0.0.1:9/api/v1/namespaces/a/runs/b/report"}
+    off = ProgressReporter(rank=1, channels=["exporter"], environ={**env, "TPE_REPORT_STACKS": "0"})
+    assert off._stacks_url == "" and off._thread is None
+    on = ProgressReporter(rank=1, channels=["exporter"], environ=env, heartbeat_seconds=60)
+    try:
+        assert on._stacks_url.endswith("/stacks") and on._thread is not None
+    finally:
+        on.close(1)
