@@ -12,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,17 +56,29 @@ class Stuck:
         self.output: list[str] = []
 
     def wait_blocking(self, timeout: float = 120.0) -> None:
-        """Until every rank printed ``blocking``."""
+        """Until every rank printed ``blocking``; fails with what the processes printed
+        (never waits on a pipe without a bound)."""
         assert self.proc.stdout is not None
+        out = self.proc.stdout
+        lines: queue.Queue[str] = queue.Queue()
+
+        def read() -> None:
+            for raw in iter(out.readline, b""):
+                lines.put(raw.decode(errors="replace"))
+
+        threading.Thread(target=read, daemon=True).start()
         deadline = time.time() + timeout
         seen = set()
         while len(seen) < self.ranks:
-            assert time.time() < deadline, "".join(self.output)
-            line = self.proc.stdout.readline().decode()
-            assert line or self.proc.poll() is None, "".join(self.output)
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.time()))
+            except queue.Empty:
+                raise AssertionError(
+                    f"not every rank blocked within {timeout:g} s: {sorted(seen)}; "
+                    f"exit {self.proc.poll()}; printed:\n{''.join(self.output)}"
+                ) from None
             self.output.append(line)
-            if line.startswith("blocking rank="):
-                seen.add(line.split("=", 1)[1].strip())
+            seen.update(re.findall(r"blocking rank=(\d+)", line))
 
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):

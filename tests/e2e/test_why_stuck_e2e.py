@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,20 +54,23 @@ def test_the_stalled_alert_names_the_blocking_rank_its_frame_and_the_collective(
         proc = None
         try:
             with (
+                ExitStack() as stack_files,
                 alertmanager(tmp, webhook.url) as am_url,
                 prometheus(tmp, exporter.url.removeprefix("http://"), am_url),
             ):
                 push = f"{exporter.url}/api/v1/namespaces/ml/runs/ddp/report"
+                output = stack_files.enter_context(open(tmp / "stuck.log", "wb"))
                 proc = subprocess.Popen(
                     [sys.executable, str(SCRIPT), "collective", push, str(free_port())],
-                    stdout=subprocess.PIPE,
+                    stdout=output,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
                 deadline = time.time() + DEADLINE
                 alert = None
                 while alert is None:
-                    assert time.time() < deadline, webhook.received
+                    printed = (tmp / "stuck.log").read_text()
+                    assert time.time() < deadline, (webhook.received, printed)
                     got = [
                         (at, a)
                         for at, a in list(webhook.received)
