@@ -88,6 +88,7 @@ def stall_to_dict(d: Diagnosis) -> dict[str, Any]:
         "cause": d.cause,
         "op": d.op,
         "seq": d.seq,
+        "completed": d.completed,
         "frame": d.frame,
         "code": d.code,
         "call": d.call,

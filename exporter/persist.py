@@ -50,6 +50,8 @@ from .model import (
 )
 from .run import HISTORY_POINTS, PACE_POINTS, RunState
 from .series import Series, Triples
+from .stacks import STALL_CAUSES
+from .stall import StallRecord
 from .stats import ExporterStats
 from .timeline import Timeline
 from .tracker import Tracker
@@ -192,6 +194,10 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     for name in _NAME_MAP:
         doc[name] = dict(getattr(run, name))
     doc["wasted"] = dict(run.wasted)
+    # The stall split's counters; the stall still waiting for its cause settles as it would
+    # have (a restart ends what the exporter can tell of it).
+    doc["stall_split"] = dict(run.stall.split)
+    doc["stall_pending"] = run.stall.pending
     doc["wasted_at_step"] = run.wasted_at_step
     doc["stalled_at_step"] = run.stalled_at_step
     doc["state"] = run.state
@@ -300,6 +306,18 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     }
     for name in ("wasted_at_step", "stalled_at_step"):
         values[name] = float(_bounded(_number(doc.get(name, 0.0), name), name))
+    split = doc.get("stall_split", {})  # absent in state files written before it
+    if not isinstance(split, dict) or not set(split) <= set(STALL_CAUSES):
+        raise StateError("stall_split: not GPU-seconds by stall cause")
+    stall = StallRecord(
+        split={
+            str(k): float(_bounded(_number(v, "stall_split"), "gpu_seconds"))
+            for k, v in split.items()
+        },
+        pending=float(
+            _bounded(_number(doc.get("stall_pending", 0.0), "stall_pending"), "gpu_seconds")
+        ),
+    )
     attempt = doc.get("attempt", 1)  # absent in state files written before attempts
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise StateError("attempt: not a positive integer")
@@ -323,6 +341,7 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
         if not math.isfinite(values[name]):
             raise StateError(f"{name}: not finite")
     run = RunState(**values)
+    run.stall = stall
     if run.metrics:
         run.metrics_view = tuple(sorted(run.metrics.items()))
     return RunKey(*key), run

@@ -77,8 +77,11 @@ class ThreadStack:
 class Collective:
     """The collective a rank is in, as PyTorch's watchdog names it."""
 
-    op: str  # all_reduce, barrier, ... (lower case, leading underscores dropped)
+    op: str  # all_reduce, barrier, ... (lower case, leading underscores dropped); "" for none
     seq: int | None = None  # the process group's sequence number of the operation
+    # The last collective this rank finished (PyTorch's Flight Recorder): a rank that blocks
+    # the others finished one fewer than those waiting in the next.
+    completed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,7 @@ class Diagnosis:
     call: str  # the innermost frame of all (where the thread actually waits), or ""
     source: str
     taken: float
+    completed: int | None = None  # the last collective it finished (Flight Recorder), if known
 
 
 # -- the rules ----------------------------------------------------------------------------
@@ -214,8 +218,12 @@ def diagnose(stacks: RankStacks) -> Diagnosis:
             if cause == COLLECTIVE:
                 op = _op(hit.function)
             break
-    if stacks.collective is not None and cause in (UNKNOWN, COLLECTIVE):
-        cause, op, seq = COLLECTIVE, stacks.collective.op, stacks.collective.seq
+    recorded = stacks.collective
+    if recorded is not None and recorded.op:
+        if not frames:  # a watchdog line, or a recorder with no stack: the collective is all
+            cause, op, seq = COLLECTIVE, recorded.op, recorded.seq
+        elif cause == COLLECTIVE:  # the stack says which call; the recorder, which one
+            op, seq = op or recorded.op, recorded.seq
     own = next((f for f in reversed(frames) if not _is_library(f)), None)
     return Diagnosis(
         rank=stacks.rank,
@@ -227,6 +235,7 @@ def diagnose(stacks: RankStacks) -> Diagnosis:
         call=frames[-1].where()[:MAX_LABEL] if frames else "",
         source=stacks.source,
         taken=stacks.taken,
+        completed=recorded.completed if recorded is not None else None,
     )
 
 
@@ -274,6 +283,8 @@ def summary(diagnoses: Sequence[Diagnosis]) -> str:
             text += f" at {where}"
         if d.code:
             text += f" ({d.code[:80]})"
+        if d.completed is not None:
+            text += f", its last collective finished #{d.completed}"
         parts.append(text)
     groups: dict[tuple[str, int | None], list[str]] = {}
     for d in diagnoses:
@@ -296,6 +307,7 @@ def diagnosis_from_labels(labels: Mapping[str, Any]) -> Diagnosis:
 
     cause = text("cause")
     seq = labels.get("seq")
+    completed = labels.get("completed")
     return Diagnosis(
         rank=text("rank"),
         cause=cause if cause in CAUSES else UNKNOWN,
@@ -306,6 +318,9 @@ def diagnosis_from_labels(labels: Mapping[str, Any]) -> Diagnosis:
         call=text("call"),
         source=text("source"),
         taken=0.0,
+        completed=(
+            completed if isinstance(completed, int) and not isinstance(completed, bool) else None
+        ),
     )
 
 
@@ -361,7 +376,38 @@ def parse_stacks(doc: Mapping[str, Any], now: float) -> RankStacks:
         threads.append(
             ThreadStack(name=_text(t.get("name", ""), "a thread's name"), frames=tuple(frames))
         )
-    return RankStacks(rank=rank, taken=now, source=FROM_REPORTER, threads=tuple(threads))
+    return RankStacks(
+        rank=rank,
+        taken=now,
+        source=FROM_REPORTER,
+        threads=tuple(threads),
+        collective=_recorded(doc.get("collective")),
+    )
+
+
+def _seq(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 53:
+        raise ReportError("invalid_stacks", f"collective.{what}: not a sequence number")
+    return value
+
+
+def _recorded(doc: Any) -> Collective | None:
+    """The Flight Recorder's summary the reporter sends (``collective``: the op in flight
+    and its sequence number, the last one finished); None when absent."""
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise ReportError("invalid_stacks", "collective: not an object")
+    op = doc.get("op", "")
+    if not isinstance(op, str):
+        raise ReportError("invalid_stacks", "collective.op: not a string")
+    return Collective(
+        op=_op(op),
+        seq=_seq(doc.get("seq"), "seq"),
+        completed=_seq(doc.get("completed"), "completed"),
+    )
 
 
 def stacks_to_dict(stacks: RankStacks, diagnosis: Diagnosis) -> dict[str, Any]:
@@ -373,6 +419,7 @@ def stacks_to_dict(stacks: RankStacks, diagnosis: Diagnosis) -> dict[str, Any]:
         "cause": diagnosis.cause,
         "op": diagnosis.op,
         "seq": diagnosis.seq,
+        "completed": diagnosis.completed,
         "frame": diagnosis.frame,
         "code": diagnosis.code,
         "call": diagnosis.call,

@@ -188,8 +188,12 @@ STUCK_RANK_QUERY = (
 )
 
 
-# Why stalled jobs are stuck: every rank's cause and frame.
-WHY_QUERY = "training_stall_info"
+# Why stalled jobs are stuck: every rank's cause and frame (refined by the GPUs' utilization
+# where the rules run, docs/runbook.md#why-a-run-is-stuck).
+WHY_QUERY = (
+    "namespace_pod_job_name_rank:training_stall_cause:info"
+    " or on (namespace, pod, job_name, rank) training_stall_info"
+)
 
 
 def why_from_prometheus(series: list[dict[str, Any]]) -> dict[tuple[str, str], str]:

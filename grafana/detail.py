@@ -199,6 +199,56 @@ def detail_dashboard() -> dict[str, Any]:
             ],
             options={"showHeader": True, "cellHeight": "sm"},
         ),
+        panel(
+            15,
+            "table",
+            "Why it is stuck",
+            "While the job is stalled: each stuck rank's cause (checkpoint, data, collective, "
+            "device, unknown), the collective it waits in and the frame of the training code "
+            "where it is, from its stacks, refined by its GPUs' utilization "
+            "(docs/runbook.md#why-a-run-is-stuck). Every rank's whole stacks: kubectl "
+            "progress stacks JOB.",
+            "none",
+            [
+                target(
+                    f"namespace_pod_job_name_rank:training_stall_cause:info{{{JOB}}}",
+                    instant=True,
+                    table=True,
+                )
+            ],
+            (0, 40, 14, 8),
+            transformations=[
+                {
+                    "id": "organize",
+                    "options": {
+                        "excludeByName": {
+                            "Time": True,
+                            "Value": True,
+                            "namespace": True,
+                            "job_name": True,
+                        },
+                        "indexByName": {"rank": 0, "cause": 1, "op": 2, "frame": 3, "pod": 4},
+                    },
+                }
+            ],
+            options={"showHeader": True, "cellHeight": "sm"},
+        ),
+        timeseries(
+            16,
+            "Stalled GPU-hours by cause",
+            "GPU-hours the job held while stalled, by why it was stuck (the blocking rank's "
+            "cause; unexplained: no stacks said). A stall's hours are charged once its cause "
+            "is known, or at its end.",
+            "h",
+            [
+                target(
+                    f"sum by (stall_cause) (training_stall_gpu_seconds_total{{{JOB}}}) / 3600",
+                    legend="{{stall_cause}}",
+                )
+            ],
+            (14, 40, 10, 8),
+            stack=True,
+        ),
     ]
     # The runbook sends people here first: the job's state, how long since it last stepped
     # and reported, and what is firing. The graphs follow below.

@@ -66,6 +66,9 @@ def _busy_tracker() -> Tracker:
         )
     tracker.apply(OTHER, ProgressReport(step=5, loss=1.0, gpus=1), T0)
     tracker.apply(OTHER, ProgressReport(step=9, loss=float("nan")), T0 + 60)
+    # What its stalls cost by cause (counters), as the stall split left them.
+    tracker._runs[KEY].stall.split.update(data=120.0, unexplained=30.0)
+    tracker._runs[KEY].stall.pending = 15.0
     return tracker
 
 
@@ -92,6 +95,7 @@ def test_a_saved_and_restored_tracker_renders_the_same() -> None:
     assert run.thresholds.stall_seconds == 7200.0  # not back to 30 minutes
     assert run.gpu_seconds == pytest.approx(8 * 1030)  # not back to 0
     assert len(run.loss_history) == 120 and run.first_report_timestamp == T0
+    assert dict(run.stall_gpu_seconds)["data"] == 120.0
 
 
 def test_a_restored_run_that_no_source_sees_again_is_gone_after_the_first_look() -> None:
@@ -186,6 +190,8 @@ def test_restored_values_meet_the_bounds_live_reports_meet() -> None:
     bad.append({**good, "meta": {**good["meta"], "node": 'gpu\n1"'}})
     bad.append({**good, "key": ["ml", 'x"y', "x"]})
     bad.append({**good, "metrics": {'a"b': 1.0}})
+    bad.append({**good, "stall_split": {"lunch": 1.0}})
+    bad.append({**good, "stall_split": {"data": -1.0}})
     lines = [json.dumps(d, allow_nan=True).encode() for d in (header, good, *bad)]
     runs, skipped = decode_file(b"\n".join(lines))
     assert skipped == len(bad) and len(runs) == 1

@@ -131,6 +131,44 @@ def test_malformed_stacks_are_refused_with_a_reason(doc: dict[str, Any], reason:
     assert err.value.reason == "invalid_stacks" and reason in err.value.message
 
 
+def test_the_flight_recorder_names_the_collective_and_the_last_one_finished() -> None:
+    waiting = Frame("/x/site-packages/torch/distributed/distributed_c10d.py", 2, "all_reduce")
+    frames = [{"file": waiting.file, "line": 2, "function": "all_reduce"}]
+    body = {"rank": 0, "threads": [{"name": "MainThread", "frames": frames}]}
+    d = diagnose(
+        parse_stacks({**body, "collective": {"op": "all_reduce", "seq": 5, "completed": 4}}, 1.0)
+    )
+    assert (d.cause, d.op, d.seq, d.completed) == (COLLECTIVE, "all_reduce", 5, 4)
+    sleeping = {
+        "rank": 1,
+        "threads": [
+            {
+                "name": "MainThread",
+                "frames": [
+                    {
+                        "file": "/app/train.py",
+                        "line": 41,
+                        "function": "main",
+                        "code": "time.sleep(1)",
+                    }
+                ],
+            }
+        ],
+    }
+    blocker = diagnose(parse_stacks({**sleeping, "collective": {"completed": 4}}, 1.0))
+    assert (blocker.cause, blocker.completed) == (UNKNOWN, 4)
+    assert summary([blocker, d]) == (
+        "rank 1 is at train.py:41 in main (time.sleep(1)), its last collective finished #4; "
+        "rank 0 waits in all_reduce #5"
+    )
+    # An async collective in flight does not make a rank whose stack is elsewhere wait in it.
+    other = diagnose(parse_stacks({**sleeping, "collective": {"op": "all_reduce", "seq": 9}}, 1.0))
+    assert other.cause == UNKNOWN
+    for bad in ({"seq": -1}, {"op": 3}, [], {"completed": True}):
+        with pytest.raises(ReportError):
+            parse_stacks({**body, "collective": bad}, 1.0)
+
+
 def test_stacks_are_bounded_and_label_safe() -> None:
     frame = {"file": "\ud800" + "a" * 1000, "line": 1, "function": "f" * 1000, "code": "c"}
     st = parse_stacks({"rank": 3, "threads": [{"name": "t", "frames": [frame] * 500}]}, 5.0)

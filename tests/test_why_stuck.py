@@ -1,4 +1,4 @@
-"""Why a run is stuck, from real processes stuck for real (tests/fixtures/scripts/stuck.py).
+"""Why a run is stuck, from real processes stuck for real (tests/fixtures/stuck/stuck.py).
 
 Each case runs a real training loop with the real reporter against a real exporter on
 loopback. The exporter's clock is the test's: once the process says it blocks, the test moves
@@ -32,7 +32,7 @@ from exporter.stacks import summary
 from .conftest import FakeClock, get_json, http
 
 pytestmark = pytest.mark.slow
-SCRIPT = Path(__file__).parent / "fixtures" / "scripts" / "stuck.py"
+SCRIPT = Path(__file__).parent / "fixtures" / "stuck" / "stuck.py"
 STALL = 30 * 60.0  # the default stall threshold
 
 
@@ -45,13 +45,17 @@ def _free_port() -> int:
 class Stuck:
     """One stuck.py process tree, stopped (killed) after the test."""
 
-    def __init__(self, mode: str, url: str, ranks: int = 1) -> None:
+    def __init__(self, mode: str, url: str, ranks: int, tmp: Path) -> None:
         args = [sys.executable, str(SCRIPT), mode, url]
         if mode == "collective":
             args.append(str(_free_port()))
         self.ranks = ranks
         self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "TMPDIR": str(tmp)},  # what it writes stays in the test's
         )
         self.output: list[str] = []
 
@@ -87,11 +91,11 @@ class Stuck:
 
 
 @pytest.fixture
-def stuck() -> Iterator[Any]:
+def stuck(tmp_path: Path) -> Iterator[Any]:
     started: list[Stuck] = []
 
     def make(mode: str, url: str, ranks: int = 1) -> Stuck:
-        s = Stuck(mode, url, ranks)
+        s = Stuck(mode, url, ranks, tmp_path)
         started.append(s)
         return s
 
@@ -108,7 +112,15 @@ def _stacks_when_stalled(
     push = f"{exp.url}/api/v1/namespaces/default/runs/{run}/report"
     proc = stuck(mode, push, ranks)
     proc.wait_blocking()
-    time.sleep(1.0)  # the last step's report is in
+    # The last step's report is in once the step stays put for a while (a Trainer runs the
+    # batches its DataLoader worker read ahead before it waits).
+    runs = f"{exp.url}/api/v1/runs"
+    before, steady_since = None, time.time()
+    while time.time() - steady_since < 1.5:
+        step = [r["step"] for r in get_json(runs)["runs"] if r["pod"] == run]
+        if step != before:
+            before, steady_since = step, time.time()
+        time.sleep(0.2)
     clock.advance(STALL + 60)  # the run has been stalled for a minute
     deadline = time.time() + 30
     url = f"{exp.url}/api/v1/runs/default/{run}/stacks"
@@ -171,6 +183,31 @@ def test_a_save_to_a_hung_file_is_checkpoint(
     assert any(c.startswith("torch.save(") for c in codes), codes
 
 
+def test_a_real_trainer_whose_dataloader_hangs_is_data_through_our_callback(
+    exporter_factory: Any, clock: FakeClock, stuck: Any
+) -> None:
+    """Transformers' Trainer with our ProgressCallback, its reporter the callback's own: the
+    directive reaches it and the stacks show Trainer waiting in its DataLoader."""
+    pytest.importorskip("transformers")
+    doc = _stacks_when_stalled(exporter_factory, clock, stuck, "trainer")
+    (d,) = doc["stall"]
+    assert d["cause"] == "data", doc["stacks"]
+    functions = [f["function"] for f in doc["stacks"][0]["threads"][0]["frames"]]
+    assert "train" in functions and "_inner_training_loop" in functions, functions
+
+
+def test_a_lightning_step_that_waits_on_a_lock_names_its_line_through_our_callback(
+    exporter_factory: Any, clock: FakeClock, stuck: Any
+) -> None:
+    pytest.importorskip("lightning")
+    doc = _stacks_when_stalled(exporter_factory, clock, stuck, "lightning")
+    (d,) = doc["stall"]
+    assert d["cause"] == "unknown" and d["frame"].endswith(" in training_step"), d
+    assert d["code"].startswith("lock.acquire()")
+    functions = [f["function"] for f in doc["stacks"][0]["threads"][0]["frames"]]
+    assert "fit" in functions, functions
+
+
 def test_gloo_names_the_blocking_rank_and_the_others_collective(
     exporter_factory: Any, clock: FakeClock, stuck: Any
 ) -> None:
@@ -185,10 +222,13 @@ def test_gloo_names_the_blocking_rank_and_the_others_collective(
         assert by_rank[rank]["cause"] == "collective", by_rank[rank]
         assert by_rank[rank]["op"] == "all_reduce"
         assert by_rank[rank]["code"] == "torch.distributed.all_reduce(grad)"
+    # The Flight Recorder: ranks 0 and 2 are in all_reduce #5; rank 1 finished #4 only.
+    assert by_rank["0"]["seq"] == by_rank["2"]["seq"] == 5, by_rank
+    assert by_rank["1"]["completed"] == 4, by_rank["1"]
     text = doc["stall_summary"]
     assert text.startswith("rank 1 is at stuck.py:") and text.endswith(
-        "ranks 0, 2 wait in all_reduce"
-    )
+        "its last collective finished #4; ranks 0, 2 wait in all_reduce #5"
+    ), text
     info = _info_lines(doc["metrics"])
     assert len(info) == 3
     assert sum('cause="collective"' in line and 'op="all_reduce"' in line for line in info) == 2

@@ -531,6 +531,9 @@ def capture(
     for t in threads:
         del t["_main"]
     doc: dict[str, Any] = {"rank": rank, "time": time.time(), "threads": threads[:max_threads]}
+    recorded = flight_recorder()
+    if recorded:
+        doc["collective"] = recorded
     body = json.dumps(doc).encode()
     if len(body) > max_bytes:
         for t in doc["threads"]:
@@ -544,6 +547,49 @@ def capture(
         doc["threads"][0]["frames"].pop(0)  # the outermost frames go last
         body = json.dumps(doc).encode()
     return body
+
+
+# PyTorch's Flight Recorder is on when one of these sets its buffer size (entries kept).
+FLIGHT_RECORDER_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+
+
+def flight_recorder(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """What PyTorch's Flight Recorder says of this rank's default process group: the
+    collective in flight (``op``, ``seq``) and the last it finished (``completed``). None
+    where torch is not imported, torch.distributed is not initialized, or the recorder is off
+    (it records nothing unless ``TORCH_FR_BUFFER_SIZE`` is set). Never imports torch, never
+    raises."""
+    env = os.environ if environ is None else environ
+    torch = sys.modules.get("torch")
+    if torch is None or not any(
+        env.get(name, "0") not in ("", "0") for name in FLIGHT_RECORDER_ENV
+    ):
+        return None
+    try:
+        dist = torch.distributed
+        if not dist.is_available() or not dist.is_initialized():
+            return None
+        doc = json.loads(torch._C._distributed_c10d._dump_fr_trace_json(True, False))
+        entries = [
+            e
+            for e in doc.get("entries") or []
+            if isinstance(e, dict) and not e.get("is_p2p") and str(e.get("pg_id", 0)) == "0"
+        ]
+        out: dict[str, Any] = {}
+        status = (doc.get("pg_status") or {}).get("0") or {}
+        completed = int(status.get("last_completed_collective", -1))
+        if completed >= 0:
+            out["completed"] = completed
+        flying = [e for e in entries if not e.get("retired")]
+        if flying:
+            last = flying[-1]
+            out["op"] = str(last.get("profiling_name", "")).rsplit(":", 1)[-1][:32]
+            seq = int(last.get("collective_seq_id", -1))
+            if seq >= 0:
+                out["seq"] = seq
+        return out or None
+    except Exception:  # a recorder we cannot read says nothing
+        return None
 
 
 def stacks_url(report_url: str) -> str:

@@ -1,6 +1,6 @@
 """The page that says "stalled" says why: a real gloo job, a real Prometheus and Alertmanager.
 
-Three real ``torch.distributed`` processes (gloo, CPU; tests/fixtures/scripts/stuck.py)
+Three real ``torch.distributed`` processes (gloo, CPU; tests/fixtures/stuck/stuck.py)
 report through the real reporter to a real exporter on loopback: rank 1 blocks in
 ``time.sleep`` before an ``all_reduce`` while ranks 0 and 2 wait in it. The exporter's stall
 threshold is 10 s (the shortest it accepts); Prometheus loads the rules as shipped and routes
@@ -33,7 +33,7 @@ from .stack import Webhook, alertmanager, free_port, prometheus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-SCRIPT = Path(__file__).parent.parent / "fixtures" / "scripts" / "stuck.py"
+SCRIPT = Path(__file__).parent.parent / "fixtures" / "stuck" / "stuck.py"
 STALL = 10.0
 FOR = 60.0  # TrainingJobStalled's for:
 DEADLINE = 200.0
@@ -94,7 +94,7 @@ def test_the_stalled_alert_names_the_blocking_rank_its_frame_and_the_collective(
         assert " in ddp_rank." in description
         assert "2 rank(s) wait in all_reduce." in description
         assert run["stall_summary"].startswith("rank 1 is at stuck.py:"), run["stall_summary"]
-        assert run["stall_summary"].endswith("ranks 0, 2 wait in all_reduce")
+        assert run["stall_summary"].endswith("ranks 0, 2 wait in all_reduce #5")
         elapsed = at - run["last_step_timestamp_seconds"]
         print("\nTrainingJobStalled as Alertmanager delivered it:")
         print(
