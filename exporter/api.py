@@ -47,6 +47,9 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "stalled_gpu_seconds": s.stalled_gpu_seconds,
         "deadline_timestamp_seconds": s.deadline_timestamp,
         "gpu_seconds_budget": s.gpu_seconds_budget,
+        "last_checkpoint_step": s.last_checkpoint_step,
+        "last_checkpoint_timestamp_seconds": s.last_checkpoint_timestamp,
+        "progress_at_risk_gpu_seconds": s.at_risk_gpu_seconds,
     }
     return {
         "namespace": s.key.namespace,

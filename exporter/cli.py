@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         run.add_argument(
             *flags,
             dest=spec.name,
-            metavar="DURATION" if spec.kind == "duration" else "RATIO",
+            metavar={"duration": "DURATION", "ratio": "RATIO"}.get(spec.kind, "GPU_HOURS"),
             help=f"{spec.help} (default {shown})",
         )
     run.add_argument(

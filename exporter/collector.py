@@ -71,6 +71,14 @@ def _value(get: Value) -> tuple[Samples, Value]:
     return samples, get
 
 
+def _scaled(name: str, scale: float) -> tuple[Samples, Value]:
+    """A threshold's gauge: its value times ``scale`` (its base unit)."""
+    get = attrgetter(f"thresholds.{name}")
+    if scale == 1.0:
+        return _value(get)
+    return _value(lambda s: get(s) * scale)
+
+
 def _info(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
     m = s.meta
     extra = (
@@ -241,6 +249,16 @@ RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_gpu_seconds_budget", "gauge",
            "GPU-seconds the run may use (its GPU-hour budget annotation x 3600).",
            *_value(attrgetter("gpu_seconds_budget"))),
+    Family("training_last_checkpoint_timestamp_seconds", "gauge",
+           "Unix time of the run's last checkpoint (its reporter, callback or log said so).",
+           *_value(attrgetter("last_checkpoint_timestamp"))),
+    Family("training_last_checkpoint_step", "gauge",
+           "Global step of the run's last checkpoint.",
+           *_value(attrgetter("last_checkpoint_step"))),
+    Family("training_progress_at_risk_gpu_seconds", "gauge",
+           "GPU-seconds of training since the last checkpoint (or the attempt's start): what a "
+           "preemption now would lose.",
+           *_value(attrgetter("at_risk_gpu_seconds"))),
     Family("training_run_active", "gauge",
            "1 while the run's pod (or file, or target) exists; 0 while a gone run is retained.",
            *_value(lambda s: 0.0 if s.gone else 1.0)),
@@ -249,7 +267,7 @@ RUN_FAMILIES: tuple[Family, ...] = (
     # training_divergence_ratio, training_throughput_drop_ratio: each run's own thresholds,
     # named once in exporter.thresholds.SPECS.
     *(
-        Family(spec.metric, "gauge", spec.help, *_value(attrgetter(f"thresholds.{spec.name}")))
+        Family(spec.metric, "gauge", spec.help, *_scaled(spec.name, spec.scale))
         for spec in SPECS
     ),
     Family("training_finished", "gauge", "1 once the run reported completion, else 0.",

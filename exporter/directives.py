@@ -2,7 +2,8 @@
 
 Why the exporter and not the job: it sees what the job cannot, that even the optimistic end
 of its ETA (the lower bound of its 80 % band) has passed its deadline, that its pod is being
-deleted (an eviction, a node drain) or its node cordoned (the start of a drain), or that
+deleted (an eviction, a node drain) or its node cordoned (the start of a drain), that more
+GPU-hours of training than its threshold would be lost to a preemption now, or that
 someone asked (``kubectl annotate trainjob/X`` or ``pod/X training-progress.io/checkpoint=<any
 new value>``). A directive is edge-triggered: each reason is delivered once when it starts to
 hold (a new annotation value is a new reason), on the next native push's answer, so a run is
@@ -30,6 +31,9 @@ class Facts:
     request: str | None  # the value of the pod's checkpoint annotation, if any
     job_request: str | None = None  # the same annotation on its TrainJob
     draining: bool = False  # its node is cordoned (spec.unschedulable)
+    # GPU-seconds of training since its last checkpoint, and how many it may risk
+    at_risk_gpu_seconds: float = 0.0
+    risk_threshold_gpu_seconds: float = float("inf")
 
 
 def reasons(f: Facts) -> frozenset[str]:
@@ -45,6 +49,8 @@ def reasons(f: Facts) -> frozenset[str]:
         out.add("deleting")
     if f.draining:
         out.add("draining")
+    if f.at_risk_gpu_seconds > f.risk_threshold_gpu_seconds:
+        out.add("at_risk")  # holds until a checkpoint resets the risk
     if f.request:
         out.add(f"requested:pod:{f.request}")
     if f.job_request:

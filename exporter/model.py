@@ -35,6 +35,7 @@ MAX_EPOCHS = 1e9
 MAX_ETA_SECONDS = 10 * 365 * 86400.0
 MAX_GPUS = 4096.0
 MAX_GPU_HOURS_BUDGET = 1e9
+MAX_TIMESTAMP = 4102444800.0  # 2100-01-01: a time past it is a mistake
 MAX_LABEL_CHARS = 128
 # How far in the future a report's own timestamp may be before it is clamped to "now".
 MAX_CLOCK_SKEW_SECONDS = 300.0
@@ -111,6 +112,10 @@ class ProgressReport:
     # chunk carries several logged dicts, each a value Katib must get. Only logs set it;
     # any other report is one such sample itself (ProgressReport.values).
     value_samples: tuple[tuple[float, tuple[tuple[str, float], ...]], ...] = ()
+    # The run's last checkpoint: the step it saved and when (Unix seconds), as the run or its
+    # log says it (docs/report-format.md; exporter.run keeps the newest).
+    checkpoint_step: int | None = None
+    checkpoint_timestamp: float | None = None
 
     def values(self) -> tuple[tuple[str, float], ...]:
         """The report's own numbers by name (step, epoch, loss, eval_loss, learning_rate,
@@ -157,6 +162,8 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "eval_loss": ("eval_loss", "val_loss", "validation_loss"),
     "learning_rate": ("learning_rate", "lr"),
     "grad_norm": ("grad_norm",),
+    "checkpoint_step": ("last_checkpoint_step", "checkpoint_step"),
+    "checkpoint_timestamp": ("last_checkpoint_timestamp", "last_checkpoint_time"),
 }
 _FIELD_OF: dict[str, str] = {name: fld for fld, names in _ALIASES.items() for name in names}
 # Earlier aliases win when a report carries several (Kubeflow sends both epoch and
@@ -241,7 +248,12 @@ def _convert(fld: str, raw: Any, problem: Any) -> Any:
     if not math.isfinite(number) or number < 0:
         problem(f"invalid_{fld}")
         return None
-    if fld in ("step", "max_steps"):
+    if fld == "checkpoint_timestamp":
+        if not 0 < number < MAX_TIMESTAMP:
+            problem(f"invalid_{fld}")
+            return None
+        return number
+    if fld in ("step", "max_steps", "checkpoint_step"):
         if number > MAX_STEP:
             problem(f"{fld}_out_of_range")
             return None
@@ -529,6 +541,8 @@ NATIVE_FIELDS = (
     "grad_norm",
 )
 VALUE_FIELDS = (*NATIVE_FIELDS, "progress", "eta_seconds")
+# The native keys of the run's last checkpoint (docs/report-format.md): its step and time.
+CHECKPOINT_FIELDS = ("last_checkpoint_step", "last_checkpoint_timestamp")
 
 
 def parse_native(obj: Any, now: float) -> Parsed:
@@ -539,6 +553,9 @@ def parse_native(obj: Any, now: float) -> Parsed:
     for key in NATIVE_FIELDS:
         if obj.get(key) is not None:
             b.known(key, obj[key])
+    for key in CHECKPOINT_FIELDS:
+        if obj.get(key) is not None:
+            b.metric(key, obj[key])
     _named_values(b, obj.get("metrics"), "metrics")
     _named_values(b, obj.get("eval_metrics"), "eval_metrics")
     progress = (
@@ -778,6 +795,10 @@ class RunView(Protocol):
     def max_epochs(self) -> float | None: ...
     @property
     def metrics(self) -> tuple[tuple[str, float], ...]: ...
+    @property
+    def last_checkpoint_step(self) -> int | None: ...
+    @property
+    def last_checkpoint_timestamp(self) -> float | None: ...
     @property
     def last_report_timestamp(self) -> float: ...
     @property

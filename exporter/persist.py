@@ -88,6 +88,7 @@ _OPTIONAL_FLOATS = (
     "best_loss",
     "loss_ema",
     "report_gpus",
+    "checkpoint_timestamp",
     "deadline",
     "budget_seconds",
     "last_step",
@@ -97,7 +98,7 @@ _OPTIONAL_FLOATS = (
     "reporter_start",
     "pace_reference",
 )
-_OPTIONAL_INTS = ("step", "max_steps", "high_water")
+_OPTIONAL_INTS = ("step", "max_steps", "high_water", "checkpoint_step")
 _BOOLS = ("best_is_eval", "finished")
 _NAME_MAP = ("metrics", "threshold_overrides")
 _META_STRINGS = (
@@ -130,7 +131,12 @@ class StateUnreadable(OSError):
 
 
 # Bounds of restored values, as live reports meet them (model.within_bounds).
-_INT_BOUNDS = {"step": MAX_STEP, "max_steps": MAX_STEP, "high_water": MAX_STEP}
+_INT_BOUNDS = {
+    "step": MAX_STEP,
+    "max_steps": MAX_STEP,
+    "high_water": MAX_STEP,
+    "checkpoint_step": MAX_STEP,
+}
 _NON_NEGATIVE = {
     "gpu_seconds",
     "stalled_gpu_seconds",
@@ -142,6 +148,7 @@ _NON_NEGATIVE = {
     "budget_seconds",
     "wasted_at_step",
     "stalled_at_step",
+    "checkpoint_timestamp",
 }
 _UPPER = {
     "epoch": MAX_EPOCHS,
@@ -199,6 +206,7 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     doc["stall_split"] = dict(run.stall.split)
     doc["stall_pending"] = run.stall.pending
     doc["wasted_at_step"] = run.wasted_at_step
+    doc["productive_mark"] = run.productive_mark
     doc["stalled_at_step"] = run.stalled_at_step
     doc["state"] = run.state
     doc["attempt"] = run.attempt
@@ -306,6 +314,10 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     }
     for name in ("wasted_at_step", "stalled_at_step"):
         values[name] = float(_bounded(_number(doc.get(name, 0.0), name), name))
+    mark = _number(doc.get("productive_mark", 0.0), "productive_mark")
+    if not math.isfinite(mark):
+        raise StateError("productive_mark: not finite")
+    values["productive_mark"] = float(mark)
     split = doc.get("stall_split", {})  # absent in state files written before it
     if not isinstance(split, dict) or not set(split) <= set(STALL_CAUSES):
         raise StateError("stall_split: not GPU-seconds by stall cause")

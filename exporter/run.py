@@ -133,6 +133,11 @@ class RunSnapshot:
     stall: tuple[Diagnosis, ...] = ()
     # GPU-seconds stalled, by stall cause (exporter.stacks.STALL_CAUSES, every one present)
     stall_gpu_seconds: tuple[tuple[str, float], ...] = ()
+    last_checkpoint_step: int | None = None
+    last_checkpoint_timestamp: float | None = None
+    # GPU-seconds of training since the last checkpoint (or the attempt's start): what a
+    # preemption now would lose (None before any GPU-second)
+    at_risk_gpu_seconds: float | None = None
 
 
 @dataclass
@@ -170,6 +175,12 @@ class RunState:
     directed: frozenset[str] = frozenset()
     job_checkpoint_request: str | None = None  # the checkpoint annotation on its TrainJob
     budget_seconds: float | None = None
+    # The run's last checkpoint (step, Unix time), and its productive GPU-seconds (held, less
+    # every cause of waste) then, or at the attempt's start before any: what a preemption
+    # would lose is what was productive since (at_risk).
+    checkpoint_step: int | None = None
+    checkpoint_timestamp: float | None = None
+    productive_mark: float = 0.0
     last_step: float | None = None
     last_improvement: float | None = None
     finished: bool = False
@@ -240,6 +251,39 @@ def _add_sample(samples: Series[int], t: float, step: int) -> None:
         samples.append(t, step)
 
 
+def productive(run: RunState) -> float:
+    """GPU-seconds the run held that no cause of waste took (exporter.goodput), so far."""
+    return run.gpu_seconds - sum(run.wasted.values())
+
+
+def at_risk(run: RunState) -> float:
+    """GPU-seconds of training since the last checkpoint (or the attempt's start): what a
+    preemption now would lose."""
+    return max(0.0, productive(run) - run.productive_mark)
+
+
+def _merge_checkpoint(run: RunState, r: ProgressReport, now: float) -> None:
+    """A checkpoint newer than the last one known (by its time, else by its step) resets
+    what is at risk. Reports restate the last checkpoint; only a new one counts. One
+    stated as saved a while ago keeps the work since at risk, at most the run's GPUs times
+    that while (it may have stalled since)."""
+    if r.checkpoint_step is None and r.checkpoint_timestamp is None:
+        return
+    at = min(now, r.checkpoint_timestamp if r.checkpoint_timestamp is not None else now)
+    if run.checkpoint_timestamp is not None:
+        if r.checkpoint_timestamp is not None and at <= run.checkpoint_timestamp:
+            return  # the same checkpoint restated, or an older one
+        if r.checkpoint_timestamp is None and r.checkpoint_step == run.checkpoint_step:
+            return
+    since = min(at_risk(run), run.gpus * max(0.0, now - at))
+    run.productive_mark = productive(run) - since
+    run.checkpoint_timestamp = at
+    if r.checkpoint_step is not None:
+        run.checkpoint_step = r.checkpoint_step
+    elif run.step is not None:
+        run.checkpoint_step = run.step
+
+
 def _first(*values: float | None) -> float | None:
     return next((v for v in values if v is not None), None)
 
@@ -250,6 +294,7 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
     history. What the job spent (GPU-seconds, waste by cause) carries over."""
     run.attempt += 1
     run.attempt_start = now
+    run.productive_mark = productive(run)  # a new process: nothing of it is at risk yet
     run.finished = False
     run.pace.clear()
     run.tp_cache = None
@@ -481,6 +526,7 @@ def merge(
     if r.eta_seconds is not None:
         run.reported_eta = r.eta_seconds
         run.reported_eta_at = now
+    _merge_checkpoint(run, r, now)
     if advanced:
         run.last_step = now
         _record_pace(config, run, now)
@@ -754,6 +800,9 @@ def snapshot(
             else ()
         ),
         stall_gpu_seconds=run.stall.split_view(),
+        last_checkpoint_step=run.checkpoint_step,
+        last_checkpoint_timestamp=run.checkpoint_timestamp,
+        at_risk_gpu_seconds=at_risk(run) if run.gpu_seconds > 0 else None,
     )
     _sample(run.timeline, snap, now)
     return snap
@@ -846,6 +895,8 @@ def directives(
             request=run.meta.checkpoint_request,
             job_request=run.job_checkpoint_request,
             draining=draining,
+            at_risk_gpu_seconds=at_risk(run),
+            risk_threshold_gpu_seconds=thresholds_of(config, run).checkpoint_risk_gpu_hours * 3600,
         )
     )
     fire = due(holding, run.directed)

@@ -278,6 +278,18 @@ def detail(s: RunSnapshot, now: float) -> str:
         ("GPUs", _num(s.gpus, "{:g}")),
         ("GPU-hours", f"{s.gpu_seconds / 3600:.2f}"),
         ("GPU-hours stalled", f"{s.stalled_gpu_seconds / 3600:.2f}"),
+        (
+            "Last checkpoint",
+            escape(
+                f"step {s.last_checkpoint_step}, {duration(now - s.last_checkpoint_timestamp)} ago"
+            )
+            if s.last_checkpoint_timestamp is not None
+            else "none seen",
+        ),
+        (
+            "GPU-hours at risk (since it)",
+            f"{s.at_risk_gpu_seconds / 3600:.2f}" if s.at_risk_gpu_seconds is not None else "-",
+        ),
         ("Last report", escape(duration(now - s.last_report_timestamp)) + " ago"),
         (
             "Last step",

@@ -29,6 +29,9 @@ class Thresholds:
     rank_lag_seconds: float = (
         120.0  # a rank whose last step is this much older than its job's newest
     )
+    # GPU-hours of training done since the last checkpoint (what a preemption would lose)
+    checkpoint_risk_gpu_hours: float = 64.0
+    checkpoint_age_seconds: float = 21600.0  # training this long with no checkpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +47,11 @@ class Spec:
 
     name: str
     metric: str
-    kind: str  # "duration" (seconds) or "ratio"
+    kind: str  # "duration" (seconds), "ratio", or "number" (GPU-hours)
     bounds: tuple[float, float]  # a hostile or mistyped override cannot disable or flood alerts
     alias: str
     help: str
+    scale: float = 1.0  # the exported gauge is the threshold times this (its base unit)
 
 
 SPECS: tuple[Spec, ...] = (
@@ -76,6 +80,15 @@ SPECS: tuple[Spec, ...] = (
     Spec("rank_lag_seconds", "training_rank_lag_threshold_seconds", "duration",
          (1.0, 7 * 86400.0), "rank_lag_seconds",
          "A rank whose last step is this much older than the newest of its job is stuck."),
+    # Set in GPU-hours (a person's unit), exported in GPU-seconds (Prometheus' base unit,
+    # beside training_progress_at_risk_gpu_seconds).
+    Spec("checkpoint_risk_gpu_hours", "training_checkpoint_risk_threshold_gpu_seconds", "number",
+         (0.001, 1e6), "checkpoint_risk_gpu_hours",
+         "GPU-seconds of training since the last checkpoint past which the run should save "
+         "(its checkpoint_risk_gpu_hours x 3600).", 3600.0),
+    Spec("checkpoint_age_seconds", "training_checkpoint_age_threshold_seconds", "duration",
+         (10.0, 30 * 86400.0), "checkpoint_age_seconds",
+         "Training this long since the last checkpoint (or the attempt's start) is too long."),
 )  # fmt: skip
 
 BOUNDS: dict[str, tuple[float, float]] = {s.name: s.bounds for s in SPECS}

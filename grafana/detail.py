@@ -249,6 +249,34 @@ def detail_dashboard() -> dict[str, Any]:
             (14, 40, 10, 8),
             stack=True,
         ),
+        timeseries(
+            17,
+            "Work at risk since the last checkpoint",
+            "GPU-hours of training since each run's last checkpoint (or its attempt's start): "
+            "what a preemption now would lose. It drops at every checkpoint; past the run's "
+            "checkpoint risk threshold (dashed) TrainingCheckpointStale fires and the run is "
+            "asked to save.",
+            "h",
+            [
+                target(f"training_progress_at_risk_gpu_seconds{{{JOB}}} / 3600", legend="{{pod}}"),
+                target(
+                    f"max(training_checkpoint_risk_threshold_gpu_seconds{{{JOB}}}) / 3600",
+                    "B",
+                    "threshold",
+                ),
+            ],
+            (0, 48, 12, 8),
+        ),
+        stat(
+            18,
+            "Since the last checkpoint",
+            "Time since the job's newest checkpoint (any of its runs), as its reporter, "
+            "callbacks or logs said.",
+            "s",
+            f"time() - max(training_last_checkpoint_timestamp_seconds{{{JOB}}})",
+            (12, 48, 12, 8),
+            [(None, "blue")],
+        ),
     ]
     # The runbook sends people here first: the job's state, how long since it last stepped
     # and reported, and what is firing. The graphs follow below.

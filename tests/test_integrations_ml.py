@@ -345,3 +345,169 @@ def test_checkpoint_directive_makes_lightning_save(
     saved = list((tmp_path / "checkpoints").glob("directive-step=*.ckpt"))
     assert len(saved) == 1, saved
     assert "state_dict" in torch.load(saved[0], weights_only=False)
+
+
+def _run_doc(url: str, name: str) -> dict[str, Any]:
+    return next(r for r in get_json(url + "/api/v1/runs")["runs"] if r["pod"] == name)
+
+
+def test_trainer_checkpoints_are_seen_with_their_step_and_time_and_reset_the_risk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real Trainer saving every 10 steps through our callback (on_save): after each save,
+    the exporter's last checkpoint is the newest checkpoint-N directory on disk, at the time
+    it was written, and the work at risk dropped; one GPU is claimed so the risk grows."""
+    from dataclasses import replace
+
+    from training_progress_reporter.transformers import ProgressCallback
+    from transformers import TrainerCallback
+
+    from exporter.app import Exporter
+    from exporter.config import Config
+
+    exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
+    exp.start(poll_loop=False)
+    seen: list[tuple[int, dict[str, Any]]] = []
+
+    class Look(TrainerCallback):  # type: ignore[misc]
+        """Right before each save and a moment after it, what the exporter says."""
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step % 10 in (9, 2) and state.global_step > 2:
+                time.sleep(0.4)  # the reporter's interval: the last update is in
+                seen.append((state.global_step, _run_doc(exp.url, "saver")))
+
+    try:
+        monkeypatch.delenv("KUBEFLOW_TRAINER_SERVER_URL", raising=False)
+        monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/saver/report")
+        callback = ProgressCallback(interval=0.2, gpus=1)
+        trainer = tiny_gpt2_trainer(tmp_path, [callback, Look()], step_seconds=0.05)
+        trainer.args.save_strategy = "steps"
+        trainer.args.save_steps = 10
+        trainer.train()
+        time.sleep(0.5)
+        final = _run_doc(exp.url, "saver")
+    finally:
+        exp.stop()
+    saved = {
+        int(p.name.split("-")[1]): p.stat().st_mtime
+        for p in (tmp_path / "out").glob("checkpoint-*")
+    }
+    assert sorted(saved) == [10, 20, 30, 40, 50]
+    assert final["last_checkpoint_step"] == 50
+    assert abs(final["last_checkpoint_timestamp_seconds"] - saved[50]) < 1.0
+    # Before each save the risk has grown since the last one; after it, it dropped.
+    before = {step + 1: doc for step, doc in seen if step % 10 == 9}
+    after = {step - 2: doc for step, doc in seen if step % 10 == 2}
+    for step in (20, 30, 40):
+        assert before[step]["last_checkpoint_step"] == step - 10
+        assert after[step]["last_checkpoint_step"] == step
+        assert abs(after[step]["last_checkpoint_timestamp_seconds"] - saved[step]) < 1.0
+        risk_after = after[step]["progress_at_risk_gpu_seconds"]
+        assert risk_after < before[step]["progress_at_risk_gpu_seconds"]
+
+
+def test_the_risk_threshold_makes_trainer_save_before_it_passes_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trainer's own saving off: only the exporter's directive, sent when the work at risk
+    passes the run's threshold (4 GPU-seconds on one GPU here), makes it save; each save
+    resets the risk, so the run saves again and again and the risk stays near the threshold."""
+    from dataclasses import replace
+
+    from training_progress_reporter.transformers import ProgressCallback
+    from transformers import TrainerCallback
+
+    from exporter.app import Exporter
+    from exporter.config import Config
+    from exporter.thresholds import Thresholds
+
+    threshold_hours = 4 / 3600
+    config = replace(
+        Config(),
+        listen="127.0.0.1:0",
+        mode="standalone",
+        thresholds=Thresholds(checkpoint_risk_gpu_hours=threshold_hours),
+    )
+    exp = Exporter(config)
+    exp.start(poll_loop=False)
+    risks: list[float] = []
+
+    class Look(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            risk = _run_doc(exp.url, "asked").get("progress_at_risk_gpu_seconds")
+            if risk is not None:
+                risks.append(risk)
+
+    try:
+        monkeypatch.delenv("KUBEFLOW_TRAINER_SERVER_URL", raising=False)
+        monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/asked/report")
+        callback = ProgressCallback(interval=0.2, gpus=1)
+        trainer = tiny_gpt2_trainer(tmp_path, [callback, Look()], step_seconds=0.2)
+        trainer.train()
+    finally:
+        exp.stop()
+    saved = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "out").glob("checkpoint-*"))
+    assert len(saved) >= 2, saved  # save_strategy "no": every one of these was asked for
+    # Told once the risk passed 4 GPU-seconds; saved within about a report interval and a
+    # step, so it never ran far past it.
+    assert max(risks) < 4 + 2.0, max(risks)
+    assert min(risks) < 1.0
+
+
+def test_lightning_model_checkpoint_saves_are_seen_through_our_callback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real Lightning run with ModelCheckpoint every 8 steps: the exporter's last
+    checkpoint is the newest .ckpt file's step, at about the time it was written."""
+    from dataclasses import replace
+
+    import lightning
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from training_progress_reporter.lightning import ProgressCallback
+
+    from exporter.app import Exporter
+    from exporter.config import Config
+
+    class Model(lightning.LightningModule):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(8, 1)
+
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            time.sleep(0.02)
+            x, y = batch
+            return torch.nn.functional.mse_loss(self.layer(x), y)
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
+    exp.start(poll_loop=False)
+    try:
+        monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/litck/report")
+        x = torch.randn(256, 8)
+        data = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8
+        )
+        saves = ModelCheckpoint(dirpath=tmp_path / "ck", every_n_train_steps=8, save_top_k=-1)
+        trainer = lightning.Trainer(
+            max_steps=40,
+            accelerator="cpu",
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            callbacks=[ProgressCallback(interval=0.2, gpus=1), saves],
+            default_root_dir=str(tmp_path),
+        )
+        trainer.fit(Model(), data)
+        time.sleep(0.5)
+        run = _run_doc(exp.url, "litck")
+    finally:
+        exp.stop()
+    files = {
+        int(p.stem.split("step=")[1]): p.stat().st_mtime for p in (tmp_path / "ck").glob("*.ckpt")
+    }
+    assert sorted(files) == [8, 16, 24, 32, 40]
+    assert run["last_checkpoint_step"] == 40
+    assert abs(run["last_checkpoint_timestamp_seconds"] - files[40]) < 1.0

@@ -89,6 +89,24 @@ FIXTURES = [
         "jsonl",
         {"step": 7, "loss": 1.5, "max_steps": 70},
     ),
+    # Checkpoint lines as real runs print them (tests/fixtures/logs/checkpoints/).
+    (
+        "[transformers] Saving model checkpoint to /out/checkpoint-500",
+        "checkpoints",
+        {"checkpoint_step": 500, "checkpoint_timestamp": NOW},
+    ),
+    (
+        "Epoch 0, global step 8: 'train_loss' reached 0.21965 (best 0.21965), saving model to "
+        "'/ck/epoch=0-step=8.ckpt' as top 2",
+        "checkpoints",
+        {"checkpoint_step": 8},
+    ),
+    (
+        "[2023-07-24 13:21:33,440] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch] "
+        "Checkpoint global_step10 is ready now!",
+        "checkpoints",
+        {"checkpoint_step": 10},
+    ),
 ]
 
 

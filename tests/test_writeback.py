@@ -19,7 +19,7 @@ from exporter.config import Config, apply
 from exporter.model import ProgressReport, RunKey
 from exporter.settings import ConfigError
 from exporter.sinks import writeback
-from exporter.sinks.writeback import StatusWriter, trainer_status
+from exporter.sinks.writeback import StatusWriter, rfc3339, trainer_status
 from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker
 
@@ -48,6 +48,21 @@ def test_trainer_status_has_the_upstream_shape() -> None:
     metrics = {m["name"]: m["value"] for m in body["metrics"]}
     assert metrics == {"loss": "0.25", "current_step": "400", "total_steps": "1000", "acc": "0.9"}
     assert all(isinstance(m["value"], str) for m in body["metrics"])
+
+
+def test_trainer_status_carries_the_last_checkpoint() -> None:
+    tracker = Tracker()
+    key = RunKey("ml", "llm-0", "llm")
+    tracker.apply(key, ProgressReport(step=100, max_steps=1000), T0)
+    tracker.apply(
+        key,
+        ProgressReport(step=200, checkpoint_step=200, checkpoint_timestamp=T0 + 9.5),
+        T0 + 10,
+    )
+    (snap,) = tracker.snapshot(T0 + 10)
+    metrics = {m["name"]: m["value"] for m in trainer_status(snap)["metrics"]}
+    assert metrics["last_checkpoint_step"] == "200"
+    assert metrics["last_checkpoint_time"] == rfc3339(T0 + 9.5)
 
 
 def test_setting_accepts_true_false_and_the_targets() -> None:

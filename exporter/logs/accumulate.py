@@ -154,6 +154,13 @@ class LogAccumulator:
                 value = getattr(r, name)
                 if value is not None:
                     self.values[name] = value
+            if r.checkpoint_timestamp is not None:
+                # The line's own time; a checkpoint that names no step is at the run's.
+                self.values["checkpoint_timestamp"] = r.checkpoint_timestamp if at is None else at
+                if r.checkpoint_step is not None:
+                    self.values["checkpoint_step"] = r.checkpoint_step
+                else:
+                    self.values.pop("checkpoint_step", None)
             if r.step is not None and line.parser in STRUCTURED:
                 self.structured_step = True
             if r.metrics:

@@ -26,7 +26,9 @@ from .tail import FileTail
 
 def report_dict(r: ProgressReport) -> dict[str, Any]:
     out: dict[str, Any] = {
-        k: json_number(getattr(r, k)) for k in VALUE_FIELDS if getattr(r, k) is not None
+        k: json_number(getattr(r, k))
+        for k in (*VALUE_FIELDS, "checkpoint_step", "checkpoint_timestamp")
+        if getattr(r, k) is not None
     }
     if r.metrics:
         out["metrics"] = {k: json_number(v) for k, v in r.metrics}

@@ -108,6 +108,14 @@ def trainer_status(s: RunView) -> dict[str, Any]:
     ):
         if value is not None and len(metrics) < KUBEFLOW_MAX_METRICS:
             metrics.append({"name": name[:KUBEFLOW_MAX_FIELD_CHARS], "value": _value(value)})
+    # The last checkpoint, for whoever decides what to preempt: its step, and its time as
+    # lastUpdatedTime is written (the list's values are strings).
+    if s.last_checkpoint_step is not None and len(metrics) < KUBEFLOW_MAX_METRICS:
+        metrics.append({"name": "last_checkpoint_step", "value": str(s.last_checkpoint_step)})
+    if s.last_checkpoint_timestamp is not None and len(metrics) < KUBEFLOW_MAX_METRICS:
+        metrics.append(
+            {"name": "last_checkpoint_time", "value": rfc3339(s.last_checkpoint_timestamp)}
+        )
     if metrics:
         out["metrics"] = metrics
     return out

@@ -87,6 +87,11 @@ class ProgressCallback(lightning.Callback):  # type: ignore[misc]
             )
             trainer.save_checkpoint(path)
 
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: Any) -> None:
+        """A checkpoint is being saved (ModelCheckpoint, or trainer.save_checkpoint)."""
+        if self.reporter is not None:
+            self.reporter.checkpointed(step=trainer.global_step)
+
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         self._report(trainer)
 

@@ -274,6 +274,25 @@ class ProgressReporter:
         except Exception:
             return
 
+    def checkpointed(self, step: int | None = None) -> None:
+        """Record that the run saved a checkpoint now, at ``step`` (default: the latest step
+        given to update()). The exporter then counts the work at risk from here
+        (``training_progress_at_risk_gpu_seconds``). Cheap and non-blocking; never raises."""
+        if not self.enabled:
+            return
+        try:
+            with self._lock:
+                values = self._state.values
+                saved = int(step) if step is not None else values.get("step")
+                if saved is not None:
+                    values["last_checkpoint_step"] = saved
+                values["last_checkpoint_timestamp"] = time.time()
+                self._state.version += 1
+            self._flush.set()  # said at once: what is at risk just dropped
+            self._wake.set()
+        except Exception:
+            return
+
     def finish(self, timeout: float = 10.0) -> None:
         """Mark the run complete and send it, waiting at most ``timeout`` seconds. The
         heartbeat goes on while the process lives (unless it is off): that a finished
@@ -663,6 +682,8 @@ def kubeflow_body(report: Mapping[str, Any]) -> dict[str, Any]:
         "eval_loss": "eval_loss",
         "learning_rate": "learning_rate",
         "grad_norm": "grad_norm",
+        "last_checkpoint_step": "last_checkpoint_step",
+        "last_checkpoint_timestamp": "last_checkpoint_timestamp",
     }
     for key, name in names.items():
         if key in report:

@@ -94,6 +94,13 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
                 # The exporter asked (deadline, eviction, annotation): Trainer saves now.
                 control.should_save = True
 
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
+        """Trainer saved ``checkpoint-N`` (its save strategy, or a directive)."""
+        if self.reporter is not None:
+            self.reporter.checkpointed(step=state.global_step)
+
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:

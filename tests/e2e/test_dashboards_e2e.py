@@ -34,8 +34,9 @@ def substitute(expr: str, job: str) -> str:
     return expr
 
 
-# Panels that show a job's alerts have data only for a job that has one.
-ALERT_PANELS = {"Firing alerts": "hung", "Ranks": "ranked"}
+# Panels that show a job's alerts have data only for a job that has one; "Why it is stuck"
+# only for a stalled job whose reporter sent its stacks (the real reporter's hang).
+ALERT_PANELS = {"Firing alerts": "hung", "Ranks": "ranked", "Why it is stuck": "reporter-hang"}
 
 
 def panel_results(doc: dict[str, Any], prom: str, job: str) -> dict[str, list[Any]]:

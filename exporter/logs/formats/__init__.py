@@ -13,11 +13,23 @@ parser reads nothing its hints would not let through).
 from __future__ import annotations
 
 from ..lines import Format
-from . import deepspeed, jsonl, katib, keras, kubeflow, lightning, prints, tqdm, transformers
+from . import (
+    checkpoints,
+    deepspeed,
+    jsonl,
+    katib,
+    keras,
+    kubeflow,
+    lightning,
+    prints,
+    tqdm,
+    transformers,
+)
 
 # In order: structured formats first (they are unambiguous), bars last.
 FORMATS: tuple[Format, ...] = (
     kubeflow.FORMAT,
+    checkpoints.FORMAT,
     transformers.FORMAT,
     jsonl.FORMAT,
     deepspeed.FORMAT,
