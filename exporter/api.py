@@ -50,6 +50,11 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "last_checkpoint_step": s.last_checkpoint_step,
         "last_checkpoint_timestamp_seconds": s.last_checkpoint_timestamp,
         "progress_at_risk_gpu_seconds": s.at_risk_gpu_seconds,
+        "tokens": s.tokens,
+        "tokens_per_second": s.tokens_per_second,
+        "model_flops_per_token": s.flops_per_token,
+        "gpu_peak_flops": s.gpu_peak_flops,
+        "model_flops_utilization": s.model_flops_utilization,
     }
     return {
         "namespace": s.key.namespace,

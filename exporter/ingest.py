@@ -69,6 +69,10 @@ class Ingestor:
         """The run's job carries this checkpoint annotation value (None: none)."""
         self._tracker.request_checkpoint(key, value)
 
+    def node_gpu_model(self, node: str, model: str | None) -> None:
+        """The GPU model ``node``'s label names (None: none), for its runs' MFU."""
+        self._tracker.set_node_gpu_model(node, model)
+
     def node_cordoned(self, node: str, cordoned: bool) -> None:
         """Whether ``node`` is cordoned; its runs are asked to checkpoint once."""
         self._tracker.set_cordoned(node, cordoned)

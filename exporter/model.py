@@ -36,6 +36,7 @@ MAX_ETA_SECONDS = 10 * 365 * 86400.0
 MAX_GPUS = 4096.0
 MAX_GPU_HOURS_BUDGET = 1e9
 MAX_TIMESTAMP = 4102444800.0  # 2100-01-01: a time past it is a mistake
+MAX_FLOPS_PER_TOKEN = 1e16  # 6 x a 1e15-parameter model
 MAX_LABEL_CHARS = 128
 # How far in the future a report's own timestamp may be before it is clamped to "now".
 MAX_CLOCK_SKEW_SECONDS = 300.0
@@ -116,6 +117,11 @@ class ProgressReport:
     # log says it (docs/report-format.md; exporter.run keeps the newest).
     checkpoint_step: int | None = None
     checkpoint_timestamp: float | None = None
+    # Tokens the run has trained on so far (Transformers' num_input_tokens_seen), the model's
+    # training FLOPs per token, and the GPU it runs on, as the run says (for MFU).
+    tokens: int | None = None
+    flops_per_token: float | None = None
+    gpu_model: str | None = None
 
     def values(self) -> tuple[tuple[str, float], ...]:
         """The report's own numbers by name (step, epoch, loss, eval_loss, learning_rate,
@@ -164,6 +170,8 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm",),
     "checkpoint_step": ("last_checkpoint_step", "checkpoint_step"),
     "checkpoint_timestamp": ("last_checkpoint_timestamp", "last_checkpoint_time"),
+    "tokens": ("num_input_tokens_seen", "tokens"),
+    "flops_per_token": ("model_flops_per_token", "flops_per_token"),
 }
 _FIELD_OF: dict[str, str] = {name: fld for fld, names in _ALIASES.items() for name in names}
 # Earlier aliases win when a report carries several (Kubeflow sends both epoch and
@@ -253,7 +261,12 @@ def _convert(fld: str, raw: Any, problem: Any) -> Any:
             problem(f"invalid_{fld}")
             return None
         return number
-    if fld in ("step", "max_steps", "checkpoint_step"):
+    if fld == "flops_per_token":
+        if not 0 < number <= MAX_FLOPS_PER_TOKEN:
+            problem(f"invalid_{fld}")
+            return None
+        return number
+    if fld in ("step", "max_steps", "checkpoint_step", "tokens"):
         if number > MAX_STEP:
             problem(f"{fld}_out_of_range")
             return None
@@ -541,8 +554,14 @@ NATIVE_FIELDS = (
     "grad_norm",
 )
 VALUE_FIELDS = (*NATIVE_FIELDS, "progress", "eta_seconds")
-# The native keys of the run's last checkpoint (docs/report-format.md): its step and time.
-CHECKPOINT_FIELDS = ("last_checkpoint_step", "last_checkpoint_timestamp")
+# Native keys read like named values (docs/report-format.md): the run's last checkpoint (its
+# step and time), the tokens it trained on and its model's FLOPs per token.
+CHECKPOINT_FIELDS = (
+    "last_checkpoint_step",
+    "last_checkpoint_timestamp",
+    "tokens",
+    "model_flops_per_token",
+)
 
 
 def parse_native(obj: Any, now: float) -> Parsed:
@@ -586,6 +605,7 @@ def parse_native(obj: Any, now: float) -> Parsed:
         b.problem("invalid_final")
         final = None
     framework = clean_label(obj.get("framework"), 32) if obj.get("framework") is not None else None
+    gpu_model = clean_label(obj.get("gpu_model"), 64) if obj.get("gpu_model") is not None else None
     timestamp = parse_timestamp(obj.get("timestamp"), now, b.problem)
     start_time = _deadline(obj.get("start_time"), b.problem, "start_time")
     thresholds = (
@@ -609,6 +629,7 @@ def parse_native(obj: Any, now: float) -> Parsed:
         framework=framework,
         timestamp=timestamp,
         start_time=start_time,
+        gpu_model=gpu_model or None,
     )
 
 

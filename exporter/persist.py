@@ -89,6 +89,7 @@ _OPTIONAL_FLOATS = (
     "loss_ema",
     "report_gpus",
     "checkpoint_timestamp",
+    "flops_per_token",
     "deadline",
     "budget_seconds",
     "last_step",
@@ -98,7 +99,7 @@ _OPTIONAL_FLOATS = (
     "reporter_start",
     "pace_reference",
 )
-_OPTIONAL_INTS = ("step", "max_steps", "high_water", "checkpoint_step")
+_OPTIONAL_INTS = ("step", "max_steps", "high_water", "checkpoint_step", "tokens")
 _BOOLS = ("best_is_eval", "finished")
 _NAME_MAP = ("metrics", "threshold_overrides")
 _META_STRINGS = (
@@ -136,6 +137,7 @@ _INT_BOUNDS = {
     "max_steps": MAX_STEP,
     "high_water": MAX_STEP,
     "checkpoint_step": MAX_STEP,
+    "tokens": MAX_STEP,
 }
 _NON_NEGATIVE = {
     "gpu_seconds",
@@ -149,6 +151,7 @@ _NON_NEGATIVE = {
     "wasted_at_step",
     "stalled_at_step",
     "checkpoint_timestamp",
+    "flops_per_token",
 }
 _UPPER = {
     "epoch": MAX_EPOCHS,

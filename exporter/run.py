@@ -31,6 +31,7 @@ from .estimate import (
     throughput,
 )
 from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
+from .gpus import mfu, peak_flops
 from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta
 from .series import Series, Triples
 from .stacks import Diagnosis
@@ -38,6 +39,17 @@ from .stall import StallRecord
 from .states import NO_ETA, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
 from .timeline import Timeline
+
+# States in which a run does not train: its token rate is 0, whatever it was.
+NOT_TRAINING = (
+    "stalled",
+    "silent",
+    "finished",
+    "finished-but-running",
+    "diverged",
+    "gone",
+    "failed",
+)
 
 HISTORY_POINTS = 120
 # The best training loss is taken on a moving average, not on raw values: the minimum of a
@@ -138,6 +150,11 @@ class RunSnapshot:
     # GPU-seconds of training since the last checkpoint (or the attempt's start): what a
     # preemption now would lose (None before any GPU-second)
     at_risk_gpu_seconds: float | None = None
+    tokens: int | None = None  # trained on so far
+    tokens_per_second: float | None = None  # 0 while it does not train
+    flops_per_token: float | None = None
+    gpu_peak_flops: float | None = None  # one GPU's dense BF16 peak (exporter.gpus)
+    model_flops_utilization: float | None = None
 
 
 @dataclass
@@ -181,6 +198,13 @@ class RunState:
     checkpoint_step: int | None = None
     checkpoint_timestamp: float | None = None
     productive_mark: float = 0.0
+    # Tokens trained on so far, with (time, tokens) points for their rate; the model's
+    # training FLOPs per token; the GPU model the run says it has, and its node's label.
+    tokens: int | None = None
+    token_points: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=32))
+    flops_per_token: float | None = None
+    gpu_model: str | None = None
+    node_gpu_model: str | None = None
     last_step: float | None = None
     last_improvement: float | None = None
     finished: bool = False
@@ -260,6 +284,60 @@ def at_risk(run: RunState) -> float:
     """GPU-seconds of training since the last checkpoint (or the attempt's start): what a
     preemption now would lose."""
     return max(0.0, productive(run) - run.productive_mark)
+
+
+TOKEN_POINT_SPACING = 2.0  # seconds between kept (time, tokens) points
+
+
+def _merge_tokens(run: RunState, r: ProgressReport, now: float) -> None:
+    """The run's token count (a lower one starts its rate over), FLOPs per token and GPU."""
+    if r.flops_per_token is not None:
+        run.flops_per_token = r.flops_per_token
+    if r.gpu_model:
+        run.gpu_model = r.gpu_model
+
+    if r.tokens is None or r.tokens == run.tokens:
+        return
+    if run.tokens is not None and r.tokens < run.tokens:
+        run.token_points.clear()  # a new attempt counts from its own start
+    run.tokens = r.tokens
+    points = run.token_points
+    # A count closer than the spacing to the one before the newest replaces the newest (as
+    # step samples do): a report a second keeps points two seconds apart.
+    if len(points) >= 2 and now - points[-2][0] < TOKEN_POINT_SPACING:
+        points[-1] = (now, r.tokens)
+    else:
+        points.append((now, r.tokens))
+
+
+def tokens_per_second(run: RunState, window: float) -> float | None:
+    """Tokens per second over the newest ``window`` seconds of token counts; None with
+    fewer than two counts."""
+    points = run.token_points
+    if len(points) < 2:
+        return None
+    t1, n1 = points[-1]
+    t0, n0 = next(((t, n) for t, n in points if t1 - t <= window), points[-2])
+    if t1 <= t0:
+        t0, n0 = points[-2]
+    return (n1 - n0) / (t1 - t0) if t1 > t0 else None
+
+
+# Custom metrics in which runs print their rate where they give no count (the run's own, or
+# per GPU as torchtune prints it): they stay custom metrics too.
+PRINTED_RATE = "tokens_per_second"
+PRINTED_RATE_PER_GPU = "tokens_per_second_per_gpu"
+
+
+def printed_tokens_per_second(run: RunState) -> float | None:
+    """The rate the run prints, for the run (per GPU ones times its GPUs); None if none."""
+    rate = run.metrics.get(PRINTED_RATE)
+    if rate is not None and math.isfinite(rate) and rate >= 0:
+        return rate
+    per_gpu = run.metrics.get(PRINTED_RATE_PER_GPU)
+    if per_gpu is not None and math.isfinite(per_gpu) and per_gpu >= 0 and run.gpus > 0:
+        return per_gpu * run.gpus
+    return None
 
 
 def _merge_checkpoint(run: RunState, r: ProgressReport, now: float) -> None:
@@ -527,6 +605,7 @@ def merge(
         run.reported_eta = r.eta_seconds
         run.reported_eta_at = now
     _merge_checkpoint(run, r, now)
+    _merge_tokens(run, r, now)
     if advanced:
         run.last_step = now
         _record_pace(config, run, now)
@@ -751,6 +830,13 @@ def snapshot(
             completion = run.reported_eta_at + run.reported_eta
         if completion is not None:
             eta = max(0.0, completion - now)
+    # Tokens per second, 0 once the run does not train (a hung job keeps no rate).
+    rate = tokens_per_second(run, config.estimator.short_window)
+    if rate is None:
+        rate = printed_tokens_per_second(run)
+    if rate is not None and verdict.state in NOT_TRAINING:
+        rate = 0.0
+    peak = peak_flops(run.gpu_model or run.node_gpu_model)
     snap = RunSnapshot(
         key=key,
         meta=run.meta,
@@ -803,6 +889,11 @@ def snapshot(
         last_checkpoint_step=run.checkpoint_step,
         last_checkpoint_timestamp=run.checkpoint_timestamp,
         at_risk_gpu_seconds=at_risk(run) if run.gpu_seconds > 0 else None,
+        tokens=run.tokens,
+        tokens_per_second=rate,
+        flops_per_token=run.flops_per_token,
+        gpu_peak_flops=peak,
+        model_flops_utilization=mfu(rate, run.flops_per_token, run.gpus, peak),
     )
     _sample(run.timeline, snap, now)
     return snap
@@ -895,7 +986,8 @@ def directives(
             request=run.meta.checkpoint_request,
             job_request=run.job_checkpoint_request,
             draining=draining,
-            at_risk_gpu_seconds=at_risk(run),
+            # Only a run seen to checkpoint is told to (one that saves unseen is left alone).
+            at_risk_gpu_seconds=at_risk(run) if run.checkpoint_timestamp is not None else 0.0,
             risk_threshold_gpu_seconds=thresholds_of(config, run).checkpoint_risk_gpu_hours * 3600,
         )
     )

@@ -88,7 +88,7 @@ SPECS: tuple[Spec, ...] = (
          "(its checkpoint_risk_gpu_hours x 3600).", 3600.0),
     Spec("checkpoint_age_seconds", "training_checkpoint_age_threshold_seconds", "duration",
          (10.0, 30 * 86400.0), "checkpoint_age_seconds",
-         "Training this long since the last checkpoint (or the attempt's start) is too long."),
+         "Training this long since the last checkpoint is too long (runs seen to checkpoint)."),
 )  # fmt: skip
 
 BOUNDS: dict[str, tuple[float, float]] = {s.name: s.bounds for s in SPECS}

@@ -69,6 +69,7 @@ class Tracker:
         self.config = config or TrackerConfig()
         self._runs: dict[RunKey, RunState] = {}
         self._cordoned: set[str] = set()  # nodes marked unschedulable (a drain begins)
+        self._node_gpu: dict[str, str] = {}  # node -> its GPU model label (for MFU)
         self._lock = threading.Lock()
         self._changes = 0
         self._failed = 0  # runs the last snapshot pass could not snapshot
@@ -106,6 +107,7 @@ class Tracker:
                 run.restored = False
                 restated = meta is not None and meta.source in SECONDARY_SOURCES
                 merge(self.config.run, run, report, now, problem, restated)
+                run.node_gpu_model = self._node_gpu.get(run.meta.node) if run.meta.node else None
                 if run.timeline.due(now):  # the run's life, sampled as reports come
                     snapshot(self.config.run, key, run, now, False)
             except Exception:  # a bug must cost one report, never the run's other readers
@@ -277,6 +279,14 @@ class Tracker:
             snap = snapshot(self.config.run, key, run, now, False)
             held = sorted(run.stall.stacks.values(), key=lambda sd: -sd[0].taken)
             return snap, held
+
+    def set_node_gpu_model(self, node: str, model: str | None) -> None:
+        """The GPU model ``node``'s label names; its runs take it at their next report."""
+        with self._lock:
+            if model:
+                self._node_gpu[node] = model
+            else:
+                self._node_gpu.pop(node, None)
 
     def set_cordoned(self, node: str, cordoned: bool) -> None:
         """Whether ``node`` is cordoned (unschedulable): its runs are asked to save once."""

@@ -267,6 +267,26 @@ def detail_dashboard() -> dict[str, Any]:
             ],
             (0, 48, 12, 8),
         ),
+        timeseries(
+            19,
+            "Tokens per second",
+            "Tokens trained on per second (training_tokens_per_second), per run: its token "
+            "count's rate, or the rate it prints.",
+            "short",
+            [target(f"training_tokens_per_second{{{JOB}}}", legend="{{pod}}")],
+            (0, 56, 12, 8),
+        ),
+        timeseries(
+            20,
+            "Model FLOPs utilization (MFU)",
+            "tokens/s x the model's training FLOPs per token / (GPUs x one GPU's dense BF16 "
+            "peak, training_gpu_peak_flops; exporter/gpus.py lists the peaks and their "
+            "datasheets). Needs the run's FLOPs per token (or parameters) and its GPU model.",
+            "percentunit",
+            [target(f"training_model_flops_utilization{{{JOB}}}", legend="{{pod}}")],
+            (12, 56, 12, 8),
+            defaults={"min": 0},
+        ),
         stat(
             18,
             "Since the last checkpoint",

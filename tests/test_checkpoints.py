@@ -115,13 +115,26 @@ def test_the_directive_is_sent_once_when_the_risk_passes_and_again_after_a_save(
     tr = _tracker(risk_hours=100 / 3600)  # 100 GPU-seconds
     told = []
     for i in range(30):
-        ck = {"checkpoint_step": 200, "checkpoint_timestamp": T0 + 200} if i >= 20 else {}
+        ck = {"checkpoint_step": 0, "checkpoint_timestamp": T0}
+        if i >= 20:
+            ck = {"checkpoint_step": 200, "checkpoint_timestamp": T0 + 200}
         tr.apply(KEY, _report(10 * i, **ck), T0 + 10 * i)
         if "checkpoint" in tr.directives(KEY, T0 + 10 * i):
             told.append(10 * i)
     # Over 100 GPU-seconds (8 GPUs) after 20 s: told once; the save at 200 resets it, and
     # 20 s after it, told again.
     assert told == [20, 220], told
+
+
+def test_a_run_never_seen_to_checkpoint_is_not_told_to() -> None:
+    """Nothing says it does not save (its saves may go unreported): no directive."""
+    tr = _tracker(risk_hours=100 / 3600)
+    told = [
+        i
+        for i in range(30)
+        if tr.apply(KEY, _report(10 * i), T0 + 10 * i) and tr.directives(KEY, T0 + 10 * i)
+    ]
+    assert told == []
 
 
 def test_a_new_attempt_starts_with_nothing_at_risk() -> None:

@@ -410,7 +410,8 @@ def test_trainer_checkpoints_are_seen_with_their_step_and_time_and_reset_the_ris
 def test_the_risk_threshold_makes_trainer_save_before_it_passes_far(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Trainer's own saving off: only the exporter's directive, sent when the work at risk
+    """Trainer's own saving off but for one save at step 1 (a run is told to save only once
+    it was seen to save): then only the exporter's directive, sent when the work at risk
     passes the run's threshold (4 GPU-seconds on one GPU here), makes it save; each save
     resets the risk, so the run saves again and again and the risk stays near the threshold."""
     from dataclasses import replace
@@ -435,6 +436,8 @@ def test_the_risk_threshold_makes_trainer_save_before_it_passes_far(
 
     class Look(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == 1:
+                control.should_save = True  # its one save of its own
             risk = _run_doc(exp.url, "asked").get("progress_at_risk_gpu_seconds")
             if risk is not None:
                 risks.append(risk)
@@ -448,7 +451,7 @@ def test_the_risk_threshold_makes_trainer_save_before_it_passes_far(
     finally:
         exp.stop()
     saved = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "out").glob("checkpoint-*"))
-    assert len(saved) >= 2, saved  # save_strategy "no": every one of these was asked for
+    assert saved[0] == 1 and len(saved) >= 3, saved  # all but the first were asked for
     # Told once the risk passed 4 GPU-seconds; saved within about a report interval and a
     # step, so it never ran far past it.
     assert max(risks) < 4 + 2.0, max(risks)
@@ -511,3 +514,56 @@ def test_lightning_model_checkpoint_saves_are_seen_through_our_callback(
     assert sorted(files) == [8, 16, 24, 32, 40]
     assert run["last_checkpoint_step"] == 40
     assert abs(run["last_checkpoint_timestamp_seconds"] - files[40]) < 1.0
+
+
+def test_tokens_per_second_and_mfu_from_trainers_own_token_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trainer with include_num_input_tokens_seen and our callback: the exporter's token count
+    is Trainer's own, its tokens/s is that count's rate, and MFU is tokens/s x 6 x the
+    model's parameters / the named GPU's peak (no GPU here: the run names one)."""
+    from dataclasses import replace
+
+    from training_progress_reporter.transformers import ProgressCallback
+
+    from exporter.app import Exporter
+    from exporter.config import Config
+    from exporter.gpus import peak_flops
+
+    exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
+    exp.start(poll_loop=False)
+    try:
+        monkeypatch.delenv("KUBEFLOW_TRAINER_SERVER_URL", raising=False)
+        monkeypatch.setenv("TPE_REPORT_URL", f"{exp.url}/api/v1/namespaces/ml/runs/tok/report")
+        callback = ProgressCallback(interval=0.2, gpus=1, gpu_model="NVIDIA-H100-80GB-HBM3")
+        trainer = tiny_gpt2_trainer(tmp_path, [callback], step_seconds=0.05)
+        trainer.args.include_num_input_tokens_seen = True
+        mid: list[dict[str, Any]] = []
+        truth: list[tuple[float, int]] = []  # (time, Trainer's own count) at each step
+        original = callback.on_step_end
+
+        def look(args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            original(args, state, control, **kwargs)
+            truth.append((time.time(), int(state.num_input_tokens_seen)))
+            if state.global_step == STEPS - 5:
+                time.sleep(0.5)  # the last update is in
+                mid.append(_run_doc(exp.url, "tok"))
+
+        callback.on_step_end = look  # type: ignore[method-assign]
+        trainer.train()
+        time.sleep(0.5)
+        run = _run_doc(exp.url, "tok")
+    finally:
+        exp.stop()
+    seen = int(trainer.state.num_input_tokens_seen)
+    assert seen == STEPS * 8 * 64  # 8 sequences of 64 tokens a step
+    assert run["tokens"] == seen
+    (during,) = mid
+    # Its rate while training: Trainer's own count over the same span, within 15 %.
+    (t0, n0), (t1, n1) = truth[0], truth[STEPS - 6]
+    assert during["tokens_per_second"] == pytest.approx((n1 - n0) / (t1 - t0), rel=0.15)
+    params = sum(p.numel() for p in trainer.model.parameters())
+    assert during["model_flops_per_token"] == 6 * params
+    assert during["gpu_peak_flops"] == peak_flops("NVIDIA H100 80GB HBM3") == 989e12
+    expected = during["tokens_per_second"] * 6 * params / 989e12
+    assert during["model_flops_utilization"] == pytest.approx(expected)

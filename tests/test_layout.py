@@ -48,6 +48,7 @@ CORE = {
     "exporter.timeline",
     "exporter.stacks",
     "exporter.stall",
+    "exporter.gpus",
 }
 PLUMBING = {
     "exporter.settings",

@@ -89,6 +89,12 @@ FIXTURES = [
         "jsonl",
         {"step": 7, "loss": 1.5, "max_steps": 70},
     ),
+    # torchtune's stdout metric logger (the shape its recipes print every log_every_n_steps).
+    (
+        "Step 1 | loss:2.3100 lr:0.0002 tokens_per_second_per_gpu:1234.5",
+        "torchtune",
+        {"step": 1, "loss": 2.31, "learning_rate": 0.0002},
+    ),
     # Checkpoint lines as real runs print them (tests/fixtures/logs/checkpoints/).
     (
         "[transformers] Saving model checkpoint to /out/checkpoint-500",

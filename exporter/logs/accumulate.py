@@ -68,6 +68,11 @@ def epoch_of(prefix: str) -> tuple[int, int | None] | None:
     return int(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
+# What a log may say of the tokens trained on (Trainer's num_input_tokens_seen, torchtune's
+# tokens_per_second_per_gpu): kept like the other values, the newest wins.
+_TOKEN_FIELDS = ("tokens",)
+
+
 @dataclass
 class _BarTrack:
     total: int | None
@@ -150,7 +155,7 @@ class LogAccumulator:
             self.lightning = True
         r = line.report
         if r is not EMPTY:  # most lines are bare bar frames: nothing but the bar
-            for name in VALUE_FIELDS:
+            for name in (*VALUE_FIELDS, *_TOKEN_FIELDS):
                 value = getattr(r, name)
                 if value is not None:
                     self.values[name] = value

@@ -1,4 +1,5 @@
-"""Kubernetes mode: whether this node is cordoned, the first step of a drain.
+"""Kubernetes mode: whether this node is cordoned, the first step of a drain; and its GPU
+model (the ``nvidia.com/gpu.product`` label), for MFU.
 
 ``kubectl drain`` marks the node unschedulable, then evicts its pods. The evictions give each
 training pod a deletionTimestamp (and its run a checkpoint directive); the cordon comes
@@ -20,6 +21,18 @@ from ..kubernetes.client import api_reason, api_status
 NAME = "node"
 MIN_INTERVAL = 10.0
 log = logging.getLogger(__name__)
+
+
+# GPU Feature Discovery's label of the node's GPU model (NVIDIA GPU Operator), e.g.
+# NVIDIA-H100-80GB-HBM3: the peak that MFU divides by (exporter.gpus).
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+def gpu_product(node: dict[str, Any]) -> str | None:
+    """The node's GPU model from its labels, or None."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    value = labels.get(GPU_PRODUCT_LABEL) if isinstance(labels, dict) else None
+    return value[:64] if isinstance(value, str) and value else None
 
 
 def cordoned(node: dict[str, Any]) -> bool:
@@ -68,5 +81,7 @@ class NodeSource:
                 )
             self.ingestor.source_up(NAME, False)
             return
-        self.ingestor.node_cordoned(self.node, cordoned(obj if isinstance(obj, dict) else {}))
+        node = obj if isinstance(obj, dict) else {}
+        self.ingestor.node_cordoned(self.node, cordoned(node))
+        self.ingestor.node_gpu_model(self.node, gpu_product(node))
         self.ingestor.source_up(NAME, True)

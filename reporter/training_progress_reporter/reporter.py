@@ -176,6 +176,9 @@ class ProgressReporter:
         deadline: float | str | None = None,
         gpus: float | None = None,
         stacks: bool | None = None,
+        flops_per_token: float | None = None,
+        model_parameters: int | None = None,
+        gpu_model: str | None = None,
     ) -> None:
         env = dict(os.environ if environ is None else environ)
         self.rank = global_rank(env) if rank is None else rank
@@ -220,6 +223,17 @@ class ProgressReporter:
             seen = detect_gpus(env) if gpus is None else _number(gpus)
             if seen is not None:
                 self._state.values["gpus"] = seen
+            # For MFU: the model's training FLOPs per token (6 x parameters when only those
+            # are given: forward and backward of a dense transformer, attention aside), and
+            # the GPU model where torch can tell.
+            flops = _number(flops_per_token)
+            if flops is None and model_parameters:
+                flops = 6.0 * float(model_parameters)
+            if flops is not None and flops > 0:
+                self._state.values["model_flops_per_token"] = flops
+            model = gpu_model or detect_gpu_model()
+            if model:
+                self._state.values["gpu_model"] = model[:64]
             self._state.version += 1
         self._thread: threading.Thread | None = None
         if self.enabled and self._senders:
@@ -650,6 +664,20 @@ def detect_gpus(environ: Mapping[str, str]) -> float | None:
             return float(torch.cuda.device_count()) if torch.cuda.is_available() else 0.0
         except Exception:  # a broken CUDA install is not our business
             return None
+    return None
+
+
+def detect_gpu_model() -> str | None:
+    """The first visible GPU's name (``NVIDIA H100 80GB HBM3``) when torch is already
+    imported and sees CUDA; None otherwise (never imports torch)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+            return str(torch.cuda.get_device_name(0))
+    except Exception:  # a broken CUDA install is not our business
+        return None
     return None
 
 

@@ -11,6 +11,7 @@ it leaves the Kubeflow channel to it and reports only through the other channels
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
@@ -54,6 +55,12 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
                 rank=max(1, int(args.process_index)), channels=channels, **self.reporter_kwargs
             )
             return
+        model = kwargs.get("model")
+        if model is not None and "flops_per_token" not in self.reporter_kwargs:
+            with contextlib.suppress(Exception):  # 6 x parameters (docs/reporter.md)
+                self.reporter_kwargs["model_parameters"] = int(
+                    sum(p.numel() for p in model.parameters())
+                )
         self.reporter = ProgressReporter(
             total_steps=state.max_steps or None,
             total_epochs=float(args.num_train_epochs) if args.num_train_epochs else None,
@@ -89,7 +96,8 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         if self.reporter is not None:
-            self.reporter.update(step=state.global_step, epoch=state.epoch)
+            tokens = getattr(state, "num_input_tokens_seen", 0) or None  # include_num_input_...
+            self.reporter.update(step=state.global_step, epoch=state.epoch, tokens=tokens)
             if self.reporter.should_checkpoint():
                 # The exporter asked (deadline, eviction, annotation): Trainer saves now.
                 control.should_save = True

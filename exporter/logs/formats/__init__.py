@@ -22,6 +22,7 @@ from . import (
     kubeflow,
     lightning,
     prints,
+    torchtune,
     tqdm,
     transformers,
 )
@@ -33,6 +34,7 @@ FORMATS: tuple[Format, ...] = (
     transformers.FORMAT,
     jsonl.FORMAT,
     deepspeed.FORMAT,
+    torchtune.FORMAT,
     keras.FORMAT,
     lightning.RICH_BAR,
     tqdm.FORMAT,
