@@ -19,7 +19,9 @@ STALLED = "stalled"
 SILENT = "silent"
 DIVERGED = "diverged"
 FINISHED = "finished_but_running"  # held after training finished (grace included)
-RESTART = "restart"  # redoing steps already done before a restart from a checkpoint
+# The work a restart lost: the training since the last checkpoint where it is known (charged
+# at the restart, exporter.run), else the time spent redoing steps done before.
+RESTART = "restart"
 PAUSE = "pause"  # evaluation and checkpoint pauses beyond the run's pace
 # Only Prometheus sees this one (the GPUs' own utilization): the recording rules add it.
 IDLE = "idle"

@@ -30,7 +30,15 @@ from .estimate import (
     seconds_per_step,
     throughput,
 )
-from .goodput import EXPORTED_CAUSES, PAUSE, STALLED, WAITING, cause_of, interval_share
+from .goodput import (
+    EXPORTED_CAUSES,
+    PAUSE,
+    RESTART,
+    STALLED,
+    WAITING,
+    cause_of,
+    interval_share,
+)
 from .gpus import mfu, peak_flops
 from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta
 from .series import Series, Triples
@@ -340,6 +348,22 @@ def printed_tokens_per_second(run: RunState) -> float | None:
     return None
 
 
+def _lost_since_checkpoint(run: RunState, step: int) -> bool:
+    """At a restart to ``step``: when it resumes from the run's known last checkpoint (at or
+    after its step, below where the run was), the work since that checkpoint is lost now and
+    charged to ``restart`` at once (the goodput split), and the steps done again are not
+    charged a second time. False (charge nothing) where the checkpoint is unknown or the run
+    went back further: then the steps redone up to where it was are the restart's cost."""
+    if run.checkpoint_step is None or run.step is None:
+        return False
+    if not run.checkpoint_step <= step < run.step:
+        return False
+    lost = at_risk(run)
+    run.wasted[RESTART] = run.wasted.get(RESTART, 0.0) + lost
+    run.wasted_at_step += lost  # taken by the restart, not by the next interval's pause
+    return True
+
+
 def _merge_checkpoint(run: RunState, r: ProgressReport, now: float) -> None:
     """A checkpoint newer than the last one known (by its time, else by its step) resets
     what is at risk. Reports restate the last checkpoint; only a new one counts. One
@@ -535,7 +559,8 @@ def merge(
             run.new_process = False
             if r.step < run.step:
                 problem("step_regressed")
-                run.high_water = max(run.step, run.high_water or 0)
+                if not _lost_since_checkpoint(run, r.step):
+                    run.high_water = max(run.step, run.high_water or 0)
             new_attempt(run, now, keep_best=_resumes(run, r))
             run.samples.reset(now, r.step)
             advanced = True
@@ -568,7 +593,8 @@ def merge(
             # resume from a checkpoint (it keeps its best loss); further is a re-run.
             problem("step_regressed")
             resume = _resumes(run, r)
-            run.high_water = max(run.step, run.high_water or 0)
+            if not _lost_since_checkpoint(run, r.step):
+                run.high_water = max(run.step, run.high_water or 0)
             new_attempt(run, now, keep_best=resume)
             run.samples.reset(now, r.step)
             advanced = True

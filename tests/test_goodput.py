@@ -105,6 +105,27 @@ def test_steps_redone_after_a_restart_are_restart_waste() -> None:
     assert sum(wasted(s).values()) == pytest.approx(4 * 20)
 
 
+def test_a_restart_from_a_known_checkpoint_charges_the_work_lost_since_it_at_once() -> None:
+    tracker = Tracker()
+    meta = RunMeta(gpus=4)
+    for i in range(6):  # to step 500 at 10 steps/s; the checkpoint at step 300 (30 s)
+        ck = {"checkpoint_step": 300, "checkpoint_timestamp": T0 + 30} if i >= 3 else {}
+        tracker.apply(KEY, ProgressReport(step=i * 100, max_steps=2000, **ck), T0 + i * 10, meta)
+    # Crash at 60 s; resumes from the checkpoint at step 300: the 30 s of training since it
+    # (4 GPUs) are lost, charged at once; redoing 300 -> 500 is not charged again.
+    tracker.apply(KEY, ProgressReport(step=300), T0 + 60, meta)
+    assert wasted(one(tracker, T0 + 60))["restart"] == pytest.approx(4 * 30)
+    for i in range(1, 5):
+        tracker.apply(KEY, ProgressReport(step=300 + i * 100), T0 + 60 + i * 10, meta)
+    s = one(tracker, T0 + 100)
+    assert wasted(s)["restart"] == pytest.approx(4 * 30)
+    assert sum(wasted(s).values()) == pytest.approx(4 * 30)
+    # A restart further back than the checkpoint (from scratch): the redone steps again.
+    tracker.apply(KEY, ProgressReport(step=0), T0 + 110, meta)
+    tracker.apply(KEY, ProgressReport(step=100), T0 + 120, meta)
+    assert wasted(one(tracker, T0 + 120))["restart"] > 4 * 30
+
+
 def test_an_evaluation_pause_is_charged_beyond_the_pace_only() -> None:
     tracker = Tracker()
     meta = RunMeta(gpus=8)
