@@ -452,6 +452,7 @@ def test_the_risk_threshold_makes_trainer_save_before_it_passes_far(
         exp.stop()
     saved = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "out").glob("checkpoint-*"))
     assert saved[0] == 1 and len(saved) >= 3, saved  # all but the first were asked for
+    print(f"\nsaves at steps {saved}; work at risk: max {max(risks):.2f} GPU-s (threshold 4)")
     # Told once the risk passed 4 GPU-seconds; saved within about a report interval and a
     # step, so it never ran far past it.
     assert max(risks) < 4 + 2.0, max(risks)

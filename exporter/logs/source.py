@@ -33,9 +33,9 @@ NAME = "log"
 # (enough for the accumulator's recent history of bars). A job printing megabytes between
 # polls costs a read, not a parse of every line.
 PARSE_TAIL = 100
-# Stack dumps are read from more of the newest lines: a faulthandler dump of a few threads
+# Stack dumps are read from more of the newest lines: a faulthandler dump of a dozen threads
 # runs to a few hundred lines, and a hung process prints nothing after it.
-STACK_TAIL = 2000
+STACK_TAIL = 400
 KEEP_BYTES = 512 * 1024  # of each poll's new bytes, only the newest this many are kept
 MAX_FILES = 1000
 MAX_DUMPS = 64  # stack dumps delivered per log per poll (the newest)
