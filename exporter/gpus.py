@@ -9,6 +9,7 @@ so anyone can check the division. Pure: a name in, a number out.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # (what the model's name contains, lower case, "-" and "_" as spaces; FLOP/s; source). The
@@ -27,6 +28,7 @@ PEAKS: tuple[tuple[str, float, str], ...] = (
 _SEP = re.compile(r"[-_\s]+")
 
 
+@functools.lru_cache(maxsize=64)  # read at every snapshot of every run: a handful of names
 def peak_flops(model: str | None) -> float | None:
     """One GPU's dense BF16 peak in FLOP/s for a model name as the node label
     ``nvidia.com/gpu.product`` (``NVIDIA-H100-80GB-HBM3``) or ``torch.cuda.get_device_name``

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -174,16 +175,33 @@ def _run_page(ctx: ServerContext, path: str) -> Response:
     return Response(404, b'<!doctype html><p>No such run. <a href="../../">All runs</a>', HTML)
 
 
-def _timeline(ctx: ServerContext, path: str) -> Response:
-    """``/api/v1/runs/{namespace}/{pod}/timeline``: what the run's charts draw."""
-    parts = _run_parts(path, "/api/v1/runs/", "/timeline")
+_Found = TypeVar("_Found")
+
+
+def _run_json(
+    ctx: ServerContext,
+    path: str,
+    suffix: str,
+    read: Callable[[RunKey, float], _Found | None],
+    render: Callable[[_Found, float], Any],
+) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}{suffix}``: ``render`` of what ``read`` gives for the
+    run, as JSON; 404 for a run that is not tracked."""
+    parts = _run_parts(path, "/api/v1/runs/", suffix)
     key = _find(ctx, *parts) if parts else None
     now = ctx.clock()
-    found = ctx.tracker.timeline(key, now) if key else None
+    found = read(key, now) if key else None
     if found is None:
         return Response(404, status_body(404, "NotFound", "no such run"), JSON)
-    doc = json_safe(chart_document(found[0], found[1], now))
+    doc = json_safe(render(found, now))
     return Response(200, json.dumps(doc, allow_nan=False).encode(), JSON)
+
+
+def _timeline(ctx: ServerContext, path: str) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}/timeline``: what the run's charts draw."""
+    return _run_json(
+        ctx, path, "/timeline", ctx.tracker.timeline, lambda f, now: chart_document(*f, now)
+    )
 
 
 def _static(ctx: ServerContext, path: str) -> Response:
@@ -272,14 +290,9 @@ def _stacks_push(ctx: ServerContext, request: Request) -> Response:
 
 def _stacks(ctx: ServerContext, path: str) -> Response:
     """``/api/v1/runs/{namespace}/{pod}/stacks``: each rank's newest stacks and cause."""
-    parts = _run_parts(path, "/api/v1/runs/", "/stacks")
-    key = _find(ctx, *parts) if parts else None
-    now = ctx.clock()
-    found = ctx.tracker.stacks(key, now) if key else None
-    if found is None:
-        return Response(404, status_body(404, "NotFound", "no such run"), JSON)
-    doc = json_safe(stacks_document(*found, now))
-    return Response(200, json.dumps(doc, allow_nan=False).encode(), JSON)
+    return _run_json(
+        ctx, path, "/stacks", ctx.tracker.stacks, lambda f, now: stacks_document(*f, now)
+    )
 
 
 def route(ctx: ServerContext, request: Request) -> Response:
