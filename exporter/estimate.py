@@ -18,7 +18,10 @@ The model (docs/eta.md says why this one):
   fades; pauses and warm-up carry none.
 * Pauses recur, so they are paid for as *overhead per step*: the excess time of the pause
   intervals over the long window divided by the steps they recur in (:func:`pause_overhead`).
-* ETA = remaining steps x (1 / pace + overhead per step). Its 80 % band comes from the run's
+* The seconds per step charged weigh that (1 / pace + overhead per step) against the run's
+  mean pace since the oldest forecast kept, each by how wrong its forecasts have been on
+  this run (``combined_seconds_per_step``): a run that keeps swinging leans on its mean.
+* ETA = remaining steps x those seconds per step. Its 80 % band comes from the run's
   own record of being wrong: each forecast it made, judged by what happened since, at the
   horizon asked, weighed against the spread the corpus measured there (``error_band``).
 * The first sample of a run is only a baseline: a step jump at start (a resume) is never
@@ -73,6 +76,9 @@ class Throughput:
     pause_seconds_per_step: float  # recurring pauses, spread over the steps
     intervals: int  # advancing intervals since the baseline (within the long window)
     interval_seconds: float = 0.0  # the median time between step advances (long window)
+    # When the newest warm-up interval (long window) ended; 0 without one. The run's mean
+    # pace counts from there: warm-up will not come again.
+    warmup_end: float = 0.0
 
 
 # -- the bounds: the run's own record of being wrong ---------------------------------------
@@ -123,6 +129,85 @@ def record_errors(forecasts: Sequence[Forecast], t: float, step: int) -> list[tu
     return out
 
 
+# The horizons that weigh the recent pace against the mean: up to this many times the ETA.
+WEIGHING_REACH = 2.0
+# The moments that judge the two: where they disagreed by more than this (ln of the ratio:
+# 10 %). Where they agreed, both were right or both wrong together; that says nothing
+# about which to trust, and a warm-up both got wrong would drown what came after it.
+DISAGREEMENT = 0.1
+
+
+def _near(errors: Sequence[tuple[float, float]], seconds: float) -> list[float]:
+    """The errors at horizons of at least half of ``seconds`` (or of the longest the run
+    has, while it is young): the ones that say how wrong an ETA of ``seconds`` may be."""
+    if not errors:
+        return []
+    reach = min(seconds, max(h for h, _ in errors)) / 2
+    return [e for h, e in errors if h >= reach]
+
+
+def combined_seconds_per_step(
+    recent: float,
+    paces: Sequence[Forecast],
+    t: float,
+    step: int,
+    remaining: int,
+    since: float = 0.0,
+) -> float:
+    """Seconds per remaining step, the run now at ``step`` at ``t``: the recent pace's
+    (``recent``, with its pauses) and the run's mean pace's (steps over time since the
+    oldest forecast of ``paces`` from ``since`` on, pauses and all), each weighted by the
+    inverse of its mean squared error at the moments of the record where the two disagreed
+    (``paces``: what the recent pace forecast, each judged by what happened since), at
+    horizons from half to ``WEIGHING_REACH`` times the one asked (``remaining`` steps at
+    ``recent``).
+
+    Why both: the recent pace follows a lasting change within a few reports, and the mean
+    rides out a neighbour that comes and goes (a whole-run average is what a run whose pace
+    swings up to 5x within minutes is best told). Which one a run is, its own record says;
+    the inverse-variance weights lean on the one that has been less wrong, without jumping
+    from one to the other. Until the record says anything: the recent pace. ``since`` is
+    the end of warm-up: a mean with the warm-up in it charges the whole run for it (the
+    naive estimate's mistake)."""
+    kept = [f for f in paces if f[0] >= since]
+    if len(kept) < 2:
+        return recent
+    t0, s0, _ = kept[0]
+    if step <= s0 or t <= t0:
+        return recent
+    mean = (t - t0) / (step - s0)
+    judged = []  # (horizon, the recent pace's error, the mean's), where they disagreed
+    for tf, sf, said in kept[1:]:
+        if tf >= t or step <= sf or sf <= s0 or said <= 0:
+            continue
+        then = (tf - t0) / (sf - s0)  # the mean at that moment
+        if abs(math.log(then / said)) < DISAGREEMENT:
+            continue
+        taken = t - tf
+        judged.append(
+            (taken, math.log(taken / ((step - sf) * said)), math.log(taken / ((step - sf) * then)))
+        )
+    if not judged:
+        return recent
+    seconds = remaining * recent
+    reach = min(seconds, max(h for h, _, _ in judged)) / 2
+    # Horizons up to twice the one asked: a forecast an hour old that straddles a change of
+    # pace is wrong for either and would hide which of the two has been right since.
+    near = [
+        (own, other)
+        for h, own, other in judged
+        if reach <= h <= max(reach, WEIGHING_REACH * seconds)
+    ]
+    if not near:
+        return recent
+    own_mse = sum(own * own for own, _ in near) / len(near)
+    other_mse = sum(other * other for _, other in near) / len(near)
+    if own_mse + other_mse <= 0:
+        return recent
+    weight = own_mse / (own_mse + other_mse)  # the mean's: 1/other over 1/own + 1/other
+    return (1.0 - weight) * recent + weight * mean
+
+
 def prior_at(horizon: float) -> tuple[float, float]:
     """The corpus' error quantiles at ``horizon`` seconds (PRIOR)."""
     return next((low, high) for upto, low, high in PRIOR if horizon <= upto)
@@ -141,8 +226,7 @@ def error_band(seconds: float, errors: Sequence[tuple[float, float]]) -> tuple[f
     if not errors:
         return prior_low, prior_high
     longest = max(h for h, _ in errors)
-    reach = min(seconds, longest) / 2
-    near = [e for h, e in errors if h >= reach]
+    near = _near(errors, seconds)
     # Symmetric: a run that was late while a neighbour slowed it will be early when the
     # neighbour leaves; the size of its past errors says how far off it can be, either way.
     size = quantile([abs(e) for e in near], ERROR_QUANTILE)
@@ -246,6 +330,10 @@ def throughput(
         pause_seconds_per_step=pause_overhead(long, kinds, refs),
         intervals=len(intervals),
         interval_seconds=median(dt for _, dt, _ in long),
+        warmup_end=max(
+            (end for (end, _, _), k in zip(long, kinds, strict=True) if k == WARMUP),
+            default=0.0,
+        ),
     )
 
 
@@ -282,16 +370,18 @@ def estimate(
     max_steps: int | None,
     tp: Throughput | None,
     errors: Sequence[tuple[float, float]] = (),
+    per_step: float | None = None,
 ) -> Estimate | None:
     """Seconds from the last step sample to ``max_steps``, with an 80 % band from the run's
     record of being wrong (``errors``, :func:`record_errors`; :func:`error_band`); None
     when there is nothing to base it on (no target, or fewer than ``MIN_ETA_INTERVALS``
-    intervals)."""
+    intervals). ``per_step``: the seconds per step to charge (default: the recent pace's,
+    :func:`seconds_per_step`; the run's :func:`combined_seconds_per_step`)."""
     if step is None or max_steps is None or tp is None or tp.intervals < MIN_ETA_INTERVALS:
         return None
     if tp.steps_per_second <= 0:
         return None
-    seconds = max(0, max_steps - step) * seconds_per_step(tp)
+    seconds = max(0, max_steps - step) * (seconds_per_step(tp) if per_step is None else per_step)
     low, high = error_band(seconds, errors)
     return Estimate(
         seconds=seconds,

@@ -219,6 +219,7 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     doc["timeline"] = run.timeline.to_doc()
     # The ETA band's record (estimate.Forecast): a restart keeps what the run taught it.
     doc["forecasts"] = _b64(run.forecasts.to_bytes())
+    doc["pace_forecasts"] = _b64(run.pace_forecasts.to_bytes())
     return doc
 
 
@@ -347,6 +348,8 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     values["pace"] = _series(doc.get("pace"), "pace", PACE_POINTS, "d")
     values["history"] = _series(doc.get("history"), "history", HISTORY_POINTS, "d")
     values["forecasts"] = _forecasts(doc.get("forecasts", []))
+    # Absent in files written before the mean pace: the recent pace alone until it has one.
+    values["pace_forecasts"] = _forecasts(doc.get("pace_forecasts", []), "pace_forecasts")
     if "timeline" in doc:  # absent in state files written before the charts
         try:
             values["timeline"] = Timeline.from_doc(doc["timeline"])
@@ -362,30 +365,31 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     return RunKey(*key), run
 
 
-def _forecasts(raw: Any) -> Triples:
-    """The saved forecasts (absent in older files: none): three base64 columns (time, step,
-    seconds per step), or the list of triples files before them wrote. Each is checked: a
-    finite time, a step in range, a positive finite number of seconds per step."""
+def _forecasts(raw: Any, name: str = "forecasts") -> Triples:
+    """The saved forecasts (or the pace's, ``name``; absent in older files: none): three
+    base64 columns (time, step, seconds per step), or the list of triples files before
+    them wrote. Each is checked: a finite time, a step in range, a positive finite number
+    of seconds per step."""
     if isinstance(raw, list) and len(raw) == 3 and all(isinstance(c, str) for c in raw):
         try:
             columns = [base64.b64decode(c, validate=True) for c in raw]
             record = Triples.from_bytes(FORECASTS_KEPT, *columns)
         except (ValueError, binascii.Error) as e:
-            raise StateError(f"forecasts: {e}") from None
+            raise StateError(f"{name}: {e}") from None
         items: list[Any] = [list(f) for f in record]
     elif isinstance(raw, list) and len(raw) <= FORECASTS_KEPT:
         items = raw
     else:
-        raise StateError("forecasts: not three base64 columns")
+        raise StateError(f"{name}: not three base64 columns")
     out = Triples(FORECASTS_KEPT)
     for item in items:
         if not (isinstance(item, list) and len(item) == 3):
-            raise StateError("forecasts: not [time, step, seconds per step]")
-        t = _number(item[0], "forecasts")
-        step = _number(item[1], "forecasts", integer=True)
-        spp = _number(item[2], "forecasts")
+            raise StateError(f"{name}: not [time, step, seconds per step]")
+        t = _number(item[0], name)
+        step = _number(item[1], name, integer=True)
+        spp = _number(item[2], name)
         if not (math.isfinite(t) and 0 <= step <= MAX_STEP and math.isfinite(spp) and spp > 0):
-            raise StateError("forecasts: a value out of range")
+            raise StateError(f"{name}: a value out of range")
         out.append((float(t), int(step), float(spp)))
     return out
 

@@ -22,6 +22,7 @@ from .estimate import (
     EstimatorConfig,
     Throughput,
     coalesces,
+    combined_seconds_per_step,
     estimate,
     forecast_due,
     newest_pause_seconds,
@@ -254,6 +255,9 @@ class RunState:
     total_from_bar: bool = False
     # The estimator's forecasts this attempt (estimate.Forecast), its record of being wrong.
     forecasts: Triples = field(default_factory=lambda: Triples(FORECASTS_KEPT))
+    # The recent pace's own forecasts at the same moments: what weighs it against the
+    # run's mean pace (estimate.combined_seconds_per_step).
+    pace_forecasts: Triples = field(default_factory=lambda: Triples(FORECASTS_KEPT))
     # estimate() of the last sample, cached like tp_cache: its band reads the whole record.
     est_cache: tuple[tuple[object, ...], Estimate | None] | None = None
     # Katib trial runs only (meta.trial): every observation, newest OBSERVATIONS_KEPT, and
@@ -401,6 +405,7 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
     run.pace.clear()
     run.tp_cache = None
     run.forecasts.clear()  # the ETA band's record is per attempt
+    run.pace_forecasts.clear()
     run.pace_reference = None
     if run.step is not None:
         run.samples.reset(now, run.step)
@@ -579,15 +584,17 @@ def merge(
                 # Only points between the last sample and this one, in order, and
                 # within the window the pace is judged over: a bar's clock is the
                 # log's own word, and a frame claiming a day of elapsed time must not
-                # put a sample a day back.
+                # put a sample a day back. One at the report's own step says when that
+                # step was made (a log line's time, not the poll's).
                 last = run.samples[-1] if run.samples else None
                 if (
                     oldest < at < now
-                    and step < r.step
+                    and step <= r.step
                     and (last is None or (at > last[0] and step > last[1]))
                 ):
                     _add_sample(run.samples, at, step)
-            run.samples.append(now, r.step)
+            if not run.samples or run.samples[-1][1] != r.step:
+                run.samples.append(now, r.step)
         elif r.step < run.step:
             # The step went back: a new attempt. Back a little with the same total is a
             # resume from a checkpoint (it keeps its best loss); further is a re-run.
@@ -811,7 +818,9 @@ def _throughput(config: RunConfig, run: RunState) -> Throughput | None:
         if tp is not None and tp.intervals >= MIN_ETA_INTERVALS and tp.steps_per_second > 0:
             t, step = run.samples[-1]
             if forecast_due(run.forecasts, t, run.samples[0][0]):
-                run.forecasts.append((t, step, seconds_per_step(tp)))
+                recent = seconds_per_step(tp)
+                run.pace_forecasts.append((t, step, recent))
+                run.forecasts.append((t, step, _per_step(run, tp)))
     return run.tp_cache[1]
 
 
@@ -821,8 +830,20 @@ def _estimate(run: RunState, tp: Throughput | None) -> Estimate | None:
     key = (run.tp_cache[0] if run.tp_cache else None, run.step, run.max_steps)
     if run.est_cache is None or run.est_cache[0] != key:
         errors = record_errors(run.forecasts, *run.samples[-1]) if run.samples else []
-        run.est_cache = (key, estimate(run.step, run.max_steps, tp, errors))
+        usable = tp is not None and tp.steps_per_second > 0 and bool(run.samples)
+        per_step = _per_step(run, tp) if usable and tp is not None else None
+        run.est_cache = (key, estimate(run.step, run.max_steps, tp, errors, per_step))
     return run.est_cache[1]
+
+
+def _per_step(run: RunState, tp: Throughput) -> float:
+    """Seconds per remaining step at the last sample: the recent pace's and the run's mean
+    pace's since warm-up, weighed by the run's record (estimate.combined_seconds_per_step)."""
+    t, step = run.samples[-1]
+    remaining = max(0, (run.max_steps or step) - step)
+    return combined_seconds_per_step(
+        seconds_per_step(tp), run.pace_forecasts, t, step, remaining, tp.warmup_end
+    )
 
 
 def snapshot(

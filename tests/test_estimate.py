@@ -24,6 +24,7 @@ from exporter.estimate import (
     Forecast,
     Sample,
     classify_intervals,
+    combined_seconds_per_step,
     error_band,
     estimate,
     forecast_due,
@@ -180,6 +181,61 @@ def test_bounds_come_from_the_runs_own_record_of_being_wrong() -> None:
     tp = throughput(steady(60, 5.0, 2.0))
     est = estimate(600, 2000, tp, [(600.0, 0.5), (620.0, 0.6)] * 20)
     assert est is not None and est.lower < est.seconds < est.upper
+
+
+def _record(pace: Callable[[float], float], said: Callable[[float], float], minutes: int = 20):
+    """A run's pace record after ``minutes`` of forecasts every 10 s: at each, the recent
+    pace said ``said(t)`` seconds a step while the steps took ``pace(t)`` each. Returns the
+    record and the time and step at its end."""
+    forecasts: list[Forecast] = []
+    t, step, carry = T0, 0, 0.0
+    for _ in range(minutes * 6):
+        forecasts.append((t, step, said(t)))
+        carry += 10.0 / pace(t)
+        t += 10.0
+        step, carry = step + int(carry), carry - int(carry)
+    return forecasts, t, step
+
+
+def test_the_mean_pace_weighs_in_where_the_runs_record_says_it_erred_less() -> None:
+    """A pace swinging 1 <-> 3 s/step every two minutes (a neighbour that comes and goes):
+    the recent pace, forecast from each moment's own speed, keeps being wrong; the mean
+    (1.5 s/step: as many seconds at each pace) is right over the horizon asked, so the ETA
+    leans on the mean. A run whose recent pace has been right since a lasting change (that
+    the mean still averages away), or a warm-up that both got wrong, keeps the recent pace.
+    With no record, the recent pace alone."""
+
+    def swing(t: float) -> float:
+        return 1.0 if (t - T0) % 240 < 120 else 3.0
+
+    record, t, step = _record(swing, swing)
+    mean = (t - record[0][0]) / (step - record[0][1])
+    assert mean == pytest.approx(1.5, rel=0.05)
+    remaining = 400  # 20 minutes at the recent 3 s/step: far beyond one swing
+    combined = combined_seconds_per_step(3.0, record, t, step, remaining)
+    assert 1.4 < combined < 1.9, combined  # mostly the mean (1.5), not the recent pace (3)
+
+    def lasting(t: float) -> float:  # 1 s/step for 15 minutes, then 3 from there on
+        return 1.0 if t - T0 < 900 else 3.0
+
+    record, t, step = _record(lasting, lasting, minutes=25)
+    mean = (t - record[0][0]) / (step - record[0][1])
+    assert mean < 2.0  # the mean still half in the old pace
+    combined = combined_seconds_per_step(3.0, record, t, step, 100)  # 5 minutes ahead
+    assert combined > 2.6 and combined > mean + 0.8 * (3.0 - mean), combined
+
+    def warmup(t: float) -> float:  # 4 s/step for 10 minutes, then 1 s/step
+        return 4.0 if t - T0 < 600 else 1.0
+
+    record, t, step = _record(warmup, warmup, minutes=30)
+    mean = (t - record[0][0]) / (step - record[0][1])
+    assert mean > 1.3  # the warm-up is in it
+    combined = combined_seconds_per_step(1.0, record, t, step, 900)  # 15 minutes ahead
+    assert combined < 1.0 + 0.2 * (mean - 1.0), (combined, mean)
+    # The end of warm-up, where the pace model saw it, takes it out of the mean itself.
+    assert combined_seconds_per_step(1.0, record, t, step, 900, since=T0 + 600) < combined + 1e-9
+    assert combined_seconds_per_step(1.5, [], t, step, 100) == 1.5
+    assert combined_seconds_per_step(1.5, record[:1], t, step, 100) == 1.5
 
 
 def test_forecasts_reach_back_over_a_long_attempt() -> None:

@@ -343,3 +343,50 @@ def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(
     assert all(t <= NOW for t, _ in report.step_samples)
     if report.step is not None:
         assert all(step < report.step for _, step in report.step_samples)
+
+
+def test_trainer_log_dicts_give_the_step_once_a_bar_chunk_showed_the_steps_per_epoch() -> None:
+    """Trainer's dicts (stdout, at once) between its bar's chunks (stderr, 16 KiB at a
+    time): a chunk whose frames span a dict's time teaches the steps per epoch (the bar's
+    step then over the dict's epoch); each later dict gives the step at its own time. A
+    dict with no bar, an absurd or backward epoch, an evaluation dict, or an epoch past
+    the bar's total moves nothing."""
+    from exporter.logs.accumulate import LogAccumulator
+    from exporter.logs.parse import parse_message
+
+    acc = LogAccumulator()
+
+    def feed(text: str, now: float, at: float | None = None) -> None:
+        for found in parse_message(text, now):
+            acc.feed(found, now, at)
+
+    def logged(epoch: str, key: str = "loss") -> str:
+        return f"{{'{key}': '6.86', 'grad_norm': '0.6491', 'epoch': '{epoch}'}}"
+
+    feed(logged("0.05"), 20.0, 20.0)
+    assert acc.report().step is None, "a dict alone says no step: the steps per epoch are unknown"
+    feed("\r  0%|          | 0/600 [00:00<?, ?it/s]", 50.0)
+    feed(logged("0.18"), 90.0, 90.0)
+    # The bar at 2 steps/s: 120 at its second 10, 200 at its second 50 (read at 100).
+    frames = "".join(
+        f"\r{(2 * e + 100) // 6:3d}%|####      | {2 * e + 100}/600 [00:{e:02d}<03:07,  2.00it/s]"
+        for e in range(10, 51)
+    )
+    feed(frames, 100.0)
+    assert acc.steps_per_epoch == pytest.approx(1000, rel=0.02)
+    assert acc.report().step == 200
+    feed(logged("0.21"), 105.5, 105.0)
+    report = acc.report()
+    assert report.step == 210 and report.step_samples[-1] == (105.0, 210)
+    for hostile in (logged("1e12"), logged("-3"), logged("0.15"), logged("0.25", "eval_loss")):
+        feed(hostile, 106.0, 106.0)
+        assert acc.report().step == 210, hostile
+    feed(logged("0.9"), 107.0, 107.0)  # 900 steps: past the bar's 600
+    assert acc.report().step == 210
+    # A bar with no total (tqdm over an iterable of unknown length): nothing to check an
+    # epoch's step against, so the dicts give none.
+    acc = LogAccumulator()
+    feed(logged("0.18"), 90.0, 90.0)
+    feed("".join(f"\r{2 * e + 100}it [00:{e:02d}, 2.00it/s]" for e in range(10, 51)), 100.0)
+    feed(logged("0.21"), 105.0, 105.0)
+    assert acc.report().step == 200

@@ -410,6 +410,14 @@ def test_the_eta_bands_record_survives_a_restart_and_is_checked() -> None:
     assert len(saved) > 10, "a busy run has a record"
     _, run = decode_run(doc)
     assert list(run.forecasts) == saved
+    # The recent pace's own record, which weighs it against the mean pace, is kept too;
+    # files written before it have none (the recent pace alone until a record grows).
+    paces = list(tracker._runs[next(iter(tracker._runs))].pace_forecasts)
+    assert len(paces) == len(saved) and list(run.pace_forecasts) == paces
+    _, older = decode_run({k: v for k, v in doc.items() if k != "pace_forecasts"})
+    assert list(older.pace_forecasts) == []
+    with pytest.raises(StateError, match="pace_forecasts"):
+        decode_run({**doc, "pace_forecasts": [[T0, 5, -1.0]]})
     # Files written before the columns: a list of triples, still read.
     _, old = decode_run({**doc, "forecasts": [list(f) for f in saved]})
     assert list(old.forecasts) == saved

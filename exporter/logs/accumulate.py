@@ -22,6 +22,12 @@ Rules (docs/logs.md has the table of script shapes and what is read from each):
   for batch in tqdm(loader, leave=False)`` trains in the inner bar. Of the others, the
   training bar is the one that advanced most often within the last ``RECENT`` seconds (a
   download bar that finished before training stops counting).
+* Transformers' Trainer prints its log dicts (``{'loss': ..., 'epoch': '0.24'}``) on
+  stdout, each as soon as it logs, while its tqdm bar on stderr reaches the log only in
+  16 KiB chunks or when another line ends it (a minute apart and more). Once a chunk has
+  shown the step at the time of a dict, the steps per epoch are known, and every later
+  dict's epoch gives the step at its own time: the step advances with the dicts between
+  the bar's chunks (:meth:`LogAccumulator.epoch_step`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import pairwise
 
 from ..model import VALUE_FIELDS, ProgressReport
 from .lines import EMPTY, Bar, LineReport
@@ -40,6 +47,8 @@ RECENT = 120.0
 MAX_SAMPLES = 256  # value samples kept between two reports (the newest)
 _OBSERVED = ("loss", "eval_loss", "learning_rate", "grad_norm")  # a line with one is a sample
 FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar
+# Trainer's log dicts kept (time, epoch) until a bar chunk shows the step at their time.
+EPOCH_MARKS = 32
 STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib", "print"})
 # A description that names an evaluation loop. Lightning's: "Validation", "Validation
 # DataLoader 0", "Sanity Checking DataLoader 0", "Testing", "Predicting"; Trainer's and
@@ -141,6 +150,14 @@ class LogAccumulator:
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
     # When the log was rewritten from its start (a new process): a new attempt from then on.
     start_time: float | None = None
+    # Trainer's training log dicts: (time, epoch) of the newest (EPOCH_MARKS), the steps
+    # per epoch once a bar chunk showed the step at one of their times, and the newest step
+    # an epoch gave with its time (see the module docstring).
+    epoch_marks: deque[tuple[float, float]] = field(
+        default_factory=lambda: deque(maxlen=EPOCH_MARKS)
+    )
+    steps_per_epoch: float | None = None
+    epoch_sample: tuple[float, int] | None = None
     # The values each structured line carried, with the line's own time, since the last
     # take_samples(): every logged loss is an observation (Katib's), not only the latest.
     samples: deque[tuple[float, tuple[tuple[str, float], ...]]] = field(
@@ -175,10 +192,49 @@ class LogAccumulator:
                 r.metrics or any(getattr(r, n) is not None for n in _OBSERVED)
             ):
                 self.samples.append((now if at is None else at, r.values()))
+            if line.parser == "transformers" and r.epoch is not None and r.loss is not None:
+                self._epoch_mark(now if at is None else at, r.epoch)
         if line.epoch_of is not None and line.bar is None:
             self.keras_epoch = line.epoch_of
         if line.bar is not None:
             self._bar(line, now)
+            if line.frames and not self.structured_step:
+                self._learn_steps_per_epoch()
+
+    def _epoch_mark(self, t: float, epoch: float) -> None:
+        """A training log dict of Trainer's at ``t``: kept, and once the steps per epoch are
+        known, the step it gives (the dicts come every ``logging_steps`` steps)."""
+        if not (0 < epoch < 1e9):
+            return
+        self.epoch_marks.append((t, epoch))
+        if self.steps_per_epoch is None:
+            return
+        step = round(epoch * self.steps_per_epoch)
+        chosen = self.training_bar()
+        total = chosen[1].run_total(self.final) if chosen is not None else None
+        if total is None or step > total:
+            return  # no end to check it against, or past it: not this run's epoch
+        if self.epoch_sample is None or step > self.epoch_sample[1]:
+            self.epoch_sample = (t, step)
+
+    def _learn_steps_per_epoch(self) -> None:
+        """The steps per epoch, from the newest dict whose time the training bar's frames
+        span: the bar's step then (between the two frames around it) over its epoch."""
+        chosen = self.training_bar()
+        if chosen is None or not self.epoch_marks:
+            return
+        track = chosen[1]
+        points = [*track.samples, (track.recent[-1] if track.recent else 0.0, track.work())]
+        for t, epoch in reversed(self.epoch_marks):
+            if not points[0][0] <= t <= points[-1][0]:
+                continue
+            for (t0, s0), (t1, s1) in pairwise(points):
+                if t0 <= t <= t1 and t1 > t0:
+                    step = s0 + (s1 - s0) * (t - t0) / (t1 - t0)
+                    if step >= 1 and step / epoch >= 1:  # an epoch is at least a step
+                        self.steps_per_epoch = step / epoch
+                    return
+            return
 
     def _bar(self, line: LineReport, now: float) -> None:
         bar = line.bar
@@ -305,6 +361,14 @@ class LogAccumulator:
                 return other
         return None
 
+    def epoch_step(self, bar_step: int, total: int | None) -> tuple[float, int] | None:
+        """(time, step) that Trainer's newest log dict gives, where it is ahead of the
+        training bar's ``bar_step`` and within its ``total``; else None."""
+        sample = self.epoch_sample
+        if sample is None or sample[1] <= bar_step or (total is not None and sample[1] > total):
+            return None
+        return sample
+
     def take_samples(self) -> tuple[tuple[float, tuple[tuple[str, float], ...]], ...]:
         """The value samples since the last call, oldest first (ProgressReport.value_samples)."""
         out = tuple(self.samples)
@@ -331,6 +395,12 @@ class LogAccumulator:
                 done = outer.last_n * track.total if outer is not None and track.total else 0
                 values["step"] = max(track.work(), done)
                 values["step_samples"] = tuple(track.samples)
+                dict_step = self.epoch_step(max(track.work(), done), total)
+                if dict_step is not None:
+                    # Ahead of the bar: the step at the dict's own time (the run takes a
+                    # step sample at the report's step as that step's time).
+                    values["step"] = dict_step[1]
+                    values["step_samples"] = (*track.samples, dict_step)
                 values["max_steps"] = total
                 # Only an "Epoch i/N" count (or the outer epoch bar) says the last epoch's
                 # end is the run's; a bar alone may be the first of several.
