@@ -220,8 +220,10 @@ class LogAccumulator:
     def _learn_steps_per_epoch(self) -> None:
         """The steps per epoch, from the newest dict whose time the training bar's frames
         span: the bar's step then (between the two frames around it) over its epoch."""
+        if not self.epoch_marks:
+            return  # no Trainer dicts: nothing to learn (most logs)
         chosen = self.training_bar()
-        if chosen is None or not self.epoch_marks:
+        if chosen is None:
             return
         track = chosen[1]
         points = [*track.samples, (track.recent[-1] if track.recent else 0.0, track.work())]
