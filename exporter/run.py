@@ -587,7 +587,11 @@ def merge(
                 # put a sample a day back. One at the report's own step says when that
                 # step was made (a log line's time, not the poll's).
                 last = run.samples[-1] if run.samples else None
-                if (
+                if last is not None and step == last[1] and last[0] < at < now:
+                    # Still at that step later (a bar redrawn after an evaluation): the
+                    # pause goes into the interval that ends there, not the next one.
+                    run.samples.replace_last(at, step)
+                elif (
                     oldest < at < now
                     and step <= r.step
                     and (last is None or (at > last[0] and step > last[1]))

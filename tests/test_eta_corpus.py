@@ -2,9 +2,9 @@
 
 The corpus is real training on this machine's CPU, recorded with ``record.py`` beside it:
 Transformers' ``KubeflowCallback``, our reporter and container logs, with resumes,
-evaluations, warm-up, and in eighteen of the twenty-two runs a CPU hog started or stopped
-mid-run; twelve runs are held out (never tuned on), two of them ("final-") recorded once
-the estimator here was final and measured once. These tests hold the figures reached
+evaluations, warm-up, and in nineteen of the twenty-four runs a CPU hog started or stopped
+mid-run; fourteen runs are held out (never tuned on), four of them ("final-") recorded once
+the estimator here was final. These tests hold the figures reached
 (docs/eta.md), say where issue 31's goals are met and where not, check them against the
 perfect-past reference, and check that the replay really goes through the exporter's push
 and log paths.
@@ -23,20 +23,20 @@ import pytest
 from bench import eta_accuracy
 from bench.eta_accuracy import Instant, RunResult
 
-# What the estimate holds today (docs/eta.md). On the ten runs it was tuned on: 16.6 %
+# What the estimate holds today (docs/eta.md). On the ten runs it was tuned on: 16.8 %
 # against the naive 30.9 % (0.54); 19.6 % against 25.9 % (0.76) on the seven of them with a
-# neighbour, 9.5 % against 42.7 % (0.22) on the three without. These bounds keep what was
+# neighbour, 10.3 % against 42.7 % (0.24) on the three without. These bounds keep what was
 # reached from slipping back.
 HELD_RATIO = 0.6
 HELD_MAPE = 0.18
 HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.3
-# On the twelve runs held out it is 26.4 % against the naive 31.5 % (the 52-minute run beside
+# On the fourteen runs held out it is 26.5 % against the naive 31.5 % (the 52-minute run beside
 # this project's test suite, a bursty neighbour, makes 82.5 % of it). Issue 31 is open on
 # it. Held here so that it does not get worse unseen.
 HELD_OUT_MAPE = 0.3
 # Our error stays within this of the perfect-past reference's (bench/eta_accuracy.py), on
-# average over the tuned runs (3.2 points).
+# average over the tuned runs (3.4 points).
 HELD_GAP = 0.05
 # The point estimate, run by run. Issue 31's goal is 5 points from the perfect-past
 # reference on every run. What is held: the tuned runs within HELD_RUN_GAP of it (6.1 at
@@ -217,17 +217,16 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
 def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     results: list[RunResult],
 ) -> None:
-    """Eight held-out runs recorded with nothing but the planned hog beside them, nothing
-    tuned on them (record.py: "quiet-", "fresh-", "final-"). Where there is an ETA, the
-    truth is within its band at three instants in four or more on each (81 % at worst), no
-    wider than the ETA, and at 80 % or more over them. Over every instant (those before a
-    log's first chunk count as misses) one falls short: the Trainer log run with no hog,
-    74 % (its first 27 of 153 instants have no step yet; 90 % of the others)."""
+    """Ten held-out runs recorded with nothing but the planned hog beside them, nothing
+    tuned on them (record.py: "quiet-", "fresh-", "final-"): the band's goal holds on each,
+    the truth within it at three instants in four or more (76 % at worst, instants before a
+    log's first chunk counted as misses), no wider than the ETA, and at 80 % or more over
+    them (86 %). Where there is an ETA: 81 % at worst."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 8
+    assert len(quiet) == 10
     for r in quiet:
-        assert r.in_bounds_with_eta >= GOAL_RUN_COVERAGE, (r.name, r.in_bounds_with_eta)
-        assert r.in_bounds >= 0.7, (r.name, r.in_bounds)
+        assert r.in_bounds >= GOAL_RUN_COVERAGE, (r.name, r.in_bounds)
+        assert r.in_bounds_with_eta >= 0.8, (r.name, r.in_bounds_with_eta)
         assert r.width <= GOAL_WIDTH, (r.name, r.width)
     assert mean(r.in_bounds for r in quiet) >= GOAL_COVERAGE
 

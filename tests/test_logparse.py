@@ -383,6 +383,14 @@ def test_trainer_log_dicts_give_the_step_once_a_bar_chunk_showed_the_steps_per_e
         assert acc.report().step == 210, hostile
     feed(logged("0.9"), 107.0, 107.0)  # 900 steps: past the bar's 600
     assert acc.report().step == 210
+    # Trainer redraws its bar after an evaluation, the count unchanged and the clock later:
+    # the step was still there then, and the next advance carries that moment.
+    feed("\r 35%|###       | 210/600 [01:05<03:07,  2.00it/s]", 112.0)
+    feed("\r 35%|###       | 210/600 [01:11<03:07,  1.90it/s]", 118.0)
+    assert acc.report().step_samples[-1] == (118.0, 210)
+    feed("\r 38%|###       | 230/600 [01:21<03:07,  2.00it/s]", 128.0)
+    assert acc.report().step == 230
+    assert (118.0, 210) not in acc.report().step_samples, "an advance ends the stillness"
     # A bar with no total (tqdm over an iterable of unknown length): nothing to check an
     # epoch's step against, so the dicts give none.
     acc = LogAccumulator()

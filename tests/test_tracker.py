@@ -466,3 +466,23 @@ def test_only_a_fresh_restated_status_makes_the_log_wait() -> None:
         assert tracker.structured_recently(key, now + 1) is wins, age
     tracker.apply(key, ProgressReport(step=8, timestamp=now - 7200), now, RunMeta(source="push"))
     assert tracker.structured_recently(key, now + 1), "a first-hand push wins, however dated"
+
+
+def test_log_step_samples_say_when_a_step_was_made_and_when_it_was_still_there() -> None:
+    """A log report's step samples: one at the report's own step gives that step's time
+    (a Trainer log dict's line time, not the poll's); one at the last sample's step, later,
+    moves that sample to when the step was still there (a bar redrawn after an evaluation),
+    so the pause lands in the interval that ends there. Nothing moves back in time."""
+    tracker = Tracker()
+    log = {"max_steps": 600, "format": "log"}
+    tracker.apply(KEY, ProgressReport(step=100, **log), T0)
+    tracker.apply(KEY, ProgressReport(step=238, step_samples=((T0 + 40, 230),), **log), T0 + 52)
+    run = tracker._runs[KEY]
+    assert list(run.samples)[-1] == (T0 + 52, 238)
+    report = ProgressReport(step=258, step_samples=((T0 + 58.9, 238), (T0 + 65.6, 258)), **log)
+    tracker.apply(KEY, report, T0 + 66)
+    assert list(run.samples)[-2:] == [(T0 + 58.9, 238), (T0 + 65.6, 258)]
+    # A "still" sample older than the last one, or in the future, changes nothing.
+    report = ProgressReport(step=270, step_samples=((T0 + 60.0, 258), (T0 + 99.0, 258)), **log)
+    tracker.apply(KEY, report, T0 + 70)
+    assert list(run.samples)[-2:] == [(T0 + 65.6, 258), (T0 + 70, 270)]

@@ -108,6 +108,9 @@ class _BarTrack:
     other_after_end: bool = False  # another bar ran after it reached its total
     # (time, cumulative count) of older frames read from the bar's own clock.
     samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=FRAME_SAMPLES))
+    # The newest count redrawn with a later clock and no advance (Trainer redraws its bar
+    # after an evaluation): still there at that time, the pause before it.
+    still: tuple[float, int] | None = None
 
     def work(self, n: int | None = None) -> int:
         """The cumulative count at ``n`` (default: the newest frame): all passes so far."""
@@ -283,6 +286,16 @@ class LogAccumulator:
         if bar.n > track.last_n:
             track.advances += 1
             track.recent.append(now)
+            track.still = None
+        elif (
+            bar.n == track.last_n
+            and track.frames
+            and track.last is not None
+            and bar.elapsed_seconds is not None
+            and track.last.elapsed_seconds is not None
+            and bar.elapsed_seconds > track.last.elapsed_seconds
+        ):
+            track.still = (now, track.work())
         track.frames += 1
         track.last_n, track.last = bar.n, bar
         track.ended = bool(bar.total) and bar.n >= (bar.total or 0)
@@ -395,14 +408,18 @@ class LogAccumulator:
                 # Under an epoch bar, its count is the passes done: an inner bar closed with
                 # leave=False may never draw its last frame.
                 done = outer.last_n * track.total if outer is not None and track.total else 0
-                values["step"] = max(track.work(), done)
-                values["step_samples"] = tuple(track.samples)
-                dict_step = self.epoch_step(max(track.work(), done), total)
+                bar_step = max(track.work(), done)
+                step_samples = list(track.samples)
+                if track.still is not None and track.still[1] == bar_step:
+                    step_samples.append(track.still)
+                values["step"] = bar_step
+                dict_step = self.epoch_step(bar_step, total)
                 if dict_step is not None:
                     # Ahead of the bar: the step at the dict's own time (the run takes a
                     # step sample at the report's step as that step's time).
                     values["step"] = dict_step[1]
-                    values["step_samples"] = (*track.samples, dict_step)
+                    step_samples.append(dict_step)
+                values["step_samples"] = tuple(step_samples)
                 values["max_steps"] = total
                 # Only an "Epoch i/N" count (or the outer epoch bar) says the last epoch's
                 # end is the run's; a bar alone may be the first of several.
