@@ -137,13 +137,18 @@ WEIGHING_REACH = 2.0
 DISAGREEMENT = 0.1
 
 
-def _near(errors: Sequence[tuple[float, float]], seconds: float) -> list[float]:
-    """The errors at horizons of at least half of ``seconds`` (or of the longest the run
-    has, while it is young): the ones that say how wrong an ETA of ``seconds`` may be."""
-    if not errors:
+def _near(
+    judged: Sequence[tuple[float, ...]], seconds: float, within: float = math.inf
+) -> list[tuple[float, ...]]:
+    """The judgements (horizon first) at horizons of at least half of ``seconds`` (or of
+    the longest the run has, while it is young) and at most ``within`` times ``seconds``:
+    the ones that say how wrong an ETA of ``seconds`` may be."""
+    if not judged:
         return []
-    reach = min(seconds, max(h for h, _ in errors)) / 2
-    return [e for h, e in errors if h >= reach]
+    reach = min(seconds, max(j[0] for j in judged)) / 2
+    # No upper bound unless asked (inf x 0 s, at a run's end, would be NaN).
+    upper = math.inf if within == math.inf else max(reach, within * seconds)
+    return [j for j in judged if reach <= j[0] <= upper]
 
 
 def combined_seconds_per_step(
@@ -187,21 +192,13 @@ def combined_seconds_per_step(
         judged.append(
             (taken, math.log(taken / ((step - sf) * said)), math.log(taken / ((step - sf) * then)))
         )
-    if not judged:
-        return recent
-    seconds = remaining * recent
-    reach = min(seconds, max(h for h, _, _ in judged)) / 2
     # Horizons up to twice the one asked: a forecast an hour old that straddles a change of
     # pace is wrong for either and would hide which of the two has been right since.
-    near = [
-        (own, other)
-        for h, own, other in judged
-        if reach <= h <= max(reach, WEIGHING_REACH * seconds)
-    ]
+    near = _near(judged, remaining * recent, WEIGHING_REACH)
     if not near:
         return recent
-    own_mse = sum(own * own for own, _ in near) / len(near)
-    other_mse = sum(other * other for _, other in near) / len(near)
+    own_mse = sum(own * own for _, own, _ in near) / len(near)
+    other_mse = sum(other * other for _, _, other in near) / len(near)
     if own_mse + other_mse <= 0:
         return recent
     weight = own_mse / (own_mse + other_mse)  # the mean's: 1/other over 1/own + 1/other
@@ -226,7 +223,7 @@ def error_band(seconds: float, errors: Sequence[tuple[float, float]]) -> tuple[f
     if not errors:
         return prior_low, prior_high
     longest = max(h for h, _ in errors)
-    near = _near(errors, seconds)
+    near = [e for _, e in _near(errors, seconds)]
     # Symmetric: a run that was late while a neighbour slowed it will be early when the
     # neighbour leaves; the size of its past errors says how far off it can be, either way.
     size = quantile([abs(e) for e in near], ERROR_QUANTILE)

@@ -45,20 +45,9 @@ from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta
 from .series import Series, Triples
 from .stacks import Diagnosis
 from .stall import StallRecord
-from .states import NO_ETA, Observation, classify, done, entered, reason
+from .states import NO_ETA, TRAINING, Observation, classify, done, entered, reason
 from .thresholds import Thresholds, effective
 from .timeline import Timeline
-
-# States in which a run does not train: its token rate is 0, whatever it was.
-NOT_TRAINING = (
-    "stalled",
-    "silent",
-    "finished",
-    "finished-but-running",
-    "diverged",
-    "gone",
-    "failed",
-)
 
 HISTORY_POINTS = 120
 # The best training loss is taken on a moving average, not on raw values: the minimum of a
@@ -230,7 +219,8 @@ class RunState:
     last_structured: float = float("-inf")
     samples: Series[int] = field(default_factory=lambda: Series(512, "q"))
     # throughput() of the samples, cached until a new sample arrives (scrapes are frequent).
-    tp_cache: tuple[tuple[int, float], Throughput | None] | None = None
+    # With it, the seconds per step the ETA charges (_per_step), None without a pace.
+    tp_cache: tuple[tuple[int, float, int | None], Throughput | None, float | None] | None = None
     history: Series[float] = field(default_factory=lambda: Series(HISTORY_POINTS))
     # The run's whole life, downsampled (exporter.timeline): what the status page charts.
     timeline: Timeline = field(default_factory=Timeline)
@@ -815,27 +805,27 @@ def _wasted(run: RunState) -> tuple[tuple[str, float], ...]:
 
 
 def _throughput(config: RunConfig, run: RunState) -> Throughput | None:
-    key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0)
+    # The total too: the seconds per step weigh the two paces at the horizon it leaves.
+    key = (len(run.samples), run.samples[-1][0] if run.samples else 0.0, run.max_steps)
     if run.tp_cache is None or run.tp_cache[0] != key:
         tp = throughput(run.samples, config.estimator)
-        run.tp_cache = (key, tp)
-        if tp is not None and tp.intervals >= MIN_ETA_INTERVALS and tp.steps_per_second > 0:
+        per_step = _per_step(run, tp) if tp is not None and tp.steps_per_second > 0 else None
+        run.tp_cache = (key, tp, per_step)
+        if tp is not None and per_step is not None and tp.intervals >= MIN_ETA_INTERVALS:
             t, step = run.samples[-1]
             if forecast_due(run.forecasts, t, run.samples[0][0]):
-                recent = seconds_per_step(tp)
-                run.pace_forecasts.append((t, step, recent))
-                run.forecasts.append((t, step, _per_step(run, tp)))
+                run.pace_forecasts.append((t, step, seconds_per_step(tp)))
+                run.forecasts.append((t, step, per_step))
     return run.tp_cache[1]
 
 
 def _estimate(run: RunState, tp: Throughput | None) -> Estimate | None:
     """The ETA from the last step sample, with its band from the run's record; computed
     once per new sample (or new total), not at every scrape."""
-    key = (run.tp_cache[0] if run.tp_cache else None, run.step, run.max_steps)
+    key = (run.tp_cache[0] if run.tp_cache else None, run.step)
     if run.est_cache is None or run.est_cache[0] != key:
         errors = record_errors(run.forecasts, *run.samples[-1]) if run.samples else []
-        usable = tp is not None and tp.steps_per_second > 0 and bool(run.samples)
-        per_step = _per_step(run, tp) if usable and tp is not None else None
+        per_step = run.tp_cache[2] if run.tp_cache else None
         run.est_cache = (key, estimate(run.step, run.max_steps, tp, errors, per_step))
     return run.est_cache[1]
 
@@ -885,7 +875,7 @@ def snapshot(
     rate = tokens_per_second(run, config.estimator.short_window)
     if rate is None:
         rate = printed_tokens_per_second(run)
-    if rate is not None and verdict.state in NOT_TRAINING:
+    if rate is not None and verdict.state not in TRAINING:
         rate = 0.0
     peak = peak_flops(run.gpu_model or run.node_gpu_model)
     snap = RunSnapshot(
@@ -1039,7 +1029,7 @@ def directives(
             draining=draining,
             # Only a run seen to checkpoint is told to (one that saves unseen is left alone).
             at_risk_gpu_seconds=at_risk(run) if run.checkpoint_timestamp is not None else 0.0,
-            risk_threshold_gpu_seconds=thresholds_of(config, run).checkpoint_risk_gpu_hours * 3600,
+            risk_threshold_gpu_seconds=thresholds_of(config, run).checkpoint_risk_gpu_seconds,
         )
     )
     fire = due(holding, run.directed)

@@ -13,6 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+# GPU-seconds in a GPU-hour: checkpoint_risk_gpu_hours is set in hours, exported in seconds.
+GPU_HOUR = 3600.0
+
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
@@ -32,6 +35,11 @@ class Thresholds:
     # GPU-hours of training done since the last checkpoint (what a preemption would lose)
     checkpoint_risk_gpu_hours: float = 64.0
     checkpoint_age_seconds: float = 21600.0  # training this long with no checkpoint
+
+    @property
+    def checkpoint_risk_gpu_seconds(self) -> float:
+        """checkpoint_risk_gpu_hours in GPU-seconds, the unit at_risk is counted in."""
+        return self.checkpoint_risk_gpu_hours * GPU_HOUR
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +93,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("checkpoint_risk_gpu_hours", "training_checkpoint_risk_threshold_gpu_seconds", "number",
          (0.001, 1e6), "checkpoint_risk_gpu_hours",
          "GPU-seconds of training since the last checkpoint past which the run should save "
-         "(its checkpoint_risk_gpu_hours x 3600).", 3600.0),
+         "(its checkpoint_risk_gpu_hours x 3600).", GPU_HOUR),
     Spec("checkpoint_age_seconds", "training_checkpoint_age_threshold_seconds", "duration",
          (10.0, 30 * 86400.0), "checkpoint_age_seconds",
          "Training this long since the last checkpoint is too long (runs seen to checkpoint)."),

@@ -9,6 +9,7 @@ estimate and widen with the pace's own variation.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections import deque
 from collections.abc import Callable
@@ -155,6 +156,9 @@ def test_bounds_come_from_the_runs_own_record_of_being_wrong() -> None:
     the size of its past errors says how far off it can be, either way (the neighbour that
     slowed it may leave)."""
     assert error_band(600.0, []) == prior_at(600.0)
+    # An ETA of 0 s (a run at its last step) still reads every error it has: no NaN horizon.
+    low, high = error_band(0.0, [(600.0, 0.5), (30.0, -0.2)])
+    assert low < 0 < high and math.isfinite(low) and math.isfinite(high)
     assert prior_at(30.0) != prior_at(5000.0)
 
     def band(pace: Callable[[float], float], horizon: float = 600.0) -> tuple[float, float]:

@@ -230,16 +230,22 @@ class LogAccumulator:
             return
         track = chosen[1]
         points = [*track.samples, (track.recent[-1] if track.recent else 0.0, track.work())]
-        for t, epoch in reversed(self.epoch_marks):
-            if not points[0][0] <= t <= points[-1][0]:
-                continue
-            for (t0, s0), (t1, s1) in pairwise(points):
-                if t0 <= t <= t1 and t1 > t0:
-                    step = s0 + (s1 - s0) * (t - t0) / (t1 - t0)
-                    if step >= 1 and step / epoch >= 1:  # an epoch is at least a step
-                        self.steps_per_epoch = step / epoch
-                    return
+        mark = next(
+            ((t, e) for t, e in reversed(self.epoch_marks) if points[0][0] <= t <= points[-1][0]),
+            None,
+        )
+        if mark is None:
             return
+        t, epoch = mark
+        around = next(
+            ((a, b) for a, b in pairwise(points) if a[0] <= t <= b[0] and b[0] > a[0]), None
+        )
+        if around is None:
+            return
+        (t0, s0), (t1, s1) = around
+        step = s0 + (s1 - s0) * (t - t0) / (t1 - t0)
+        if step >= 1 and step / epoch >= 1:  # an epoch is at least a step
+            self.steps_per_epoch = step / epoch
 
     def _bar(self, line: LineReport, now: float) -> None:
         bar = line.bar
