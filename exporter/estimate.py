@@ -171,7 +171,8 @@ def combined_seconds_per_step(
     rides out a neighbour that comes and goes (a whole-run average is what a run whose pace
     swings up to 5x within minutes is best told). Which one a run is, its own record says;
     the inverse-variance weights lean on the one that has been less wrong, without jumping
-    from one to the other. Until the record says anything: the recent pace. ``since`` is
+    from one to the other; the two are mixed in logs, where their errors were measured.
+    Until the record says anything: the recent pace. ``since`` is
     the end of warm-up: a mean with the warm-up in it charges the whole run for it (the
     naive estimate's mistake)."""
     kept = [f for f in paces if f[0] >= since]
@@ -199,10 +200,19 @@ def combined_seconds_per_step(
         return recent
     own_mse = sum(own * own for _, own, _ in near) / len(near)
     other_mse = sum(other * other for _, _, other in near) / len(near)
-    if own_mse + other_mse <= 0:
+    return weighed_in_logs(recent, mean, own_mse, other_mse)
+
+
+def weighed_in_logs(recent: float, mean: float, recent_mse: float, mean_mse: float) -> float:
+    """The two seconds per step (both > 0) weighted by the inverse of their mean squared
+    log errors, mixed in logs, where those errors were measured: a burst that makes the
+    recent pace 5x the mean moves the ETA by its weight's share of the 5x as a factor
+    (equal errors: the geometric mean, 2.2x), not by its share in seconds (3x). Two
+    flawless records say nothing to choose by: the recent pace."""
+    if recent_mse + mean_mse <= 0:
         return recent
-    weight = own_mse / (own_mse + other_mse)  # the mean's: 1/other over 1/own + 1/other
-    return (1.0 - weight) * recent + weight * mean
+    weight = recent_mse / (recent_mse + mean_mse)  # the mean's: 1/mean_mse over the sum
+    return math.exp((1.0 - weight) * math.log(recent) + weight * math.log(mean))
 
 
 def prior_at(horizon: float) -> tuple[float, float]:

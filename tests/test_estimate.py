@@ -32,6 +32,7 @@ from exporter.estimate import (
     prior_at,
     record_errors,
     throughput,
+    weighed_in_logs,
 )
 from exporter.model import ProgressReport, RunKey
 from exporter.tracker import Tracker
@@ -240,6 +241,21 @@ def test_the_mean_pace_weighs_in_where_the_runs_record_says_it_erred_less() -> N
     assert combined_seconds_per_step(1.0, record, t, step, 900, since=T0 + 600) < combined + 1e-9
     assert combined_seconds_per_step(1.5, [], t, step, 100) == 1.5
     assert combined_seconds_per_step(1.5, record[:1], t, step, 100) == 1.5
+
+
+def test_the_two_paces_are_mixed_in_logs_where_their_errors_were_measured() -> None:
+    """Equal errors give the geometric mean (a 5x burst: 2.24x, not the 3x of seconds), the
+    one that erred less carries the weight, and a record without errors keeps the recent
+    pace. Never outside the two."""
+    assert weighed_in_logs(5.0, 1.0, 0.2, 0.2) == pytest.approx(math.sqrt(5.0))
+    assert weighed_in_logs(1.0, 5.0, 0.2, 0.2) == pytest.approx(math.sqrt(5.0))
+    # The mean erred a ninth as much (squared): nine tenths of the weight, in logs.
+    assert weighed_in_logs(5.0, 1.0, 0.9, 0.1) == pytest.approx(5.0**0.1)
+    assert weighed_in_logs(5.0, 1.0, 0.1, 0.9) == pytest.approx(5.0**0.9)
+    assert weighed_in_logs(5.0, 1.0, 0.0, 0.0) == 5.0
+    # The recent pace was never wrong: all the weight; the mean never was: all of it.
+    assert weighed_in_logs(5.0, 1.0, 0.0, 0.3) == pytest.approx(5.0)
+    assert weighed_in_logs(5.0, 1.0, 0.3, 0.0) == pytest.approx(1.0)
 
 
 def test_forecasts_reach_back_over_a_long_attempt() -> None:
