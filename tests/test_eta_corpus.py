@@ -31,7 +31,7 @@ HELD_RATIO = 0.6
 HELD_MAPE = 0.18
 HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.3
-# On the seventeen runs held out it is 24.5 % against the naive 29.2 % (the 52-minute run
+# On the eighteen runs held out it is 23.3 % against the naive 27.7 % (the 52-minute run
 # beside this project's test suite, a bursty neighbour, makes 72.0 % of it). Issue 31 is open
 # on it. Held here so that it does not get worse unseen.
 HELD_OUT_MAPE = 0.3
@@ -47,7 +47,7 @@ HELD_RUN_GAP = 0.075
 CHANNEL_GAP = 0.05
 HELD_SAME_INPUT_GAP = 0.07
 # The band (issue 31's goal): coverage over the corpus, on every run, and its median width
-# as a fraction of the ETA. Met on the tuned runs; on the held-out ones it is 85 % on
+# as a fraction of the ETA. Met on the tuned runs; on the held-out ones it is 86 % on
 # average and 55 % at worst (the bursty neighbour again), held at HELD_OUT_COVERAGE.
 GOAL_COVERAGE, GOAL_RUN_COVERAGE, GOAL_WIDTH = 0.8, 0.75, 1.0
 HELD_OUT_COVERAGE, HELD_OUT_RUN_COVERAGE = 0.8, 0.5
@@ -217,14 +217,14 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
 def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     results: list[RunResult],
 ) -> None:
-    """Thirteen held-out runs recorded with nothing but the planned hog beside them (three
+    """Fourteen held-out runs recorded with nothing but the planned hog beside them (four
     of them a bursty one), nothing tuned on them (record.py: "quiet-", "fresh-", "final-",
     "bursty-"): the band's goal holds on each, the truth within it at three instants in
     four or more (76 % at worst, instants before a log's first chunk counted as misses), no
-    wider than the ETA, and at 80 % or more over them (88 %). Where there is an ETA: 81 % at
+    wider than the ETA, and at 80 % or more over them (89 %). Where there is an ETA: 81 % at
     worst."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 13
+    assert len(quiet) == 14
     for r in quiet:
         assert r.in_bounds >= GOAL_RUN_COVERAGE, (r.name, r.in_bounds)
         assert r.in_bounds_with_eta >= 0.8, (r.name, r.in_bounds_with_eta)
@@ -241,15 +241,22 @@ def test_the_runs_mean_pace_tames_a_bursty_neighbour(results: list[RunResult]) -
     were (HELD_MAPE). On the three short runs beside a planned bursty neighbour, held out,
     the whole-run average is what wins (the perfect past 4.7 to 9.4 %): ours is 9.9 to
     28.2 %, the record takes the first third of a five-minute run to lean on the mean
-    (issue 31's point goal is not met there; held here so that it does not get worse)."""
+    (issue 31's point goal is not met there; held here so that it does not get worse). On
+    a 26-minute run beside it, it is met."""
     by_name = {r.name: r for r in results}
     bursty = by_name["long-reporter-resume-eval-hog-heldout"]
     assert bursty.ours < 0.8, bursty.ours
-    short = [r for r in results if r.name.startswith("bursty-")]
+    short = [r for r in results if r.name.startswith("bursty-") and r.minutes < 10]
     assert len(short) == 3
     for r in short:
         assert r.ours < 0.3, (r.name, r.ours)
         assert r.in_bounds >= GOAL_RUN_COVERAGE, (r.name, r.in_bounds)
+    # Beside the same kind of neighbour for 26 minutes, the record has time to say so: the
+    # point goal holds (2.4 % against the perfect past's 1.9 %), in a band 0.29 of the ETA.
+    long = by_name["bursty-long-reporter-heldout"]
+    assert long.minutes >= 20
+    assert long.ours - long.perfect_past <= 0.05, (long.ours, long.perfect_past)
+    assert long.in_bounds >= GOAL_COVERAGE, long.in_bounds
 
 
 def test_the_corpus_has_long_runs_and_runs_held_out(corpus: list[dict[str, Any]]) -> None:
