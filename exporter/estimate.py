@@ -208,10 +208,15 @@ def weighed_in_logs(recent: float, mean: float, recent_mse: float, mean_mse: flo
     log errors, mixed in logs, where those errors were measured: a burst that makes the
     recent pace 5x the mean moves the ETA by its weight's share of the 5x as a factor
     (equal errors: the geometric mean, 2.2x), not by its share in seconds (3x). Two
-    flawless records say nothing to choose by: the recent pace."""
-    if recent_mse + mean_mse <= 0:
+    flawless records say nothing to choose by: the recent pace. A record infinitely wrong
+    (an absurd pace in it) gives the other all the weight, never NaN."""
+    if recent_mse <= 0 or not math.isfinite(mean_mse):
         return recent
-    weight = recent_mse / (recent_mse + mean_mse)  # the mean's: 1/mean_mse over the sum
+    if mean_mse <= 0 or not math.isfinite(recent_mse):
+        return mean
+    # The mean's weight, 1/mean_mse over 1/recent_mse + 1/mean_mse, as one ratio: the sum of
+    # two huge errors would overflow where their ratio does not.
+    weight = 1.0 / (1.0 + mean_mse / recent_mse)
     return math.exp((1.0 - weight) * math.log(recent) + weight * math.log(mean))
 
 

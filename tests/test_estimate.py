@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exporter.estimate import (
     FORECAST_SPACING,
@@ -256,6 +258,22 @@ def test_the_two_paces_are_mixed_in_logs_where_their_errors_were_measured() -> N
     # The recent pace was never wrong: all the weight; the mean never was: all of it.
     assert weighed_in_logs(5.0, 1.0, 0.0, 0.3) == pytest.approx(5.0)
     assert weighed_in_logs(5.0, 1.0, 0.3, 0.0) == pytest.approx(1.0)
+
+
+@given(
+    recent=st.floats(min_value=1e-300, max_value=1e300),
+    mean=st.floats(min_value=1e-300, max_value=1e300),
+    recent_mse=st.floats(min_value=0.0, allow_nan=False),
+    mean_mse=st.floats(min_value=0.0, allow_nan=False),
+)
+def test_the_mix_is_never_outside_the_two_paces(
+    recent: float, mean: float, recent_mse: float, mean_mse: float
+) -> None:
+    """Whatever the records (absurd paces make infinite errors), the seconds per step
+    charged are finite and between the two: never NaN, never beyond either."""
+    mixed = weighed_in_logs(recent, mean, recent_mse, mean_mse)
+    assert math.isfinite(mixed)
+    assert min(recent, mean) * (1 - 1e-9) <= mixed <= max(recent, mean) * (1 + 1e-9)
 
 
 def test_forecasts_reach_back_over_a_long_attempt() -> None:
