@@ -270,7 +270,7 @@ Problem = Callable[[str], None]
 def _add_sample(samples: Series[int], t: float, step: int) -> None:
     """Add a sample read from a progress bar's own clock (a log chunk brings one a second),
     merged with the newest when they are close (estimate.coalesces). Reports themselves are
-    always added: a run pushing every second still has its ETA after three reports."""
+    always added: a run pushing every second still has its ETA after two reports."""
     if coalesces(samples, t):
         samples.replace_last(t, step)
     else:

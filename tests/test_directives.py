@@ -105,8 +105,9 @@ def test_native_answer_carries_directives_and_kubeflow_answer_does_not(
         assert status == 200
         answers.append(json.loads(resp)["directives"])
         clock.advance(1)
-    # No ETA before three step reports; then the ETA passes the deadline: told once.
-    assert answers == [[], [], ["checkpoint"], [], []]
+    # No ETA before two step reports; then even its lower bound passes the deadline: told
+    # once.
+    assert answers == [[], ["checkpoint"], [], [], []]
     kf = exp.url + "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/llm/status"
     body = json.dumps({"trainerStatus": {"progressPercentage": 10}}).encode()
     status, resp = http("POST", kf, body, {"Content-Type": "application/json"})

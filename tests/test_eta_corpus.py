@@ -116,7 +116,7 @@ def test_our_eta_beats_the_naive_one_on_real_runs(results: list[RunResult]) -> N
 def test_once_there_is_an_estimate_it_stays_and_its_bounds_hold_it(
     replays: dict[str, list[Instant]],
 ) -> None:
-    """No ETA before three step reports (or the first log chunk), then one at every instant,
+    """No ETA before two step reports (or the first log chunk), then one at every instant,
     always between its bounds."""
     for name, instants in replays.items():
         assert len(instants) >= 48, name  # a second apart over 80 % of over a minute
