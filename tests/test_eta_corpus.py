@@ -31,7 +31,7 @@ HELD_RATIO = 0.6
 HELD_MAPE = 0.18
 HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.3
-# On the twenty-one runs held out it is 22.7 % against the naive 27.4 % (the 52-minute run
+# On the twenty-two runs held out it is 22.5 % against the naive 26.8 % (the 52-minute run
 # beside this project's test suite, a bursty neighbour, makes 71.4 % of it). Issue 31 is open
 # on it. Held here so that it does not get worse unseen.
 HELD_OUT_MAPE = 0.3
@@ -218,14 +218,14 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
 def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     results: list[RunResult],
 ) -> None:
-    """Seventeen held-out runs recorded with nothing but the planned hog beside them (five
+    """Eighteen held-out runs recorded with nothing but the planned hog beside them (five
     of them a bursty one), nothing tuned on them (record.py: "quiet-", "fresh-", "final-",
     "bursty-", "early-"): the band's goal holds on each, the truth within it at three
     instants in four or more (76 % at worst, instants before a log's first chunk counted as
-    misses), no wider than the ETA, and at 80 % or more over them (90 %). Where there is an
-    ETA: 81 % at worst."""
+    misses), no wider than the ETA, and at 80 % or more over them (89 %). Where there is an
+    ETA: 80 % at worst."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 17
+    assert len(quiet) == 18
     for r in quiet:
         assert r.in_bounds >= GOAL_RUN_COVERAGE, (r.name, r.in_bounds)
         assert r.in_bounds_with_eta >= 0.8, (r.name, r.in_bounds_with_eta)
