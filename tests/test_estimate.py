@@ -35,6 +35,7 @@ from exporter.estimate import (
     record_errors,
     throughput,
     weighed_in_logs,
+    windows_judged,
 )
 from exporter.model import ProgressReport, RunKey
 from exporter.tracker import Tracker
@@ -188,6 +189,31 @@ def test_bounds_come_from_the_runs_own_record_of_being_wrong() -> None:
     tp = throughput(steady(60, 5.0, 2.0))
     est = estimate(600, 2000, tp, [(600.0, 0.5), (620.0, 0.6)] * 20)
     assert est is not None and est.lower < est.seconds < est.upper
+
+
+def test_the_record_counts_as_the_independent_windows_it_judges_not_its_judgements() -> None:
+    """Forecasts 10 s apart judged over ten minutes each share nearly all of those ten
+    minutes: a steady first half of a run says once that the pace held that long, not a
+    hundred times. So a steady record narrows the band at a horizon it has judged many times
+    over (a minute: twenty windows in twenty minutes) much more than at one it has judged
+    about twice (ten minutes), where the corpus' prior keeps most of its say."""
+    assert windows_judged([], 600.0) == 0.0
+    assert windows_judged([600.0] * 100, 600.0) == 1.0  # one window, however many forecasts
+    assert windows_judged([600.0 + 5 * i for i in range(1000)], 600.0) == pytest.approx(
+        1 + 4995 / 600
+    )
+    assert windows_judged([10.0, 20.0, 30.0], 1.0) == 3.0  # never more than there are
+    assert windows_judged([10.0, 20.0], 0.0) == 2.0  # an ETA of 0 s: no NaN
+
+    forecasts: list[Forecast] = [(T0 + 10.0 * i, 10 * i, 1.0) for i in range(120)]
+    errors = record_errors(forecasts, T0 + 1200.0, 1200)  # all of them exactly right
+    for horizon in (60.0, 600.0):
+        assert windows_judged([h for h, _ in errors if h >= horizon / 2], horizon) < len(errors)
+    short_low, short_high = error_band(60.0, errors)
+    long_low, long_high = error_band(600.0, errors)
+    assert short_high / prior_at(60.0)[1] < 0.15  # twenty windows: the record's say
+    assert long_high / prior_at(600.0)[1] > 0.4  # two and a half: the prior's still counts
+    assert short_low == pytest.approx(-short_high) and long_low == pytest.approx(-long_high)
 
 
 def _record(pace: Callable[[float], float], said: Callable[[float], float], minutes: int = 20):
