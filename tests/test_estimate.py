@@ -216,6 +216,30 @@ def test_the_record_counts_as_the_independent_windows_it_judges_not_its_judgemen
     assert short_low == pytest.approx(-short_high) and long_low == pytest.approx(-long_high)
 
 
+@given(
+    errors=st.lists(
+        st.tuples(
+            st.floats(min_value=1e-3, max_value=1e9),
+            st.floats(min_value=-50.0, max_value=50.0),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    seconds=st.floats(min_value=0.0, max_value=1e12),
+)
+def test_any_record_gives_a_finite_band_around_the_eta(
+    errors: list[tuple[float, float]], seconds: float
+) -> None:
+    """Whatever the record holds (horizons from a millisecond to decades, errors up to
+    e^50), it counts as at least one window and no more than it has, and the band is finite
+    and never excludes the ETA."""
+    horizons = [h for h, _ in errors]
+    assert 0.0 < windows_judged(horizons, seconds) <= len(horizons)
+    low, high = error_band(seconds, errors)
+    assert math.isfinite(low) and math.isfinite(high)
+    assert low <= 0.0 <= high
+
+
 def _record(pace: Callable[[float], float], said: Callable[[float], float], minutes: int = 20):
     """A run's pace record after ``minutes`` of forecasts every 10 s: at each, the recent
     pace said ``said(t)`` seconds a step while the steps took ``pace(t)`` each. Returns the
