@@ -23,7 +23,8 @@ The model (docs/eta.md says why this one):
   this run (``combined_seconds_per_step``): a run that keeps swinging leans on its mean.
 * ETA = remaining steps x those seconds per step. Its 80 % band comes from the run's
   own record of being wrong: each forecast it made, judged by what happened since, at the
-  horizon asked, weighed against the spread the corpus measured there (``error_band``).
+  horizon asked, weighed against the spread the corpus measured there by the independent
+  windows of that horizon the record holds (``error_band``, ``windows_judged``).
 * The first sample of a run is only a baseline: a step jump at start (a resume) is never
   speed. With fewer than ``MIN_ETA_INTERVALS`` intervals there is no ETA at all.
 """
