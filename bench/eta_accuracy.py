@@ -353,7 +353,11 @@ def perfect_past(run: dict[str, Any], instants: list[Instant], same_input: bool 
     ``same_input``, at each instant it knows the truth only up to when the newest step the
     exporter had was made, and counts down from there (nothing before the exporter had
     any): the estimator's share of the error, apart from the channel's delay."""
-    truth = Truth.of(run)
+    return perfect_past_of(Truth.of(run), instants, same_input)
+
+
+def perfect_past_of(truth: Truth, instants: list[Instant], same_input: bool = False) -> float:
+    """:func:`perfect_past` for a run given by its ``truth`` alone."""
 
     def eta(i: Instant, window: float | None) -> float | None:
         if not same_input:

@@ -1,0 +1,158 @@
+"""bench/eta_twins.py: the least any estimator must be beyond the perfect past on a pair of
+runs that share their past (issue 31's point goal, on runs that part at a cut).
+
+The bound is checked against estimators drawn at random (no ETA may beat it), worked by
+hand on a small case, and its twins are checked to be their run up to the cut.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench import eta_accuracy, eta_twins
+from bench.eta_accuracy import Truth, load_corpus
+
+positive = st.floats(min_value=1.0, max_value=1e4, allow_nan=False)
+
+
+@given(
+    shared=st.lists(st.tuples(positive, positive), min_size=1, max_size=12),
+    extra_a=st.integers(min_value=0, max_value=10),
+    extra_b=st.integers(min_value=0, max_value=10),
+    ref_a=st.floats(min_value=0.0, max_value=0.5),
+    ref_b=st.floats(min_value=0.0, max_value=0.5),
+    etas=st.lists(st.floats(min_value=0.0, max_value=2e4, allow_nan=False), min_size=12),
+)
+def test_no_estimator_beats_the_bound(
+    shared: list[tuple[float, float]],
+    extra_a: int,
+    extra_b: int,
+    ref_a: float,
+    ref_b: float,
+    etas: list[float],
+) -> None:
+    """Whatever one ETA an estimator says at each shared instant (and perfect elsewhere),
+    the worse of its two runs is at least the bound beyond its reference."""
+    n_a, n_b = len(shared) + extra_a, len(shared) + extra_b
+    bound = eta_twins.least_excess(shared, n_a, n_b, ref_a, ref_b)
+    mape_a = sum(abs(e - ta) / ta for e, (ta, _) in zip(etas, shared, strict=False)) / n_a
+    mape_b = sum(abs(e - tb) / tb for e, (_, tb) in zip(etas, shared, strict=False)) / n_b
+    assert max(mape_a - ref_a, mape_b - ref_b) >= bound - 1e-9
+    # Saying either truth everywhere is one such estimator; the bound is never above both.
+    assert (
+        bound
+        <= max(
+            sum(abs(ta - tb) / tb for ta, tb in shared) / n_b - ref_b,
+            sum(abs(ta - tb) / ta for ta, tb in shared) / n_a - ref_a,
+        )
+        + 1e-9
+    )
+
+
+def test_the_bound_by_hand() -> None:
+    """One shared instant, 100 s left in one run and 200 s in the other, each run scored at
+    one instant, references 0: an ETA e costs |e - 100| / 100 and |e - 200| / 200; the
+    worse of the two is least where they are equal, e = 400 / 3, at 1 / 3."""
+    assert math.isclose(
+        eta_twins.least_excess([(100.0, 200.0)], 1, 1, 0.0, 0.0), 1 / 3, abs_tol=1e-3
+    )
+    # With references of 0.1 each, 0.1 less.
+    assert math.isclose(
+        eta_twins.least_excess([(100.0, 200.0)], 1, 1, 0.1, 0.1), 1 / 3 - 0.1, abs_tol=1e-3
+    )
+    # Two runs that agree at every shared instant leave nothing to lose.
+    assert eta_twins.least_excess([(100.0, 100.0)], 1, 1, 0.0, 0.0) == 0.0
+
+
+def test_a_twin_is_its_run_up_to_the_cut_and_then_the_pattern() -> None:
+    truth = Truth([0.0, 1.0, 2.0, 3.0, 4.0], [1, 2, 3, 4, 5], 9)
+    twin = eta_twins.continue_with(truth, 2.5, [(2.0, 1), (1.0, 2)])
+    assert twin.times[:3] == [0.0, 1.0, 2.0] and twin.steps[:3] == [1, 2, 3]
+    assert twin.times[3:] == [4.0, 5.0, 7.0, 8.0] and twin.steps[3:] == [4, 6, 7, 9]
+    assert twin.max_steps == 9
+
+
+def test_every_corpus_twin_shares_its_runs_past() -> None:
+    """Each twin the bench builds is its corpus run's truth up to the cut, then differs;
+    every run with one planned neighbour gets one."""
+    runs = [r for r in load_corpus() if len(r["hog_seconds"]) == 2]
+    assert runs
+    for run in runs:
+        truth = Truth.of(run)
+        twins = eta_twins.twins_of(run)
+        if (
+            float(run["hog_seconds"][0]) <= truth.times[0]
+            and run["hog_seconds"][1] >= truth.times[-1]
+        ):
+            continue
+        assert len(twins) == 1, run["name"]
+        _, cut, twin = twins[0]
+        kept = sum(t <= cut for t in truth.times)
+        assert twin.times[:kept] == truth.times[:kept], run["name"]
+        assert twin.steps[-1] == truth.max_steps
+        assert twin.times[-1] != truth.times[-1], run["name"]
+
+
+def test_a_twin_replays_as_its_run_until_the_cut() -> None:
+    """The exporter cannot tell a run from its twin before the cut: the same reports reach
+    it, and it says the same ETA at every instant up to the cut; after it, the twin's
+    reports follow the twin's truth, in the run's own shape."""
+    run = next(r for r in load_corpus() if r["name"] == "window-hf-kubeflow-resume-hog-heldout")
+    [(kind, cut, twin)] = eta_twins.twins_of(run)
+    made = eta_twins.twin_run(run, kind, cut, twin)
+    assert made is not None
+    before = [r for r in run["reports"] if r[0] <= cut]
+    assert made["reports"][: len(before)] == before
+    after = made["reports"][len(before) :]
+    assert after and all(a[0] > cut for a in after)
+    for at, path, body in after:
+        status = json.loads(body)["trainerStatus"]
+        step = next(int(m["value"]) for m in status["metrics"] if m["name"] == "current_step")
+        assert step == twin.step_at(at) and path == before[-1][1]
+    seconds = [float(t) for t in range(10, int(cut) + 1)]
+    assert _etas(run, seconds) == _etas(made, seconds)
+    assert len(seconds) > 400
+
+
+def _etas(run: dict[str, Any], seconds: list[float]) -> list[float | None]:
+    """The exporter's ETA for ``run`` at each of ``seconds``, replayed as the bench does."""
+    now = [eta_accuracy.EPOCH]
+    out: list[float | None] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        rp = eta_accuracy._Replay(run, lambda: now[0], Path(tmp))
+        for t in seconds:
+            for at in eta_accuracy._steps_until(rp, t):
+                now[0] = eta_accuracy.EPOCH + at
+                rp.advance(at)
+            now[0] = eta_accuracy.EPOCH + t
+            snap = rp.snapshot()
+            out.append(snap.eta_seconds if snap else None)
+    return out
+
+
+@pytest.mark.slow
+def test_on_the_twins_the_band_holds_and_the_point_is_near_the_perfect_past() -> None:
+    """Each corpus run with one planned hog has a twin that shares its past and whose
+    neighbour did the other thing (stayed where it left, left where it stayed): a run
+    nothing was tuned on, by construction. Replayed through the exporter (18 pairs; logs'
+    twins are not made up), the band holds the truth at 74 % of instants at worst (the
+    52-minute run's twin) and 85 % or more on every other twin; the point estimate is at
+    most 6.2 points beyond the perfect past on a twin (4.9 on all but one). Held here;
+    docs/eta.md gives the table (python -m bench.eta_twins)."""
+    results = [r for r in eta_twins.evaluate() if r.twin_excess is not None]
+    print("\n" + eta_twins.table(results))
+    assert len(results) == 18
+    assert all(r.twin_in_band is not None and r.twin_in_band >= 0.7 for r in results)
+    assert mean(r.twin_in_band or 0.0 for r in results) >= 0.8
+    assert max(r.twin_excess or 0.0 for r in results) <= 0.07
+    # The bound: no pair of the corpus' rules the point goal out for every estimator.
+    assert all(r.least_excess <= eta_twins.GOAL for r in eta_twins.evaluate())
