@@ -2,8 +2,8 @@
 
 The corpus is real training on this machine's CPU, recorded with ``record.py`` beside it:
 Transformers' ``KubeflowCallback``, our reporter and container logs, with resumes,
-evaluations, warm-up, and in thirty-one of the thirty-seven runs a CPU hog started or
-stopped mid-run (in five a bursty one); twenty-seven runs are held out (never tuned on), each batch
+evaluations, warm-up, and in thirty-two of the thirty-eight runs a CPU hog started or
+stopped mid-run (in five a bursty one); twenty-eight runs are held out (never tuned on), each batch
 recorded once the change before it was final (record.py, docs/eta.md). These tests hold
 the figures reached (docs/eta.md), say where issue 31's goals are met and where not, check
 them against the perfect-past reference, and check that the replay really goes through the
@@ -31,7 +31,7 @@ HELD_RATIO = 0.6
 HELD_MAPE = 0.18
 HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.3
-# On the twenty-seven runs held out it is 21.0 % against the naive 25.0 % (the 52-minute run
+# On the twenty-eight runs held out it is 20.6 % against the naive 25.3 % (the 52-minute run
 # beside this project's test suite, a bursty neighbour, makes 71.4 % of it). Issue 31 is open
 # on it. Held here so that it does not get worse unseen.
 HELD_OUT_MAPE = 0.3
@@ -54,8 +54,8 @@ GOAL_COVERAGE, GOAL_RUN_COVERAGE, GOAL_WIDTH = 0.8, 0.75, 1.0
 HELD_OUT_COVERAGE, HELD_OUT_RUN_COVERAGE = 0.8, 0.5
 # Held out and recorded with nothing beside them but the planned hog, steady or bursty (no
 # unplanned neighbour of note): "quiet-", "fresh-", "final-", "bursty-", "early-",
-# "window-" and "long-quiet-".
-QUIET = ("quiet-", "fresh-", "final-", "bursty-", "early-", "window-", "long-quiet-")
+# "window-", "long-quiet-" and "twin-".
+QUIET = ("quiet-", "fresh-", "final-", "bursty-", "early-", "window-", "long-quiet-", "twin-")
 # The quiet held-out runs on which the band's goal was measured not met, each held at what
 # was measured (issue 31 is open on them). None since the band counts its record's
 # independent windows (estimate.windows_judged); the 19-minute "early-" run that was one
@@ -225,13 +225,12 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
 def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     results: list[RunResult],
 ) -> None:
-    """Twenty-three held-out runs recorded with nothing but the planned hog beside them (five
+    """Twenty-four held-out runs recorded with nothing but the planned hog beside them (five
     of them a bursty one), nothing tuned on them (record.py: "quiet-", "fresh-", "final-",
-    "bursty-", "early-", "window-", "long-quiet-"): the band's goal holds on each, the truth
-    within it at three instants in four or more (76 % at worst, instants before a log's
-    first chunk counted as misses), no wider than the ETA, and at 80 % or more over them
-    (92 %). Where
-    there is an ETA: 80 % at worst.
+    "bursty-", "early-", "window-", "long-quiet-", "twin-"): the band's goal holds on each,
+    the truth within it at three instants in four or more (76 % at worst, instants before a
+    log's first chunk counted as misses), no wider than the ETA, and at 80 % or more over
+    them (92 %). Where there is an ETA: 80 % at worst.
 
     The one it missed, 19 minutes of Trainer with a steady first half and then a hog for a
     fifth of the run (74.7 %: the steady record narrowed the band to about +-0.2 in logs
@@ -240,10 +239,11 @@ def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     it: a hog after a long steady stretch (96 %, 79 % with the count), a lasting slowdown
     and a steady log (95 and 93 %, either way). The 22-minute "long-quiet-" run (a resume,
     evaluations, a hog for a third of it), recorded after, holds the truth at every
-    instant (width 0.70). Any miss measured is held in
+    instant (width 0.70); the "twin-" run (a "window-" run's neighbour staying, recorded for
+    real), 95 %. Any miss measured is held in
     QUIET_BAND_MISSES, and each is asserted to be a miss still."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 23
+    assert len(quiet) == 24
     for r in quiet:
         floor = QUIET_BAND_MISSES.get(r.name, GOAL_RUN_COVERAGE)
         assert r.in_bounds >= floor, (r.name, r.in_bounds)
