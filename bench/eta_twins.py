@@ -13,7 +13,9 @@ This module builds such a *twin* for each corpus run with a neighbour (the corpu
 step times up to the cut, then its own step times from the hog, or from before the hog,
 repeated to the end) and computes the least that any estimator can be beyond the perfect
 past on the worse of the two (:func:`least_excess`). Where that is above 5 points, no
-estimator meets the point goal on both, however it is made or tuned.
+estimator meets the point goal on both, however it is made or tuned. For the pushed
+channels it also makes the twin's reports (:func:`twin_run`) and replays ours on both
+through the exporter, as the bench does: a twin is a run nothing was tuned on.
 
 The bound is exact for what it counts, and generous to the estimator: after the cut it
 lets the estimator be perfect. Both runs are scored on the same grid of instants (one a
@@ -49,8 +51,9 @@ from bench.eta_accuracy import (
     score,
 )
 
-# The λ grid on which least_excess maximises its dual (a concave piecewise-linear function
-# of λ: its maximum on a fine grid is within one grid step's slope of the exact value).
+# The λ grid on which least_excess maximises its dual. Every λ gives a valid bound; the
+# dual is concave and piecewise linear in λ, so the grid's best is within one step's
+# slope of the tight one.
 LAMBDA_STEPS = 2000
 GOAL = 0.05  # issue 31: within 5 points of the perfect past on every run
 
