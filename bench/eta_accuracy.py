@@ -225,8 +225,11 @@ def _end(run: dict[str, Any]) -> float:
     return float(run["truth"]["steps"][-1][0])
 
 
-def replay(run: dict[str, Any], real_pace: bool = False) -> list[Instant]:
-    """Every sampled instant of one recorded run, replayed on an injected (or real) clock."""
+def replay(
+    run: dict[str, Any], real_pace: bool = False, times: Sequence[float] | None = None
+) -> list[Instant]:
+    """Every sampled instant of one recorded run (or those at ``times``, in seconds into
+    it, in order), replayed on an injected (or real) clock."""
     end = _end(run)
     # The naive estimate from the same input: the callback's own posts, or its formula each
     # time the exporter saw the step advance (a report, a log chunk).
@@ -251,7 +254,7 @@ def replay(run: dict[str, Any], real_pace: bool = False) -> list[Instant]:
     out: list[Instant] = []
     with tempfile.TemporaryDirectory() as tmp:
         rp = _Replay(run, clock, Path(tmp))
-        for t in _sample_times(run):
+        for t in _sample_times(run) if times is None else times:
             # Deliveries happen at their own times, then the scrape at ``t``.
             for step_t in _steps_until(rp, t):
                 set_clock(step_t)

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
-from pathlib import Path
 from statistics import mean
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -119,24 +116,10 @@ def test_a_twin_replays_as_its_run_until_the_cut() -> None:
         step = next(int(m["value"]) for m in status["metrics"] if m["name"] == "current_step")
         assert step == twin.step_at(at) and path == before[-1][1]
     seconds = [float(t) for t in range(10, int(cut) + 1)]
-    assert _etas(run, seconds) == _etas(made, seconds)
     assert len(seconds) > 400
-
-
-def _etas(run: dict[str, Any], seconds: list[float]) -> list[float | None]:
-    """The exporter's ETA for ``run`` at each of ``seconds``, replayed as the bench does."""
-    now = [eta_accuracy.EPOCH]
-    out: list[float | None] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        rp = eta_accuracy._Replay(run, lambda: now[0], Path(tmp))
-        for t in seconds:
-            for at in eta_accuracy._steps_until(rp, t):
-                now[0] = eta_accuracy.EPOCH + at
-                rp.advance(at)
-            now[0] = eta_accuracy.EPOCH + t
-            snap = rp.snapshot()
-            out.append(snap.eta_seconds if snap else None)
-    return out
+    ours = [i.ours for i in eta_accuracy.replay(run, times=seconds)]
+    assert ours == [i.ours for i in eta_accuracy.replay(made, times=seconds)]
+    assert all(eta is not None for eta in ours[-100:])
 
 
 @pytest.mark.slow
@@ -148,11 +131,12 @@ def test_on_the_twins_the_band_holds_and_the_point_is_near_the_perfect_past() ->
     52-minute run's twin) and 85 % or more on every other twin; the point estimate is at
     most 6.2 points beyond the perfect past on a twin (5.3 on all but one). Held here;
     docs/eta.md gives the table (python -m bench.eta_twins)."""
-    results = [r for r in eta_twins.evaluate() if r.twin_excess is not None]
+    pairs = eta_twins.evaluate()
+    results = [r for r in pairs if r.twin_excess is not None]
     print("\n" + eta_twins.table(results))
     assert len(results) == 19
     assert all(r.twin_in_band is not None and r.twin_in_band >= 0.7 for r in results)
     assert mean(r.twin_in_band or 0.0 for r in results) >= 0.8
     assert max(r.twin_excess or 0.0 for r in results) <= 0.07
     # The bound: no pair of the corpus' rules the point goal out for every estimator.
-    assert all(r.least_excess <= eta_twins.GOAL for r in eta_twins.evaluate())
+    assert all(r.least_excess <= eta_twins.GOAL for r in pairs)
