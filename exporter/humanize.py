@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import math
 
+# At and beyond this many seconds (1000 days), a duration reads ">999d": an ETA of 2^62 steps
+# at a step a second is 53 billion days, which says nothing more and would stretch every
+# table it is in; infinity (a JSON 1e999 parses as one) cannot be made an int at all.
+LONGEST_SHOWN = 1000 * 86400.0
+
 
 def duration(seconds: float | None) -> str:
-    """A short human duration: 45s, 12m, 3h05m, 2d04h; "-" when unknown."""
+    """A short human duration: 45s, 12m, 3h05m, 2d04h, ">999d" from 1000 days on (and
+    for infinity); "-" when unknown. Never longer than seven characters, never raises."""
     if seconds is None or math.isnan(seconds):
         return "-"
+    if seconds >= LONGEST_SHOWN:
+        return ">999d"
     s = int(max(0.0, seconds))
     if s < 60:
         return f"{s}s"

@@ -13,6 +13,8 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.top import Row, bar, render, rows_from_exporter, sort_rows, trend
@@ -415,3 +417,34 @@ def test_live_top_scrolls_in_a_real_terminal_at_80x24_with_40_jobs(
         assert not _alive(session)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+@given(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)))
+def test_any_duration_reads_in_at_most_seven_characters(seconds: float | None) -> None:
+    """Whatever number a source or a scrape gives (+Inf from an exposition, 1e999 from a
+    JSON body, an ETA of 2^62 steps), a duration is a short string and never raises: a
+    table cell, not a traceback or a 300-digit count of days."""
+    from exporter.humanize import duration
+
+    text = duration(seconds)
+    assert 1 <= len(text) <= 7, text
+
+
+def test_an_absurd_eta_and_band_keep_the_table_whole() -> None:
+    """An ETA of 53 billion days and a band read from a scrape as +Inf: the ETA column
+    says ">999d" and the table still fits the terminal."""
+    from dataclasses import replace
+
+    from exporter.top import _num, eta_text
+
+    absurd = replace(
+        row("a", "running"),
+        eta_seconds=2.0**62,
+        eta_lower_seconds=_num("1e18"),
+        eta_upper_seconds=_num("+Inf"),
+    )
+    assert eta_text(absurd) == ">999d (>999d->999d)"
+    assert eta_text(replace(absurd, eta_seconds=999 * 86400.0)).startswith("999d00h (")
+    screen = render([absurd, row("b", "running")], width=120)
+    assert all(len(line) <= 120 for line in screen.splitlines())
+    assert ">999d (>999d->999d)" in screen
