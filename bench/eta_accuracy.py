@@ -361,6 +361,14 @@ def perfect_past(run: dict[str, Any], instants: list[Instant], same_input: bool 
 
 def perfect_past_of(truth: Truth, instants: list[Instant], same_input: bool = False) -> float:
     """:func:`perfect_past` for a run given by its ``truth`` alone."""
+    return min(perfect_past_by_window(truth, instants, same_input).values())
+
+
+def perfect_past_by_window(
+    truth: Truth, instants: list[Instant], same_input: bool = False
+) -> dict[float | None, float]:
+    """The reference's MAPE on ``instants`` with each of its windows (None: the whole-run
+    mean): :func:`perfect_past_of` is the best of them, picked for the run in hindsight."""
 
     def eta(i: Instant, window: float | None) -> float | None:
         if not same_input:
@@ -370,9 +378,10 @@ def perfect_past_of(truth: Truth, instants: list[Instant], same_input: bool = Fa
         then = perfect_past_eta(truth, i.known, window)
         return None if then is None else max(0.0, then - (i.t - i.known))
 
-    return min(
-        mean(_error(eta(i, window), i.true) for i in instants) for window in PERFECT_PAST_WINDOWS
-    )
+    return {
+        window: mean(_error(eta(i, window), i.true) for i in instants)
+        for window in PERFECT_PAST_WINDOWS
+    }
 
 
 def score(run: dict[str, Any], instants: list[Instant]) -> RunResult:

@@ -70,6 +70,38 @@ def test_the_bound_by_hand() -> None:
     assert eta_twins.least_excess([(100.0, 100.0)], 1, 1, 0.0, 0.0) == 0.0
 
 
+windows = st.sampled_from(eta_accuracy.PERFECT_PAST_WINDOWS)
+mapes = st.dictionaries(windows, st.floats(min_value=0.0, max_value=2.0), min_size=1)
+
+
+@given(by_a=mapes, by_b=mapes)
+def test_one_window_for_both_futures_is_the_least_sum_and_never_beats_hindsight(
+    by_a: dict[float | None, float], by_b: dict[float | None, float]
+) -> None:
+    """The reference without hindsight takes one window for both runs of a pair: the one
+    whose two MAPEs sum least. On each run it is never better than that run's own perfect
+    past (its best window in hindsight), and on the two together never worse than any
+    other window they share."""
+    shared = {w: by_a[w] for w in by_a if w in by_b}
+    if not shared:
+        return
+    window, a, b = eta_twins.one_window({w: by_a[w] for w in shared}, {w: by_b[w] for w in shared})
+    assert a >= min(by_a.values()) and b >= min(by_b.values())
+    assert all(a + b <= by_a[w] + by_b[w] + 1e-12 for w in shared)
+    assert (a, b) == (by_a[window], by_b[window])
+
+
+def test_one_window_by_hand() -> None:
+    """The mean (None) makes 30 % on one run and 20 % on its twin; 10 s makes 10 % and 50 %:
+    hindsight picks 10 s for the first and the mean for the twin; one window for both is
+    the mean (50 % together, not 60 %)."""
+    assert eta_twins.one_window({10.0: 0.1, None: 0.3}, {10.0: 0.5, None: 0.2}) == (
+        None,
+        0.3,
+        0.2,
+    )
+
+
 def test_a_twin_is_its_run_up_to_the_cut_and_then_the_pattern() -> None:
     truth = Truth([0.0, 1.0, 2.0, 3.0, 4.0], [1, 2, 3, 4, 5], 9)
     twin = eta_twins.continue_with(truth, 2.5, [(2.0, 1), (1.0, 2)])
@@ -140,3 +172,10 @@ def test_on_the_twins_the_band_holds_and_the_point_is_near_the_perfect_past() ->
     assert max(r.twin_excess or 0.0 for r in results) <= 0.07
     # The bound: no pair of the corpus' rules the point goal out for every estimator.
     assert all(r.least_excess <= eta_twins.GOAL for r in pairs)
+    # Without the perfect past's hindsight (one window for both futures of a past), ours
+    # is within the goal's 5 points on both runs of 15 pairs; the other four as measured
+    # (the whole-run mean wins on both futures of three short runs' pasts, and the
+    # 52-minute run beside the test suite). Held where it is, so that it cannot slip.
+    fair = [r for r in results if eta_twins.within_one_window(r)]
+    assert len(fair) >= 15, [r.run for r in results if r not in fair]
+    assert all(r.one_window for r in results)
