@@ -2,8 +2,8 @@
 
 The corpus is real training on this machine's CPU, recorded with ``record.py`` beside it:
 Transformers' ``KubeflowCallback``, our reporter and container logs, with resumes,
-evaluations, warm-up, and in thirty-two of the thirty-eight runs a CPU hog started or
-stopped mid-run (in five a bursty one); twenty-eight runs are held out (never tuned on), each batch
+evaluations, warm-up, and in thirty-three of the thirty-nine runs a CPU hog started or
+stopped mid-run (in five a bursty one); twenty-nine runs are held out (never tuned on), each batch
 recorded once the change before it was final (record.py, docs/eta.md). These tests hold
 the figures reached (docs/eta.md), say where issue 31's goals are met and where not, check
 them against the perfect-past reference, and check that the replay really goes through the
@@ -31,7 +31,7 @@ HELD_RATIO = 0.6
 HELD_MAPE = 0.18
 HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.3
-# On the twenty-eight runs held out it is 20.6 % against the naive 25.3 % (the 52-minute run
+# On the twenty-nine runs held out it is 20.2 % against the naive 25.3 % (the 52-minute run
 # beside this project's test suite, a bursty neighbour, makes 71.4 % of it). Issue 31 is open
 # on it. Held here so that it does not get worse unseen.
 HELD_OUT_MAPE = 0.3
@@ -225,7 +225,7 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
 def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     results: list[RunResult],
 ) -> None:
-    """Twenty-four held-out runs recorded with nothing but the planned hog beside them (five
+    """Twenty-five held-out runs recorded with nothing but the planned hog beside them (five
     of them a bursty one), nothing tuned on them (record.py: "quiet-", "fresh-", "final-",
     "bursty-", "early-", "window-", "long-quiet-", "twin-"): the band's goal holds on each,
     the truth within it at three instants in four or more (76 % at worst, instants before a
@@ -240,10 +240,11 @@ def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     and a steady log (95 and 93 %, either way). The 22-minute "long-quiet-" run (a resume,
     evaluations, a hog for a third of it), recorded after, holds the truth at every
     instant (width 0.70); the "twin-" run (a "window-" run's neighbour staying, recorded for
-    real), 95 %. Any miss measured is held in
+    real), 95 %; the 21-minute lasting "long-quiet-" run (its hog from step 2000 to the
+    end), 97 % (width 0.75). Any miss measured is held in
     QUIET_BAND_MISSES, and each is asserted to be a miss still."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 24
+    assert len(quiet) == 25
     for r in quiet:
         floor = QUIET_BAND_MISSES.get(r.name, GOAL_RUN_COVERAGE)
         assert r.in_bounds >= floor, (r.name, r.in_bounds)
