@@ -336,3 +336,37 @@ def test_trainer_log_dicts_move_the_step_between_the_bars_chunks(
         assert len(lags) > 60, name
         assert max(lags) <= 30, (name, max(lags))
         assert median(lags) <= 15, (name, median(lags))
+
+
+def test_the_point_goals_misses_sit_while_the_neighbour_is_there(
+    corpus: list[dict[str, Any]], replays: dict[str, list[Instant]], results: list[RunResult]
+) -> None:
+    """Where the excess over the perfect past comes from (bench.eta_accuracy
+    excess_by_stretch; ``python -m bench.eta_accuracy --where``): the four stretches of a run
+    with one planned neighbour add up to its excess. On the runs of a pushed channel that
+    miss the point goal (a hog that passed each time: early-hf-kubeflow-resume-hog 7.6
+    points, window-hf-kubeflow-resume-hog 5.9, fresh-reporter-hog-passes 5.2, and the
+    52-minute run 22.9), at least half of it comes while the neighbour is there, when
+    nothing could say it would leave; following the recovery in the minute after costs at
+    most 0.9 points (2.4 on the 52-minute run, beside the test suite's bursts)."""
+    by_name = {r.name: r for r in results}
+    missed = []
+    for run in corpus:
+        parts = eta_accuracy.excess_by_stretch(run, replays[run["name"]])
+        if parts is None:
+            assert len(run["hog_seconds"]) != 2
+            continue
+        r = by_name[run["name"]]
+        assert sum(parts.values()) == pytest.approx(r.ours - r.perfect_past, abs=1e-9)
+        if run["channel"] != "log" and r.ours - r.perfect_past > 0.05:
+            missed.append(run["name"])
+            while_there = parts["while it is there"]
+            assert while_there >= 0.5 * (r.ours - r.perfect_past), (run["name"], parts)
+            lag = 0.025 if run["name"].startswith("long-reporter-") else 0.01
+            assert parts["its first minute gone"] <= lag, (run["name"], parts)
+    assert sorted(missed) == [
+        "early-hf-kubeflow-resume-hog-heldout",
+        "fresh-reporter-hog-passes-heldout",
+        "long-reporter-resume-eval-hog-heldout",
+        "window-hf-kubeflow-resume-hog-heldout",
+    ]
