@@ -2,8 +2,8 @@
 
 The corpus is real training on this machine's CPU, recorded with ``record.py`` beside it:
 Transformers' ``KubeflowCallback``, our reporter and container logs, with resumes,
-evaluations, warm-up, and in thirty-three of the thirty-nine runs a CPU hog started or
-stopped mid-run (in five a bursty one); twenty-nine runs are held out (never tuned on), each batch
+evaluations, warm-up, and in thirty-four of the forty runs a CPU hog started or
+stopped mid-run (in five a bursty one); thirty runs are held out (never tuned on), each batch
 recorded once the change before it was final (record.py, docs/eta.md). These tests hold
 the figures reached (docs/eta.md), say where issue 31's goals are met and where not, check
 them against the perfect-past reference, and check that the replay really goes through the
@@ -31,7 +31,7 @@ HELD_RATIO = 0.6
 HELD_MAPE = 0.18
 HELD_NEIGHBOUR_RATIO = 0.82
 HELD_STEADY_RATIO = 0.3
-# On the twenty-nine runs held out it is 20.2 % against the naive 25.3 % (the 52-minute run
+# On the thirty runs held out it is 20.4 % against the naive 26.8 % (the 52-minute run
 # beside this project's test suite, a bursty neighbour, makes 71.4 % of it). Issue 31 is open
 # on it. Held here so that it does not get worse unseen.
 HELD_OUT_MAPE = 0.3
@@ -60,8 +60,12 @@ QUIET = ("quiet-", "fresh-", "final-", "bursty-", "early-", "window-", "long-qui
 # was measured (issue 31 is open on them). None since the band counts its record's
 # independent windows (estimate.windows_judged); the 19-minute "early-" run that was one
 # (74.7 %) prompted that change, so it no longer counts as held out from it: the runs
-# recorded after it ("window-") are what judge it.
-QUIET_BAND_MISSES: dict[str, float] = {}
+# recorded after it ("window-") are what judge it. One since: tqdm-loop-resume-slowdown-heldout
+# recorded again on a quiet machine (2026-12-03, measured once), a two-minute tqdm loop whose
+# bar reached the log in nine chunks some 20 s apart: 64.6 % (71.3 % where there is an
+# ETA). Its ETA fell under 60 s at the third chunk, where the prior narrows from 0.42 to
+# 0.30 in logs, just as the hog came (docs/eta.md). Issue 31 is open on it.
+QUIET_BAND_MISSES: dict[str, float] = {"quiet-tqdm-loop-resume-slowdown-heldout": 0.64}
 
 
 @pytest.fixture(scope="module")
@@ -222,15 +226,15 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
     assert min(r.in_bounds for r in held) >= HELD_OUT_RUN_COVERAGE
 
 
-def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
+def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds_but_on_one(
     results: list[RunResult],
 ) -> None:
-    """Twenty-five held-out runs recorded with nothing but the planned hog beside them (five
+    """Twenty-six held-out runs recorded with nothing but the planned hog beside them (five
     of them a bursty one), nothing tuned on them (record.py: "quiet-", "fresh-", "final-",
-    "bursty-", "early-", "window-", "long-quiet-", "twin-"): the band's goal holds on each,
-    the truth within it at three instants in four or more (76 % at worst, instants before a
-    log's first chunk counted as misses), no wider than the ETA, and at 80 % or more over
-    them (92 %). Where there is an ETA: 80 % at worst.
+    "bursty-", "early-", "window-", "long-quiet-", "twin-"): the band's goal holds on each
+    but one (QUIET_BAND_MISSES), the truth within it at three instants in four or more (76 %
+    at worst, instants before a log's first chunk counted as misses), no wider than the
+    ETA, and at 80 % or more over them (91 %). Where there is an ETA: 80 % at worst.
 
     The one it missed, 19 minutes of Trainer with a steady first half and then a hog for a
     fifth of the run (74.7 %: the steady record narrowed the band to about +-0.2 in logs
@@ -241,10 +245,11 @@ def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds(
     evaluations, a hog for a third of it), recorded after, holds the truth at every
     instant (width 0.70); the "twin-" run (a "window-" run's neighbour staying, recorded for
     real), 95 %; the 21-minute lasting "long-quiet-" run (its hog from step 2000 to the
-    end), 97 % (width 0.75). Any miss measured is held in
+    end), 97 % (width 0.75); the short tqdm loop recorded again without the benchmark
+    replays beside it, 64.6 %: the one quiet miss. Any miss measured is held in
     QUIET_BAND_MISSES, and each is asserted to be a miss still."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 25
+    assert len(quiet) == 26
     for r in quiet:
         floor = QUIET_BAND_MISSES.get(r.name, GOAL_RUN_COVERAGE)
         assert r.in_bounds >= floor, (r.name, r.in_bounds)
