@@ -15,7 +15,9 @@ repeated to the end) and computes the least that any estimator can be beyond the
 past on the worse of the two (:func:`least_excess`). Where that is above 5 points, no
 estimator meets the point goal on both, however it is made or tuned. For the pushed
 channels it also makes the twin's reports (:func:`twin_run`) and replays ours on both
-through the exporter, as the bench does: a twin is a run nothing was tuned on.
+through the exporter, as the bench does: a twin is a run nothing was tuned on. Beside the
+perfect past it scores ours against the same reference without its hindsight about the
+neighbour (:func:`one_window`: one of its windows for both runs of a pair).
 
 The bound is exact for what it counts, and generous to the estimator: after the cut it
 lets the estimator be perfect. Both runs are scored on the same grid of instants (one a
