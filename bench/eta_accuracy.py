@@ -696,13 +696,12 @@ def main(argv: list[str] | None = None) -> int:
         "perfect past (before it, while it is there, its first minute gone, after) only",
     )
     a = p.parse_args(argv)
+    runs = [r for r in load_corpus() if not a.run or r["name"] in a.run]
     if a.where:
-        runs = [r for r in load_corpus() if not a.run or r["name"] in a.run]
         rows = [(r["name"], excess_by_stretch(r, replay(r))) for r in runs]
         print(stretch_table([(name, parts) for name, parts in rows if parts is not None]))
         return 0
     if a.prior:
-        runs = [r for r in load_corpus() if not a.run or r["name"] in a.run]
         for upto, pooled, worst, name in measured_prior(runs, [replay(r) for r in runs]):
             print(
                 f"ETA <= {upto:g} s: 80th percentile of |ln(true / ETA)| {pooled:.3f} pooled, "
