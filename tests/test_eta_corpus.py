@@ -239,7 +239,7 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
 def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds_on_each(
     results: list[RunResult],
 ) -> None:
-    """Thirty-two held-out runs recorded with nothing but the planned hog beside them (five
+    """Thirty-three held-out runs recorded with nothing but the planned hog beside them (five
     of them a bursty one), nothing tuned on them (QUIET): the band's goal holds on each
     (QUIET_BAND_MISSES is empty), the truth within it at three instants in four or more (76 %
     at worst, instants before a log's first chunk counted as misses), no wider than the
@@ -253,10 +253,11 @@ def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds_on_each(
     (64.6 %: its ETA fell under a minute as the hog came, where the prior narrowed to
     0.30) prompted one prior size at every horizon; six "onesize-" runs recorded after it
     judge it (89, 93, 96, 100, 76, 90 %; with the old prior they would have been 79, 77,
-    81, 100, 76, 76 %). Any miss measured is held in QUIET_BAND_MISSES, and each is
+    81, 100, 76, 76 %); a 22-minute Trainer run recorded after those, its slowdown lasting,
+    100 % (width 0.62). Any miss measured is held in QUIET_BAND_MISSES, and each is
     asserted to be a miss still."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 32
+    assert len(quiet) == 33
     for r in quiet:
         floor = QUIET_BAND_MISSES.get(r.name, GOAL_RUN_COVERAGE)
         assert r.in_bounds >= floor, (r.name, r.in_bounds)

@@ -158,25 +158,25 @@ def test_a_twin_replays_as_its_run_until_the_cut() -> None:
 def test_on_the_twins_the_band_holds_and_the_point_is_near_the_perfect_past() -> None:
     """Each corpus run with one planned hog has a twin that shares its past and whose
     neighbour did the other thing (stayed where it left, left where it stayed): a run
-    nothing was tuned on, by construction. Replayed through the exporter (22 pairs; logs'
+    nothing was tuned on, by construction. Replayed through the exporter (23 pairs; logs'
     twins are not made up), the band holds the truth at 74 % of instants at worst (the
-    52-minute run's twin) and 85 % or more on every other twin; the point estimate is at
+    52-minute run's twin) and 89 % or more on every other twin; the point estimate is at
     most 7.4 points beyond the perfect past on a twin (the 21-minute lasting run's, where
     the neighbour leaves halfway through its stay; 6.2 on every other). Held here;
     docs/eta.md gives the table (python -m bench.eta_twins)."""
     pairs = eta_twins.evaluate()
     results = [r for r in pairs if r.twin_excess is not None]
     print("\n" + eta_twins.table(results))
-    assert len(results) == 22
+    assert len(results) == 23
     assert all(r.twin_in_band is not None and r.twin_in_band >= 0.7 for r in results)
     assert mean(r.twin_in_band or 0.0 for r in results) >= 0.8
     assert max(r.twin_excess or 0.0 for r in results) <= 0.075
     # The bound: no pair of the corpus' rules the point goal out for every estimator.
     assert all(r.least_excess <= eta_twins.GOAL for r in pairs)
     # Without the perfect past's hindsight (one window for both futures of a past), ours
-    # is within the goal's 5 points on both runs of 18 of the 22 pairs; the other four as
+    # is within the goal's 5 points on both runs of 19 of the 23 pairs; the other four as
     # measured (the whole-run mean wins on both futures of three short runs' pasts, and
     # the 52-minute run beside the test suite). Held where it is, so that it cannot slip.
     fair = [r for r in results if eta_twins.within_one_window(r)]
-    assert len(fair) >= 18, [r.run for r in results if r not in fair]
+    assert len(fair) >= 19, [r.run for r in results if r not in fair]
     assert all(r.one_window for r in results)
