@@ -409,15 +409,9 @@ def excess_by_stretch(run: dict[str, Any], instants: list[Instant]) -> dict[str,
     by_window = perfect_past_by_window(truth, instants)
     best = min(by_window, key=lambda w: by_window[w])
     out = dict.fromkeys(STRETCHES, 0.0)
+    ends = (start, stop, stop + AFTER_LEAVING)  # where each stretch but the last ends
     for i in instants:
-        if i.t < start:
-            stretch = STRETCHES[0]
-        elif i.t < stop:
-            stretch = STRETCHES[1]
-        elif i.t < stop + AFTER_LEAVING:
-            stretch = STRETCHES[2]
-        else:
-            stretch = STRETCHES[3]
+        stretch = STRETCHES[bisect.bisect_right(ends, i.t)]
         reference = _error(perfect_past_eta(truth, i.t, best), i.true)
         out[stretch] += (_error(i.ours, i.true) - reference) / len(instants)
     return out
@@ -702,7 +696,8 @@ def main(argv: list[str] | None = None) -> int:
         print(stretch_table([(name, parts) for name, parts in rows if parts is not None]))
         return 0
     if a.prior:
-        for upto, pooled, worst, name in measured_prior(runs, [replay(r) for r in runs]):
+        tuned = [r for r in runs if not r.get("held_out")]  # what measured_prior reads
+        for upto, pooled, worst, name in measured_prior(tuned, [replay(r) for r in tuned]):
             print(
                 f"ETA <= {upto:g} s: 80th percentile of |ln(true / ETA)| {pooled:.3f} pooled, "
                 f"{worst:.3f} on the worst run ({name})"
