@@ -21,6 +21,10 @@ The model (docs/eta.md says why this one):
 * The seconds per step charged weigh that (1 / pace + overhead per step) against the run's
   mean pace since the oldest forecast kept, each by how wrong its forecasts have been on
   this run (``combined_seconds_per_step``): a run that keeps swinging leans on its mean.
+  That choice is met halfway (in logs) by the pace over the stretch just past as long as
+  the time left (``lookback_seconds_per_step``): no record tells a neighbour that will
+  leave from one that stays, and this keeps either future's loss small
+  (``seconds_per_remaining_step``).
 * ETA = remaining steps x those seconds per step. Its 80 % band comes from the run's
   own record of being wrong: each forecast it made, judged by what happened since, at the
   horizon asked, weighed against the spread the corpus measured there by the independent
@@ -209,6 +213,54 @@ def combined_seconds_per_step(
     own_mse = sum(own * own for _, own, _ in near) / len(near)
     other_mse = sum(other * other for _, _, other in near) / len(near)
     return weighed_in_logs(recent, mean, own_mse, other_mse)
+
+
+def lookback_seconds_per_step(
+    paces: Sequence[Forecast], t: float, step: int, seconds: float, since: float = 0.0
+) -> float | None:
+    """Seconds per step, pauses and all, over the stretch just past as long as ``seconds``
+    (the time left): from the oldest of ``paces`` made at or after ``t - seconds`` (and at
+    or after ``since``, the end of warm-up) to ``step`` at ``t``; from the newest of them
+    when none is that recent; None when there is none before ``t`` and ``step``.
+
+    Why that stretch: it is the past at the scale of the future asked. A neighbour that was
+    there for a tenth of the last hour counts for a tenth of an hour's forecast, where the
+    recent pace charges it for all of the hour and the run's mean for a share that shrinks
+    as the run ages."""
+    kept = [f for f in paces if since <= f[0] < t and f[1] < step]
+    if not kept:
+        return None
+    t0, s0, _ = next((f for f in kept if f[0] >= t - seconds), kept[-1])
+    return (t - t0) / (step - s0)
+
+
+def seconds_per_remaining_step(
+    recent: float,
+    paces: Sequence[Forecast],
+    t: float,
+    step: int,
+    remaining: int,
+    since: float = 0.0,
+) -> float:
+    """What an ETA charges per remaining step, the run now at ``step`` at ``t`` with
+    ``remaining`` steps to go: the record's choice between the recent pace and the run's
+    mean (:func:`combined_seconds_per_step`) met halfway, in logs, by the pace over the
+    stretch just past as long as the time left (:func:`lookback_seconds_per_step`, the
+    time left at ``recent``).
+
+    Why halfway: the record leans on whichever pace has been less wrong, and nothing the
+    run has shown tells a neighbour that will leave from one that stays; the record's
+    choice is right in one of those futures and the whole-run mean in the other. Met
+    halfway by the past at the horizon's own scale, the ETA loses a few points in either
+    future instead of many in one (bench/eta_twins.py: both futures of one past; docs/eta.md
+    gives the figures). Equal weights in logs, as :func:`weighed_in_logs` mixes two paces
+    whose records say nothing to choose by."""
+    chosen = combined_seconds_per_step(recent, paces, t, step, remaining, since)
+    past = lookback_seconds_per_step(paces, t, step, remaining * recent, since)
+    if past is None or not (0.0 < past < math.inf) or not (0.0 < chosen < math.inf):
+        return chosen
+    # Each root first: the product of two absurd paces would overflow where the roots do not.
+    return math.sqrt(chosen) * math.sqrt(past)
 
 
 def weighed_in_logs(recent: float, mean: float, recent_mse: float, mean_mse: float) -> float:
@@ -417,7 +469,7 @@ def estimate(
     record of being wrong (``errors``, :func:`record_errors`; :func:`error_band`); None
     when there is nothing to base it on (no target, or fewer than ``MIN_ETA_INTERVALS``
     intervals). ``per_step``: the seconds per step to charge (default: the recent pace's,
-    :func:`seconds_per_step`; the run's :func:`combined_seconds_per_step`)."""
+    :func:`seconds_per_step`; the run's :func:`seconds_per_remaining_step`)."""
     if step is None or max_steps is None or tp is None or tp.intervals < MIN_ETA_INTERVALS:
         return None
     if tp.steps_per_second <= 0:

@@ -22,12 +22,12 @@ from .estimate import (
     EstimatorConfig,
     Throughput,
     coalesces,
-    combined_seconds_per_step,
     estimate,
     forecast_due,
     newest_pause_seconds,
     quantile,
     record_errors,
+    seconds_per_remaining_step,
     seconds_per_step,
     throughput,
 )
@@ -832,10 +832,11 @@ def _estimate(run: RunState, tp: Throughput | None) -> Estimate | None:
 
 def _per_step(run: RunState, tp: Throughput) -> float:
     """Seconds per remaining step at the last sample: the recent pace's and the run's mean
-    pace's since warm-up, weighed by the run's record (estimate.combined_seconds_per_step)."""
+    pace's since warm-up, weighed by the run's record, met halfway by the pace over the
+    stretch just past as long as the time left (estimate.seconds_per_remaining_step)."""
     t, step = run.samples[-1]
     remaining = max(0, (run.max_steps or step) - step)
-    return combined_seconds_per_step(
+    return seconds_per_remaining_step(
         seconds_per_step(tp), run.pace_forecasts, t, step, remaining, tp.warmup_end
     )
 
