@@ -31,8 +31,10 @@ from exporter.estimate import (
     error_band,
     estimate,
     forecast_due,
+    lookback_seconds_per_step,
     prior_at,
     record_errors,
+    seconds_per_remaining_step,
     throughput,
     weighed_in_logs,
     windows_judged,
@@ -296,6 +298,107 @@ def test_the_mean_pace_weighs_in_where_the_runs_record_says_it_erred_less() -> N
     assert combined_seconds_per_step(1.0, record, t, step, 900, since=T0 + 600) < combined + 1e-9
     assert combined_seconds_per_step(1.5, [], t, step, 100) == 1.5
     assert combined_seconds_per_step(1.5, record[:1], t, step, 100) == 1.5
+
+
+def test_the_lookback_reaches_back_as_far_as_the_time_left() -> None:
+    """1 s/step for ten minutes, then 3 s/step for two: two minutes ahead, the pace over the
+    two minutes just past (the new one); twelve minutes ahead, over all twelve (720 s for
+    640 steps); further than the record goes, from its oldest forecast; with ``since`` (the
+    end of warm-up), from there; nearer than the newest forecast, from the newest. None
+    without a forecast before now."""
+
+    def pace(t: float) -> float:
+        return 1.0 if t - T0 < 600 else 3.0
+
+    record, t, step = _record(pace, pace, minutes=12)
+    assert (t - T0, step) == (720, 640)
+    assert lookback_seconds_per_step(record, t, step, 120) == pytest.approx(3.0)
+    assert lookback_seconds_per_step(record, t, step, 720) == pytest.approx(720 / 640)
+    assert lookback_seconds_per_step(record, t, step, 1e9) == pytest.approx(720 / 640)
+    assert lookback_seconds_per_step(record, t, step, 720, since=T0 + 300) == pytest.approx(
+        420 / 340
+    )
+    newest_t, newest_step, _ = record[-1]
+    assert lookback_seconds_per_step(record, t, step, 5) == pytest.approx(
+        (t - newest_t) / (step - newest_step)
+    )
+    assert lookback_seconds_per_step([], t, step, 120) is None
+    assert lookback_seconds_per_step(record, T0, 0, 120) is None
+
+
+def test_the_eta_meets_the_records_choice_halfway_by_the_past_as_long_as_the_future() -> None:
+    """Twenty steady minutes at 1 s/step, then a neighbour for two (3 s/step), 300 steps
+    left: 900 s if it stays, 300 s if it leaves now. The record chose the recent pace (it
+    has been right since the neighbour came); the pace over the last 900 s is mostly the
+    old, faster one. The ETA charges their geometric mean, and is off by less in its worse
+    future than either pace alone (the recent pace by 3x if the neighbour leaves, the run's
+    mean by nearly 3x if it stays). Without a record, the recent pace; where the past was
+    slower (a warm-up that ended), the record's choice."""
+
+    def pace(t: float) -> float:
+        return 1.0 if t - T0 < 1200 else 3.0
+
+    record, t, step = _record(pace, pace, minutes=22)
+    remaining = 300
+    chosen = combined_seconds_per_step(3.0, record, t, step, remaining)
+    past = lookback_seconds_per_step(record, t, step, remaining * 3.0)
+    assert chosen > 2.5 and past is not None and past < 1.2, (chosen, past)
+    charged = seconds_per_remaining_step(3.0, record, t, step, remaining)
+    assert charged == pytest.approx(math.sqrt(chosen * past))
+    mean = (t - record[0][0]) / (step - record[0][1])
+
+    def worse_future(spp: float) -> float:  # the larger of the two futures' ratios
+        eta = remaining * spp
+        return max(900.0 / eta, eta / 300.0)
+
+    assert worse_future(charged) < 2.0
+    assert worse_future(charged) < min(worse_future(3.0), worse_future(mean))
+    assert seconds_per_remaining_step(1.5, [], t, step, 100) == 1.5
+
+    # Never towards a slower past: ten minutes of warm-up at 4 s/step, then ten at 1 s/step,
+    # 900 steps left. The last 900 s hold half the warm-up (1.33 s/step), which is over:
+    # the ETA keeps the record's choice.
+    def warmup(t: float) -> float:
+        return 4.0 if t - T0 < 600 else 1.0
+
+    record, t, step = _record(warmup, warmup, minutes=20)
+    past = lookback_seconds_per_step(record, t, step, 900 * 1.0)
+    chosen = combined_seconds_per_step(1.0, record, t, step, 900)
+    assert past is not None and past > chosen, (past, chosen)
+    assert seconds_per_remaining_step(1.0, record, t, step, 900) == chosen
+
+
+@given(
+    gaps=st.lists(
+        st.tuples(
+            st.floats(min_value=1e-3, max_value=1e7),
+            st.integers(min_value=1, max_value=10**12),
+            st.floats(min_value=1e-9, max_value=1e9),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    recent=st.floats(min_value=1e-9, max_value=1e9),
+    remaining=st.integers(min_value=0, max_value=10**12),
+)
+def test_the_seconds_charged_are_finite_and_never_beyond_the_choice_or_the_lookback(
+    gaps: list[tuple[float, int, float]], recent: float, remaining: int
+) -> None:
+    """Whatever the record (gaps of a millisecond to months, a step to a trillion, paces
+    said from a nanosecond to decades), the seconds per step charged are finite, positive,
+    never more than the record's choice and never less than the lookback."""
+    record: list[Forecast] = []
+    t, step = T0, 0
+    for dt, ds, said in gaps:
+        record.append((t, step, said))
+        t, step = t + dt, step + ds
+    charged = seconds_per_remaining_step(recent, record, t, step, remaining)
+    chosen = combined_seconds_per_step(recent, record, t, step, remaining)
+    past = lookback_seconds_per_step(record, t, step, remaining * recent)
+    assert math.isfinite(charged) and charged > 0
+    assert past is not None
+    assert charged <= chosen * (1 + 1e-9)
+    assert charged >= min(chosen, past) * (1 - 1e-9)
 
 
 def test_the_two_paces_are_mixed_in_logs_where_their_errors_were_measured() -> None:
