@@ -265,8 +265,7 @@ def seconds_per_remaining_step(
     past = lookback_seconds_per_step(paces, t, step, remaining * recent, since)
     if past is None or not (0.0 < past < chosen < math.inf):
         return chosen
-    # Each root first: the product of two absurd paces would overflow where the roots do not.
-    return math.sqrt(chosen) * math.sqrt(past)
+    return weighed_in_logs(chosen, past, 1.0, 1.0)
 
 
 def weighed_in_logs(recent: float, mean: float, recent_mse: float, mean_mse: float) -> float:
