@@ -419,3 +419,23 @@ def test_the_docs_per_run_table_is_what_the_bench_prints(results: list[RunResult
     change to the estimator or the corpus that moves a figure moves the docs with it."""
     doc = (Path(__file__).resolve().parents[1] / "docs" / "eta.md").read_text()
     assert eta_accuracy.corpus_table(results).strip() in doc
+
+
+def test_the_point_goals_misses_are_runs_the_whole_run_mean_meets(
+    results: list[RunResult],
+) -> None:
+    """Issue 31's point goal run by run (bench.eta_accuracy.meets_point_goal): met by ours on
+    49 of the 58 runs. Each of the nine it misses, the whole-run mean on the same input (the
+    window the perfect past picks there in hindsight, a rule with no hindsight of its own)
+    meets; that rule alone misses sixteen others, each of which ours meets. Held: no more
+    misses than nine, and none that the whole-run mean misses too (a miss no rule from the
+    past would have made). docs/eta.md's table is ``python -m bench.eta_accuracy --rules``."""
+    ours_misses = [r for r in results if not eta_accuracy.meets_point_goal(r.ours, r)]
+    mean_misses = [r for r in results if not eta_accuracy.meets_point_goal(r.whole_run_mean, r)]
+    assert len(ours_misses) <= 9, [r.name for r in ours_misses]
+    for r in ours_misses:
+        assert eta_accuracy.meets_point_goal(r.whole_run_mean, r), (r.name, r.whole_run_mean)
+    assert len(mean_misses) > len(ours_misses)
+    assert mean(r.ours for r in results) < mean(r.whole_run_mean for r in results)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "eta.md").read_text()
+    assert eta_accuracy.rules_table(results).strip() in doc
