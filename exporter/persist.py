@@ -76,17 +76,24 @@ _FLOATS = (
     "last_structured",
     "state_since",
 )
-_OPTIONAL_FLOATS = (
-    "epoch",
-    "max_epochs",
-    "reported_progress",
-    "reported_eta",
+# Loss-like values: any float a live report may carry, NaN and infinities included (a
+# diverged run must show them), so no bound applies to them on restore.
+_LOSS_LIKE = (
     "loss",
     "eval_loss",
     "learning_rate",
     "grad_norm",
     "best_loss",
+    "best_train_loss",
+    "best_eval_loss",
     "loss_ema",
+)
+_OPTIONAL_FLOATS = (
+    "epoch",
+    "max_epochs",
+    "reported_progress",
+    "reported_eta",
+    *_LOSS_LIKE,
     "report_gpus",
     "checkpoint_timestamp",
     "flops_per_token",
@@ -160,7 +167,6 @@ _UPPER = {
     "report_gpus": MAX_GPUS,
     "budget_seconds": MAX_GPU_HOURS_BUDGET * 3600,
 }
-_LOSS_LIKE = {"loss", "eval_loss", "learning_rate", "grad_norm", "best_loss", "loss_ema"}
 
 
 def _bounded(value: Any, name: str) -> Any:

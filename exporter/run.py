@@ -177,6 +177,11 @@ class RunState:
     grad_norm: float | None = None
     best_loss: float | None = None
     best_is_eval: bool = False
+    # What divergence compares each loss with: its own kind's best (the train loss's
+    # smoothed best, the eval loss's best). A train loss is not divergent for being 3x
+    # an eval loss (Keras' epoch-running mean against its end-of-epoch validation).
+    best_train_loss: float | None = None
+    best_eval_loss: float | None = None
     loss_ema: float | None = None
     loss_ema_at: float = 0.0
     report_gpus: float | None = None
@@ -403,6 +408,8 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
     if not keep_best:
         run.best_loss = None
         run.best_is_eval = False
+        run.best_train_loss = None
+        run.best_eval_loss = None
         run.loss_ema = None
         run.history.clear()
 
@@ -456,7 +463,8 @@ def _observe(config: RunConfig, run: RunState, now: float, tp: Throughput | None
         progress=_progress(run),
         loss=run.loss,
         eval_loss=run.eval_loss,
-        best_loss=run.best_loss,
+        best_train_loss=run.best_train_loss,
+        best_eval_loss=run.best_eval_loss,
         gpus=run.gpus,
         gone_since=run.gone_since,
         alive=run.meta.alive,
@@ -727,6 +735,11 @@ def _record_pace(config: RunConfig, run: RunState, now: float) -> None:
         run.pace.append(now, tp.steps_per_second)
 
 
+def _lower(best: float | None, value: float) -> float:
+    """The lower of a best so far (None: none yet) and a new value."""
+    return value if best is None or value < best else best
+
+
 def _merge_loss(config: RunConfig, run: RunState, r: ProgressReport, now: float) -> None:
     if r.loss is None and r.eval_loss is None:
         return
@@ -746,10 +759,12 @@ def _merge_loss(config: RunConfig, run: RunState, r: ProgressReport, now: float)
                 )
                 run.loss_ema = ema + alpha * (r.loss - ema)
             run.loss_ema_at = now
+            run.best_train_loss = _lower(run.best_train_loss, run.loss_ema)
     if r.eval_loss is not None:
         run.eval_loss = r.eval_loss
         if math.isfinite(r.eval_loss):
             run.timeline.evaluated(now, run.step, r.eval_loss)
+            run.best_eval_loss = _lower(run.best_eval_loss, r.eval_loss)
     # Best loss follows eval loss once any is reported; train loss is noisier.
     candidate: float | None = None
     if r.eval_loss is not None and math.isfinite(r.eval_loss):

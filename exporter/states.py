@@ -65,7 +65,7 @@ STATES: tuple[StateDef, ...] = (
         f"{_RED};{_BOLD}",
         has_eta=False,
         alert="TrainingLossDiverged",
-        meaning="loss is NaN or infinite, or above the divergence ratio times its best",
+        meaning="loss is NaN or infinite, or above the divergence ratio times its own best",
     ),
     StateDef(
         "finished-but-running",
@@ -199,7 +199,8 @@ class Observation:
     progress: float | None
     loss: float | None
     eval_loss: float | None
-    best_loss: float | None
+    best_train_loss: float | None  # the train loss's best (smoothed), what loss is held to
+    best_eval_loss: float | None  # the eval loss's best, what eval_loss is held to
     gpus: float
     gone_since: float | None  # its pod, file or target disappeared
     # Whether the run's pod is known to run (Kubernetes mode); None where nobody knows.
@@ -236,15 +237,30 @@ def done(o: Observation, th: Thresholds) -> bool:
 
 
 def diverged(o: Observation, th: Thresholds) -> bool:
-    """NaN or infinite loss, or a loss above ``divergence_ratio`` x a positive best loss."""
+    """NaN or infinite loss, or a loss above ``divergence_ratio`` x a positive best of its
+    own kind: the train loss against the train loss's best, the eval loss against the
+    eval loss's best. Not one against the other: a train loss runs above its eval loss
+    wherever the train figure is a running mean over an epoch that began higher (Keras)
+    or carries dropout, and near zero that gap is many times over."""
     for value in (o.loss, o.eval_loss):
         if value is not None and not math.isfinite(value):
             return True
-    return (
-        o.loss is not None
-        and o.best_loss is not None
-        and o.best_loss > 0
-        and o.loss > th.divergence_ratio * o.best_loss
+    return _above_best(o, th.divergence_ratio) is not None
+
+
+def _above_best(o: Observation, ratio: float) -> tuple[str, float, float] | None:
+    """(which loss, its value, its best) for the first loss above ``ratio`` x its own
+    kind's positive best (see diverged); None where neither is."""
+    return next(
+        (
+            (name, value, best)
+            for name, value, best in (
+                ("loss", o.loss, o.best_train_loss),
+                ("eval loss", o.eval_loss, o.best_eval_loss),
+            )
+            if value is not None and best is not None and best > 0 and value > ratio * best
+        ),
+        None,
     )
 
 
@@ -352,9 +368,13 @@ def reason(
             f"(window {duration(th.plateau_seconds)})"
         )
     if state == "diverged":
-        if o.loss is not None and o.best_loss is not None and math.isfinite(o.loss):
-            return f"loss {o.loss:.4g} > {th.divergence_ratio:g}x best {o.best_loss:.4g}"
-        return "loss is not finite"
+        if not all(v is None or math.isfinite(v) for v in (o.loss, o.eval_loss)):
+            return "loss is not finite"
+        above = _above_best(o, th.divergence_ratio)
+        if above is None:  # its best is not known here (top reading Prometheus)
+            return f"loss above {th.divergence_ratio:g}x its best"
+        name, value, best = above
+        return f"{name} {value:.4g} > {th.divergence_ratio:g}x best {best:.4g}"
     if state == "degraded" and o.steps_per_second and o.typical_steps_per_second:
         share = o.steps_per_second / o.typical_steps_per_second * 100
         return (

@@ -260,6 +260,7 @@ def reasons_from_prometheus(series: list[dict[str, Any]], now: float) -> dict[tu
     for key, state in states.items():
         v = runs.get(key, {})
         th = Thresholds(**{f: v[name] for name, f in _THRESHOLD_SERIES.items() if name in v})
+        evaluated = v.get("training_eval_loss") is not None
         obs = Observation(
             now=now,
             first_report=v.get("training_start_timestamp_seconds", now),
@@ -270,7 +271,10 @@ def reasons_from_prometheus(series: list[dict[str, Any]], now: float) -> dict[tu
             progress=None,
             loss=v.get("training_loss"),
             eval_loss=v.get("training_eval_loss"),
-            best_loss=v.get("training_best_loss"),
+            # training_best_loss is the eval loss's best once the run reports one, else the
+            # train loss's (Tracker); the other kind's best is not exported.
+            best_train_loss=None if evaluated else v.get("training_best_loss"),
+            best_eval_loss=v.get("training_best_loss") if evaluated else None,
             gpus=v.get("training_gpus", 0.0),
             gone_since=None,
             steps_per_second=v.get("training_steps_per_second"),
