@@ -85,7 +85,6 @@ _LOSS_LIKE = (
     "grad_norm",
     "best_loss",
     "best_train_loss",
-    "best_eval_loss",
     "loss_ema",
 )
 _OPTIONAL_FLOATS = (

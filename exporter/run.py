@@ -177,11 +177,10 @@ class RunState:
     grad_norm: float | None = None
     best_loss: float | None = None
     best_is_eval: bool = False
-    # What divergence compares each loss with: its own kind's best (the train loss's
-    # smoothed best, the eval loss's best). A train loss is not divergent for being 3x
-    # an eval loss (Keras' epoch-running mean against its end-of-epoch validation).
+    # What divergence holds the train loss to: its own smoothed best, not best_loss (the
+    # eval loss's once any is reported). A train loss is not divergent for being 3x an eval
+    # loss (Keras' epoch-running mean against its end-of-epoch validation).
     best_train_loss: float | None = None
-    best_eval_loss: float | None = None
     loss_ema: float | None = None
     loss_ema_at: float = 0.0
     report_gpus: float | None = None
@@ -409,7 +408,6 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
         run.best_loss = None
         run.best_is_eval = False
         run.best_train_loss = None
-        run.best_eval_loss = None
         run.loss_ema = None
         run.history.clear()
 
@@ -464,7 +462,6 @@ def _observe(config: RunConfig, run: RunState, now: float, tp: Throughput | None
         loss=run.loss,
         eval_loss=run.eval_loss,
         best_train_loss=run.best_train_loss,
-        best_eval_loss=run.best_eval_loss,
         gpus=run.gpus,
         gone_since=run.gone_since,
         alive=run.meta.alive,
@@ -764,7 +761,6 @@ def _merge_loss(config: RunConfig, run: RunState, r: ProgressReport, now: float)
         run.eval_loss = r.eval_loss
         if math.isfinite(r.eval_loss):
             run.timeline.evaluated(now, run.step, r.eval_loss)
-            run.best_eval_loss = _lower(run.best_eval_loss, r.eval_loss)
     # Best loss follows eval loss once any is reported; train loss is noisier.
     candidate: float | None = None
     if r.eval_loss is not None and math.isfinite(r.eval_loss):

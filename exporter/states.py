@@ -65,7 +65,10 @@ STATES: tuple[StateDef, ...] = (
         f"{_RED};{_BOLD}",
         has_eta=False,
         alert="TrainingLossDiverged",
-        meaning="loss is NaN or infinite, or above the divergence ratio times its own best",
+        meaning=(
+            "loss is NaN or infinite, or the train loss above the divergence ratio times its"
+            " own best"
+        ),
     ),
     StateDef(
         "finished-but-running",
@@ -200,7 +203,6 @@ class Observation:
     loss: float | None
     eval_loss: float | None
     best_train_loss: float | None  # the train loss's best (smoothed), what loss is held to
-    best_eval_loss: float | None  # the eval loss's best, what eval_loss is held to
     gpus: float
     gone_since: float | None  # its pod, file or target disappeared
     # Whether the run's pod is known to run (Kubernetes mode); None where nobody knows.
@@ -237,31 +239,21 @@ def done(o: Observation, th: Thresholds) -> bool:
 
 
 def diverged(o: Observation, th: Thresholds) -> bool:
-    """NaN or infinite loss, or a loss above ``divergence_ratio`` x a positive best of its
-    own kind: the train loss against the train loss's best, the eval loss against the
-    eval loss's best. Not one against the other: a train loss runs above its eval loss
-    wherever the train figure is a running mean over an epoch that began higher (Keras)
-    or carries dropout, and near zero that gap is many times over."""
+    """NaN or infinite loss (train or eval), or a train loss above ``divergence_ratio`` x
+    the train loss's own positive best (smoothed). Not x the eval loss's best, which is
+    what ``training_best_loss`` follows once a run reports one: a train loss runs above its
+    eval loss wherever the train figure is a running mean over an epoch that began higher
+    (Keras) or carries dropout, and near zero that gap is many times over."""
     for value in (o.loss, o.eval_loss):
         if value is not None and not math.isfinite(value):
             return True
-    return _above_best(o, th.divergence_ratio) is not None
+    return _above_best(o, th.divergence_ratio)
 
 
-def _above_best(o: Observation, ratio: float) -> tuple[str, float, float] | None:
-    """(which loss, its value, its best) for the first loss above ``ratio`` x its own
-    kind's positive best (see diverged); None where neither is."""
-    return next(
-        (
-            (name, value, best)
-            for name, value, best in (
-                ("loss", o.loss, o.best_train_loss),
-                ("eval loss", o.eval_loss, o.best_eval_loss),
-            )
-            if value is not None and best is not None and best > 0 and value > ratio * best
-        ),
-        None,
-    )
+def _above_best(o: Observation, ratio: float) -> bool:
+    """Whether the train loss is above ``ratio`` x its own positive best."""
+    best = o.best_train_loss
+    return o.loss is not None and best is not None and best > 0 and o.loss > ratio * best
 
 
 # Standalone, a finished run "still reports" while its newest report is at most this old
@@ -370,11 +362,9 @@ def reason(
     if state == "diverged":
         if not all(v is None or math.isfinite(v) for v in (o.loss, o.eval_loss)):
             return "loss is not finite"
-        above = _above_best(o, th.divergence_ratio)
-        if above is None:  # its best is not known here (top reading Prometheus)
-            return f"loss above {th.divergence_ratio:g}x its best"
-        name, value, best = above
-        return f"{name} {value:.4g} > {th.divergence_ratio:g}x best {best:.4g}"
+        if o.loss is not None and o.best_train_loss is not None:
+            return f"loss {o.loss:.4g} > {th.divergence_ratio:g}x best {o.best_train_loss:.4g}"
+        return f"loss above {th.divergence_ratio:g}x its best"  # top reading Prometheus
     if state == "degraded" and o.steps_per_second and o.typical_steps_per_second:
         share = o.steps_per_second / o.typical_steps_per_second * 100
         return (

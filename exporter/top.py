@@ -272,9 +272,8 @@ def reasons_from_prometheus(series: list[dict[str, Any]], now: float) -> dict[tu
             loss=v.get("training_loss"),
             eval_loss=v.get("training_eval_loss"),
             # training_best_loss is the eval loss's best once the run reports one, else the
-            # train loss's (Tracker); the other kind's best is not exported.
+            # train loss's (Tracker): the train loss's own best only then.
             best_train_loss=None if evaluated else v.get("training_best_loss"),
-            best_eval_loss=v.get("training_best_loss") if evaluated else None,
             gpus=v.get("training_gpus", 0.0),
             gone_since=None,
             steps_per_second=v.get("training_steps_per_second"),

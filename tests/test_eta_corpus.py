@@ -467,8 +467,8 @@ def test_a_healthy_keras_run_with_validation_is_never_diverged(
     log, a validation pass at each epoch's end) converges toward zero: its epoch-running
     train loss sat at 3 to 12 times its validation loss's best (0.0088 against 0.00075).
     Held to the eval loss's best, that read as diverged at half of its instants, and a
-    diverged run has no ETA (57 % MAPE, 48 % in band as first measured). Each loss is held
-    to its own kind's best: never diverged, an ETA from its first epoch on."""
+    diverged run has no ETA (57 % MAPE, 48 % in band as first measured). The train loss is
+    held to its own best: never diverged, an ETA from its first epoch on."""
     run = next(r for r in corpus if r["name"] == "libs-keras-log-eval-hog-passes-heldout")
     states = [snap.state for _, snap in _each_second(run) if snap is not None and snap.step]
     assert len(states) > 120

@@ -440,9 +440,10 @@ def test_the_eta_bands_record_survives_a_restart_and_is_checked() -> None:
             decode_run({**doc, "forecasts": bad})
 
 
-def test_each_kind_of_loss_keeps_its_best_across_a_restart() -> None:
-    """Divergence holds each loss to its own kind's best (states.diverged); both bests are
-    saved, and a file written before them restores without (None: no best yet)."""
+def test_the_train_losss_own_best_survives_a_restart() -> None:
+    """Divergence holds the train loss to its own best (states.diverged), not to
+    best_loss (the eval loss's once any is reported); it is saved, and a file written
+    before it restores without (None: no best yet)."""
     from exporter.persist import decode_run
 
     tracker = Tracker()
@@ -450,13 +451,13 @@ def test_each_kind_of_loss_keeps_its_best_across_a_restart() -> None:
         report = ProgressReport(step=10 * (i + 1), max_steps=100, loss=loss, eval_loss=evaluation)
         tracker.apply(KEY, report, T0 + 10 * i)
     live = tracker._runs[KEY]
-    assert live.best_eval_loss == 0.2 and live.best_train_loss is not None
+    assert live.best_loss == 0.2 and live.best_train_loss is not None
+    assert live.best_train_loss > live.best_loss  # the train loss's, not the eval's
     (doc,) = [
         json.loads(line)
         for line in encode_file(tracker.save(T0 + 40, encode_run), T0 + 40).splitlines()[1:2]
     ]
     _, run = decode_run(doc)
-    assert (run.best_train_loss, run.best_eval_loss) == (live.best_train_loss, 0.2)
-    new = ("best_train_loss", "best_eval_loss")
-    _, older = decode_run({k: v for k, v in doc.items() if k not in new})
-    assert (older.best_train_loss, older.best_eval_loss) == (None, None)
+    assert run.best_train_loss == live.best_train_loss
+    _, older = decode_run({k: v for k, v in doc.items() if k != "best_train_loss"})
+    assert older.best_train_loss is None
