@@ -732,11 +732,6 @@ def _record_pace(config: RunConfig, run: RunState, now: float) -> None:
         run.pace.append(now, tp.steps_per_second)
 
 
-def _lower(best: float | None, value: float) -> float:
-    """The lower of a best so far (None: none yet) and a new value."""
-    return value if best is None or value < best else best
-
-
 def _merge_loss(config: RunConfig, run: RunState, r: ProgressReport, now: float) -> None:
     if r.loss is None and r.eval_loss is None:
         return
@@ -756,7 +751,8 @@ def _merge_loss(config: RunConfig, run: RunState, r: ProgressReport, now: float)
                 )
                 run.loss_ema = ema + alpha * (r.loss - ema)
             run.loss_ema_at = now
-            run.best_train_loss = _lower(run.best_train_loss, run.loss_ema)
+            best = run.best_train_loss
+            run.best_train_loss = run.loss_ema if best is None else min(best, run.loss_ema)
     if r.eval_loss is not None:
         run.eval_loss = r.eval_loss
         if math.isfinite(r.eval_loss):

@@ -247,13 +247,10 @@ def diverged(o: Observation, th: Thresholds) -> bool:
     for value in (o.loss, o.eval_loss):
         if value is not None and not math.isfinite(value):
             return True
-    return _above_best(o, th.divergence_ratio)
-
-
-def _above_best(o: Observation, ratio: float) -> bool:
-    """Whether the train loss is above ``ratio`` x its own positive best."""
     best = o.best_train_loss
-    return o.loss is not None and best is not None and best > 0 and o.loss > ratio * best
+    return (
+        o.loss is not None and best is not None and best > 0 and o.loss > th.divergence_ratio * best
+    )
 
 
 # Standalone, a finished run "still reports" while its newest report is at most this old
