@@ -391,3 +391,78 @@ def test_per_epoch_bars_read_live_count_every_epoch_once(
         (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
         assert (run["step"], run.get("max_steps")) == (30, None), (form, run)
         assert run["epoch"] == 3.0 and run["state"] == "running", (form, run)
+
+
+def _keras_frame(n: int, per_step: str, rest: str = " - loss: 0.1234") -> str:
+    """One Keras 3 progbar frame as ``keras/src/utils/progbar.py`` (Keras 3.15) draws it in
+    a container: bold count, coloured bar, bold ETA, the mean time per step, the metrics,
+    then backspaces over the frame before the next carriage return."""
+    text = f"\x1b[1m{n:3d}/100\x1b[0m \x1b[32m━━━━━━━━━━\x1b[0m\x1b[37m━━━━━━━━━━\x1b[0m"
+    text += f" \x1b[1m2s\x1b[0m {per_step}/step{rest}"
+    return "\r" + text + "\b" * len(text)
+
+
+def test_a_keras_3_chunk_places_each_frame_where_its_mean_time_per_step_puts_it() -> None:
+    """A real Keras 3 bar, as containerd wrote it (libs-keras-log-hog-lasting-heldout in the
+    ETA corpus: 16 KiB, frames 1 to 87 of an epoch, the last cut short). Keras prints the
+    mean time per step since step 1, so each frame's time since step 1 is (n - 1) times it:
+    the frames are placed within 0.3 s of when the program's own callback saw each step,
+    where before they all had the chunk's arrival (up to 15 s late)."""
+    from bench.eta_accuracy import load_corpus
+    from exporter.logs.parse import newest_bar, parse_message
+
+    run = next(r for r in load_corpus() if r["name"] == "libs-keras-log-hog-lasting-heldout")
+    arrival, _, tag, chunk = run["reports"][1]
+    assert tag == "P" and 12_000 < len(chunk) <= 16_384  # a partial CRI line: 16 KiB
+    truth = dict((step, t) for t, step in run["truth"]["steps"])
+    for found in (parse_message(chunk, arrival)[-1], newest_bar(chunk, arrival)):
+        assert found is not None and found.bar is not None
+        newest = found.bar
+        # Frame 87 is cut short before its time per step: frame 86 is the newest whole one.
+        assert newest.n == 86 and newest.elapsed_seconds is not None
+        assert len(found.frames) == 85 and found.frames[0] == (0.0, 1)
+        for elapsed, n in found.frames:
+            placed = arrival - (newest.elapsed_seconds - elapsed)
+            assert abs(placed - truth[n]) < 0.3, (n, placed, truth[n])
+        assert abs(arrival - truth[86]) < 0.3
+
+
+def test_a_keras_3_frame_without_a_millisecond_time_per_step_has_no_clock() -> None:
+    """A second or more per step is printed in whole seconds (``2s/step``): (n - 1) times it
+    would misplace frame 40 by up to 20 s, so such a bar gives its steps, not their times.
+    Step 1 is the clock's origin whatever its unit (Keras times it from the epoch's start,
+    compilation and all)."""
+    from exporter.logs.parse import parse_message
+
+    slow = "".join(_keras_frame(n, "2s") for n in range(1, 41))
+    (found,) = parse_message(slow, 100.0)
+    assert found.bar is not None and (found.bar.n, found.bar.elapsed_seconds) == (40, None)
+    # Only step 1 has a time, and the newest frame none: nothing is placed by it (the log
+    # accumulator places a chunk's frames relative to its newest's clock).
+    assert [n for _, n in found.frames] == [1]
+    fast = _keras_frame(1, "3s") + "".join(_keras_frame(n, "250ms") for n in range(2, 41))
+    (found,) = parse_message(fast, 100.0)
+    assert found.bar is not None and found.bar.elapsed_seconds == pytest.approx(9.75)
+    assert found.frames[0] == (0.0, 1) and found.frames[-1] == (pytest.approx(9.5), 39)
+    micro = parse_message(_keras_frame(1, "9ms") + _keras_frame(5, "900us"), 100.0)
+    assert micro[0].bar is not None and micro[0].bar.elapsed_seconds == pytest.approx(0.0036)
+
+
+def test_keras_frames_placed_by_their_clock_reach_the_run_as_samples(
+    exporter_factory: Any, clock: Any, tmp_path: Path
+) -> None:
+    """End to end through the log source: a CRI partial line of Keras 3 frames (300 ms a
+    step) arriving at once gives the run a sample every few seconds of the bar's clock, not
+    one at the arrival."""
+    log = tmp_path / "pod.log"
+    frames = _keras_frame(1, "1s") + "".join(_keras_frame(n, "300ms") for n in range(2, 61))
+    append(log, cri("Epoch 1/3") + cri(frames, tag="P"))
+    exp = exporter_factory(log_paths=(str(log),), namespace="ns")
+    exp.poll_once()
+    (run,) = exp.tracker._runs.values()
+    steps = [step for _, step in run.samples]
+    assert steps[-1] == 60 and len(steps) >= 6
+    # Frame n at (60 - n) x 0.3 s before the arrival: frame 1 some 17.7 s before it.
+    for t, step in run.samples:
+        assert t - clock.now == pytest.approx((step - 60) * 0.3, abs=0.01)
+    assert run.samples[0][0] - clock.now < -10
