@@ -10,7 +10,6 @@ import re
 from functools import lru_cache
 
 from .formats import FORMATS, HINTS
-from .formats.keras import read_keras_bar
 from .formats.tqdm import parse_bar, read_bar
 from .lines import MAX_MESSAGE, Bar, LineReport
 
@@ -103,7 +102,7 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
         parsed += 1
         if frames and not full and parsed % 32 == 0:
             full = _enough(frames)
-        if full and _clocked_frame(segment):
+        if full and ("%|" in segment or "it [" in segment):
             oldest = segment
             continue
         if frames and _older_frame(segment, frames):
@@ -141,20 +140,15 @@ def _enough(frames: dict[tuple[str, int | None], list[tuple[float, int]]]) -> bo
     return True
 
 
-def _clocked_frame(segment: str) -> bool:
-    """Whether ``segment`` may be a frame of a bar with its own clock: tqdm's, Keras 3's."""
-    return "%|" in segment or "it [" in segment or "━" in segment
-
-
 def _older_frame(
     segment: str, frames: dict[tuple[str, int | None], list[tuple[float, int]]]
 ) -> bool:
     """Whether ``segment`` is an older frame of a bar already found newer in the message; if
     so its clock and count are added to ``frames``. Only those are read (not its postfix):
     a 16 KiB chunk holds some 200 frames, and all but the newest are rate samples."""
-    if not _clocked_frame(segment):
+    if "%|" not in segment and "it [" not in segment:
         return False
-    found = read_bar(plain(segment)) if "━" not in segment else read_keras_bar(plain(segment))
+    found = read_bar(plain(segment))
     if found is None or found[0].elapsed_seconds is None:
         return False
     older = frames.get(bar_key(found[0]))
