@@ -319,14 +319,34 @@ _FRAMES = st.lists(
 )
 
 
+def _keras_frame(n: int, total: int, per_step: int, unit: str, junk: str) -> str:
+    """A Keras 3 frame (keras/src/utils/progbar.py, 3.15): count, bar, ETA, time per step."""
+    return f"\x1b[1m{n:3d}/{total}\x1b[0m \x1b[32m━━━━\x1b[0m \x1b[1m2s\x1b[0m {per_step}{unit}/step - loss: 0.5{junk}\b\b"
+
+
+# Keras 3 frames whose counts go back or jump, whose time per step swings from a microsecond
+# to whole seconds or is absurd, with junk between.
+_KERAS_FRAMES = st.lists(
+    st.builds(
+        _keras_frame,
+        st.integers(0, 1000) | st.just(10**12),
+        st.sampled_from([1000, 1000, 10**12]),
+        st.integers(0, 999) | st.just(10**15),
+        st.sampled_from(["ms", "ms", "us", "s"]),
+        st.sampled_from(_JUNK),
+    ),
+    max_size=60,
+)
+
+
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None)
-@given(_FRAMES, st.sampled_from(["", "\r", "\r\r", "\n"]))
+@given(_FRAMES | _KERAS_FRAMES, st.sampled_from(["", "\r", "\r\r", "\n"]))
 def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(
     frames: list[str], sep: str
 ) -> None:
-    """Hostile progress-bar frames (counts going back, clocks that jump or run backwards,
-    huge numbers, junk between) go through the message parser, the unterminated-line reader
+    """Hostile progress-bar frames, tqdm's and Keras 3's (counts going back, clocks that jump
+    or run backwards, huge numbers, junk between) go through the message parser, the unterminated-line reader
     and the accumulator without raising; the rate samples they yield are never later than
     the moment read, nor at a step past the newest frame's."""
     from exporter.logs.accumulate import LogAccumulator
