@@ -268,7 +268,7 @@ def test_the_band_holds_the_truth_as_promised(results: list[RunResult]) -> None:
 def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds_on_each(
     results: list[RunResult],
 ) -> None:
-    """Fifty-one held-out runs recorded with nothing but the planned hog beside them (seven
+    """Fifty-three held-out runs recorded with nothing but the planned hog beside them (seven
     of them a bursty one), nothing tuned on them (QUIET): the band's goal holds on each
     (QUIET_BAND_MISSES is empty), the truth within it at three instants in four or more (76 %
     at worst, instants before a log's first chunk counted as misses), and at 80 % or more
@@ -290,10 +290,11 @@ def test_on_held_out_runs_from_a_quiet_machine_the_band_goal_holds_on_each(
     by a faster past (95 % or more on six, 83 to 98 % on the rest). The five "libs-" runs,
     on loops and output we did not write (Lightning's Trainer driving our ProgressCallback,
     Keras 3's own bar in the container log), recorded with no change to the estimator:
-    93 to 100 %; the two "clock-" Keras runs after them, 81 % and 95 %. Any miss measured
-    is held in QUIET_BAND_MISSES, and each is asserted to be a miss still."""
+    93 to 100 %; the two "clock-" Keras runs after them, 81 % and 95 %; two Keras runs of 21
+    and 23 minutes ("libs-long-"), 100 %. Any miss measured is held in QUIET_BAND_MISSES, and
+    each is asserted to be a miss still."""
     quiet = [r for r in results if r.held_out and r.name.startswith(QUIET)]
-    assert len(quiet) == 51
+    assert len(quiet) == 53
     for r in quiet:
         floor = QUIET_BAND_MISSES.get(r.name, GOAL_RUN_COVERAGE)
         assert r.in_bounds >= floor, (r.name, r.in_bounds)
@@ -442,24 +443,26 @@ def test_the_point_goals_misses_are_runs_the_whole_run_mean_meets(
     results: list[RunResult],
 ) -> None:
     """Issue 31's point goal run by run (bench.eta_accuracy.meets_point_goal): met by ours on
-    53 of the 65 runs. On nine of the twelve it misses, the whole-run mean on the same input
-    (the window the perfect past picks there in hindsight, a rule with no hindsight of its
-    own) meets it; that rule alone misses twenty, each of which ours meets. The other three,
-    missed by both, are held-out Keras runs whose bar reaches the log 16 KiB at a time, a
-    chunk every 10 to 20 s, and whose hog comes within a minute or so of the start
-    (libs-keras-log-hog-lasting, 7.9 points from its same-input reference;
+    54 of the 67 runs. On nine of the thirteen it misses, the whole-run mean on the same
+    input (the window the perfect past picks there in hindsight, a rule with no hindsight of
+    its own) meets it; that rule misses twenty-one: seventeen that ours meets and the
+    other four, missed by both, are held-out Keras runs whose bar reaches the log 16 KiB at
+    a time, a chunk every 10 to 20 s: three short ones whose hog comes within a minute or so
+    of the start (libs-keras-log-hog-lasting, 7.9 points from its same-input reference;
     clock-keras-log-eval-hog-lasting, 6.6 from the perfect past;
-    clock-keras-log-long-epochs-hog-passes, 7.1). Held: no more misses than twelve, and
-    none but those three that the whole-run mean misses too. docs/eta.md's table is
+    clock-keras-log-long-epochs-hog-passes, 7.1) and a 21-minute one whose hog comes 9
+    minutes in and stays (libs-long-keras-log-hog-lasting, 5.8). Held: no more misses than
+    thirteen, and none but those four that the whole-run mean misses too. docs/eta.md's table is
     ``python -m bench.eta_accuracy --rules``."""
     ours_misses = [r for r in results if not eta_accuracy.meets_point_goal(r.ours, r)]
     mean_misses = [r for r in results if not eta_accuracy.meets_point_goal(r.whole_run_mean, r)]
-    assert len(ours_misses) <= 12, [r.name for r in ours_misses]
+    assert len(ours_misses) <= 13, [r.name for r in ours_misses]
     neither = [r.name for r in ours_misses if r in mean_misses]
     assert neither == [
         "clock-keras-log-eval-hog-lasting-heldout",
         "clock-keras-log-long-epochs-hog-passes-heldout",
         "libs-keras-log-hog-lasting-heldout",
+        "libs-long-keras-log-hog-lasting-heldout",
     ], neither
     assert len(mean_misses) > len(ours_misses)
     assert mean(r.ours for r in results) < mean(r.whole_run_mean for r in results)
