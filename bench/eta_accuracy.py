@@ -565,6 +565,14 @@ def meets_point_goal(ours: float, r: RunResult) -> bool:
     return r.same_input - r.perfect_past > POINT_GOAL and ours - r.same_input <= POINT_GOAL
 
 
+def _goal_met(results: list[RunResult]) -> tuple[list[bool], list[bool]]:
+    """For each run, whether ours and whether the whole-run mean meet the point goal."""
+    return (
+        [meets_point_goal(r.ours, r) for r in results],
+        [meets_point_goal(r.whole_run_mean, r) for r in results],
+    )
+
+
 def rules_table(results: list[RunResult]) -> str:
     """Our estimate against the whole-run mean on the same input, run by run: which of the
     two meets the point goal, and the counts (``--rules``).
@@ -577,8 +585,7 @@ def rules_table(results: list[RunResult]) -> str:
         "| run | ours | whole-run mean | perfect past | same input | ours meets | mean meets |",
         "| --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    ours = [meets_point_goal(r.ours, r) for r in results]
-    whole = [meets_point_goal(r.whole_run_mean, r) for r in results]
+    ours, whole = _goal_met(results)
     for r, a, b in zip(results, ours, whole, strict=True):
         if a and b:
             continue
@@ -593,8 +600,7 @@ def rules_table(results: list[RunResult]) -> str:
 def rules_summary(results: list[RunResult]) -> str:
     """How many runs meet the point goal with ours, with the whole-run mean on the same
     input, with one of the two and with neither (rules_table's last line)."""
-    ours = [meets_point_goal(r.ours, r) for r in results]
-    whole = [meets_point_goal(r.whole_run_mean, r) for r in results]
+    ours, whole = _goal_met(results)
     either = sum(a or b for a, b in zip(ours, whole, strict=True))
     return (
         f"The point goal is met by ours on {sum(ours)} of {len(results)} runs, by the "

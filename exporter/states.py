@@ -238,15 +238,19 @@ def done(o: Observation, th: Thresholds) -> bool:
     return o.alive is False or o.now - o.last_report >= th.report_timeout_seconds
 
 
+def _loss_not_finite(o: Observation) -> bool:
+    """Whether the train or eval loss is NaN or infinite."""
+    return any(v is not None and not math.isfinite(v) for v in (o.loss, o.eval_loss))
+
+
 def diverged(o: Observation, th: Thresholds) -> bool:
     """NaN or infinite loss (train or eval), or a train loss above ``divergence_ratio`` x
     the train loss's own positive best (smoothed). Not x the eval loss's best, which is
     what ``training_best_loss`` follows once a run reports one: a train loss runs above its
     eval loss wherever the train figure is a running mean over an epoch that began higher
     (Keras) or carries dropout, and near zero that gap is many times over."""
-    for value in (o.loss, o.eval_loss):
-        if value is not None and not math.isfinite(value):
-            return True
+    if _loss_not_finite(o):
+        return True
     best = o.best_train_loss
     return (
         o.loss is not None and best is not None and best > 0 and o.loss > th.divergence_ratio * best
@@ -357,7 +361,7 @@ def reason(
             f"(window {duration(th.plateau_seconds)})"
         )
     if state == "diverged":
-        if not all(v is None or math.isfinite(v) for v in (o.loss, o.eval_loss)):
+        if _loss_not_finite(o):
             return "loss is not finite"
         if o.loss is not None and o.best_train_loss is not None:
             return f"loss {o.loss:.4g} > {th.divergence_ratio:g}x best {o.best_train_loss:.4g}"

@@ -346,9 +346,9 @@ def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(
     frames: list[str], sep: str
 ) -> None:
     """Hostile progress-bar frames, tqdm's and Keras 3's (counts going back, clocks that jump
-    or run backwards, huge numbers, junk between) go through the message parser, the unterminated-line reader
-    and the accumulator without raising; the rate samples they yield are never later than
-    the moment read, nor at a step past the newest frame's."""
+    or run backwards, huge numbers, junk between) go through the message parser, the
+    unterminated-line reader and the accumulator without raising; the rate samples they
+    yield are never later than the moment read, nor at a step past the newest frame's."""
     from exporter.logs.accumulate import LogAccumulator
     from exporter.logs.parse import newest_bar, parse_message
 
