@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from exporter.estimate import (
@@ -494,3 +494,65 @@ def test_pause_overhead_is_counted_over_the_steps_pauses_recur_in() -> None:
     # No pause at all: no overhead.
     tp = throughput(run([300]))
     assert tp is not None and tp.pause_seconds_per_step == 0.0
+
+
+# A report 5 s after the one before, 20 steps on: a steady run.
+_STEADY = (5.0, ("on", 20), None, None)
+
+
+@given(
+    total=st.one_of(st.none(), st.integers(min_value=0, max_value=2**40)),
+    reports=st.lists(
+        st.tuples(
+            st.one_of(  # seconds since the previous report: mostly a few, at times days
+                st.floats(min_value=1.0, max_value=30.0),
+                st.floats(min_value=1.0, max_value=30.0),
+                st.floats(min_value=0.0, max_value=1e6),
+            ),
+            st.one_of(  # the step: on from the last one mostly, sometimes back or anywhere
+                st.integers(min_value=1, max_value=500).map(lambda d: ("on", d)),
+                st.integers(min_value=-5, max_value=2**40).map(lambda s: ("at", s)),
+            ),
+            # its own ETA and its timestamp, each left out two times in three
+            st.one_of(st.none(), st.none(), st.floats(allow_nan=True, allow_infinity=True)),
+            st.one_of(st.none(), st.none(), st.floats(min_value=-1e12, max_value=1e12)),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    later=st.floats(min_value=0.0, max_value=1e7),
+)
+@example(total=5000, reports=[_STEADY] * 30, later=0.0)  # a band
+@example(total=5000, reports=[_STEADY] * 30 + [(5.0, ("at", 2**40), None, None)], later=1e7)
+def test_any_report_sequence_exports_a_band_that_holds_the_eta(
+    total: int | None,
+    reports: list[tuple[float, tuple[str, int], float | None, float | None]],
+    later: float,
+) -> None:
+    """Whatever a run reports (steps that go back or leap to 2^40, a total below the step,
+    its own ETA NaN or infinite, timestamps anywhere, reports a second or eleven days
+    apart), the exported ETA is finite and not negative, and its band is finite and holds
+    it: 0 <= lower <= ETA <= upper, now and at any later scrape."""
+    tracker = Tracker()
+    now, step = T0, 0
+    for gap, (how, value), eta, stamp in reports:
+        now += gap
+        step = step + value if how == "on" else value
+        report = ProgressReport(
+            step=step,
+            max_steps=total,
+            eta_seconds=eta,
+            timestamp=None if stamp is None else T0 + stamp,
+        )
+        tracker.apply(KEY, report, now)
+    for at in (now, now + later):
+        for s in tracker.snapshot(at):
+            if s.eta_seconds is None:
+                assert s.eta_lower_seconds is None and s.eta_upper_seconds is None
+                continue
+            assert math.isfinite(s.eta_seconds) and s.eta_seconds >= 0
+            if s.eta_lower_seconds is None or s.eta_upper_seconds is None:
+                assert s.eta_lower_seconds is None and s.eta_upper_seconds is None
+                continue
+            assert math.isfinite(s.eta_lower_seconds) and math.isfinite(s.eta_upper_seconds)
+            assert 0 <= s.eta_lower_seconds <= s.eta_seconds <= s.eta_upper_seconds
