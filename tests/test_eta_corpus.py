@@ -209,6 +209,10 @@ def test_our_eta_is_near_what_a_perfect_view_of_the_past_reaches(
     ours = mean(r.ours for r in tuned)
     reference = mean(r.perfect_past for r in tuned)
     assert reference <= ours <= reference + HELD_GAP
+    # Over the whole corpus, held-out runs and all: within the goal's 5 points (4.96 as
+    # measured when the corpus had 67 runs; a recorded run may tip it, and should fail here).
+    everyone = mean(r.ours for r in results) - mean(r.perfect_past for r in results)
+    assert 0 < everyone <= eta_accuracy.POINT_GOAL, everyone
 
 
 def test_the_point_estimate_is_near_the_perfect_past_on_every_tuned_run(
