@@ -388,15 +388,13 @@ def chosen_window_eta(truth: Truth, t: float, horizon: float | None) -> float | 
         h = max(10.0, min(left * whole, t - truth.times[0]) / 2)
     then = t - h
     made = truth.step_at(t) - truth.step_at(then)
-    best, least = None, math.inf
-    for window in PERFECT_PAST_WINDOWS:
-        pace = _seconds_per_step(truth, then, window)
-        if pace is None or made <= 0:
-            continue
-        miss = abs(math.log(made * pace / h))
-        if miss < least:
-            best, least = window, miss
-    pace = _seconds_per_step(truth, t, best) if best is not None else None
+    if made <= 0:  # no step in the stretch judged: nothing to choose by
+        return left * whole
+    foretold = {w: _seconds_per_step(truth, then, w) for w in PERFECT_PAST_WINDOWS}
+    misses = {w: abs(math.log(made * p / h)) for w, p in foretold.items() if p is not None}
+    if not misses:
+        return left * whole
+    pace = _seconds_per_step(truth, t, min(misses, key=misses.__getitem__))
     return left * (whole if pace is None else pace)
 
 
