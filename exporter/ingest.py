@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .model import Clock, Observed, Parsed, ReportError, RunKey, RunMeta, within_bounds
+from .model import Clock, Observed, Parsed, ReportError, RunKey, RunMeta
 from .run import RunSnapshot
 from .stacks import RankStacks
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
@@ -25,18 +25,15 @@ class Ingestor:
         self.clock = clock
 
     def accept(self, source: str, key: RunKey, parsed: Parsed, meta: RunMeta | None = None) -> bool:
-        """Merge a parsed report; False if it was refused (run cap). Problems are counted.
-
-        Every value is bounded once more here (``model.within_bounds``), whatever the source:
-        what a log's bars add up to is not checked by any parser."""
+        """Merge a parsed report; False if it was refused (run cap). Problems are counted,
+        the parser's here and those of the tracker's own bounds (``Tracker.apply``)."""
 
         def problem(reason: str) -> None:
             self._stats.drop(source, reason)
 
-        bounded = within_bounds(parsed.report)
-        for reason in (*parsed.problems, *bounded.problems):
+        for reason in parsed.problems:
             problem(reason)
-        ok = self._tracker.apply(key, bounded.report, self.clock(), meta, problem)
+        ok = self._tracker.apply(key, parsed.report, self.clock(), meta, problem)
         self._stats.report(source, OUTCOME_ACCEPTED if ok else OUTCOME_REJECTED)
         return ok
 

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from .estimate import EstimatorConfig
-from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta
+from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta, within_bounds
 from .run import (
     Problem,
     RunConfig,
@@ -90,6 +90,10 @@ class Tracker:
 
         ``problem`` is called with a reason for each value the merge discards or adjusts
         (a step that went backwards, a custom metric over the per-run cap).
+
+        Every value is bounded here (``model.within_bounds``), whatever called: what a
+        log's bars add up to is checked by no parser, and a run's own ETA of infinity
+        must not reach /metrics from any path into the tracker.
         """
         with self._lock:
             run = self._runs.get(key)
@@ -102,11 +106,14 @@ class Tracker:
             elif meta is not None:
                 update_meta(run, meta, now)
             try:
+                bounded = within_bounds(report)
+                for reason in bounded.problems:
+                    problem(reason)
                 accrue(self.config.run, run, now)
                 run.gone_since = None
                 run.restored = False
                 restated = meta is not None and meta.source in SECONDARY_SOURCES
-                merge(self.config.run, run, report, now, problem, restated)
+                merge(self.config.run, run, bounded.report, now, problem, restated)
                 run.node_gpu_model = self._node_gpu.get(run.meta.node) if run.meta.node else None
                 if run.timeline.due(now):  # the run's life, sampled as reports come
                     snapshot(self.config.run, key, run, now, False)

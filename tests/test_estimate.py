@@ -498,6 +498,8 @@ def test_pause_overhead_is_counted_over_the_steps_pauses_recur_in() -> None:
 
 # A report 5 s after the one before, 20 steps on: a steady run.
 _STEADY = (5.0, ("on", 20), None, None)
+# A report a second after the one before, one step on.
+_STEP = (1.0, ("on", 1), None, None)
 
 
 @given(
@@ -524,6 +526,8 @@ _STEADY = (5.0, ("on", 20), None, None)
 )
 @example(total=5000, reports=[_STEADY] * 30, later=0.0)  # a band
 @example(total=5000, reports=[_STEADY] * 30 + [(5.0, ("at", 2**40), None, None)], later=1e7)
+# Found by CI: a run with no total that states its own ETA as infinity once it made steps.
+@example(total=None, reports=[_STEP] * 3 + [(1.0, ("on", 1), math.inf, None)], later=0.0)
 def test_any_report_sequence_exports_a_band_that_holds_the_eta(
     total: int | None,
     reports: list[tuple[float, tuple[str, int], float | None, float | None]],

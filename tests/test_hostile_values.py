@@ -2,7 +2,7 @@
 
 A count beyond 2^53 (a tqdm frame claiming 10^29 items, a step of 2^63 in a JSON line), a
 float that is not finite where a count belongs, a negative GPU count: each is dropped and
-counted where it enters (``model.within_bounds`` at the ingestor), and every view (/metrics
+counted where it enters the tracker (``model.within_bounds``), and every view (/metrics
 in both formats, /api/v1/runs, the status page, a run's page) still answers with every run.
 """
 
@@ -118,8 +118,9 @@ def test_within_bounds_drops_each_absurd_value_with_its_reason() -> None:
 
 
 def test_a_run_the_tracker_cannot_read_is_left_out_and_counted() -> None:
-    """Past the ingestor (a bug, a report built in code): the tracker still snapshots every
-    other run, and says how many it left out."""
+    """A report the tracker cannot merge (a bug, a report built in code): the tracker counts
+    it, still snapshots every other run, and says how many it left out. An absurd number is
+    no such report: the tracker bounds every value itself, from any caller."""
     tracker = Tracker()
     tracker.apply(RunKey("ns", "good", "good"), ProgressReport(step=5, max_steps=10), NOW)
     problems: list[str] = []
@@ -127,7 +128,10 @@ def test_a_run_the_tracker_cannot_read_is_left_out_and_counted() -> None:
     tracker.apply(
         RunKey("ns", "bad", "bad"), ProgressReport(step=2**64), NOW + 1, None, problems.append
     )
-    assert problems == ["merge_error"]
+    assert problems == ["step_out_of_range"]
+    shapeless = ProgressReport(step=3, step_samples=((NOW,),))  # type: ignore[arg-type]
+    tracker.apply(RunKey("ns", "bad", "bad"), shapeless, NOW + 1, None, problems.append)
+    assert problems == ["step_out_of_range", "merge_error"]
     snaps = tracker.snapshot(NOW + 2)
     assert {s.key.pod for s in snaps} == {"good", "bad"}  # the merge failed whole: no damage
     assert tracker.failed_last_pass == 0
