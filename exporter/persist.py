@@ -39,6 +39,7 @@ from .estimate import FORECASTS_KEPT
 from .goodput import EXPORTED_CAUSES
 from .model import (
     MAX_EPOCHS,
+    MAX_ETA_SECONDS,
     MAX_GPU_HOURS_BUDGET,
     MAX_GPUS,
     MAX_STEP,
@@ -163,6 +164,7 @@ _UPPER = {
     "epoch": MAX_EPOCHS,
     "max_epochs": MAX_EPOCHS,
     "reported_progress": 1.0,
+    "reported_eta": MAX_ETA_SECONDS,
     "report_gpus": MAX_GPUS,
     "budget_seconds": MAX_GPU_HOURS_BUDGET * 3600,
 }

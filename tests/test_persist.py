@@ -185,6 +185,7 @@ def test_restored_values_meet_the_bounds_live_reports_meet() -> None:
         ("gpu_seconds", -1e18),
         ("epoch", float("inf")),
         ("report_gpus", 1e9),
+        ("reported_eta", 1e300),  # beyond what a live report may state (MAX_ETA_SECONDS)
     ):
         bad.append({**good, field: value})
     bad.append({**good, "meta": {**good["meta"], "node": 'gpu\n1"'}})
