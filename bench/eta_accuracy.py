@@ -516,10 +516,17 @@ def evaluate_corpus(
     real_pace: bool = False, directory: Path = CORPUS, names: Sequence[str] = ()
 ) -> list[RunResult]:
     """Every recorded run (or those named) replayed and scored, in name order."""
-    runs = [run for run in load_corpus(directory) if not names or run["name"] in names]
+    return [score(run, replay(run, real_pace)) for run in corpus_runs(names, directory)]
+
+
+def corpus_runs(names: Sequence[str] = (), directory: Path = CORPUS) -> list[dict[str, Any]]:
+    """Every recorded run, or those named; exits naming the runs there are when a name is
+    none of them (a typo must not print an empty table)."""
+    everything = load_corpus(directory)
+    runs = [run for run in everything if not names or run["name"] in names]
     if names and len(runs) != len(set(names)):
-        raise SystemExit(f"no such run among {sorted(r['name'] for r in load_corpus(directory))}")
-    return [score(run, replay(run, real_pace)) for run in runs]
+        raise SystemExit(f"no such run among {sorted(r['name'] for r in everything)}")
+    return runs
 
 
 def measured_prior(
@@ -908,7 +915,7 @@ def main(argv: list[str] | None = None) -> int:
         "that makes no choice in hindsight, beside ours, only",
     )
     a = p.parse_args(argv)
-    runs = [r for r in load_corpus() if not a.run or r["name"] in a.run]
+    runs = corpus_runs(a.run)
     if a.where:
         rows = [(r["name"], excess_by_stretch(r, replay(r))) for r in runs]
         print(stretch_table([(name, parts) for name, parts in rows if parts is not None]))
