@@ -126,6 +126,10 @@ def _run_state(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], fl
     return (((("state", name),), 1.0 if name == s.state else 0.0) for name in STATE_NAMES)
 
 
+def _failure(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return () if s.failure is None else (((("reason", s.failure),), 1.0),)
+
+
 def _run_state_text(
     name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
 ) -> list[str]:
@@ -182,6 +186,9 @@ RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_run_state", "gauge",
            "The run's state: 1 for the state it is in, 0 for the others (docs/metrics.md).",
            _run_state, text=_run_state_text),
+    Family("training_run_failure_info", "gauge",
+           "Why a failed run failed, where its log ended in a traceback (reason: the "
+           "exception, bounded); value is always 1.", _failure),
     Family("training_run_state_since_timestamp_seconds", "gauge",
            "Unix time the run entered its current state.",
            *_value(attrgetter("state_since"))),

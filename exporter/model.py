@@ -122,6 +122,9 @@ class ProgressReport:
     tokens: int | None = None
     flops_per_token: float | None = None
     gpu_model: str | None = None
+    # Logs only: the exception a Python traceback at the log's end names ("Type: message",
+    # bounded): the run failed, and this is why (states.reason).
+    failure: str | None = None
 
     def values(self) -> tuple[tuple[str, float], ...]:
         """The report's own numbers by name (step, epoch, loss, eval_loss, learning_rate,

@@ -153,6 +153,8 @@ class RunSnapshot:
     flops_per_token: float | None = None
     gpu_peak_flops: float | None = None  # one GPU's dense BF16 peak (exporter.gpus)
     model_flops_utilization: float | None = None
+    # What ended it, where its log ended in a traceback: "Type: message" (bounded).
+    failure: str | None = None
 
 
 @dataclass
@@ -260,6 +262,10 @@ class RunState:
     observed_count: int = 0
     # Its ranks' stacks, when they were asked for, and its stalls' cost by cause.
     stall: StallRecord = field(default_factory=StallRecord)
+    # The exception a traceback at the end of its log named, and when it was read: the run
+    # failed (states.classify), and this is why.
+    failure: str | None = None
+    failure_at: float | None = None
 
     @property
     def gpus(self) -> float:
@@ -346,6 +352,25 @@ def printed_tokens_per_second(run: RunState) -> float | None:
     return None
 
 
+# The utilisation a run prints (torchtitan's "mfu: 34.33%", verl's perf/mfu/actor), a ratio
+# (exporter.logs.formats.vocabulary): what it is where the run gives no FLOPs per token.
+PRINTED_MFU = "model_flops_utilization"
+
+
+def _utilization(
+    run: RunState, rate: float | None, peak: float | None, training: bool
+) -> float | None:
+    """The run's MFU: from its token rate and FLOPs per token where it gives both, else as
+    its log states it (0 once it does not train, as its rate: a hung job uses nothing)."""
+    computed = mfu(rate, run.flops_per_token, run.gpus, peak)
+    if computed is not None or run.flops_per_token is not None:
+        return computed
+    printed = run.metrics.get(PRINTED_MFU)
+    if printed is None or not 0 <= printed <= 1:
+        return None
+    return printed if training else 0.0
+
+
 def _lost_since_checkpoint(run: RunState, step: int) -> bool:
     """At a restart to ``step``: when it resumes from the run's known last checkpoint (at or
     after its step, below where the run was), the work since that checkpoint is lost now and
@@ -394,6 +419,7 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
     history. What the job spent (GPU-seconds, waste by cause) carries over."""
     run.attempt += 1
     run.attempt_start = now
+    run.failure = run.failure_at = None
     run.productive_mark = productive(run)  # a new process: nothing of it is at risk yet
     run.finished = False
     run.pace.clear()
@@ -469,6 +495,8 @@ def _observe(config: RunConfig, run: RunState, now: float, tp: Throughput | None
         steps_per_second=tp.steps_per_second if tp else None,
         typical_steps_per_second=_typical_pace(config, run, now) if tp is not None else None,
         bar_end_only=run.total_from_bar,
+        failure=run.failure,
+        failure_at=run.failure_at,
     )
 
 
@@ -611,6 +639,10 @@ def merge(
             setattr(run, name, value)
     if r.format == "log":
         run.total_from_bar = r.total_from_bar
+        # A log states all it knows in every report: a crash it no longer ends with (it
+        # trained on) is over.
+        if r.failure != run.failure:
+            run.failure, run.failure_at = r.failure, now if r.failure is not None else None
     if r.format == "log" and r.max_steps is None and r.step is not None:
         # A log states all it knows in every report: a total it no longer states (a bar
         # that turned out to be one epoch's) is unknown, not the last one read.
@@ -942,7 +974,8 @@ def snapshot(
         tokens_per_second=rate,
         flops_per_token=run.flops_per_token,
         gpu_peak_flops=peak,
-        model_flops_utilization=mfu(rate, run.flops_per_token, run.gpus, peak),
+        model_flops_utilization=_utilization(run, rate, peak, verdict.state in TRAINING),
+        failure=run.failure if verdict.state == "failed" else None,
     )
     _sample(run.timeline, snap, now)
     return snap

@@ -101,8 +101,8 @@ STATES: tuple[StateDef, ...] = (
         "#512a97",
         _RED,
         has_eta=False,
-        alert="",
-        meaning="the run's pod failed before the run finished",
+        alert="TrainingJobFailed",
+        meaning="the run's pod failed, or its log ended in a Python traceback, before it finished",
     ),
     StateDef(
         "plateaued",
@@ -214,6 +214,9 @@ class Observation:
     typical_steps_per_second: float | None = None
     # The run's total is a progress bar's length and nothing else said it ended (see done).
     bar_end_only: bool = False
+    # The exception a traceback at the end of its log named, and since when (logs only).
+    failure: str | None = None
+    failure_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +307,9 @@ def classify(o: Observation, th: Thresholds) -> Verdict:
         if lingering:
             return Verdict("finished-but-running", done_at + th.finished_grace_seconds)
         return Verdict("finished", done_at)
+    if o.failure is not None:
+        # Its log ends in a traceback: the process died of it, whatever its pod does next.
+        return Verdict("failed", o.failure_at)
     if o.gone_since is not None or o.alive is False:
         return Verdict("failed" if o.pod_failed else "gone", o.gone_since)
     reporting = now - o.last_report < th.report_timeout_seconds
@@ -380,6 +386,8 @@ def reason(
         )
     if state == "waiting":
         return f"no step yet, {duration(now - o.first_report)} after its first report"
+    if state == "failed" and o.failure is not None:
+        return f"failed: {o.failure}"
     if state in ("gone", "failed") and o.gone_since is not None:
         return f"{state} {duration(now - o.gone_since)} ago"
     return BY_NAME[state].meaning if state in BY_NAME else state

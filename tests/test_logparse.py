@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -58,8 +59,8 @@ FIXTURES = [
         "tqdm",
         {"loss": 0.321},
     ),
-    ("step 10/100 loss 0.53", "print", {"step": 10, "max_steps": 100, "loss": 0.53}),
-    ("Epoch 2/8 | Step: 10 of 100, train_loss=0.5", "print", {"step": 10, "max_epochs": 8}),
+    ("step 10/100 loss 0.53", "progress", {"step": 10, "max_steps": 100, "loss": 0.53}),
+    ("Epoch 2/8 | Step: 10 of 100, train_loss=0.5", "progress", {"step": 10, "max_epochs": 8}),
     ("GPU available: False, used: False", "lightning", {"framework": "lightning"}),
     (
         "`Trainer.fit` stopped: `max_epochs=3` reached.",
@@ -89,10 +90,11 @@ FIXTURES = [
         "jsonl",
         {"step": 7, "loss": 1.5, "max_steps": 70},
     ),
-    # torchtune's stdout metric logger (the shape its recipes print every log_every_n_steps).
+    # torchtune's stdout metric logger (the shape its recipes print every log_every_n_steps),
+    # read by the general progress-line reader.
     (
         "Step 1 | loss:2.3100 lr:0.0002 tokens_per_second_per_gpu:1234.5",
-        "torchtune",
+        "progress",
         {"step": 1, "loss": 2.31, "learning_rate": 0.0002},
     ),
     # Checkpoint lines as real runs print them (tests/fixtures/logs/checkpoints/).
@@ -137,12 +139,21 @@ def _captured_segments() -> list[str]:
     return out
 
 
+def _world_segments() -> list[str]:
+    """Every segment of every line of the world corpus (tests/fixtures/world/)."""
+    out: list[str] = []
+    for path in sorted((Path(__file__).parent / "fixtures" / "world").glob("*.log")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            out += [plain(s) for s in line.split("\r") if s.strip()]
+    return out
+
+
 def test_every_format_reads_only_lines_its_hints_let_through() -> None:
     """The quick scan and the parsers cannot drift apart: each format is offered a line only
     when one of its own hints is in it, so a parser that reads a line without any of them
     would silently lose it in the exporter. Checked on the fixtures, every segment of the
     real captures, and lines that are near misses."""
-    candidates = [f[0] for f in FIXTURES] + _captured_segments()
+    candidates = [f[0] for f in FIXTURES] + _captured_segments() + _world_segments()
     candidates += ["Step 10 loss 0.5", "STEP 3 of 9", "epoch 2 step 10 | loss: 0.53"]
     assert len(candidates) > 500
     read = {f.name: 0 for f in FORMATS}

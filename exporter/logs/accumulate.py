@@ -49,7 +49,9 @@ _OBSERVED = ("loss", "eval_loss", "learning_rate", "grad_norm")  # a line with o
 FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar
 # Trainer's log dicts kept (time, epoch) until a bar chunk shows the step at their time.
 EPOCH_MARKS = 32
-STRUCTURED = frozenset({"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib", "print"})
+STRUCTURED = frozenset(
+    {"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib", "progress", "composer"}
+)
 # A description that names an evaluation loop. Lightning's: "Validation", "Validation
 # DataLoader 0", "Sanity Checking DataLoader 0", "Testing", "Predicting"; Trainer's and
 # Accelerate scripts': "Evaluating", "eval", "valid".
@@ -63,8 +65,9 @@ _EPOCH_WORDS = re.compile(r"(?i)\b(?:epoch|ep)\s*[:#=]?\s*(\d+)(?:\s*/\s*(\d+))?
 
 @lru_cache(maxsize=1024)
 def eval_bar(prefix: str) -> bool:
-    """Whether a bar's description names an evaluation loop."""
-    return bool(prefix) and _EVAL_WORDS.search(prefix) is not None
+    """Whether a bar's description names an evaluation loop (or is Ultralytics' validation
+    table header, "Class Images Instances Box(P R mAP50 mAP50-95)")."""
+    return bool(prefix) and (_EVAL_WORDS.search(prefix) is not None or "mAP50" in prefix)
 
 
 @lru_cache(maxsize=1024)
@@ -122,6 +125,22 @@ class _BarTrack:
             return max(0, self.label - first) * self.total + n
         return self.base + n
 
+    def step_known(self) -> bool:
+        """Whether the bar's cumulative count is the run's step. Not when the bar names an
+        epoch past the first while where its epochs start is unknown (a log read from the
+        middle: ``Epoch 9:`` is the tenth epoch in Lightning, the ninth in a 1-based loop),
+        nor when a bar without a total names an epoch whose earlier ones were not all seen
+        (Lightning stopped by ``max_steps``: ``Epoch 2: : 115816it`` counts epoch 2 only)."""
+        if self.label is None or self.first_label is None:
+            return True
+        if self.origin is not None:
+            first = self.origin
+        elif self.first_label <= 1:
+            first = self.first_label
+        else:
+            return False
+        return bool(self.total) or self.first_label <= first
+
     @property
     def per_pass(self) -> bool:
         """Whether the bar is one pass of a loop it draws again (one bar per epoch)."""
@@ -166,11 +185,25 @@ class LogAccumulator:
     samples: deque[tuple[float, tuple[tuple[str, float], ...]]] = field(
         default_factory=lambda: deque(maxlen=MAX_SAMPLES)
     )
+    # A traceback's first line was read and no other parsed line since: its exception line
+    # is the crash (exporter.logs.formats.traceback). The crash stands until the log shows
+    # progress again after it.
+    traceback_open: bool = False
+    failure: str | None = None
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> None:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
         log says (its CRI timestamp)."""
         self.counts[line.parser] += 1
+        if line.parser in ("traceback", "exception"):
+            if line.parser == "traceback":
+                self.traceback_open = True
+            elif self.traceback_open:
+                self.failure = line.report.failure
+            return
+        self.traceback_open = False
+        if self.failure is not None and self._advances(line):
+            self.failure = None  # it trained on after the traceback: not how it ended
         if line.parser == "lightning":
             self.lightning = True
         r = line.report
@@ -186,7 +219,7 @@ class LogAccumulator:
                     self.values["checkpoint_step"] = r.checkpoint_step
                 else:
                     self.values.pop("checkpoint_step", None)
-            if r.step is not None and line.parser in STRUCTURED:
+            if r.step is not None:  # a printed step (bars count in Bar.n, never here)
                 self.structured_step = True
             if r.metrics:
                 self.metrics.update(r.metrics)
@@ -203,6 +236,19 @@ class LogAccumulator:
             self._bar(line, now)
             if line.frames and not self.structured_step:
                 self._learn_steps_per_epoch()
+
+    def _advances(self, line: LineReport) -> bool:
+        """Whether ``line`` shows training beyond what was read before it: a printed step
+        past the last one, or a bar past its last count (a bar's final frame redrawn as the
+        process exits after its traceback is no progress)."""
+        step = line.report.step
+        if step is not None:
+            said = self.values.get("step")
+            return not isinstance(said, int) or step > said
+        if line.bar is not None:
+            track = self.bars.get(bar_key(line.bar))
+            return track is None or line.bar.n > track.last_n
+        return False
 
     def _epoch_mark(self, t: float, epoch: float) -> None:
         """A training log dict of Trainer's at ``t``: kept, and once the steps per epoch are
@@ -262,7 +308,7 @@ class LogAccumulator:
             track.epochs = epochs
         if self.lightning:
             track.origin = 0  # Lightning's epochs count from 0 (both bars)
-        elif line.parser == "keras":
+        elif line.parser in ("keras", "ultralytics"):
             track.origin = 1
         # Started over: a smaller count, another epoch, or (a whole bar in one line, as a
         # file read at once shows it) its oldest frame in this line below the last count.
@@ -318,7 +364,7 @@ class LogAccumulator:
 
     def _epoch(self, line: LineReport, bar: Bar) -> tuple[int | None, int | None]:
         """The epoch this frame belongs to and the number of epochs, where the log says."""
-        if line.epoch_of is not None:  # Lightning's Rich bar: "Epoch i/last", 0-based
+        if line.epoch_of is not None:  # Lightning's Rich bar (0-based), Ultralytics' row
             return line.epoch_of
         if line.parser == "keras":
             return self.keras_epoch if self.keras_epoch is not None else (None, None)
@@ -410,7 +456,7 @@ class LogAccumulator:
             if total is None and outer is not None and outer.total and track.total:
                 # The inner loop of an epoch bar: the outer bar says how many passes.
                 total = outer.total * track.total
-            if not self.structured_step:
+            if not self.structured_step and track.step_known():
                 # Under an epoch bar, its count is the passes done: an inner bar closed with
                 # leave=False may never draw its last frame.
                 done = outer.last_n * track.total if outer is not None and track.total else 0
@@ -426,12 +472,13 @@ class LogAccumulator:
                     values["step"] = dict_step[1]
                     step_samples.append(dict_step)
                 values["step_samples"] = tuple(step_samples)
-                values["max_steps"] = total
-                # Only an "Epoch i/N" count (or the outer epoch bar) says the last epoch's
-                # end is the run's; a bar alone may be the first of several.
-                values["total_from_bar"] = (
-                    total is not None and track.epochs is None and outer is None
-                )
+                if "max_steps" not in self.values:  # a structured line's total wins
+                    values["max_steps"] = total
+                    # Only an "Epoch i/N" count (or the outer epoch bar) says the last
+                    # epoch's end is the run's; a bar alone may be the first of several.
+                    values["total_from_bar"] = (
+                        total is not None and track.epochs is None and outer is None
+                    )
                 if track.per_pass and track.total and "epoch" not in self.values:
                     values["epoch"] = track.work() / track.total
                     if track.epochs is not None:
@@ -446,6 +493,7 @@ class LogAccumulator:
                 values["eta_seconds"] = bar.remaining_seconds
         report = ProgressReport(
             metrics=tuple(sorted(self.metrics.items())),
+            failure=None if self.final else self.failure,
             final=self.final,
             format="log",
             start_time=self.start_time,

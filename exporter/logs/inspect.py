@@ -73,6 +73,24 @@ def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterato
         tail.close()
 
 
+def read_log(path: str, now: float) -> tuple[LogAccumulator, int, int]:
+    """``path`` read as a log, the way the log source reads it: the accumulator that took
+    its lines, how many messages were parsed, and how many lines were passed over unread
+    (none of the formats' hints in them)."""
+    acc = LogAccumulator()
+    count = 0
+    skipped = [0]
+    for i, message in enumerate(messages(path, now, skipped)):
+        count += 1
+        found = parse_message(message.text, now)
+        if found:
+            # Bars are told apart by how recently each advanced: in the file's time.
+            at = message.time
+            for report in found:
+                acc.feed(report, at if at is not None else float(i))
+    return acc, count, skipped[0]
+
+
 def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
     """The report ``path`` yields: as a status file if it is one, else as a log."""
     now = time.time() if now is None else now
@@ -93,18 +111,7 @@ def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
                     "dropped": list(parsed.problems),
                     "report": report_dict(parsed.report),
                 }
-        fh.seek(0)
-        acc = LogAccumulator()
-        count = 0
-        skipped = [0]
-        for i, message in enumerate(messages(path, now, skipped)):
-            count += 1
-            found = parse_message(message.text, now)
-            if found:
-                # Bars are told apart by how recently each advanced: in the file's time.
-                at = message.time
-                for report in found:
-                    acc.feed(report, at if at is not None else float(i))
+    acc, count, skipped = read_log(path, now)
     chosen = acc.training_bar()
     bar = None
     if chosen is not None and chosen[1].last is not None:
@@ -119,7 +126,7 @@ def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
     return {
         "path": path,
         "kind": "log",
-        "lines": count + skipped[0],
+        "lines": count + skipped,
         "matched": dict(sorted(acc.counts.items())),
         "training_bar": bar,
         "report": report_dict(acc.report()),

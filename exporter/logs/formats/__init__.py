@@ -14,33 +14,38 @@ from __future__ import annotations
 
 from ..lines import Format
 from . import (
+    banner,
     checkpoints,
+    composer,
     deepspeed,
     jsonl,
     katib,
     keras,
     kubeflow,
     lightning,
-    prints,
-    torchtune,
+    progress,
     tqdm,
+    traceback,
     transformers,
 )
 
-# In order: structured formats first (they are unambiguous), bars last.
+# In order: the formats of one tool's exact shape first (they are unambiguous), bars, then
+# the general reader of progress lines, which reads what the others left.
 FORMATS: tuple[Format, ...] = (
     kubeflow.FORMAT,
+    traceback.FORMAT,
     checkpoints.FORMAT,
     transformers.FORMAT,
     jsonl.FORMAT,
     deepspeed.FORMAT,
-    torchtune.FORMAT,
+    banner.FORMAT,
     keras.FORMAT,
     lightning.RICH_BAR,
     tqdm.FORMAT,
     katib.FORMAT,
     lightning.BANNER,
-    prints.FORMAT,
+    composer.FORMAT,
+    progress.FORMAT,
 )
 # Every hint of every format, each once.
 HINTS: tuple[str, ...] = tuple(dict.fromkeys(h for f in FORMATS for h in f.hints))

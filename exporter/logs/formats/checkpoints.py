@@ -12,6 +12,14 @@
   run's log of DeepSpeed 0.10 published with its training script, which this machine cannot
   run).
 
+* nanoGPT ``train.py``: ``saving checkpoint to out`` (no step: the run's, at the line);
+* Megatron-LM ``checkpointing.py``: ``successfully saved checkpoint from iteration     500 to
+  /ckpt`` (older releases: ``... at iteration``);
+* fairseq ``checkpoint_utils.py``: ``saved checkpoint checkpoints/checkpoint1.pt (epoch 1 @
+  1891 updates, score 8.1) (writing took 3.2 seconds)``;
+* mmengine ``CheckpointHook``: ``Saving checkpoint at 5000 iterations`` (or ``at 3 epochs``:
+  no step).
+
 Each gives the checkpoint's step where the line names one, and its time is the line's.
 """
 
@@ -26,6 +34,10 @@ _LIGHTNING = re.compile(r"global step (\d{1,15}): .*saving model to '")
 _ACCELERATE = re.compile(r"Saving current state to \S")
 _DEEPSPEED = re.compile(r"\[Torch\] Checkpoint (\S{1,256}) is ready now!")
 _DS_STEP = re.compile(r"global_step(\d{1,15})$")
+_NANOGPT = re.compile(r"^saving checkpoint to \S")
+_MEGATRON = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d{1,15})\b")
+_FAIRSEQ = re.compile(r"saved checkpoint \S+ \(epoch \d+ @ (\d{1,15}) updates")
+_MMENGINE = re.compile(r"Saving checkpoint at (\d{1,15}) (iterations|epochs)\b")
 
 
 def parse_checkpoint(msg: str, now: float) -> LineReport | None:
@@ -35,7 +47,11 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     elif (m := _DEEPSPEED.search(msg)) is not None:
         tag = _DS_STEP.search(m.group(1))
         step = int(tag.group(1)) if tag else None
-    elif _ACCELERATE.search(msg) is None:
+    elif (m := _MEGATRON.search(msg)) is not None or (m := _FAIRSEQ.search(msg)) is not None:
+        step = int(m.group(1))
+    elif (m := _MMENGINE.search(msg)) is not None:
+        step = int(m.group(1)) if m.group(2) == "iterations" else None
+    elif _ACCELERATE.search(msg) is None and _NANOGPT.search(msg) is None:
         return None
     doc: dict[str, object] = {"last_checkpoint_timestamp": now}
     if step is not None:
@@ -45,6 +61,14 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
 
 FORMAT = Format(
     "checkpoints",
-    ("Saving model checkpoint to", "saving model to '", "Saving current state to", "is ready now!"),
+    (
+        "Saving model checkpoint to",
+        "saving model to '",
+        "Saving current state to",
+        "is ready now!",
+        "saving checkpoint to ",
+        "saved checkpoint ",
+        "Saving checkpoint at ",
+    ),
     parse_checkpoint,
 )

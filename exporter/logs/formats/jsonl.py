@@ -1,13 +1,35 @@
-"""``jsonl``: one JSON object per line carrying step or loss keys."""
+"""``jsonl``: one JSON object per line, as trainers write them to stdout or a log file.
+
+Keys the native report format names (docs/report-format.md) are taken as they are; every
+other key goes through the vocabulary (:mod:`.vocabulary`), so each tool's own names mean
+what they say: LLaMA-Factory's ``trainer_log.jsonl`` (``current_steps``, ``total_steps``),
+ms-swift's ``"global_step/max_steps": "105/1230"``, fairseq's ``--log-format json``
+(``num_updates``, ``valid_loss``, numbers as strings), DeiT- and DINO-style ``log.txt``
+(``train_loss``). ``null`` says nothing. A whole epoch index with no step beside it (a
+per-epoch summary: 0- or 1-based is the tool's) is no fractional epoch and is not read.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 
 from ...model import NATIVE_FIELDS
 from ..lines import Format, LineReport, native
+from .pairs import Pair, number, to_fields
 
-_JSON_KEYS = {"step", "global_step", "loss", "train_loss", "epoch", "max_steps", "total_steps"}
+_STEP_OF_MAX = re.compile(r"^\s*(\d{1,15})\s*/\s*(\d{1,15})\s*$")
+_READ = ("step", "loss", "epoch", "max_steps", "eval_loss")  # one of these makes it progress
+
+
+def _value(raw: object) -> float | None:
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, int | float):
+        return float(raw)
+    if isinstance(raw, str) and len(raw) <= 40:
+        return number(raw.strip().rstrip("%"))
+    return None
 
 
 def parse_jsonl(msg: str, now: float) -> LineReport | None:
@@ -18,23 +40,38 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         value = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(value, dict) or not _JSON_KEYS & set(value):
+    if not isinstance(value, dict) or len(value) > 512:
         return None
-    doc = dict(value)
-    if "global_step" in doc and "step" not in doc:
-        doc["step"] = doc.pop("global_step")
-    if "total_steps" in doc and "max_steps" not in doc:
-        doc["max_steps"] = doc.pop("total_steps")
-    if "train_loss" in doc and "loss" not in doc:
-        doc["loss"] = doc.pop("train_loss")
-    known = set(NATIVE_FIELDS)
-    metrics = {
-        k: v
-        for k, v in doc.items()
-        if k not in known and isinstance(v, int | float) and not isinstance(v, bool)
-    }
-    fields = {k: v for k, v in doc.items() if k in known}
-    return native({**fields, "metrics": metrics}, now, "jsonl")
+    native_keys = set(NATIVE_FIELDS)
+    doc: dict[str, object] = {}
+    pairs: list[Pair] = []
+    for key, raw in value.items():
+        if not isinstance(key, str) or raw is None:
+            continue
+        if key == "global_step/max_steps" and isinstance(raw, str):
+            m = _STEP_OF_MAX.match(raw)  # ms-swift
+            if m is not None:
+                doc["step"], doc["max_steps"] = int(m.group(1)), int(m.group(2))
+            continue
+        if key in native_keys and not isinstance(raw, str):
+            doc.setdefault(key, raw)
+            continue
+        number_ = _value(raw)
+        if number_ is not None:
+            pairs.append(Pair(key, number_, isinstance(raw, str) and raw.strip().endswith("%")))
+    fields = to_fields(pairs)
+    for name, v in fields.values.items():
+        if name in doc:
+            continue
+        doc[name] = int(v) if name in ("step", "max_steps", "tokens") and v == int(v) else v
+    if not any(k in doc for k in _READ):
+        return None
+    epoch = doc.get("epoch")
+    if isinstance(epoch, int | float) and epoch == int(epoch) and "step" not in doc:
+        del doc["epoch"]
+    if fields.metrics:
+        doc["metrics"] = {**fields.metrics, **doc.get("metrics", {})}  # type: ignore[dict-item]
+    return native(doc, now, "jsonl")
 
 
 FORMAT = Format("jsonl", ("{",), parse_jsonl)

@@ -12,14 +12,17 @@ from ..lines import Bar, Format, LineReport, native
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 # Keras 2 draws [====>....]; Keras 3 a line of ━ (in colour, erased with backspaces: both
 # are taken out of a message before it is parsed).
-_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|━+)\s*(?P<rest>.*)$")
+# With verbose=2, one line per epoch and no bar: "1875/1875 - 4s - loss: 0.2931" (Keras 2),
+# "1875/1875 - 3s - 2ms/step - accuracy: 0.8734 - loss: 0.4410" (Keras 3).
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|━+|(?=-\s+\d+m?s\b))\s*(?P<rest>.*)$")
 _KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
 
 
 def parse_keras(msg: str, now: float) -> LineReport | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
     if "Epoch" not in frame and not (
-        "/" in frame and ("[=" in frame or "[." in frame or "[>" in frame or "━" in frame)
+        "/" in frame
+        and ("[=" in frame or "[." in frame or "[>" in frame or "━" in frame or "s - " in frame)
     ):
         return None
     m = _KERAS_EPOCH.match(frame)
@@ -55,4 +58,4 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
     return native(doc, now, "keras", bar)
 
 
-FORMAT = Format("keras", ("Epoch", "[=", "[.", "[>", "━"), parse_keras)
+FORMAT = Format("keras", ("Epoch", "[=", "[.", "[>", "━", "s - "), parse_keras)

@@ -9,6 +9,7 @@ import re
 from functools import lru_cache
 
 from ..lines import EMPTY, Bar, Format, LineReport, native
+from .pairs import Pair, to_fields
 
 _BAR = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
@@ -71,26 +72,42 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     return bar, (_postfix(postfix) if postfix else {})
 
 
+# Ultralytics' training table: each epoch's row is the description of its bar, starting with
+# the 1-based epoch of the run's epochs and the GPU memory ("  70/1000   6.73G   1.081 ...
+# 640: 100%|...| 16/16"; ultralytics/engine/trainer.py: f"{epoch + 1}/{self.epochs}").
+_ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
+
+
 def parse_bar(msg: str, now: float) -> LineReport | None:
     """A tqdm bar; Lightning's when its postfix carries Lightning's logger version
     (``v_num``), which only Lightning prints: ``Epoch 3:`` alone is any script's description.
-    Which epoch the bar is (and whether it names one at all) is the accumulator's to read."""
+    Which epoch the bar is (and whether it names one at all) is the accumulator's to read,
+    but for Ultralytics' table, whose row says it (``epoch_of``, 1-based)."""
     found = read_bar(msg)
     if found is None:
         return None
     bar, postfix = found
+    row = _ULTRALYTICS_ROW.match(bar.prefix)
+    if row is not None:
+        epoch, epochs = int(row.group(1)), int(row.group(2))
+        if 1 <= epoch <= epochs:
+            # One bar however the row's columns align (their widths follow the values).
+            row_bar = bar._replace(prefix="ultralytics")
+            return LineReport("ultralytics", EMPTY, row_bar, epoch_of=(epoch, epochs))
     lightning = "v_num" in postfix
-    doc: dict[str, object] = {}
-    loss = postfix.pop("loss", None)
-    if loss is None:
-        loss = postfix.pop("train_loss", postfix.pop("train_loss_step", None))
-    if loss is not None:
-        doc["loss"] = loss
-    if "val_loss" in postfix:
-        doc["eval_loss"] = postfix.pop("val_loss")
     postfix.pop("v_num", None)  # Lightning's logger version, not a metric
-    if postfix:
-        doc["metrics"] = postfix
+    doc: dict[str, object] = {}
+    # Lightning's per-step loss (logged with on_step and on_epoch) before the vocabulary.
+    for key in ("train_loss_step", "loss_step"):
+        if key in postfix and "loss" not in postfix and "train_loss" not in postfix:
+            doc["loss"] = postfix.pop(key)
+    fields = to_fields(Pair(k, v) for k, v in postfix.items())
+    step = fields.values.pop("step", None)
+    doc.update(fields.values)
+    if step is not None and step >= 0 and step == int(step):
+        doc["step"] = int(step)  # a step printed in the postfix (fairseq's num_updates)
+    if fields.metrics:
+        doc["metrics"] = fields.metrics
     name = "lightning" if lightning else "tqdm"
     if not doc:  # a bare frame (most are): nothing to validate
         return LineReport(name, EMPTY, bar)

@@ -1,6 +1,7 @@
 """``transformers``: ``Trainer``'s log dicts, a Python repr whose values are strings in recent
 versions: ``{'loss': '6.903', 'grad_norm': '1.095', 'learning_rate': '4.6e-05', 'epoch': '0.1'}``
-(transformers ``trainer.py``, ``Trainer.log``); the final one carries ``train_runtime``.
+(transformers ``trainer.py``, ``Trainer.log``); the final one carries ``train_runtime`` and
+``train_loss`` and no ``loss``.
 """
 
 from __future__ import annotations
@@ -71,7 +72,10 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
     }
     rest = {k: v for k, v in value.items() if k not in known and isinstance(k, str)}
     doc: dict[str, object] = {**known, "metrics": rest}
-    if "train_runtime" in value:  # the summary Trainer logs once training is over
+    if "train_runtime" in value and "train_loss" in value and "loss" not in value:
+        # The summary Trainer logs once training is over (trainer.py: speed_metrics("train",
+        # ...) plus train_loss): never a step's dict, which carries its "loss" (Unsloth's
+        # step dicts carry train_runtime too).
         doc["final"] = True
     return native(doc, now, "transformers")
 

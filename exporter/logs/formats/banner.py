@@ -1,0 +1,39 @@
+"""``banner``: the lines a trainer prints once before its first step, with the run's length.
+
+* Transformers' ``Trainer`` and Accelerate scripts: ``  Total optimization steps = 9`` and
+  ``  Num Epochs = 3`` under ``***** Running training *****`` (trainer.py
+  ``_inner_training_loop``), a total for any Trainer log before its first bar frame;
+* Unsloth's banner: ``Total batch size = 40 | Total steps = 220`` and
+  ``Num examples = 1,760 | Num Epochs = 1``.
+
+Only the run's planned length is read here: a banner says nothing of progress.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...model import ProgressReport
+from ..lines import Format, LineReport
+
+_STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")
+_EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
+
+
+def parse_banner(msg: str, now: float) -> LineReport | None:
+    steps = _STEPS.search(msg)
+    epochs = _EPOCHS.search(msg)
+    if steps is None and epochs is None:
+        return None
+    report = ProgressReport(
+        max_steps=int(steps["n"].replace(",", "")) or None if steps else None,
+        max_epochs=float(epochs["n"].replace(",", "")) or None if epochs else None,
+    )
+    if report.max_steps is None and report.max_epochs is None:
+        return None
+    return LineReport("banner", report)
+
+
+FORMAT = Format(
+    "banner", ("Total optimization steps = ", "Total steps = ", "Num Epochs = "), parse_banner
+)

@@ -1,0 +1,109 @@
+"""``key: value`` pairs as training tools print them, and what they say through the vocabulary.
+
+Pure and shared: the general progress-line reader reads a line's pairs with
+:func:`find_pairs`; it, tqdm postfixes and JSON lines turn pairs into report fields with
+:func:`to_fields`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .vocabulary import COUNTER_KEYS, field_of, metric_name
+
+# A key: words of letters, digits and ``_/.@-``, up to seven of them ("elapsed time per
+# iteration (ms)", "throughput per GPU (TFLOP/s/GPU)"), starting after a separator.
+_KEY = r"(?<![\w/.@\-'\"])(?P<key>[A-Za-z_][\w/.@\-]*(?: (?:[A-Za-z_(][\w/.@\-()]*)){0,6}?)"
+# Between them: ":" or "=" (spaces around allowed), or spaces alone ("loss 4.0863").
+_SEP = r"(?:\s*[:=]\s*|\s+)"
+# A number as printed: thousands separators ("10,050"), exponents ("2.5E+00"), nan/inf; then
+# an optional percent sign or unit ("3961M", "66.91GiB", "561.94ms"); never the first part of
+# a clock ("4:44:04"), a ratio ("5092/261") or a longer word.
+_VALUE = (
+    r"(?P<value>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
+    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))"
+    r"(?P<percent>%)?(?:[A-Za-z]{1,4})?(?![\w.:/])"
+)
+PAIR = re.compile(_KEY + _SEP + _VALUE)
+MAX_PAIRS = 128
+IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One printed pair: its key as printed, its value, and whether it ended in ``%``."""
+
+    key: str
+    value: float
+    percent: bool = False
+
+
+def number(text: str) -> float | None:
+    """The number ``text`` prints (``10,050`` is 10050), or None."""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def find_pairs(text: str) -> list[Pair]:
+    """Every ``key: value``, ``key=value`` and ``key value`` pair in ``text``, in order (at
+    most :data:`MAX_PAIRS`)."""
+    out: list[Pair] = []
+    for m in PAIR.finditer(text):
+        value = number(m["value"])
+        if value is None:
+            continue
+        out.append(Pair(m["key"], value, m["percent"] is not None))
+        if len(out) >= MAX_PAIRS:
+            break
+    return out
+
+
+@dataclass
+class Fields:
+    """What pairs said, by field: the vocabulary's fields, the rates, and the rest as custom
+    metrics; each field from its best-ranked key."""
+
+    values: dict[str, float]
+    metrics: dict[str, float]
+
+    def has(self, *names: str) -> bool:
+        return any(n in self.values for n in names)
+
+
+def _ratio(p: Pair) -> float:
+    """A utilisation as a ratio: ``34.33%`` and ``34.33`` are 0.3433, ``0.298`` stays."""
+    return p.value / 100 if p.percent or p.value > 1 else p.value
+
+
+def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
+    """Pairs by field. In an evaluation line (``evaluation``) the loss keys are the eval
+    loss: fairseq's "valid on 'valid' subset | loss 1.94" is no training loss."""
+    values: dict[str, float] = {}
+    ranks: dict[str, int] = {}
+    metrics: dict[str, float] = {}
+    for p in pairs:
+        found = field_of(p.key)
+        if found is None:
+            name = metric_name(p.key)
+            if name and name not in IGNORED and name not in COUNTER_KEYS:
+                metrics.setdefault(name, p.value)
+            continue
+        field, rank = found
+        if evaluation and field == "loss":
+            field = "eval_loss"
+        value = _ratio(p) if field == "model_flops_utilization" else p.value
+        if field in ranks and ranks[field] <= rank:
+            continue
+        if not math.isfinite(value) and field not in ("loss", "eval_loss", "grad_norm"):
+            continue
+        values[field], ranks[field] = value, rank
+    # The rates are the run's custom metrics under their one name (exporter.run reads them).
+    for rate in ("tokens_per_second", "tokens_per_second_per_gpu", "model_flops_utilization"):
+        if rate in values:
+            metrics[rate] = values.pop(rate)
+    return Fields(values, metrics)

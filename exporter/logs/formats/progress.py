@@ -1,0 +1,312 @@
+"""``progress``: the general reader of progress lines, a counter plus ``key: value`` pairs.
+
+Most training tools print one line per logging interval: a counter of the loop and the
+values of the moment, in a shape of their own (docs/logs.md has the table, and
+tests/fixtures/world/ a real line of each):
+
+    iteration       73/     100 | consumed samples: ... | lm loss: 1.798953E+00 | ...   Megatron
+    Training epoch 0, iteration 8/9 | lr: ... | global_step: 8 | reduced_train_loss: 7.113  NeMo 2
+    step:1 - actor/pg_loss:0.001 - ...                                               verl
+    | epoch 001:   3200 / 160368 loss=10.278, ..., num_updates=3200                  fairseq
+    [11/01 11:27:04 d2.utils.events]: eta: 8:05:12  iter: 1259  total_loss: 1.012     detectron2
+    Epoch(train) [1][10/90]  lr: 1.000e-02  eta: 0:00:25  ...  loss: 11.4723         mmengine
+    Epoch: [0/100]  [2290/2502]  eta: 0:02:13  loss: 5.645083 (7.501284)  ...        MetricLogger
+    step:  4  loss:  7.62585  grad_norm: 26.6250  memory: ...  tps: 10,050  mfu: 13.99%  torchtitan
+
+One reader, not a regular expression per tool: :data:`COUNTERS` find the loop's counter
+(and, where it counts within an epoch whose size it prints, the global step), then
+:func:`~.pairs.find_pairs` reads every pair and :mod:`.vocabulary` says which is the loss,
+the step, the learning rate... A step key among the pairs (``global_step``, ``num_updates``)
+wins over the counter. Nothing here says a run finished: only a tool's own end marker does.
+
+An evaluation line ("valid on 'valid' subset", "Validation: iteration 3/10", "Test: [0/391]")
+never moves the step: its losses are eval losses, and one still counting its own batches is
+skipped until it prints its result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..lines import Format, LineReport, native
+from .pairs import find_pairs, to_fields
+
+MAX_LINE = 4096
+# Text one of which every line this reader reads contains (the quick scan's, and its own).
+HINTS = (
+    "tep",
+    "TEP",
+    "ter",
+    "TER",
+    "poch",
+    "POCH",
+    "batch=",
+    "num_updates",
+    "| loss",
+    "Train:",
+    "Test:",
+)
+
+
+class Count(NamedTuple):
+    """What a counter says: the step (global), the run's total, the fractional epoch and the
+    number of epochs, each None where the counter does not say it."""
+
+    step: int | None = None
+    total: int | None = None
+    epoch: float | None = None
+    max_epochs: int | None = None
+    evaluation: bool = False
+
+
+def _int(text: str | None) -> int | None:
+    return int(text.replace(",", "")) if text else None
+
+
+def _epoch_relative(done_epochs: int, index: int, per_epoch: int, epochs: int | None) -> Count:
+    """An index within an epoch whose size the line prints: the global step and epoch."""
+    if per_epoch <= 0 or index > per_epoch * 4:
+        return Count()  # not an index of that epoch: unknown beats wrong
+    return Count(
+        step=done_epochs * per_epoch + index,
+        total=epochs * per_epoch if epochs else None,
+        epoch=done_epochs + index / per_epoch,
+        max_epochs=epochs,
+    )
+
+
+def _mm(m: re.Match[str]) -> Count:
+    """mmengine ``Epoch(train) [e][i/n]`` and mmcv ``Epoch [e][i/n]``: 1-based epochs and
+    iterations (mmengine ``LoggerHook``: ``runner.epoch + 1``, ``batch_idx + 1``)."""
+    if m["mode"] and m["mode"] != "train":
+        return Count(evaluation=True)
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _mm_iter(m: re.Match[str]) -> Count:
+    """mmengine's iteration-based loop: ``Iter(train) [  50/90000]``."""
+    if m["mode"] != "train":
+        return Count(evaluation=True)
+    return Count(step=int(m["i"]), total=int(m["n"]))
+
+
+def _metric_logger(m: re.Match[str]) -> Count:
+    """The torchvision references' and DINO's ``MetricLogger``: ``Epoch: [e/E]  [i/n]``, a
+    0-based epoch and the 0-based index of the batch (``enumerate``)."""
+    epochs = _int(m["E"])
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), epochs)
+
+
+def _timm(m: re.Match[str]) -> Count:
+    """timm's ``Train: e [ i/n ( p%)]``: a 0-based epoch and the index of the update."""
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
+
+
+def _pcdet(m: re.Match[str]) -> Count:
+    """OpenPCDet's timm-like ``Train: e/E ( p%) [ i/n ( p%)]``: the epoch is 1-based
+    (``1/3 ( 33%)``) and the batch index 0-based (its ``Acc_iter`` is the index plus one)."""
+    e, epochs, i, n = int(m["e"]), int(m["E"]), int(m["i"]), int(m["n"])
+    if n <= 0 or i >= n or e < 1:
+        return Count()
+    return Count(total=epochs * n, epoch=e - 1 + (i + 1) / n, max_epochs=epochs)
+
+
+def _fairseq(m: re.Match[str]) -> Count:
+    """fairseq's ``epoch 001:   3200 / 160368``: a 1-based epoch and the update within it
+    (its ``num_updates`` pair, where printed, is the global step)."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _nemo(m: re.Match[str]) -> Count:
+    """NeMo 2's ``ProgressPrinter``: ``Training epoch e, iteration n/total`` with ``n`` the
+    steps done in this epoch and ``total`` the trainer's ``max_steps``
+    (nemo/lightning/pytorch/callbacks/progress_printer.py). The step is its ``global_step``
+    pair, or ``n`` in the first epoch."""
+    if m["stage"] != "Training":
+        return Count(evaluation=True)
+    step = int(m["i"]) if m["e"] == "0" else None
+    return Count(step=step, total=int(m["n"]))
+
+
+def _onmt_epoch(m: re.Match[str]) -> Count:
+    """OpenNMT-py before 0.4: ``Epoch  1, 12850/37527;``, both 1-based."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _step_of(m: re.Match[str]) -> Count:
+    return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")))
+
+
+def _eval_count(m: re.Match[str]) -> Count:
+    return Count(evaluation=True)
+
+
+_N = r"(\d{1,15})"
+# The loop's counter, most specific first; the first found is the line's.
+COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] = (
+    # Composer: "[batch=366/48000]:" heads a block of "Train <metric>: <value>" lines.
+    (re.compile(r"\[batch=(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"), _step_of),
+    (
+        re.compile(
+            r"\bEpoch(?:\((?P<mode>\w+)\))?\s*\[\s*(?P<e>\d{1,9})\]\s*\[\s*(?P<i>\d{1,12})\s*/\s*"
+            r"(?P<n>\d{1,12})\]"
+        ),
+        _mm,
+    ),
+    (
+        re.compile(r"\bIter\((?P<mode>\w+)\)\s*\[\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]"),
+        _mm_iter,
+    ),
+    (
+        re.compile(
+            r"\bEpoch: \[(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\]\s+\[\s*(?P<i>\d{1,12})\s*/\s*"
+            r"(?P<n>\d{1,12})\]"
+        ),
+        _metric_logger,
+    ),
+    (re.compile(r"^\s*Test:\s*(?:\[|Total)"), _eval_count),  # MetricLogger's evaluation
+    (
+        re.compile(
+            r"\bTrain:\s+(?P<e>\d{1,9})/(?P<E>\d{1,9}) \(\s*\d+%\)\s+\[\s*(?P<i>\d{1,12})/"
+            r"(?P<n>\d{1,12}) \("
+        ),
+        _pcdet,
+    ),
+    (
+        re.compile(r"\bTrain: (?P<e>\d{1,9}) \[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12}) \(\s*\d+%\)\]"),
+        _timm,
+    ),
+    (
+        re.compile(r"\bepoch (?P<e>\d{1,9}):?\s+(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})(?![\d/])"),
+        _fairseq,
+    ),
+    (
+        re.compile(
+            r"\b(?P<stage>Training|Validation|Testing|Sanity checking Validation) epoch "
+            r"(?P<e>\d{1,9}), iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})"
+        ),
+        _nemo,
+    ),
+    (
+        re.compile(r"^\s*(?:Validation|Testing|Sanity checking)\b[^:]{0,40}: iteration \d"),
+        _eval_count,
+    ),
+    (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
+    (re.compile(r"\bEpoch\s+(?P<e>\d{1,9}),\s+(?P<i>\d{1,12})/\s*(?P<n>\d{1,12});"), _onmt_epoch),
+    # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |"
+    (
+        re.compile(
+            r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
+            r"(?P<n>\d{1,15})\]?(?![\d/.])"
+        ),
+        _step_of,
+    ),
+    # "iter: [10/500]", "Iteration 5/100"
+    (
+        re.compile(
+            r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]?"
+            r"(?![\d/.])"
+        ),
+        _step_of,
+    ),
+    # "step: 4", "step:1 -", "Step 1 |", "completed step: 9", "global step 37:"
+    (
+        re.compile(r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"),
+        _step_of,
+    ),
+    # "iter: 1259", "iter 1631:"
+    (re.compile(r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"), _step_of),
+)
+# A bare leading count before a "|" (modded-nanoGPT style "420 | loss 4.06 | lr ..."): only
+# with a loss on the line, since many lines start with a number.
+_BARE = re.compile(r"^\s*(?P<i>\d{1,12})\s+\|\s+(?=[A-Za-z])")
+# "Epoch 2/8" beside a step counter: the number of epochs.
+_EPOCHS = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}\s*(?:/|of)\s*(?P<n>\d{1,9})(?![\d/])")
+# "epoch 3", "Epoch 3:": a counter too (never read as a pair: 0- or 1-based is the tool's).
+_EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
+# An evaluation line: what it prints before its first value says so.
+_EVAL_PHRASE = re.compile(
+    r"(?i)(?:valid on|\bvalidat(?:ion|ing)\b|\bevaluat(?:ion|ing)\b|\btest(?:ing)?:|"
+    r"\[(?:val|eval|test)\]|\b(?:eval|val|test) epoch)"
+)
+_FRACTION = re.compile(r"\d\s*/\s*\d")
+
+
+def find_counter(text: str) -> tuple[Count, tuple[int, int]] | None:
+    """The line's counter and where it stands, or None."""
+    for pattern, read in COUNTERS:
+        m = pattern.search(text)
+        if m is not None:
+            return read(m), m.span()
+    return None
+
+
+def read_progress(msg: str, now: float) -> LineReport | None:
+    """The report a progress line makes, or None for any other line."""
+    if len(msg) > MAX_LINE or not any(h in msg for h in HINTS):
+        return None
+    found = find_counter(msg)
+    bare = None
+    if found is None:
+        bare = _BARE.match(msg)
+        if bare is not None:
+            found = (Count(step=int(bare["i"])), bare.span())
+    start, end = found[1] if found is not None else (0, 0)
+    count = found[0] if found is not None else Count()
+    rest = msg[end:]
+    if rest.startswith(":"):
+        rest = rest[1:]
+    # Other counters on the line (an epoch beside a step) are no pairs.
+    rest = _EPOCH_WORD.sub(" | ", rest)
+    pairs = find_pairs(rest)
+    # What the line prints before its first value: the counter, and words saying what it is.
+    head = msg[start:end] + (rest[: rest.find(pairs[0].key)] if pairs else rest)
+    evaluation = count.evaluation or _EVAL_PHRASE.search(msg[:start] + head) is not None
+    if evaluation and _FRACTION.search(head):
+        return None  # an evaluation still counting its batches: its result comes later
+    fields = to_fields(pairs, evaluation=evaluation)
+    values = fields.values
+    if evaluation:
+        # Its counter is the evaluation's; the global step keys still are the run's.
+        count = Count()
+        values = {k: v for k, v in values.items() if k in ("eval_loss", "step")}
+        if "eval_loss" not in values:
+            return None
+    elif bare is not None and "loss" not in values:
+        return None
+    step = values.pop("step", None)
+    doc: dict[str, object] = {}
+    if step is not None and step >= 0 and step == int(step):
+        doc["step"] = int(step)
+    elif count.step is not None:
+        doc["step"] = count.step
+    said = {k: v for k, v in values.items() if k != "max_steps" or v == int(v)}
+    total = said.pop("max_steps", None)
+    if count.total is not None:
+        doc["max_steps"] = count.total
+    elif total is not None:
+        doc["max_steps"] = int(total)
+    if count.epoch is not None and "epoch" not in said:
+        doc["epoch"] = count.epoch
+    epochs = _EPOCHS.search(msg)
+    if count.max_epochs is not None:
+        doc["max_epochs"] = count.max_epochs
+    elif epochs is not None and not evaluation:
+        doc["max_epochs"] = int(epochs["n"])
+    tokens = said.pop("tokens", None)
+    doc.update(said)
+    if tokens is not None:
+        doc["tokens"] = int(tokens)
+    named = {k for k in doc if k not in ("step", "max_steps", "epoch", "max_epochs")}
+    if not evaluation:
+        has_step = "step" in doc
+        if not has_step or not (named or fields.metrics or "max_steps" in doc):
+            return None  # a counter alone is too common a word ("saved at step 100")
+    if fields.metrics:
+        doc["metrics"] = fields.metrics
+    return native(doc, now, "progress")
+
+
+FORMAT = Format("progress", HINTS, read_progress)

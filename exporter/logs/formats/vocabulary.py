@@ -1,0 +1,123 @@
+"""The one vocabulary of progress logs: which printed key is the loss, the eval loss, the step,
+the learning rate, the throughput... across every tool that prints ``key: value`` pairs.
+
+Every reader of pairs (the general progress-line reader, tqdm postfixes, JSON lines) maps
+its keys through :func:`field_of`, so a key means the same thing wherever it is printed. A
+key the vocabulary does not name is a custom metric (``training_metric{metric=...}``), under
+:func:`metric_name`.
+
+Keys are compared normalized (:func:`normalize`): lower case, spaces, dashes and dots as
+``_``, a trailing unit in parentheses dropped (``elapsed time per iteration (ms)``). Where
+several keys of one line name the same field, the earlier in the field's list wins (verl
+prints both ``actor/loss`` and ``actor/pg_loss``: the first is the loss).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# field -> the keys that name it, most specific first. Each source is named where it is not
+# obvious; the world corpus (tests/fixtures/world/) holds a real line for each.
+FIELDS: dict[str, tuple[str, ...]] = {
+    "step": (
+        "global_step",  # NeMo 2, Trainer-style JSON
+        "training/global_step",  # verl
+        "num_updates",  # fairseq
+        "acc_iter",  # OpenPCDet
+        "current_steps",  # LLaMA-Factory trainer_log.jsonl
+        "trainer/global_step",
+        "step",
+    ),
+    "max_steps": (
+        "max_steps",
+        "total_steps",  # LLaMA-Factory trainer_log.jsonl, Unsloth's banner
+        "total_optimization_steps",  # Trainer's and Accelerate scripts' banner
+        "train_iters",
+        "max_iters",
+    ),
+    "loss": (
+        "loss",
+        "train_loss",
+        "lm_loss",  # Megatron, GPT-NeoX
+        "reduced_train_loss",  # NeMo 2
+        "total_loss",  # detectron2
+        "loss/train/total",  # Composer
+        "train/loss",
+        "loss_train",  # LitGPT ("loss train")
+        "actor/loss",  # verl
+        "actor/pg_loss",  # verl before it printed actor/loss
+        "xent",  # OpenNMT-py's cross-entropy
+    ),
+    "eval_loss": (
+        "eval_loss",
+        "val_loss",  # Keras, Lightning, nanoGPT ("val loss")
+        "valid_loss",  # fairseq ("valid_loss", and "valid loss")
+        "validation_loss",
+        "val/loss",
+        "eval/loss",
+        "loss_val",
+        "test_loss",
+    ),
+    "learning_rate": ("learning_rate", "lr", "actor/lr", "train/learning_rate"),
+    "grad_norm": ("grad_norm", "gnorm", "actor/grad_norm", "train/grad_norm"),
+    "epoch": ("epoch", "training/epoch", "train/epoch"),
+    "max_epochs": ("num_epochs", "max_epochs", "total_epochs"),
+    "tokens": ("num_input_tokens_seen", "tokens", "consumed_tokens"),
+}
+# Throughput and utilisation: custom metrics under these names, which the run reads
+# (exporter.run: training_tokens_per_second; the printed MFU where the run gives no FLOPs).
+RATES: dict[str, tuple[str, ...]] = {
+    "tokens_per_second": ("tokens_per_second", "tok/s", "tokens/s", "tokens_per_sec"),
+    "tokens_per_second_per_gpu": (
+        "tokens_per_second_per_gpu",  # torchtune
+        "tps",  # torchtitan: tokens per second per device
+        "tokens/s/device",  # MaxText
+        "tokens/s/gpu",
+        "tokens_per_sec_per_gpu",
+        "tgs",  # tokens per GPU per second (InternEvo, xtuner)
+    ),
+    "model_flops_utilization": ("mfu", "perf/mfu/actor", "perf/mfu"),
+}
+# What the loop counts: a custom metric would only repeat the step.
+COUNTER_KEYS = frozenset(
+    {"iteration", "iter", "iters", "epoch_step", "batch", "time/batch", "time/batch_in_epoch"}
+)
+_UNIT = re.compile(r"\s*\([^()]*\)$")
+_SEPARATORS = re.compile(r"[\s.\-]+")
+
+
+@lru_cache(maxsize=4096)
+def normalize(key: str) -> str:
+    """``key`` as the vocabulary compares it: ``Learning Rate`` and ``learning-rate`` are
+    ``learning_rate``; ``elapsed time per iteration (ms)`` loses its unit."""
+    key = _UNIT.sub("", key.strip())
+    return _SEPARATORS.sub("_", key.lower()).strip("_")
+
+
+def _index() -> dict[str, tuple[str, int]]:
+    out: dict[str, tuple[str, int]] = {}
+    for table in (FIELDS, RATES):
+        for name, keys in table.items():
+            for rank, key in enumerate(keys):
+                out.setdefault(normalize(key), (name, rank))
+    return out
+
+
+_INDEX = _index()
+
+
+def field_of(key: str) -> tuple[str, int] | None:
+    """The field ``key`` names and its rank among that field's keys (lower wins), or None
+    for a custom metric."""
+    return _INDEX.get(normalize(key))
+
+
+_METRIC_CHARS = re.compile(r"[^A-Za-z0-9_:]+")
+
+
+@lru_cache(maxsize=4096)
+def metric_name(key: str) -> str:
+    """A custom metric's name for ``key``: Prometheus-safe (``actor/entropy`` is
+    ``actor_entropy``), at most 64 characters; empty when nothing is left."""
+    return _METRIC_CHARS.sub("_", normalize(key)).strip("_")[:64]
