@@ -102,6 +102,39 @@ def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
         yield line, step, total
 
 
+def crio_lines(total_bytes: int, seed: int = 1) -> Any:
+    """CRI lines as CRI-O's conmon writes a run whose tqdm bar goes to stderr: it writes what
+    each read of the pipe returned, so every frame the bar draws (``\r`` and no newline) is
+    its own short ``P`` line, the bar's last frame an ``F``; a quarter of the lines are such
+    frames, bars of 1 to 2,000 frames, the rest stdout ``F`` lines (unrelated, Trainer
+    dicts)."""
+    rng = random.Random(seed)
+    written, step, total = 0, 0, 10_000_000
+    frames_left = rng.randint(1, 2000)
+    while written < total_bytes:
+        if rng.random() < 0.25:
+            step += 1
+            pct = step * 100 // total
+            clock = f"{_clock(step // 4)}<{_clock((total - step) // 4)}"  # 4 it/s
+            frame = f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [{clock},  4.00it/s]"
+            frames_left -= 1
+            tag = "P" if frames_left > 0 else "F"
+            if frames_left <= 0:
+                frames_left = rng.randint(1, 2000)
+            line = f"2026-11-29T18:20:54.123456789Z stderr {tag} {frame}\n"
+        elif rng.random() < 0.93:
+            msg = f"INFO worker {rng.randint(0, 7)} data shard {rng.randint(0, 10**6)} loaded in {rng.random():.3f}s"
+            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+        else:
+            msg = f"{{'loss': '{2 + rng.random():.4f}', 'grad_norm': '1.0', 'learning_rate': '5e-05', 'epoch': '0.1'}}"
+            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+        written += len(line.encode())
+        yield line, step, total
+
+
+SHAPES = {"lines": lines, "pchunks": pchunk_lines, "crio": crio_lines}
+
+
 def mtail_values(port: int) -> dict[str, float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         text = resp.read().decode()
@@ -222,14 +255,15 @@ def _timed(argv: list[str]) -> tuple[float, float, bytes]:
 def inspect_vs_mtail(megabytes: int = 250, shape: str = "lines") -> dict[str, Any]:
     """``inspect`` on a whole CRI log against mtail reading the same file once
     (``-one_shot``): CPU and the final values, side by side. ``shape`` "pchunks": a quarter
-    of the lines are stderr ``P`` chunks of tqdm frames (:func:`pchunk_lines`)."""
+    of the lines are stderr ``P`` chunks of tqdm frames (:func:`pchunk_lines`); "crio": a
+    quarter are one-frame ``P`` lines, as CRI-O writes them (:func:`crio_lines`)."""
     mtail = shutil.which("mtail")
     if not mtail:
         raise SystemExit("mtail is not installed (apt-get install mtail)")
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "train.log"
         last = (0, 0)
-        source = pchunk_lines if shape == "pchunks" else lines
+        source = SHAPES[shape]
         with open(log, "w", buffering=1024 * 1024) as fh:
             for line, step, total in source(megabytes * 1024 * 1024):
                 fh.write(line)
@@ -277,8 +311,9 @@ def main() -> int:
     parser.add_argument("--fleet-seconds", type=float, default=30.0)
     parser.add_argument("--inspect-only", action="store_true")
     parser.add_argument(
-        "--shape", choices=("lines", "pchunks"), default="lines",
-        help="pchunks: a quarter of the lines are stderr P chunks of tqdm frames",
+        "--shape", choices=tuple(SHAPES), default="lines",
+        help="pchunks: a quarter of the lines are stderr P chunks of tqdm frames (containerd); "
+        "crio: a quarter are one-frame P lines (CRI-O)",
     )  # fmt: skip
     args = parser.parse_args()
     if args.inspect_only:

@@ -13,6 +13,7 @@ ANNOTATION_JOB = PREFIX + "job-name"
 ANNOTATION_DEADLINE = PREFIX + "deadline"  # RFC 3339
 ANNOTATION_BUDGET = PREFIX + "gpu-hours-budget"
 ANNOTATION_THRESHOLD = PREFIX + "threshold."  # + a threshold name, e.g. threshold.stall_seconds
+ANNOTATION_LOG_FORMAT = PREFIX + "log-format"  # a log format from the config, tried first
 ANNOTATION_CONTAINER = PREFIX + "container"  # the container whose log and identity count
 ANNOTATION_HTTP_PORT = PREFIX + "http-port"  # pull JSON progress from the pod on this port
 ANNOTATION_HTTP_PATH = PREFIX + "http-path"  # ... at this path (default /metrics)

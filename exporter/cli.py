@@ -126,6 +126,17 @@ def _parser() -> argparse.ArgumentParser:
 
     insp = sub.add_parser("inspect", help="show what the exporter reads from log or status files")
     insp.add_argument("paths", nargs="+", metavar="PATH")
+    insp.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the exporter's config file, for its log_formats (default: $TPE_CONFIG)",
+    )
+    insp.add_argument(
+        "--format",
+        metavar="NAME",
+        help="try the configured log format NAME first, as a pod annotated "
+        "training-progress.io/log-format: NAME has it",
+    )
 
     act = sub.add_parser(
         "act",
@@ -381,6 +392,20 @@ def _logging() -> None:
     )
 
 
+def _inspect(args: argparse.Namespace) -> int:
+    """``inspect``: what the exporter reads from each path, with the config's log formats."""
+    from .config import load
+    from .logs.inspect import main as inspect_main
+    from .settings import ConfigError
+
+    try:
+        config = load({"config": args.config} if args.config else {})
+    except ConfigError as err:
+        print(f"training-progress-exporter: {err}", file=sys.stderr)
+        return 2
+    return inspect_main(args.paths, config.log_formats, args.format)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("run", "act", "demo", "cluster"):
@@ -390,9 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "top":
         return _top(args)
     if args.command == "inspect":
-        from .logs.inspect import main as inspect_main
-
-        return inspect_main(args.paths)
+        return _inspect(args)
     if args.command == "act":
         return _act(args)
     if args.command == "cluster":

@@ -14,6 +14,9 @@ from typing import Any
 from .annotations import DEFAULT_GPU_RESOURCES
 from .estimate import EstimatorConfig
 from .kubernetes.settings import KubernetesSettings
+from .logs.formats import PARSER_NAMES
+from .logs.formats.custom import FormatError, compile_formats
+from .logs.lines import Format
 from .settings import ConfigError, parse_duration, read_yaml_mapping
 from .sinks.katib import db_manager_address
 from .sinks.writeback import writeback_mode
@@ -37,6 +40,9 @@ class Config:
     namespace: str = "standalone"
     status_dir: str | None = None
     log_paths: tuple[str, ...] = ()
+    # Log formats users add (a name and a regex with named groups; only from a file):
+    # exporter/logs/formats/custom.py, docs/logs.md#formats-you-add.
+    log_formats: tuple[Format, ...] = ()
     http_targets: tuple[HttpTarget, ...] = ()
     http_timeout: float = 2.0
     poll_interval: float = 1.0
@@ -154,8 +160,16 @@ _STRINGS = {
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
 _BOOLS = {"opendatahub_metrics_pull"}
 SETTINGS = sorted(
-    _DURATIONS | set(_INTS) | set(_THRESHOLDS) | _STRINGS | set(_LISTS) | _BOOLS | {"http_targets"}
+    _DURATIONS
+    | set(_INTS)
+    | set(_THRESHOLDS)
+    | _STRINGS
+    | set(_LISTS)
+    | _BOOLS
+    | {"http_targets", "log_formats"}
 )
+# Settings only a file can give (a list of mappings, a mapping of patterns).
+_FILE_ONLY = {"http_targets", "log_formats"}
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
 
@@ -227,6 +241,11 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
                 raise ConfigError(f"{origin}: http_targets must be a list")
             ns = changes.get("namespace", config.namespace)
             changes[key] = tuple(target_from_setting(t, ns) for t in value)
+        elif key == "log_formats":
+            try:
+                changes[key] = compile_formats(value, PARSER_NAMES)
+            except FormatError as err:
+                raise ConfigError(f"{origin}: {err}") from None
         else:
             changes[key] = str(value)
     if thresholds:
@@ -249,11 +268,12 @@ def from_file(config: Config, path: str) -> Config:
 
 
 def from_env(config: Config, environ: Mapping[str, str]) -> Config:
-    """Apply ``TPE_<SETTING>`` variables (``http_targets`` only from a file)."""
+    """Apply ``TPE_<SETTING>`` variables (``http_targets`` and ``log_formats`` only from a
+    file)."""
     values = {
         name: environ[f"TPE_{name.upper()}"]
         for name in [*SETTINGS, *ALIASES]
-        if name != "http_targets" and f"TPE_{name.upper()}" in environ
+        if name not in _FILE_ONLY and f"TPE_{name.upper()}" in environ
     }
     if "NODE_NAME" in environ and "node_name" not in values:
         values["node_name"] = environ["NODE_NAME"]

@@ -118,6 +118,7 @@ class PodInfo:
     deleting: bool = False  # has a deletionTimestamp (evicted, drained, deleted)
     checkpoint_request: str | None = None  # the checkpoint annotation's value
     stacks_request: str | None = None  # the stacks annotation's value
+    log_format: str = ""  # the log-format annotation: a configured format tried first
     status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
 
 

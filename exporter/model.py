@@ -786,6 +786,7 @@ class RunMeta:
     checkpoint_request: str | None = None  # the checkpoint annotation's value, if any
     stacks_request: str | None = None  # the stacks annotation's value, if any
     pod_uid: str = ""  # Kubernetes mode: a new UID under the same pod name is a new attempt
+    log_format: str = ""  # the pod's log-format annotation: a configured format tried first
 
 
 class RunView(Protocol):

@@ -78,13 +78,13 @@ def _logs(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polled
         if not config.log_paths:
             return None
         targets = standalone_targets(config.log_paths, config.namespace)
-        return LogSource(targets, ingestor, files_are_runs=True)
+        return LogSource(targets, ingestor, files_are_runs=True, formats=config.log_formats)
     if not config.log_root:  # switched off (no hostPath: Pod Security "restricted")
         return None
     from .logs.pods import pod_log_targets
 
     targets = pod_log_targets(config.log_root, cluster.pods, lambda p: cluster.meta(p, "log"))
-    return LogSource(targets, ingestor)
+    return LogSource(targets, ingestor, formats=config.log_formats)
 
 
 def _trainjob(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polled | None:

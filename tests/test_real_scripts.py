@@ -11,7 +11,8 @@ after 3 s) so that a step that froze while training went on would show.
 
 The scripts: ``tests/fixtures/scripts/`` (plain PyTorch with real tqdm, prints, a re-run, a
 resume) and ``tests/fixtures/logs/programs/`` (Transformers' Trainer with evaluation,
-Lightning with both bars, Keras 3, Accelerate, a tqdm loop). docs/logs.md has the table.
+Lightning with both bars and stopped by ``max_steps`` over an iterable dataset, Keras 3 with
+its bar and with ``verbose=2``, Accelerate, a tqdm loop). docs/logs.md has the table.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ CORPUS: dict[str, tuple[Path, int]] = {
             "transformers_trainer",
             "lightning_tqdm",
             "lightning_rich",
+            "lightning_max_steps",
             "keras_fit",
+            "keras_verbose2",
         )
     },
 }

@@ -40,12 +40,14 @@ class Excerpt:
     note: str = ""
 
 
-def excerpts() -> list[Excerpt]:
+def excerpts(corpus: Path = CORPUS) -> list[Excerpt]:
+    """The excerpts of ``corpus`` (default: the tuned corpus; its ``heldout/`` folder is
+    measured by bench/world_logs.py, not tuned on)."""
     out = []
-    for truth in sorted(CORPUS.glob("*.truth.json")):
+    for truth in sorted(corpus.glob("*.truth.json")):
         name = truth.name.removesuffix(".truth.json")
         doc = json.loads(truth.read_text(encoding="utf-8"))
-        text = (CORPUS / f"{name}.log").read_text(encoding="utf-8")
+        text = (corpus / f"{name}.log").read_text(encoding="utf-8")
         out.append(
             Excerpt(name, text, doc["tool"], doc["source"], doc["expect"], doc.get("note", ""))
         )

@@ -20,6 +20,7 @@ from ..annotations import (
     ANNOTATION_HTTP_PATH,
     ANNOTATION_HTTP_PORT,
     ANNOTATION_JOB,
+    ANNOTATION_LOG_FORMAT,
     ANNOTATION_STACKS,
     ANNOTATION_STATUS_FILE,
     ANNOTATION_STATUS_VOLUME,
@@ -246,4 +247,5 @@ def training_pod(
         checkpoint_request=clean_label(annotations.get(ANNOTATION_CHECKPOINT), 63),
         stacks_request=clean_label(annotations.get(ANNOTATION_STACKS), 63),
         status_file=_status_file(annotations),
+        log_format=clean_label(annotations.get(ANNOTATION_LOG_FORMAT), 63) or "",
     )

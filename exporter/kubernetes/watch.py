@@ -47,6 +47,7 @@ def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
         checkpoint_request=pod.checkpoint_request,
         stacks_request=pod.stacks_request,
         pod_uid=pod.uid,
+        log_format=pod.log_format,
     )
 
 

@@ -4,9 +4,10 @@ structured lines beating progress bars, and one progress bar picked as the train
 Pure and deterministic: lines go in with their time, a :class:`ProgressReport` comes out.
 Rules (docs/logs.md has the table of script shapes and what is read from each):
 
-* Structured parsers (Kubeflow marker, JSON lines, Transformers dicts, DeepSpeed, Katib,
-  plain ``step i/n`` prints) set every field they carry; once one has given a step, bars
-  never set the step again.
+* Structured lines (Kubeflow marker, JSON lines, Transformers dicts, DeepSpeed, Katib, the
+  general reader's progress lines, formats users add) set every field they carry; once one
+  has given a step, bars never set the step again, and a total a line printed beats a
+  bar's length.
 * Bars are grouped by their prefix (digits removed, so ``epoch 3`` and ``epoch 4``, or
   ``Epoch 1/8`` and ``Epoch 2/8``, are one bar) and total. A bar that starts over is the
   next pass of the same loop (the next epoch): its count is *cumulative*, the work of every
@@ -49,9 +50,6 @@ _OBSERVED = ("loss", "eval_loss", "learning_rate", "grad_norm")  # a line with o
 FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar
 # Trainer's log dicts kept (time, epoch) until a bar chunk shows the step at their time.
 EPOCH_MARKS = 32
-STRUCTURED = frozenset(
-    {"kubeflow-marker", "jsonl", "transformers", "deepspeed", "katib", "progress", "composer"}
-)
 # A description that names an evaluation loop. Lightning's: "Validation", "Validation
 # DataLoader 0", "Sanity Checking DataLoader 0", "Testing", "Predicting"; Trainer's and
 # Accelerate scripts': "Evaluating", "eval", "valid".
@@ -126,11 +124,14 @@ class _BarTrack:
         return self.base + n
 
     def step_known(self) -> bool:
-        """Whether the bar's cumulative count is the run's step. Not when the bar names an
-        epoch past the first while where its epochs start is unknown (a log read from the
-        middle: ``Epoch 9:`` is the tenth epoch in Lightning, the ninth in a 1-based loop),
-        nor when a bar without a total names an epoch whose earlier ones were not all seen
-        (Lightning stopped by ``max_steps``: ``Epoch 2: : 115816it`` counts epoch 2 only)."""
+        """Whether the bar's cumulative count is the run's step. The passes counted by the
+        epoch its description names are the run's only where every pass is the same length:
+        the bar was seen from the first epoch, or its description states the number of
+        epochs (``Epoch 3/10``, Keras, Lightning's Rich bar). Not when where its epochs start
+        is unknown (a log read from the middle: ``Epoch 9:`` is the tenth epoch in
+        Lightning, the ninth in a 1-based loop), nor for a bar first seen past the first
+        epoch without that count: Lightning stopped by ``max_steps`` draws each epoch's bar
+        to the steps left (``Epoch 2: 20/20`` after two epochs of 40)."""
         if self.label is None or self.first_label is None:
             return True
         if self.origin is not None:
@@ -139,7 +140,9 @@ class _BarTrack:
             first = self.first_label
         else:
             return False
-        return bool(self.total) or self.first_label <= first
+        if self.epochs is not None and self.total:
+            return True
+        return self.first_label <= first
 
     @property
     def per_pass(self) -> bool:
@@ -224,7 +227,8 @@ class LogAccumulator:
             if r.metrics:
                 self.metrics.update(r.metrics)
             self.final = self.final or r.final
-            if line.parser in STRUCTURED and (
+            # A line that is not a bar frame (frames repeat their postfix): one observation.
+            if line.bar is None and (
                 r.metrics or any(getattr(r, n) is not None for n in _OBSERVED)
             ):
                 self.samples.append((now if at is None else at, r.values()))

@@ -5,6 +5,7 @@ status file, as JSON, with the parsers that matched. The tool to run when a job 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +21,7 @@ from ..model import (
 )
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, Message, cannot_be_partial
+from .lines import NO_EXTRA, Extra, Format
 from .parse import HINT_BYTES, parse_message
 from .tail import FileTail
 
@@ -73,16 +75,18 @@ def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterato
         tail.close()
 
 
-def read_log(path: str, now: float) -> tuple[LogAccumulator, int, int]:
+def read_log(path: str, now: float, extra: Extra = NO_EXTRA) -> tuple[LogAccumulator, int, int]:
     """``path`` read as a log, the way the log source reads it: the accumulator that took
     its lines, how many messages were parsed, and how many lines were passed over unread
-    (none of the formats' hints in them)."""
+    (none of the formats' hints in them; with formats users configured, which have no
+    hints, every line is read)."""
     acc = LogAccumulator()
     count = 0
     skipped = [0]
-    for i, message in enumerate(messages(path, now, skipped)):
+    quick = extra == NO_EXTRA
+    for i, message in enumerate(messages(path, now, skipped if quick else None)):
         count += 1
-        found = parse_message(message.text, now)
+        found = parse_message(message.text, now, extra)
         if found:
             # Bars are told apart by how recently each advanced: in the file's time.
             at = message.time
@@ -91,8 +95,9 @@ def read_log(path: str, now: float) -> tuple[LogAccumulator, int, int]:
     return acc, count, skipped[0]
 
 
-def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
-    """The report ``path`` yields: as a status file if it is one, else as a log."""
+def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -> dict[str, Any]:
+    """The report ``path`` yields: as a status file if it is one, else as a log (with the
+    formats users configured, ``extra``)."""
     now = time.time() if now is None else now
     with open(path, "rb") as fh:
         head = fh.read(KUBEFLOW_MAX_BODY_BYTES + 1)
@@ -111,7 +116,7 @@ def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
                     "dropped": list(parsed.problems),
                     "report": report_dict(parsed.report),
                 }
-    acc, count, skipped = read_log(path, now)
+    acc, count, skipped = read_log(path, now, extra)
     chosen = acc.training_bar()
     bar = None
     if chosen is not None and chosen[1].last is not None:
@@ -133,12 +138,23 @@ def inspect_path(path: str, now: float | None = None) -> dict[str, Any]:
     }
 
 
-def main(paths: list[str]) -> int:
-    """Print one JSON document per path; exit 1 if any path could not be read."""
+def main(
+    paths: list[str], formats: tuple[Format, ...] = (), first: str | None = None
+) -> int:
+    """Print one JSON document per path; exit 1 if any path could not be read, 2 if
+    ``first`` names no format in ``formats``."""
+    extra = Extra(after=formats) if formats else NO_EXTRA
+    if first is not None:
+        chosen = [f for f in formats if f.name == first]
+        if not chosen:
+            names = ", ".join(f.name for f in formats) or "none configured"
+            print(f"inspect: no log format {first!r} in log_formats ({names})", file=sys.stderr)
+            return 2
+        extra = Extra(first=(chosen[0],), after=formats)
     status = 0
     for path in paths:
         try:
-            doc = inspect_path(path)
+            doc = inspect_path(path, extra=extra)
         except OSError as exc:
             doc = {"path": path, "error": exc.strerror or str(exc)}
             status = 1

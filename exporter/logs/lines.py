@@ -59,3 +59,15 @@ class Format(NamedTuple):
     name: str
     hints: tuple[str, ...]
     parse: Callable[[str, float], LineReport | None]
+
+
+class Extra(NamedTuple):
+    """Formats users configured (:mod:`exporter.logs.formats.custom`) beside the built-in
+    ones: ``first`` tried before them (a pod's ``log-format`` annotation names it), ``after``
+    tried on what they left."""
+
+    first: tuple[Format, ...] = ()
+    after: tuple[Format, ...] = ()
+
+
+NO_EXTRA = Extra()

@@ -11,18 +11,33 @@ from functools import lru_cache
 
 from .formats import FORMATS, HINTS
 from .formats.tqdm import parse_bar, read_bar
-from .lines import MAX_MESSAGE, Bar, LineReport
+from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 
 _ANY_HINT = re.compile("|".join(re.escape(h) for h in HINTS))
 # The same, on raw bytes: a line without any of them need not even be decoded.
 HINT_BYTES = re.compile(b"|".join(re.escape(h.encode()) for h in HINTS))
 
 
-def parse_line(msg: str, now: float) -> LineReport | None:
+def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
     """The first format that recognizes ``msg`` (one segment, no carriage return), or None
-    for an unrelated line."""
-    if not msg or len(msg) > MAX_MESSAGE or not _ANY_HINT.search(msg):
+    for an unrelated line. ``extra``: formats users configured, before and after ours."""
+    if not msg or len(msg) > MAX_MESSAGE:
         return None
+    for f in extra.first:
+        found = f.parse(msg, now)
+        if found is not None:
+            return found
+    found = _builtin(msg, now) if _ANY_HINT.search(msg) else None
+    if found is None:
+        for f in extra.after:
+            found = f.parse(msg, now)
+            if found is not None:
+                return found
+    return found
+
+
+def _builtin(msg: str, now: float) -> LineReport | None:
+    """The first built-in format that recognizes ``msg``."""
     if "%|" in msg and "{" not in msg:  # a tqdm frame, the most frequent progress line
         found = parse_bar(msg, now)
         if found is not None:
@@ -74,7 +89,7 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
     return _prefix_key(bar.prefix), bar.total
 
 
-def parse_message(msg: str, now: float) -> list[LineReport]:
+def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first.
 
     A message without a carriage return is one candidate. With them (a bar redrawn with
@@ -87,7 +102,7 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
         # Lightning prints it right after its bar's last frame, on the same line.
         msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
     if "\r" not in msg:
-        found = _parse_segment(msg, now)
+        found = _parse_segment(msg, now, extra)
         return [] if found is None else [found]
     out: list[LineReport] = []
     frames: dict[tuple[str, int | None], list[tuple[float, int]]] = {}
@@ -107,7 +122,7 @@ def parse_message(msg: str, now: float) -> list[LineReport]:
             continue
         if frames and _older_frame(segment, frames):
             continue
-        found = _parse_segment(segment, now)
+        found = _parse_segment(segment, now, extra)
         if found is None:
             continue
         if found.bar is not None:
@@ -158,10 +173,10 @@ def _older_frame(
     return True
 
 
-def _parse_segment(raw: str, now: float) -> LineReport | None:
+def _parse_segment(raw: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
     """One segment (no carriage return), terminal codes removed; a bar drawn with a cursor
     move up after it is marked nested."""
-    found = parse_line(plain(raw), now)
+    found = parse_line(plain(raw), now, extra)
     if found is not None and found.bar is not None and _CURSOR_UP in raw:
         return found._replace(bar=found.bar._replace(nested=True))
     return found

@@ -21,7 +21,7 @@ from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
 from ..stacks import RankStacks
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, parse_cri
-from .lines import EMPTY
+from .lines import EMPTY, NO_EXTRA, Extra, Format
 from .parse import newest_bar, parse_message
 from .stackdump import StackDumpReader
 from .tail import FileTail
@@ -78,11 +78,22 @@ class LogSource:
 
     name = NAME
 
-    def __init__(self, targets: Targets, ingestor: Ingestor, files_are_runs: bool = False) -> None:
+    def __init__(
+        self,
+        targets: Targets,
+        ingestor: Ingestor,
+        files_are_runs: bool = False,
+        formats: tuple[Format, ...] = (),
+    ) -> None:
         """``files_are_runs``: each file is the run (standalone), so a file that is gone
-        makes its run gone; in Kubernetes mode the pod decides that, not its log file."""
+        makes its run gone; in Kubernetes mode the pod decides that, not its log file.
+        ``formats``: the formats users configured (tried after the built-in ones, and first
+        for a pod whose log-format annotation names one)."""
         self.targets = targets
         self.ingestor = ingestor
+        self.formats = {f.name: f for f in formats}
+        self._after = Extra(after=formats) if formats else NO_EXTRA
+        self._unknown_format: set[str] = set()  # paths whose annotation names none (told once)
         self._present = ingestor.presence() if files_are_runs else None
         # Files named on the command line must be there: one that is not makes the source
         # down (with the reason on /readyz). A pod's log may come later; that is waiting.
@@ -127,7 +138,7 @@ class LogSource:
                     self.ingestor.drop(NAME, "line_too_long")
                 followed.tail.dropped_long_lines = 0
             followed.stacks.rank = self._keys[path][1].rank
-            if self._feed(followed, lines):
+            if self._feed(followed, lines, self._extra(path)):
                 self._report(path, followed)
             for dump in followed.dumps[-MAX_DUMPS:]:
                 self.ingestor.stacks(NAME, self._keys[path][0], dump)
@@ -146,7 +157,22 @@ class LogSource:
         else:
             self.ingestor.source_up(NAME, True)
 
-    def _feed(self, followed: _Followed, lines: list[bytes]) -> bool:
+    def _extra(self, path: str) -> Extra:
+        """The configured formats for ``path``'s log: the one its pod's annotation names
+        first, then all of them after the built-in ones."""
+        wanted = self._keys[path][1].log_format
+        if not wanted:
+            return self._after
+        chosen = self.formats.get(wanted)
+        if chosen is None:
+            if path not in self._unknown_format:
+                self._unknown_format.add(path)
+                self.ingestor.drop(NAME, "unknown_log_format")
+                log.warning("log %s: its log-format %r is not in log_formats", path, wanted)
+            return self._after
+        return Extra(first=(chosen,), after=self._after.after)
+
+    def _feed(self, followed: _Followed, lines: list[bytes], extra: Extra = NO_EXTRA) -> bool:
         now = self.ingestor.clock()
         joiner = followed.cri
         messages = joiner.stale(now)
@@ -179,7 +205,7 @@ class LogSource:
                     text = text[max(0, text.rfind("\r", 0, len(piece))) :]
                     seen.remove(piece)
                     break
-            for found in parse_message(text, now):
+            for found in parse_message(text, now, extra):
                 # A line's own time (its CRI timestamp) is read only for lines with values:
                 # most are bar frames.
                 at = message.time if found.report is not EMPTY else None

@@ -49,3 +49,9 @@ FORMATS: tuple[Format, ...] = (
 )
 # Every hint of every format, each once.
 HINTS: tuple[str, ...] = tuple(dict.fromkeys(h for f in FORMATS for h in f.hints))
+# Every name a line's parser may carry (training_exporter_log_matches_total{parser}): the
+# formats' own and those a format gives some of its lines. A format users add may take none.
+PARSER_NAMES: frozenset[str] = frozenset(
+    {f.name for f in FORMATS}
+    | {"tqdm", "lightning", "ultralytics", "exception", "kubeflow-marker", "deepspeed"}
+)

@@ -61,7 +61,9 @@ def parse_rich_bar(msg: str, now: float) -> LineReport | None:
 # Lines only Lightning prints: its accelerator banner, and the end of fit with the number of
 # epochs ("`Trainer.fit` stopped: `max_epochs=3` reached."), which finishes the run.
 _LIGHTNING_BANNER = re.compile(r"^(?:GPU|TPU|HPU) available: (?:True|False)")
-_LIGHTNING_STOPPED = re.compile(r"`Trainer\.fit` stopped: (?:`max_epochs=(\d+)` reached)?")
+_LIGHTNING_STOPPED = re.compile(
+    r"`Trainer\.fit` stopped: (?:`max_epochs=(\d+)` reached|`max_steps=(\d+)` reached)?"
+)
 
 
 def parse_lightning(msg: str, now: float) -> LineReport | None:
@@ -71,8 +73,14 @@ def parse_lightning(msg: str, now: float) -> LineReport | None:
         return None
     m = _LIGHTNING_STOPPED.search(msg)
     epochs = m.group(1) if m is not None else None
+    # Stopped by max_steps: the global step is that (fit_loop.py stops once it is reached).
+    steps = int(m.group(2)) if m is not None and m.group(2) else None
     report = ProgressReport(
-        framework="lightning", final=True, max_epochs=float(epochs) if epochs else None
+        framework="lightning",
+        final=True,
+        max_epochs=float(epochs) if epochs else None,
+        step=steps,
+        max_steps=steps,
     )
     return LineReport("lightning", report)
 

@@ -234,6 +234,11 @@ _EVAL_PHRASE = re.compile(
 _FRACTION = re.compile(r"\d\s*/\s*\d")
 
 
+# Every counter and every step key has one of these: a line without is no progress line,
+# found with one scan instead of one per counter (most lines a hint lets through are not).
+_MAYBE = re.compile(r"(?i)step|iter|epoch|batch=|train:|test:|num_updates|^\s*\d+\s+\|")
+
+
 def find_counter(text: str) -> tuple[Count, tuple[int, int]] | None:
     """The line's counter and where it stands, or None."""
     for pattern, read in COUNTERS:
@@ -245,7 +250,7 @@ def find_counter(text: str) -> tuple[Count, tuple[int, int]] | None:
 
 def read_progress(msg: str, now: float) -> LineReport | None:
     """The report a progress line makes, or None for any other line."""
-    if len(msg) > MAX_LINE or not any(h in msg for h in HINTS):
+    if len(msg) > MAX_LINE or not any(h in msg for h in HINTS) or not _MAYBE.search(msg):
         return None
     found = find_counter(msg)
     bare = None
