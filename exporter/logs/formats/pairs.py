@@ -14,9 +14,13 @@ from dataclasses import dataclass
 
 from .vocabulary import COUNTER_KEYS, field_of, metric_name
 
-# A key: words of letters, digits and ``_/.@-``, up to seven of them ("elapsed time per
-# iteration (ms)", "throughput per GPU (TFLOP/s/GPU)"), starting after a separator.
-_KEY = r"(?<![\w/.@\-'\"])(?P<key>[A-Za-z_][\w/.@\-]*(?: (?:[A-Za-z_(][\w/.@\-()]*)){0,6}?)"
+# A key: words of letters, digits and ``_/.@-``, up to seven of them, or a unit in
+# parentheses ("elapsed time per iteration (ms)", "throughput per GPU (TFLOP/s/GPU)"),
+# starting after a separator.
+_KEY = (
+    r"(?<![\w/.@\-'\"])(?P<key>[A-Za-z_][\w/.@\-]*"
+    r"(?: (?:[A-Za-z_][\w/.@\-]*|\([^()\s]{1,32}\))){0,6}?)"
+)
 # Between them: ":" or "=" (spaces around allowed), or spaces alone ("loss 4.0863").
 _SEP = r"(?:\s*[:=]\s*|\s+)"
 # A number as printed: thousands separators ("10,050"), exponents ("2.5E+00"), nan/inf; then

@@ -113,6 +113,25 @@ def _pcdet(m: re.Match[str]) -> Count:
     return Count(total=epochs * n, epoch=e - 1 + (i + 1) / n, max_epochs=epochs)
 
 
+def _swin(m: re.Match[str]) -> Count:
+    """Swin Transformer's ``Train: [e/E][i/n]``: the epoch from ``range(start, EPOCHS)``
+    (0-based) and the batch index (main.py ``train_one_epoch``)."""
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), int(m["E"]))
+
+
+def _epoch_of_n(m: re.Match[str]) -> Count:
+    """``epoch e/E`` and ``iter i/n`` (or ``step``) on one line: YOLOX (``epoch: 36/300,
+    iter: 1040/1849``, yolox/core/trainer.py: ``self.epoch + 1``, ``self.iter + 1``), the
+    PyTorch tutorials' ``Epoch [2/8], Step [10/100]``, llama-recipes' ``Training Epoch:
+    1/3, step 10/100``: the count is within the epoch, whose number is 1-based where it
+    prints its total (the last epoch shows ``E/E``; a 0 says 0-based)."""
+    e, epochs = int(m["e"]), int(m["E"])
+    if e > epochs:
+        return Count()
+    done = e if e == 0 else e - 1
+    return _epoch_relative(done, int(m["i"]), int(m["n"]), epochs)
+
+
 def _fairseq(m: re.Match[str]) -> Count:
     """fairseq's ``epoch 001:   3200 / 160368``: a 1-based epoch and the update within it
     (its ``num_updates`` pair, where printed, is the global step)."""
@@ -169,6 +188,12 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (re.compile(r"^\s*Test:\s*(?:\[|Total)"), _eval_count),  # MetricLogger's evaluation
     (
         re.compile(
+            r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
+        ),
+        _swin,
+    ),
+    (
+        re.compile(
             r"\bTrain:\s+(?P<e>\d{1,9})/(?P<E>\d{1,9}) \(\s*\d+%\)\s+\[\s*(?P<i>\d{1,12})/"
             r"(?P<n>\d{1,12}) \("
         ),
@@ -194,6 +219,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _eval_count,
     ),
     (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d{1,9})\s*/\s*(?P<E>\d{1,9})\]?[\s,;|]+"
+            r"(?:\w+\s+){0,2}?(?:step|iter(?:ation)?)s?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
+            r"(?P<n>\d{1,15})\]?(?![\d/.])"
+        ),
+        _epoch_of_n,
+    ),
     (re.compile(r"\bEpoch\s+(?P<e>\d{1,9}),\s+(?P<i>\d{1,12})/\s*(?P<n>\d{1,12});"), _onmt_epoch),
     # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |"
     (
@@ -265,9 +298,12 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         rest = rest[1:]
     # Other counters on the line (an epoch beside a step) are no pairs.
     rest = _EPOCH_WORD.sub(" | ", rest)
-    pairs = find_pairs(rest)
+    # Values printed before the counter count too ("loss:0.74, global_step:190").
+    before = find_pairs(_EPOCH_WORD.sub(" | ", msg[:start])) if found is not None else []
+    pairs = before + find_pairs(rest)
     # What the line prints before its first value: the counter, and words saying what it is.
-    head = msg[start:end] + (rest[: rest.find(pairs[0].key)] if pairs else rest)
+    after = pairs[len(before) :]
+    head = msg[start:end] + (rest[: rest.find(after[0].key)] if after else rest)
     evaluation = count.evaluation or _EVAL_PHRASE.search(msg[:start] + head) is not None
     if evaluation and _FRACTION.search(head):
         return None  # an evaluation still counting its batches: its result comes later

@@ -58,6 +58,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "eval/loss",
         "loss_val",
         "test_loss",
+        "val",  # LitGPT: "loss train: 2.846, val: 2.861"
     ),
     "learning_rate": ("learning_rate", "lr", "actor/lr", "train/learning_rate"),
     "grad_norm": ("grad_norm", "gnorm", "actor/grad_norm", "train/grad_norm"),
