@@ -149,6 +149,19 @@ def _nemo(m: re.Match[str]) -> Count:
     return Count(step=step, total=int(m["n"]))
 
 
+def _espnet(m: re.Match[str]) -> Count:
+    """ESPnet2's reporter: ``17epoch:train:6376-6750batch:``, the batches of a 1-based
+    epoch whose size it does not print: the run's step only in the first epoch."""
+    if m["mode"] != "train":
+        return Count(evaluation=True)
+    return Count(step=int(m["b"])) if m["e"] == "1" else Count()
+
+
+def _samples(m: re.Match[str]) -> Count:
+    """OpenCLIP's ``Train Epoch: 0 [ 38464/109468 (18%)]``: samples of the epoch, no step."""
+    return Count()
+
+
 def _onmt_epoch(m: re.Match[str]) -> Count:
     """OpenNMT-py before 0.4: ``Epoch  1, 12850/37527;``, both 1-based."""
     return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
@@ -186,6 +199,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _metric_logger,
     ),
     (re.compile(r"^\s*Test:\s*(?:\[|Total)"), _eval_count),  # MetricLogger's evaluation
+    (
+        re.compile(
+            r"\b(?P<e>\d{1,9})epoch:(?P<mode>[a-z]+):(?P<a>\d{1,15})-(?P<b>\d{1,15})batch:"
+        ),
+        _espnet,
+    ),
+    (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), _samples),
     (
         re.compile(
             r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
@@ -342,9 +362,13 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         doc["tokens"] = int(tokens)
     named = {k for k in doc if k not in ("step", "max_steps", "epoch", "max_epochs")}
     if not evaluation:
-        has_step = "step" in doc
-        if not has_step or not (named or fields.metrics or "max_steps" in doc):
-            return None  # a counter alone is too common a word ("saved at step 100")
+        # A line needs a step (a counter or a step key), or a counter whose step is
+        # unknown (a later epoch of unknown size), and a value beside it: a counter alone
+        # is too common a word ("saved at step 100").
+        if "step" not in doc and (found is None or count.step is not None):
+            return None
+        if not (named or fields.metrics or "max_steps" in doc):
+            return None
     if fields.metrics:
         doc["metrics"] = fields.metrics
     return native(doc, now, "progress")
