@@ -115,7 +115,8 @@ def test_standalone_exporter_reads_with_the_config_files_formats(
 ) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text(
-        "log_formats:\n  mine:\n    regex: 'epoch=(?P<epoch>\\d+) batch=(?P<step>\\d+) of (?P<total>\\d+)'\n"
+        "log_formats:\n  mine:\n"
+        "    regex: 'epoch=(?P<epoch>\\d+) batch=(?P<step>\\d+) of (?P<total>\\d+)'\n"
     )
     config = load({"config": str(cfg)}, {})
     log = tmp_path / "job.log"

@@ -60,7 +60,7 @@ FIXTURES = [
         {"loss": 0.321},
     ),
     ("step 10/100 loss 0.53", "progress", {"step": 10, "max_steps": 100, "loss": 0.53}),
-        # An epoch of a total and a step of a total: the step counts within the epoch (the
+    # An epoch of a total and a step of a total: the step counts within the epoch (the
     # PyTorch tutorials' "Epoch [2/8], Step [10/100]", YOLOX, llama-recipes).
     (
         "Epoch 2/8 | Step: 10 of 100, train_loss=0.5",

@@ -332,6 +332,11 @@ class LogAccumulator:
             track.label = label
             if track.first_label is None or label < track.first_label:
                 track.first_label = label
+            # The line itself began in an earlier epoch (one bar redrawn across epochs, read
+            # whole): the epochs from there on were all drawn with this bar.
+            began = epoch_of(line.first_prefix) if line.first_prefix else None
+            if began is not None and not track.frames and began[0] < track.first_label:
+                track.first_label = began[0]
         if line.frames and bar.elapsed_seconds is not None and bar.n >= track.last_n:
             # A chunk of frames (a tqdm line reaches a container log 16 KiB at a time): the
             # frames between the last one read and the newest, at the times the bar's own
@@ -487,6 +492,17 @@ class LogAccumulator:
                     values["epoch"] = track.work() / track.total
                     if track.epochs is not None:
                         values["max_epochs"] = float(track.epochs)
+            elif (
+                self.structured_step
+                and track.step_known()
+                and "max_steps" not in self.values
+                and total is not None
+                and total >= int(self.values.get("step", 0))  # type: ignore[call-overload]
+            ):
+                # A printed step wins over the bar's count, not over its length: Trainer's
+                # bar beside DeepSpeed's "step=2000" still says the run is 24128 steps.
+                values["max_steps"] = total
+                values["total_from_bar"] = track.epochs is None and outer is None
             if (
                 bar.remaining_seconds is not None
                 and "eta_seconds" not in self.values

@@ -138,9 +138,7 @@ def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -
     }
 
 
-def main(
-    paths: list[str], formats: tuple[Format, ...] = (), first: str | None = None
-) -> int:
+def main(paths: list[str], formats: tuple[Format, ...] = (), first: str | None = None) -> int:
     """Print one JSON document per path; exit 1 if any path could not be read, 2 if
     ``first`` names no format in ``formats``."""
     extra = Extra(after=formats) if formats else NO_EXTRA

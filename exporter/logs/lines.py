@@ -39,6 +39,9 @@ class LineReport(NamedTuple):
     # The same bar's older frames in this message, (elapsed seconds, n), oldest first: each
     # frame is stamped by the bar's own clock, so a chunk of frames is a run of rate samples.
     frames: tuple[tuple[float, int], ...] = ()
+    # The description of the same bar's oldest frame in this message: the epoch a whole
+    # line of a bar reused across epochs (Lightning's) began in.
+    first_prefix: str | None = None
 
 
 def native(

@@ -103,9 +103,14 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
     if "\r" not in msg:
         found = _parse_segment(msg, now, extra)
+        if found is not None and found.bar is not None and (rest := after_bar(msg)):
+            # The bar, then what another logger printed after its frame on the same line.
+            beside = _parse_segment(rest, now, extra)
+            return [found] if beside is None else [found, beside]
         return [] if found is None else [found]
     out: list[LineReport] = []
     frames: dict[tuple[str, int | None], list[tuple[float, int]]] = {}
+    firsts: dict[tuple[str, int | None], str] = {}
     parsed = 0
     oldest: str | None = None  # the oldest bar frame passed over once every bar had its ticks
     full = False  # every bar found has its ticks (checked every 32 segments)
@@ -120,7 +125,7 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         if full and ("%|" in segment or "it [" in segment):
             oldest = segment
             continue
-        if frames and _older_frame(segment, frames):
+        if frames and _older_frame(segment, frames, firsts):
             continue
         found = _parse_segment(segment, now, extra)
         if found is None:
@@ -134,9 +139,9 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
             frames[key] = []
         out.append(found)
     if oldest is not None:
-        _older_frame(oldest, frames)
+        _older_frame(oldest, frames, firsts)
     out.reverse()
-    return [_with_frames(r, frames) for r in out]
+    return [_with_frames(r, frames, firsts) for r in out]
 
 
 def _enough(frames: dict[tuple[str, int | None], list[tuple[float, int]]]) -> bool:
@@ -156,21 +161,38 @@ def _enough(frames: dict[tuple[str, int | None], list[tuple[float, int]]]) -> bo
 
 
 def _older_frame(
-    segment: str, frames: dict[tuple[str, int | None], list[tuple[float, int]]]
+    segment: str,
+    frames: dict[tuple[str, int | None], list[tuple[float, int]]],
+    firsts: dict[tuple[str, int | None], str] | None = None,
 ) -> bool:
     """Whether ``segment`` is an older frame of a bar already found newer in the message; if
-    so its clock and count are added to ``frames``. Only those are read (not its postfix):
-    a 16 KiB chunk holds some 200 frames, and all but the newest are rate samples."""
+    so its clock and count are added to ``frames``, and its description to ``firsts`` (the
+    oldest wins: which epoch the line began in). Only those are read (not its postfix): a
+    16 KiB chunk holds some 200 frames, and all but the newest are rate samples."""
     if "%|" not in segment and "it [" not in segment:
         return False
     found = read_bar(plain(segment))
     if found is None or found[0].elapsed_seconds is None:
         return False
-    older = frames.get(bar_key(found[0]))
+    key = bar_key(found[0])
+    older = frames.get(key)
     if older is None:
         return False
     older.append((found[0].elapsed_seconds, found[0].n))
+    if firsts is not None:
+        firsts[key] = found[0].prefix
     return True
+
+
+# What another logger printed right after a bar's frame, on the same line (no newline between:
+# "| 1999/24128 [1:52:09<20:27:23,  3.33s/it][2021-11-26 ...] [Rank 0] step=2000, ...").
+_AFTER_BAR = re.compile(r"(?:it/s|s/it|\?it/s)[^\]\r]{0,512}\](?P<rest>\S.*)$")
+
+
+def after_bar(segment: str) -> str:
+    """The text another logger appended to a bar frame, or ""."""
+    m = _AFTER_BAR.search(segment) if "%|" in segment else None
+    return m["rest"] if m is not None else ""
 
 
 def _parse_segment(raw: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
@@ -183,11 +205,16 @@ def _parse_segment(raw: str, now: float, extra: Extra = NO_EXTRA) -> LineReport 
 
 
 def _with_frames(
-    found: LineReport, frames: dict[tuple[str, int | None], list[tuple[float, int]]]
+    found: LineReport,
+    frames: dict[tuple[str, int | None], list[tuple[float, int]]],
+    firsts: dict[tuple[str, int | None], str] | None = None,
 ) -> LineReport:
-    """``found`` with its bar's older frames, one per tick of the bar's clock, oldest first."""
+    """``found`` with its bar's older frames, one per tick of the bar's clock, oldest first,
+    and the description of its oldest frame in the message."""
     if found.bar is None or not (older := frames.get(bar_key(found.bar))):
         return found
+    if firsts and (first := firsts.get(bar_key(found.bar))) is not None:
+        found = found._replace(first_prefix=first)
     ticks: list[tuple[float, int]] = []
     for elapsed, n in reversed(older):  # oldest first: keep the first frame of each second
         if not ticks or elapsed > ticks[-1][0]:

@@ -200,9 +200,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     ),
     (re.compile(r"^\s*Test:\s*(?:\[|Total)"), _eval_count),  # MetricLogger's evaluation
     (
-        re.compile(
-            r"\b(?P<e>\d{1,9})epoch:(?P<mode>[a-z]+):(?P<a>\d{1,15})-(?P<b>\d{1,15})batch:"
-        ),
+        re.compile(r"\b(?P<e>\d{1,9})epoch:(?P<mode>[a-z]+):(?P<a>\d{1,15})-(?P<b>\d{1,15})batch:"),
         _espnet,
     ),
     (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), _samples),

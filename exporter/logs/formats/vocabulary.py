@@ -28,6 +28,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "current_steps",  # LLaMA-Factory trainer_log.jsonl
         "trainer/global_step",
         "step",
+        "steps",  # SpeechBrain's train logger: "epoch: 81, lr: ..., steps: 43659, ..."
     ),
     "max_steps": (
         "max_steps",
