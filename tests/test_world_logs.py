@@ -53,3 +53,31 @@ def test_what_is_not_read_yet_is_unknown_not_wrong(excerpt, form: str, tmp_path:
 def test_docs_table_is_generated_from_the_truth_files() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert section(text) == text, "run: python -m tests.worldlogs --write"
+
+
+def test_printed_rates_checkpoints_and_eval_reach_their_series(
+    exporter_factory, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """What logs print beside the step reaches the series that already exist: torchtitan's
+    MFU as training_model_flops_utilization (it gives no FLOPs per token), nanoGPT's eval loss
+    and its checkpoint (the step of the line before), through a real exporter's /metrics."""
+    from .conftest import http
+
+    by_name = {e.name: e for e in EXCERPTS}
+    for name in ("torchtitan-profiler", "nanogpt-nan"):
+        (tmp_path / f"{name}.log").write_text(by_name[name].text)
+    exp = exporter_factory(log_paths=(str(tmp_path / "*.log"),), namespace="local")
+    exp.poll_once()
+    body = http("GET", exp.url + "/metrics")[1].decode()
+
+    def value(metric: str, job: str) -> float:
+        for line in body.splitlines():
+            if line.startswith(metric + "{") and f'job_name="{job}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"no {metric} for {job}")
+
+    assert value("training_model_flops_utilization", "torchtitan-profiler") == pytest.approx(0.3433)
+    assert value("training_step", "torchtitan-profiler") == 250
+    assert value("training_eval_loss", "nanogpt-nan") == pytest.approx(4.0427)
+    assert value("training_last_checkpoint_step", "nanogpt-nan") == 3000
+    assert 'metric="tokens_per_second_per_gpu"' in body

@@ -216,10 +216,14 @@ class LogAccumulator:
                 if value is not None:
                     self.values[name] = value
             if r.checkpoint_timestamp is not None:
-                # The line's own time; a checkpoint that names no step is at the run's.
+                # The line's own time; a save that names no step is at the step read so far.
                 self.values["checkpoint_timestamp"] = r.checkpoint_timestamp if at is None else at
                 if r.checkpoint_step is not None:
                     self.values["checkpoint_step"] = r.checkpoint_step
+                elif (step := self._step_now()) is not None:
+                    # A save that names no step (nanoGPT's "saving checkpoint to out") is at
+                    # the step read so far, not at the run's step when the report is made.
+                    self.values["checkpoint_step"] = step
                 else:
                     self.values.pop("checkpoint_step", None)
             if r.step is not None:  # a printed step (bars count in Bar.n, never here)
@@ -240,6 +244,17 @@ class LogAccumulator:
             self._bar(line, now)
             if line.frames and not self.structured_step:
                 self._learn_steps_per_epoch()
+
+    def _step_now(self) -> int | None:
+        """The run's step as the lines read so far say it (a printed one, else the
+        training bar's count where that is the step)."""
+        said = self.values.get("step")
+        if isinstance(said, int):
+            return said
+        chosen = self.training_bar()
+        if chosen is not None and not self.structured_step and chosen[1].step_known():
+            return chosen[1].work()
+        return None
 
     def _advances(self, line: LineReport) -> bool:
         """Whether ``line`` shows training beyond what was read before it: a printed step
