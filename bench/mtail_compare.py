@@ -152,7 +152,7 @@ def ours(port: int) -> dict[str, Any]:
     return runs[0] if runs else {}
 
 
-def run(megabytes: int = 250) -> dict[str, Any]:
+def run(megabytes: int = 250, shape: str = "lines") -> dict[str, Any]:
     mtail = shutil.which("mtail")
     if not mtail:
         raise SystemExit("mtail is not installed (apt-get install mtail)")
@@ -188,7 +188,7 @@ def run(megabytes: int = 250) -> dict[str, Any]:
             t0 = time.monotonic()
             last = (0, 0)
             with open(log, "a", buffering=1024 * 1024) as fh:
-                for line, step, total in lines(megabytes * 1024 * 1024):
+                for line, step, total in SHAPES[shape](megabytes * 1024 * 1024):
                     fh.write(line)
                     last = (step, total)
             final_loss = "2.5000"
@@ -228,6 +228,7 @@ def run(megabytes: int = 250) -> dict[str, Any]:
             stop(oproc)
             stop(mproc)
     return {
+        "shape": shape,
         "megabytes": megabytes,
         "final_step": last[0],
         "final_total": last[1],
@@ -311,6 +312,9 @@ def main() -> int:
     parser.add_argument("--fleet-seconds", type=float, default=30.0)
     parser.add_argument("--inspect-only", action="store_true")
     parser.add_argument(
+        "--live-only", action="store_true", help="only the side-by-side live tail of --shape"
+    )
+    parser.add_argument(
         "--shape", choices=tuple(SHAPES), default="lines",
         help="pchunks: a quarter of the lines are stderr P chunks of tqdm frames (containerd); "
         "crio: a quarter are one-frame P lines (CRI-O)",
@@ -318,6 +322,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.inspect_only:
         print(json.dumps(inspect_vs_mtail(args.megabytes, args.shape), indent=2))
+        return 0
+    if args.live_only:
+        print(json.dumps(run(args.megabytes, args.shape), indent=2))
         return 0
     print(
         json.dumps(

@@ -169,7 +169,7 @@ SETTINGS = sorted(
     | {"http_targets", "log_formats"}
 )
 # Settings only a file can give (a list of mappings, a mapping of patterns).
-_FILE_ONLY = {"http_targets", "log_formats"}
+FILE_ONLY = {"http_targets", "log_formats"}
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 
 
@@ -273,7 +273,7 @@ def from_env(config: Config, environ: Mapping[str, str]) -> Config:
     values = {
         name: environ[f"TPE_{name.upper()}"]
         for name in [*SETTINGS, *ALIASES]
-        if name not in _FILE_ONLY and f"TPE_{name.upper()}" in environ
+        if name not in FILE_ONLY and f"TPE_{name.upper()}" in environ
     }
     if "NODE_NAME" in environ and "node_name" not in values:
         values["node_name"] = environ["NODE_NAME"]
