@@ -99,7 +99,11 @@ class CriJoiner:
     max_chars: int = MAX_PARTIAL
     timeout: float = PARTIAL_TIMEOUT
     too_long: int = 0  # lines dropped for exceeding max_chars since last read
-    _partial: dict[str, str] = field(default_factory=dict)
+    # Each waiting stream's chunks, kept apart and joined once its line completes: CRI-O
+    # writes a P line per bar frame, and joining as they come would copy the line once per
+    # frame (quadratic in a bar of thousands of frames).
+    _partial: dict[str, list[str]] = field(default_factory=dict)
+    _size: dict[str, int] = field(default_factory=dict)
     _since: dict[str, float] = field(default_factory=dict)
     _time: dict[str, str] = field(default_factory=dict)
 
@@ -109,30 +113,41 @@ class CriJoiner:
         cri = parse_cri(line)
         if cri is None:
             return Message(line.rstrip("\n"))
-        if not cri.partial and cri.stream not in self._partial:  # the usual whole line
+        stream = cri.stream
+        if not cri.partial and stream not in self._partial:  # the usual whole line
             return Message(cri.message, cri.time)
-        joined = self._partial.pop(cri.stream, "") + cri.message
-        if len(joined) > self.max_chars:
+        chunks = self._partial.setdefault(stream, [])
+        chunks.append(cri.message)
+        size = self._size.get(stream, 0) + len(cri.message)
+        if size > self.max_chars:
             # A bar redrawn without a newline for a long time: keep its newest frames.
+            joined = "".join(chunks)
             cr = joined.find("\r", len(joined) - KEEP_FRAMES)
             if cr >= 0:
                 joined = joined[cr:]
+            chunks[:] = [joined]
+            size = len(joined)
+        self._size[stream] = size
         if cri.partial:
-            if len(joined) <= self.max_chars:
-                self._partial[cri.stream] = joined
-                self._since.setdefault(cri.stream, now)
-                self._time[cri.stream] = cri.time
+            if size <= self.max_chars:
+                self._since.setdefault(stream, now)
+                self._time[stream] = cri.time
             else:
-                self._since.pop(cri.stream, None)
-                self._time.pop(cri.stream, None)
+                self._drop(stream)
                 self.too_long += 1
             return None
-        self._since.pop(cri.stream, None)
-        self._time.pop(cri.stream, None)
+        joined = "".join(self._partial.pop(stream))
+        self._drop(stream)
         if len(joined) > self.max_chars:
             self.too_long += 1
             return None
         return Message(joined, cri.time)
+
+    def _drop(self, stream: str) -> None:
+        self._partial.pop(stream, None)
+        self._size.pop(stream, None)
+        self._since.pop(stream, None)
+        self._time.pop(stream, None)
 
     def stale(self, now: float) -> list[Message]:
         """Partial lines that waited ``timeout`` seconds for their final chunk, as they are."""
@@ -158,22 +173,29 @@ class CriJoiner:
     def peek(self) -> list[str]:
         """The partial lines waiting for their final chunk, left in place (the newest bar
         frame in one is read before the line ends)."""
-        return list(self._partial.values())
+        out = []
+        for chunks in self._partial.values():
+            if len(chunks) > 1:
+                chunks[:] = ["".join(chunks)]  # joined once, then kept joined
+            out.append(chunks[0] if chunks else "")
+        return out
 
     def held(self) -> list[int]:
         """The length of each partial line waiting for its final chunk (memory is bounded)."""
-        return [len(text) for text in self._partial.values()]
+        return list(self._size.values())
 
     def clear(self) -> None:
         """Forget partial chunks (lines were skipped: they can no longer be joined)."""
         self._partial.clear()
+        self._size.clear()
         self._since.clear()
         self._time.clear()
 
     def _take(self, streams: list[str]) -> list[Message]:
         out = []
         for stream in streams:
-            self._since.pop(stream, None)
-            stamp = self._time.pop(stream, "")
-            out.append(Message(self._partial.pop(stream, ""), stamp))
+            stamp = self._time.get(stream, "")
+            text = "".join(self._partial.get(stream, ()))
+            self._drop(stream)
+            out.append(Message(text, stamp))
         return out

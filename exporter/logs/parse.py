@@ -190,8 +190,11 @@ _AFTER_BAR = re.compile(r"(?:it/s|s/it|\?it/s)[^\]\r]{0,512}\](?P<rest>\S.*)$")
 
 
 def after_bar(segment: str) -> str:
-    """The text another logger appended to a bar frame, or ""."""
-    m = _AFTER_BAR.search(segment) if "%|" in segment else None
+    """The text another logger appended to a bar frame, or "" (a frame ends in its ``]``:
+    the usual case costs no search)."""
+    if "%|" not in segment or segment.rstrip().endswith("]"):
+        return ""
+    m = _AFTER_BAR.search(segment)
     return m["rest"] if m is not None else ""
 
 
