@@ -435,3 +435,28 @@ def test_trainer_log_dicts_give_the_step_once_a_bar_chunk_showed_the_steps_per_e
     feed("".join(f"\r{2 * e + 100}it [00:{e:02d}, 2.00it/s]" for e in range(10, 51)), 100.0)
     feed(logged("0.21"), 105.0, 105.0)
     assert acc.report().step == 200
+
+
+_WORDS = st.sampled_from(
+    [
+        "step", "Step", "iter", "iteration", "epoch", "Epoch", "loss", "lm loss", "val loss",
+        "global_step", "num_updates", "lr", "tps", "mfu", "[batch=", "Train:", "Test:",
+        "Epoch(train)", "|", " - ", ",", ":", "=", "/", "[", "]", "(", ")", "%", "nan", "inf",
+        "1e308", "-3", "0", "7", "2,000", "99999999999999999999", "valid on", "Validation",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_WORDS, max_size=24).map(" ".join))
+def test_the_general_reader_never_raises_and_stays_in_bounds(msg: str) -> None:
+    """Hostile progress-like lines: the general reader returns nothing or a report whose
+    values are within the model's bounds (a step of 10^20 is dropped, not exported)."""
+    found = parse_line(msg, NOW)
+    if found is None:
+        return
+    r = found.report
+    assert r.step is None or 0 <= r.step <= 10**15, msg
+    assert r.max_steps is None or 0 < r.max_steps <= 10**15, msg
+    assert r.epoch is None or math.isfinite(r.epoch), msg
+    assert not r.final or found.parser not in ("progress", "jsonl", "composer"), msg

@@ -192,8 +192,10 @@ _AFTER_BAR = re.compile(r"(?:it/s|s/it|\?it/s)[^\]\r]{0,512}\](?P<rest>\S.*)$")
 def after_bar(segment: str) -> str:
     """The text another logger appended to a bar frame, or "" (a frame ends in its ``]``:
     the usual case costs no search)."""
-    if "%|" not in segment or segment.rstrip().endswith("]"):
-        return ""
+    bar = segment.find("%|")
+    end = segment.find("]", bar) if bar >= 0 else -1
+    if end < 0 or not segment[end + 1 :].strip():
+        return ""  # no bar, or nothing after the frame's own "]"
     m = _AFTER_BAR.search(segment)
     return m["rest"] if m is not None else ""
 

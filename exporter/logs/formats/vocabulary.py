@@ -48,6 +48,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss_train",  # LitGPT ("loss train")
         "actor/loss",  # verl
         "actor/pg_loss",  # verl before it printed actor/loss
+        "policy_loss",  # OpenRLHF's PPO bar postfix
         "xent",  # OpenNMT-py's cross-entropy
     ),
     "eval_loss": (
