@@ -68,6 +68,22 @@ def _clock(seconds: int) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
+def _frame(step: int, total: int) -> str:
+    """One tqdm frame at ``step`` of ``total``, drawn at 4 it/s (``\r`` first)."""
+    pct = step * 100 // total
+    clock = f"{_clock(step // 4)}<{_clock((total - step) // 4)}"
+    return f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [{clock},  4.00it/s]"
+
+
+def _stdout_line(rng: random.Random) -> str:
+    """A stdout ``F`` line: mostly unrelated, some Trainer dicts."""
+    if rng.random() < 0.93:
+        msg = f"INFO worker {rng.randint(0, 7)} data shard {rng.randint(0, 10**6)} loaded in {rng.random():.3f}s"
+    else:
+        msg = f"{{'loss': '{2 + rng.random():.4f}', 'grad_norm': '1.0', 'learning_rate': '5e-05', 'epoch': '0.1'}}"
+    return f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+
+
 def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
     """CRI lines as containerd writes a run whose tqdm bar goes to stderr: a quarter of the
     lines are 16 KiB chunks of bar frames (``\r`` between them; ``P`` until the bar closes
@@ -82,9 +98,7 @@ def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
             size = 0
             while size < 16 * 1024 - 120:
                 step += 1
-                pct = step * 100 // total
-                clock = f"{_clock(step // 4)}<{_clock((total - step) // 4)}"  # 4 it/s
-                frame = f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [{clock},  4.00it/s]"
+                frame = _frame(step, total)
                 frames.append(frame)
                 size += len(frame.encode())
             chunks_left -= 1
@@ -92,12 +106,8 @@ def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
             if chunks_left <= 0:
                 chunks_left = rng.randint(1, 60)
             line = f"2026-11-29T18:20:54.123456789Z stderr {tag} {''.join(frames)}\n"
-        elif rng.random() < 0.93:
-            msg = f"INFO worker {rng.randint(0, 7)} data shard {rng.randint(0, 10**6)} loaded in {rng.random():.3f}s"
-            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
         else:
-            msg = f"{{'loss': '{2 + rng.random():.4f}', 'grad_norm': '1.0', 'learning_rate': '5e-05', 'epoch': '0.1'}}"
-            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+            line = _stdout_line(rng)
         written += len(line.encode())
         yield line, step, total
 
@@ -114,20 +124,14 @@ def crio_lines(total_bytes: int, seed: int = 1) -> Any:
     while written < total_bytes:
         if rng.random() < 0.25:
             step += 1
-            pct = step * 100 // total
-            clock = f"{_clock(step // 4)}<{_clock((total - step) // 4)}"  # 4 it/s
-            frame = f"\r{pct:3d}%|{'█' * (pct // 10):10s}| {step}/{total} [{clock},  4.00it/s]"
+            frame = _frame(step, total)
             frames_left -= 1
             tag = "P" if frames_left > 0 else "F"
             if frames_left <= 0:
                 frames_left = rng.randint(1, 2000)
             line = f"2026-11-29T18:20:54.123456789Z stderr {tag} {frame}\n"
-        elif rng.random() < 0.93:
-            msg = f"INFO worker {rng.randint(0, 7)} data shard {rng.randint(0, 10**6)} loaded in {rng.random():.3f}s"
-            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
         else:
-            msg = f"{{'loss': '{2 + rng.random():.4f}', 'grad_norm': '1.0', 'learning_rate': '5e-05', 'epoch': '0.1'}}"
-            line = f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
+            line = _stdout_line(rng)
         written += len(line.encode())
         yield line, step, total
 
