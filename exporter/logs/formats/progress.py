@@ -59,6 +59,9 @@ class Count(NamedTuple):
     epoch: float | None = None
     max_epochs: int | None = None
     evaluation: bool = False
+    # An epoch alone ("Epoch 3/10:", "(Epoch 21)"): a per-epoch summary, whose values are
+    # read only where the vocabulary names one (its step is unknown).
+    summary: bool = False
 
 
 def _int(text: str | None) -> int | None:
@@ -160,6 +163,13 @@ def _espnet(m: re.Match[str]) -> Count:
 def _samples(m: re.Match[str]) -> Count:
     """OpenCLIP's ``Train Epoch: 0 [ 38464/109468 (18%)]``: samples of the epoch, no step."""
     return Count()
+
+
+def _epoch_summary(m: re.Match[str]) -> Count:
+    """An epoch with no count within it (``Epoch [3/10], Loss: 0.52``, ``(Epoch 21) TRAIN
+    LOSS:0.1832``): the number of epochs where printed; which epoch is done is 0- or 1-based,
+    and the step unknown."""
+    return Count(max_epochs=_int(m["E"]), summary=True)
 
 
 def _onmt_epoch(m: re.Match[str]) -> Count:
@@ -269,6 +279,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     ),
     # "iter: 1259", "iter 1631:"
     (re.compile(r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"), _step_of),
+    # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832"
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\[?\s*\d{1,9}(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
+            r"(?![\d/.])"
+        ),
+        _epoch_summary,
+    ),
 )
 # A bare leading count before a "|" (modded-nanoGPT style "420 | loss 4.06 | lr ..."): only
 # with a loss on the line, since many lines start with a number.
@@ -367,6 +385,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
             return None
         if not (named or fields.metrics or "max_steps" in doc):
             return None
+        if count.summary and not named:
+            return None  # "Epoch 5: val_loss improved from 0.52 to 0.48" is no summary
     if fields.metrics:
         doc["metrics"] = fields.metrics
     return native(doc, now, "progress")
