@@ -43,6 +43,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "lm_loss",  # Megatron, GPT-NeoX
         "reduced_train_loss",  # NeMo 2
         "total_loss",  # detectron2
+        "tot_loss",  # WLASL, LMOps ("Tot Loss: 0.0044")
         "loss/train/total",  # Composer
         "train/loss",
         "loss_train",  # LitGPT ("loss train")
