@@ -7,11 +7,23 @@ not (unknown beats wrong), and never a finish the tool did not print."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from tests.worldlogs import DOC, FORMS, UNREAD, excerpts, mismatches, read, section
+from tests.worldlogs import (
+    CORPUS,
+    DOC,
+    FORMS,
+    README,
+    UNREAD,
+    excerpts,
+    mismatches,
+    read,
+    readme,
+    section,
+)
 
 EXCERPTS = excerpts()
 UNREAD_EXCERPTS = excerpts(UNREAD)
@@ -53,6 +65,15 @@ def test_what_is_not_read_yet_is_unknown_not_wrong(excerpt, form: str, tmp_path:
 def test_docs_table_is_generated_from_the_truth_files() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert section(text) == text, "run: python -m tests.worldlogs --write"
+
+
+def test_corpus_readme_cites_every_excerpt() -> None:
+    """Every excerpt, read or not, is cited with its URL in the corpus' README."""
+    text = README.read_text(encoding="utf-8")
+    assert readme() == text, "run: python -m tests.worldlogs --write"
+    for truth in CORPUS.rglob("*.truth.json"):
+        source = json.loads(truth.read_text(encoding="utf-8"))["source"]
+        assert source.startswith("https://") and source in text, truth.name
 
 
 def test_printed_rates_checkpoints_and_eval_reach_their_series(
