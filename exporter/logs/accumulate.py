@@ -57,15 +57,30 @@ _EVAL_WORDS = re.compile(
     r"(?i)(?:^|[^a-z])(eval\w*|valid\w*|val|test\w*|predict\w*|sanity\w*|inference|infer)"
     r"(?:[^a-z]|$)"
 )
-# "epoch 3", "Epoch 3/10", "Epoch 3:", "ep 3", "[epoch 3]": the bar's pass, and how many.
-_EPOCH_WORDS = re.compile(r"(?i)\b(?:epoch|ep)\s*[:#=]?\s*(\d+)(?:\s*/\s*(\d+))?")
+# A description that names work beside training, drawn as bars in the same log: vLLM's and
+# SGLang's generation ("Processed prompts", "Capturing CUDA graph shapes") in RL trainers
+# such as OpenRLHF and verl, loading ("Loading checkpoint shards"), and datasets' preparation
+# ("Map", "Filter", "Tokenizing"). Their counts are requests, shards or rows, never steps.
+_OTHER_WORK = re.compile(
+    r"(?i)^\s*(?:processed prompts|capturing cuda graph|loading (?:checkpoint|safetensors)"
+    r"|map\b|filter\b|tokeniz|running tokenizer|downloading|fetching \d+ files)"
+)
+# "epoch 3", "Epoch 3/10", "Epoch 3:", "ep 3", "[epoch 3]", OpenRLHF's "Episode [3/10]"
+# (1-based, one pass over the prompts): the bar's pass, and how many.
+_EPOCH_WORDS = re.compile(r"(?i)\b(?:epoch|episode|ep)\s*[:#=\[]?\s*(\d+)(?:\s*/\s*(\d+))?")
 
 
 @lru_cache(maxsize=1024)
 def eval_bar(prefix: str) -> bool:
     """Whether a bar's description names an evaluation loop (or is Ultralytics' validation
-    table header, "Class Images Instances Box(P R mAP50 mAP50-95)")."""
-    return bool(prefix) and (_EVAL_WORDS.search(prefix) is not None or "mAP50" in prefix)
+    table header, "Class Images Instances Box(P R mAP50 mAP50-95)") or other work that is
+    not training steps (generation, loading, a dataset's preparation): such a bar never
+    gives the step."""
+    return bool(prefix) and (
+        _EVAL_WORDS.search(prefix) is not None
+        or "mAP50" in prefix
+        or _OTHER_WORK.search(prefix) is not None
+    )
 
 
 @lru_cache(maxsize=1024)

@@ -51,6 +51,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "actor/pg_loss",  # verl before it printed actor/loss
         "policy_loss",  # OpenRLHF's PPO bar postfix
         "xent",  # OpenNMT-py's cross-entropy
+        "step_loss",  # NVIDIA DeepLearningExamples' BERT through DLLogger
     ),
     "eval_loss": (
         "eval_loss",
