@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exporter.logs.accumulate import epoch_of, eval_bar
 from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
 from exporter.logs.lines import MAX_MESSAGE
@@ -460,3 +461,24 @@ def test_the_general_reader_never_raises_and_stays_in_bounds(msg: str) -> None:
     assert r.max_steps is None or 0 < r.max_steps <= 10**15, msg
     assert r.epoch is None or math.isfinite(r.epoch), msg
     assert not r.final or found.parser not in ("progress", "jsonl", "composer"), msg
+
+
+@pytest.mark.parametrize(
+    "prefix, other_work",
+    [
+        ("Processed prompts", True),  # vLLM's generation in RL trainers (OpenRLHF, verl)
+        ("Capturing CUDA graph shapes", True),
+        ("Loading checkpoint shards", True),
+        ("Map", True),  # datasets
+        ("Running tokenizer on dataset", True),
+        ("Validation DataLoader 0", True),
+        ("Episode [1/30]", False),  # OpenRLHF's training loop
+        ("Epoch 3", False),
+        ("Training", False),
+        ("Mapping epoch", False),  # a word that starts like one is not it
+    ],
+)
+def test_a_bar_of_other_work_is_never_the_training_bar(prefix: str, other_work: bool) -> None:
+    assert eval_bar(prefix) is other_work
+    if prefix.startswith("Episode"):
+        assert epoch_of(prefix) == (1, 30)
