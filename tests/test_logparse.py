@@ -20,6 +20,7 @@ from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
 from exporter.logs.lines import MAX_MESSAGE
 from exporter.logs.parse import parse_line, plain
+from exporter.model import ProgressReport
 
 NOW = 1_800_000_000.0
 
@@ -482,3 +483,90 @@ def test_a_bar_of_other_work_is_never_the_training_bar(prefix: str, other_work: 
     assert eval_bar(prefix) is other_work
     if prefix.startswith("Episode"):
         assert epoch_of(prefix) == (1, 30)
+
+
+def _read_lines(lines: list[str]) -> ProgressReport:
+    from exporter.logs.accumulate import LogAccumulator
+    from exporter.logs.parse import parse_message
+
+    acc = LogAccumulator()
+    for line in lines:
+        for found in parse_message(line, NOW):
+            acc.feed(found, NOW)
+    return acc.report()
+
+
+_YOLO_FRAME = "{row}       640: {pct}%|##| {n}/10 [00:04<00:00,  2.2it/s]"
+
+
+@pytest.mark.parametrize(
+    "header, rows, step, total",
+    [
+        # YOLOv5 (train.py: f"{epoch}/{epochs - 1}"): "1/2" is the second of three epochs.
+        (
+            "      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size",
+            ("0/2", "1/2"),
+            14,
+            30,
+        ),
+        (
+            "     Epoch   gpu_mem       box       obj       cls     total   targets  img_size",
+            ("0/2", "1/2"),
+            14,
+            30,
+        ),
+        # Ultralytics 8+ (trainer.py: f"{epoch + 1}/{self.epochs}"): "2/3" is the second.
+        (
+            "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+            ("1/3", "2/3"),
+            14,
+            30,
+        ),
+        (
+            "      Epoch    GPU_mem   box_loss  pose_loss  kobj_loss   cls_loss   dfl_loss  "
+            "Instances       Size",
+            ("1/3", "2/3"),
+            14,
+            30,
+        ),
+    ],
+)
+def test_a_yolo_table_counts_its_epochs_as_its_header_says(
+    header: str, rows: tuple[str, str], step: int, total: int
+) -> None:
+    """YOLOv5 prints the 0-based epoch of the last, Ultralytics 8 and later the 1-based
+    epoch of all; only YOLOv5's header has an objectness column."""
+    lines = []
+    for row, n in zip(rows, (10, 4), strict=True):
+        lines.append(header)
+        cells = f"    {row}      6.73G      1.081     0.4706      1.084         10"
+        lines.append(_YOLO_FRAME.format(row=cells, pct=n * 10, n=n))
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (step, total)
+
+
+def test_a_bar_frame_a_terminal_cut_reads_its_count() -> None:
+    """Pasted from a narrow terminal, a frame ends inside its clock: its count still reads;
+    a frame cut before its count reads nothing."""
+    from exporter.logs.formats.tqdm import read_bar
+
+    cut = read_bar("train: 100%|#| 211/211 [00:48<00:")
+    assert cut is not None and (cut[0].n, cut[0].total, cut[0].elapsed_seconds) == (211, 211, None)
+    assert read_bar("train: 100%|#") is None
+
+
+def test_mmcv_epochs_place_the_checkpoint_and_the_runs_length() -> None:
+    """mmcv's runner says its epochs once ("max: 3 epochs") and its lines the epoch's size
+    ([2][30/35]): the run is 105 iterations, and "Saving checkpoint at 2 epochs" is at 70.
+    A save that names an epoch past the one under way moves nothing."""
+    lines = [
+        "2021-07-14 13:52:19,825 - mmcls - INFO - workflow: [('train', 1)], max: 3 epochs",
+        "2021-07-14 13:52:51,080 - mmcls - INFO - Epoch [2][30/35]\tlr: 1.000e-02, loss: 0.5266",
+        "2021-07-14 13:52:52,888 - mmcls - INFO - Saving checkpoint at 2 epochs",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.checkpoint_step) == (70, 105, 70)
+    far = _read_lines(
+        [*lines[:2], "2021-07-14 13:52:52,888 - mmcls - INFO - Saving checkpoint at 9 epochs"]
+    )
+    assert far.step == 65

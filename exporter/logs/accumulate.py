@@ -198,6 +198,13 @@ class LogAccumulator:
     )
     steps_per_epoch: float | None = None
     epoch_sample: tuple[float, int] | None = None
+    # The steps in one epoch, where a progress line printed an index within an epoch of
+    # known size (mmcv's "Epoch [2][30/35]": step 65 at epoch 1.857). It places what names
+    # only epochs: "Saving checkpoint at 2 epochs", "max: 30 epochs".
+    epoch_size: int | None = None
+    # The training table's header said YOLOv5 ("0/249": the first of 250 epochs); else
+    # Ultralytics' rows count from 1 ("1/250").
+    rows_from_zero: bool = False
     # The values each structured line carried, with the line's own time, since the last
     # take_samples(): every logged loss is an observation (Katib's), not only the latest.
     samples: deque[tuple[float, tuple[tuple[str, float], ...]]] = field(
@@ -220,6 +227,9 @@ class LogAccumulator:
                 self.failure = line.report.failure
             return
         self.traceback_open = False
+        if line.parser in ("yolo-header", "yolov5-header"):
+            self.rows_from_zero = line.parser == "yolov5-header"
+            return
         if self.failure is not None and self._advances(line):
             self.failure = None  # it trained on after the traceback: not how it ended
         if line.parser == "lightning":
@@ -230,6 +240,12 @@ class LogAccumulator:
                 value = getattr(r, name)
                 if value is not None:
                     self.values[name] = value
+            if line.parser == "progress" and r.step is not None and r.epoch:
+                per = r.step / r.epoch
+                if per >= 1 and abs(per - round(per)) < 1e-6:
+                    self.epoch_size = round(per)
+            if line.parser == "checkpoints" and r.epoch is not None:
+                self._epochs_done(r.epoch)
             if r.checkpoint_timestamp is not None:
                 # The line's own time; a save that names no step is at the step read so far.
                 self.values["checkpoint_timestamp"] = r.checkpoint_timestamp if at is None else at
@@ -259,6 +275,17 @@ class LogAccumulator:
             self._bar(line, now)
             if line.frames and not self.structured_step:
                 self._learn_steps_per_epoch()
+
+    def _epochs_done(self, epochs: float) -> None:
+        """A line that says ``epochs`` are done (mmcv's save after an epoch): the step at
+        that epoch's end, where the epoch's size is known and that end is the epoch under
+        way (no further than one epoch past the step read)."""
+        size, now = self.epoch_size, self._step_now()
+        if size is None or now is None:
+            return
+        end = round(epochs * size)
+        if now <= end <= now + size:
+            self.values["step"] = end
 
     def _step_now(self) -> int | None:
         """The run's step as the lines read so far say it (a printed one, else the
@@ -404,6 +431,9 @@ class LogAccumulator:
     def _epoch(self, line: LineReport, bar: Bar) -> tuple[int | None, int | None]:
         """The epoch this frame belongs to and the number of epochs, where the log says."""
         if line.epoch_of is not None:  # Lightning's Rich bar (0-based), Ultralytics' row
+            if line.parser == "ultralytics" and self.rows_from_zero:
+                epoch, epochs = line.epoch_of
+                return epoch + 1, (epochs + 1 if epochs is not None else None)
             return line.epoch_of
         if line.parser == "keras":
             return self.keras_epoch if self.keras_epoch is not None else (None, None)
@@ -541,6 +571,13 @@ class LogAccumulator:
             ):
                 # The bar's own remaining time is the run's only when the bar is the run.
                 values["eta_seconds"] = bar.remaining_seconds
+        said_epochs = values.get("max_epochs")
+        if values.get("max_steps") is None and self.epoch_size and isinstance(said_epochs, float):
+            # The number of epochs said once ("max: 30 epochs") and the epoch's size printed
+            # on every line: the run's length, where the step read is within it.
+            total = int(said_epochs) * self.epoch_size
+            if total >= int(values.get("step", 0)):  # type: ignore[call-overload]
+                values["max_steps"] = total
         report = ProgressReport(
             metrics=tuple(sorted(self.metrics.items())),
             failure=None if self.final else self.failure,

@@ -42,6 +42,7 @@ FORMATS: tuple[Format, ...] = (
     keras.FORMAT,
     lightning.RICH_BAR,
     tqdm.FORMAT,
+    tqdm.ROW_HEADER,
     katib.FORMAT,
     lightning.BANNER,
     composer.FORMAT,
@@ -54,4 +55,5 @@ HINTS: tuple[str, ...] = tuple(dict.fromkeys(h for f in FORMATS for h in f.hints
 PARSER_NAMES: frozenset[str] = frozenset(
     {f.name for f in FORMATS}
     | {"tqdm", "lightning", "ultralytics", "exception", "kubeflow-marker", "deepspeed"}
+    | {"yolov5-header"}
 )

@@ -4,7 +4,9 @@
   ``  Num Epochs = 3`` under ``***** Running training *****`` (trainer.py
   ``_inner_training_loop``), a total for any Trainer log before its first bar frame;
 * Unsloth's banner: ``Total batch size = 40 | Total steps = 220`` and
-  ``Num examples = 1,760 | Num Epochs = 1``.
+  ``Num examples = 1,760 | Num Epochs = 1``;
+* mmcv's runners (mmdetection 2, mmclassification): ``workflow: [('train', 1)], max: 12
+  epochs`` (``EpochBasedRunner.run``) or ``max: 90000 iters`` (``IterBasedRunner.run``).
 
 Only the run's planned length is read here: a banner says nothing of progress.
 """
@@ -18,9 +20,17 @@ from ..lines import Format, LineReport
 
 _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")
 _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
+_MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 
 
 def parse_banner(msg: str, now: float) -> LineReport | None:
+    if (mmcv := _MMCV.search(msg)) is not None:
+        n = int(mmcv["n"])
+        if n <= 0:
+            return None
+        if mmcv["unit"] == "iters":
+            return LineReport("banner", ProgressReport(max_steps=n))
+        return LineReport("banner", ProgressReport(max_epochs=float(n)))
     steps = _STEPS.search(msg)
     epochs = _EPOCHS.search(msg)
     if steps is None and epochs is None:
@@ -35,5 +45,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
 
 
 FORMAT = Format(
-    "banner", ("Total optimization steps = ", "Total steps = ", "Num Epochs = "), parse_banner
+    "banner",
+    ("Total optimization steps = ", "Total steps = ", "Num Epochs = ", "workflow: "),
+    parse_banner,
 )

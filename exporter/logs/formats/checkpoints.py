@@ -17,8 +17,9 @@
   /ckpt`` (older releases: ``... at iteration``);
 * fairseq ``checkpoint_utils.py``: ``saved checkpoint checkpoints/checkpoint1.pt (epoch 1 @
   1891 updates, score 8.1) (writing took 3.2 seconds)``;
-* mmengine ``CheckpointHook``: ``Saving checkpoint at 5000 iterations`` (or ``at 3 epochs``:
-  no step).
+* mmengine ``CheckpointHook``: ``Saving checkpoint at 5000 iterations``, or ``at 3 epochs``
+  (after the third epoch, ``runner.epoch + 1``): the epochs done, whose step the accumulator
+  gives where the log printed the epoch's size.
 
 Each gives the checkpoint's step where the line names one, and its time is the line's.
 """
@@ -42,6 +43,7 @@ _MMENGINE = re.compile(r"Saving checkpoint at (\d{1,15}) (iterations|epochs)\b")
 
 def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     step: int | None = None
+    epochs: int | None = None
     if (m := _HF.search(msg)) is not None or (m := _LIGHTNING.search(msg)) is not None:
         step = int(m.group(1))
     elif (m := _DEEPSPEED.search(msg)) is not None:
@@ -50,12 +52,17 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     elif (m := _MEGATRON.search(msg)) is not None or (m := _FAIRSEQ.search(msg)) is not None:
         step = int(m.group(1))
     elif (m := _MMENGINE.search(msg)) is not None:
-        step = int(m.group(1)) if m.group(2) == "iterations" else None
+        if m.group(2) == "iterations":
+            step = int(m.group(1))
+        else:
+            epochs = int(m.group(1))
     elif _ACCELERATE.search(msg) is None and _NANOGPT.search(msg) is None:
         return None
     doc: dict[str, object] = {"last_checkpoint_timestamp": now}
     if step is not None:
         doc["last_checkpoint_step"] = step
+    if epochs is not None:
+        doc["epoch"] = float(epochs)
     return native(doc, now, "checkpoints")
 
 

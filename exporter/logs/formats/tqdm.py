@@ -16,6 +16,12 @@ _BAR = re.compile(
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
+# A frame a terminal cut at its width before the closing bracket, as pasted from it
+# ("640: 100%|█| 211/211 [00:48<00:"): the count and total, no clock.
+_BAR_CUT = re.compile(
+    r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)"
+    r"(?:\s*\[[^\]]{0,40})?\s*$"
+)
 _BAR_NO_TOTAL = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<n>\d+)it\s*\[(?P<elapsed>[\d:]+)(?:,\s*(?P<rate>[\d.]+)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
@@ -52,30 +58,40 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
     if "%|" not in frame and "it [" not in frame:  # cheap: most lines are not bars
         return None
-    m = _BAR.search(frame)
+    m = _BAR.search(frame) or _BAR_CUT.search(frame)
     total = None
     if m is not None:
         total = int(m["total"])
-        remaining = clock(m["remaining"])
+        remaining = clock(m.groupdict().get("remaining"))
     else:
         m = _BAR_NO_TOTAL.search(frame)
         if m is None:
             return None
         remaining = None
     rate = None
-    text, unit = m["rate"], m["unit"]
+    found = m.groupdict()
+    text, unit = found.get("rate"), found.get("unit")
     if text is not None and text != "?":
         value = float(text)
         rate = value if unit == "it/s" else (1 / value if value else None)
-    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip(), clock(m["elapsed"]))
-    postfix = m["postfix"]
+    elapsed = clock(found.get("elapsed"))
+    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip(), elapsed)
+    postfix = found.get("postfix")
     return bar, (_postfix(postfix) if postfix else {})
 
 
 # Ultralytics' training table: each epoch's row is the description of its bar, starting with
-# the 1-based epoch of the run's epochs and the GPU memory ("  70/1000   6.73G   1.081 ...
-# 640: 100%|...| 16/16"; ultralytics/engine/trainer.py: f"{epoch + 1}/{self.epochs}").
+# the epoch and the GPU memory ("  70/1000   6.73G   1.081 ... 640: 100%|...| 16/16"). Its
+# basing is the table header's to say (parse_row_header): Ultralytics 8 and later print the
+# 1-based epoch of the epochs (ultralytics/engine/trainer.py: f"{epoch + 1}/{self.epochs}"),
+# YOLOv5 the 0-based epoch of the last one (yolov5 train.py: f"{epoch}/{epochs - 1}").
 _ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
+# The header above each row: "Epoch GPU_mem box_loss cls_loss dfl_loss Instances Size"
+# (Ultralytics 8+), "Epoch GPU_mem box_loss obj_loss cls_loss Instances Size" (YOLOv5 6-7),
+# "Epoch gpu_mem box obj cls total targets img_size" (YOLOv5 before 6). Only YOLOv5 has an
+# objectness column.
+_ROW_HEADER = re.compile(r"^\s*Epoch\s+(?:GPU_mem|gpu_mem)\s+(?P<columns>.{1,300})$")
+_OBJECTNESS = re.compile(r"\bobj(?:_loss)?\b")
 
 
 def parse_bar(msg: str, now: float) -> LineReport | None:
@@ -90,7 +106,7 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     row = _ULTRALYTICS_ROW.match(bar.prefix)
     if row is not None:
         epoch, epochs = int(row.group(1)), int(row.group(2))
-        if 1 <= epoch <= epochs:
+        if 0 <= epoch <= epochs:  # YOLOv5's first row is "0/N"
             # One bar however the row's columns align (their widths follow the values).
             row_bar = bar._replace(prefix="ultralytics")
             return LineReport("ultralytics", EMPTY, row_bar, epoch_of=(epoch, epochs))
@@ -115,3 +131,17 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
 
 
 FORMAT = Format("bar", ("%|", "it ["), parse_bar)
+
+
+def parse_row_header(msg: str, now: float) -> LineReport | None:
+    """The header of Ultralytics' and YOLOv5's training table, which says how the rows
+    below it count their epochs: ``yolov5-header`` (0-based of the last) or
+    ``yolo-header`` (1-based of all)."""
+    m = _ROW_HEADER.match(msg)
+    if m is None:
+        return None
+    yolov5 = _OBJECTNESS.search(m["columns"]) is not None
+    return LineReport("yolov5-header" if yolov5 else "yolo-header", EMPTY)
+
+
+ROW_HEADER = Format("yolo-header", ("GPU_mem", "gpu_mem"), parse_row_header)
