@@ -570,3 +570,30 @@ def test_mmcv_epochs_place_the_checkpoint_and_the_runs_length() -> None:
         [*lines[:2], "2021-07-14 13:52:52,888 - mmcls - INFO - Saving checkpoint at 9 epochs"]
     )
     assert far.step == 65
+
+
+def _pl_frame(prefix: str, n: int, total: int, postfix: str = "") -> str:
+    return f"{prefix}: {100 * n // total}%|##| {n}/{total} [00:01<00:01, 9.00it/s{postfix}]"
+
+
+def test_lightning_before_2_counts_validation_in_its_main_bar() -> None:
+    """Lightning before 2.0 draws each epoch's main bar over its training and validation
+    batches (10 + 3 here) and moves it during validation: the step is the training
+    batches, mid-validation and in the next epoch. Lightning 2's main bar, which stands
+    still during validation, reads as its count."""
+    main = "Epoch {e}"
+    post = ", loss=0.5, v_num=7"
+    lines = [_pl_frame(main.format(e=0), n, 13, post) for n in range(1, 11)]
+    for v in range(1, 3):
+        lines.append(_pl_frame("Validation DataLoader 0", v, 3))
+        lines.append(_pl_frame(main.format(e=0), 10 + v, 13, post))
+    assert _read_lines(lines).step == 10
+    lines.append(_pl_frame("Validation DataLoader 0", 3, 3))
+    lines.append(_pl_frame(main.format(e=0), 13, 13, post))
+    lines += [_pl_frame(main.format(e=1), n, 13, post) for n in range(1, 5)]
+    assert _read_lines(lines).step == 14
+    # Lightning 2: the main bar is the training batches; validation does not move it.
+    two = [_pl_frame(main.format(e=0), n, 10, post) for n in range(1, 11)]
+    two += [_pl_frame("Validation DataLoader 0", v, 3) for v in range(1, 4)]
+    two += [_pl_frame(main.format(e=1), n, 10, post) for n in range(1, 5)]
+    assert _read_lines(two).step == 14

@@ -127,15 +127,36 @@ class _BarTrack:
     # The newest count redrawn with a later clock and no advance (Trainer redraws its bar
     # after an evaluation): still there at that time, the pause before it.
     still: tuple[float, int] | None = None
+    # Lightning before 2.0 counts each epoch's validation batches in its main bar (total =
+    # training + validation batches; during validation, n = training batches + validation
+    # batches done): seen when the main bar advances while a validation bar is open. Then
+    # the training batches done while validation runs (the least n minus the validation
+    # bar's count: the validation bar is drawn first, so never less than the truth), and
+    # the validation bar's length, which each pass's length is short of.
+    counts_validation: bool = False
+    trained: int | None = None
+    validation_total: int | None = None
+
+    @property
+    def pass_size(self) -> int | None:
+        """The training steps of one pass: the bar's length, less the validation batches
+        Lightning before 2.0 counts in it (None where those are not known)."""
+        if not self.counts_validation:
+            return self.total
+        if self.total and self.validation_total and self.total > self.validation_total:
+            return self.total - self.validation_total
+        return None
 
     def work(self, n: int | None = None) -> int:
         """The cumulative count at ``n`` (default: the newest frame): all passes so far."""
-        n = self.last_n if n is None else n
-        if self.label is not None and self.total and self.first_label is not None:
+        if n is None:
+            n = self.trained if self.trained is not None else self.last_n
+        size = self.pass_size
+        if self.label is not None and size and self.first_label is not None:
             # The description counts the epochs: exact even when a whole epoch fell between
             # two polls. 0-based when an epoch 0 was seen, else 1-based.
             first = self.origin if self.origin is not None else min(self.first_label, 1)
-            return max(0, self.label - first) * self.total + n
+            return max(0, self.label - first) * size + min(n, size)
         return self.base + n
 
     def step_known(self) -> bool:
@@ -147,6 +168,8 @@ class _BarTrack:
         Lightning, the ninth in a 1-based loop), nor for a bar first seen past the first
         epoch without that count: Lightning stopped by ``max_steps`` draws each epoch's bar
         to the steps left (``Epoch 2: 20/20`` after two epochs of 40)."""
+        if self.counts_validation and self.pass_size is None and (self.passes or self.label):
+            return False  # a later pass's length, less the validation it counts, is unknown
         if self.label is None or self.first_label is None:
             return True
         if self.origin is not None:
@@ -169,6 +192,9 @@ class _BarTrack:
         run said it finished (Trainer's summary), a bar that ran after it is not training."""
         if not self.total:
             return None
+        if self.counts_validation:
+            size = self.pass_size
+            return self.epochs * size if self.epochs is not None and size else None
         if self.epochs is not None:
             return self.epochs * self.total
         if self.per_pass or (self.other_after_end and not final):
@@ -401,6 +427,8 @@ class LogAccumulator:
             for elapsed, n in line.frames:
                 if track.last_n < n < bar.n and elapsed <= bar.elapsed_seconds:
                     track.samples.append((now - (bar.elapsed_seconds - elapsed), track.work(n)))
+        if not track.evaluation and bar.n > track.last_n and track.frames and self.lightning:
+            self._validation_in_count(track, bar.n)
         if bar.n > track.last_n:
             track.advances += 1
             track.recent.append(now)
@@ -421,6 +449,25 @@ class LogAccumulator:
         recent = track.recent
         while recent and now - recent[0] > RECENT:
             recent.popleft()
+
+    def _validation_in_count(self, track: _BarTrack, n: int) -> None:
+        """A Lightning main bar advancing to ``n``: while a validation bar is open (drawn
+        and short of its end), the main bar counts validation batches (Lightning before
+        2.0, TQDMProgressBar.on_validation_batch_end: train_batch_idx + val_processed)."""
+        open_bars = [
+            t
+            for t in self.bars.values()
+            if t.evaluation and t.frames and not t.ended and t.last_n > 0 and t.total
+        ]
+        if not open_bars:
+            track.trained = None
+            return
+        validation = max(open_bars, key=lambda t: t.last_n)
+        track.counts_validation = True
+        track.validation_total = validation.total
+        trained = max(0, n - validation.last_n)
+        if track.trained is None or trained < track.trained:
+            track.trained = trained
 
     def _start_over(self) -> None:
         """Forget everything but the match counts: a new attempt begins."""
@@ -449,6 +496,9 @@ class LogAccumulator:
             track.first_label = None
             return
         done = max(track.last_n, track.total or 0)
+        if track.counts_validation:
+            done = track.pass_size or done
+            track.trained = None
         skipped = 0
         if label is not None and track.label is not None and track.total:
             skipped = max(0, label - track.label - 1) * track.total
@@ -548,8 +598,8 @@ class LogAccumulator:
                     values["total_from_bar"] = (
                         total is not None and track.epochs is None and outer is None
                     )
-                if track.per_pass and track.total and "epoch" not in self.values:
-                    values["epoch"] = track.work() / track.total
+                if track.per_pass and track.pass_size and "epoch" not in self.values:
+                    values["epoch"] = track.work() / track.pass_size
                     if track.epochs is not None:
                         values["max_epochs"] = float(track.epochs)
             elif (
