@@ -597,3 +597,19 @@ def test_lightning_before_2_counts_validation_in_its_main_bar() -> None:
     two += [_pl_frame("Validation DataLoader 0", v, 3) for v in range(1, 4)]
     two += [_pl_frame(main.format(e=1), n, 10, post) for n in range(1, 5)]
     assert _read_lines(two).step == 14
+
+
+def test_every_parser_name_is_in_the_metric_docs() -> None:
+    """training_exporter_log_matches_total{parser}: every name a line's parser may carry is
+    documented in docs/metrics.md (kube-state-metrics' rule: the docs are checked against
+    the code)."""
+    from exporter.logs.formats import PARSER_NAMES
+
+    docs = Path(__file__).parent.parent / "docs" / "metrics.md"
+    row = next(
+        line
+        for line in docs.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `training_exporter_log_matches_total`")
+    )
+    missing = sorted(n for n in PARSER_NAMES if f"`{n}`" not in row)
+    assert not missing, missing
