@@ -16,12 +16,6 @@ _BAR = re.compile(
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
-# A frame a terminal cut at its width before the closing bracket, as pasted from it
-# ("640: 100%|█| 211/211 [00:48<00:"): the count and total, no clock.
-_BAR_CUT = re.compile(
-    r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)"
-    r"(?:\s*\[[^\]]{0,40})?\s*$"
-)
 _BAR_NO_TOTAL = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<n>\d+)it\s*\[(?P<elapsed>[\d:]+)(?:,\s*(?P<rate>[\d.]+)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
@@ -58,7 +52,7 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
     if "%|" not in frame and "it [" not in frame:  # cheap: most lines are not bars
         return None
-    m = _BAR.search(frame) or _BAR_CUT.search(frame)
+    m = _BAR.search(frame)
     total = None
     if m is not None:
         total = int(m["total"])
