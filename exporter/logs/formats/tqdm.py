@@ -56,21 +56,19 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     total = None
     if m is not None:
         total = int(m["total"])
-        remaining = clock(m.groupdict().get("remaining"))
+        remaining = clock(m["remaining"])
     else:
         m = _BAR_NO_TOTAL.search(frame)
         if m is None:
             return None
         remaining = None
     rate = None
-    found = m.groupdict()
-    text, unit = found.get("rate"), found.get("unit")
+    text, unit = m["rate"], m["unit"]
     if text is not None and text != "?":
         value = float(text)
         rate = value if unit == "it/s" else (1 / value if value else None)
-    elapsed = clock(found.get("elapsed"))
-    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip(), elapsed)
-    postfix = found.get("postfix")
+    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip(), clock(m["elapsed"]))
+    postfix = m["postfix"]
     return bar, (_postfix(postfix) if postfix else {})
 
 
