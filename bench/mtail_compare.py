@@ -84,6 +84,15 @@ def _stdout_line(rng: random.Random) -> str:
     return f"2026-11-29T18:20:54.123456789Z stdout F {msg}\n"
 
 
+def _cri_tag(left: int, rng: random.Random, most: int) -> tuple[str, int]:
+    """The CRI tag of a stream's next piece, of ``left`` pieces to its line's end: ``P``
+    until the last, ``F`` for it; then the next line's count, 1 to ``most``."""
+    left -= 1
+    if left > 0:
+        return "P", left
+    return "F", rng.randint(1, most)
+
+
 def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
     """CRI lines as containerd writes a run whose tqdm bar goes to stderr: a quarter of the
     lines are 16 KiB chunks of bar frames (``\r`` between them; ``P`` until the bar closes
@@ -101,10 +110,7 @@ def pchunk_lines(total_bytes: int, seed: int = 1) -> Any:
                 frame = _frame(step, total)
                 frames.append(frame)
                 size += len(frame.encode())
-            chunks_left -= 1
-            tag = "P" if chunks_left > 0 else "F"
-            if chunks_left <= 0:
-                chunks_left = rng.randint(1, 60)
+            tag, chunks_left = _cri_tag(chunks_left, rng, 60)
             line = f"2026-11-29T18:20:54.123456789Z stderr {tag} {''.join(frames)}\n"
         else:
             line = _stdout_line(rng)
@@ -125,10 +131,7 @@ def crio_lines(total_bytes: int, seed: int = 1) -> Any:
         if rng.random() < 0.25:
             step += 1
             frame = _frame(step, total)
-            frames_left -= 1
-            tag = "P" if frames_left > 0 else "F"
-            if frames_left <= 0:
-                frames_left = rng.randint(1, 2000)
+            tag, frames_left = _cri_tag(frames_left, rng, 2000)
             line = f"2026-11-29T18:20:54.123456789Z stderr {tag} {frame}\n"
         else:
             line = _stdout_line(rng)

@@ -216,18 +216,17 @@ class LogAccumulator:
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
     # When the log was rewritten from its start (a new process): a new attempt from then on.
     start_time: float | None = None
-    # Trainer's training log dicts: (time, epoch) of the newest (EPOCH_MARKS), the steps
-    # per epoch once a bar chunk showed the step at one of their times, and the newest step
-    # an epoch gave with its time (see the module docstring).
+    # Trainer's training log dicts: (time, epoch) of the newest (EPOCH_MARKS), and the
+    # newest step an epoch gave with its time (see the module docstring).
     epoch_marks: deque[tuple[float, float]] = field(
         default_factory=lambda: deque(maxlen=EPOCH_MARKS)
     )
-    steps_per_epoch: float | None = None
     epoch_sample: tuple[float, int] | None = None
-    # The steps in one epoch, where a progress line printed an index within an epoch of
-    # known size (mmcv's "Epoch [2][30/35]": step 65 at epoch 1.857). It places what names
-    # only epochs: "Saving checkpoint at 2 epochs", "max: 30 epochs".
-    epoch_size: int | None = None
+    # The steps in one epoch: exact where a progress line printed an index within an epoch
+    # of known size (mmcv's "Epoch [2][30/35]": step 65 at epoch 1.857), else once a bar
+    # chunk showed the step at a Trainer dict's time. It places what names only epochs:
+    # Trainer's dicts, "Saving checkpoint at 2 epochs", "max: 30 epochs".
+    steps_per_epoch: float | None = None
     # The training table's header said YOLOv5 ("0/249": the first of 250 epochs); else
     # Ultralytics' rows count from 1 ("1/250").
     rows_from_zero: bool = False
@@ -269,7 +268,7 @@ class LogAccumulator:
             if line.parser == "progress" and r.step is not None and r.epoch:
                 per = r.step / r.epoch
                 if per >= 1 and abs(per - round(per)) < 1e-6:
-                    self.epoch_size = round(per)
+                    self.steps_per_epoch = float(round(per))
             if line.parser == "checkpoints" and r.epoch is not None:
                 self._epochs_done(r.epoch)
             if r.checkpoint_timestamp is not None:
@@ -306,7 +305,7 @@ class LogAccumulator:
         """A line that says ``epochs`` are done (mmcv's save after an epoch): the step at
         that epoch's end, where the epoch's size is known and that end is the epoch under
         way (no further than one epoch past the step read)."""
-        size, now = self.epoch_size, self._step_now()
+        size, now = self.steps_per_epoch, self._step_now()
         if size is None or now is None:
             return
         end = round(epochs * size)
@@ -622,10 +621,11 @@ class LogAccumulator:
                 # The bar's own remaining time is the run's only when the bar is the run.
                 values["eta_seconds"] = bar.remaining_seconds
         said_epochs = values.get("max_epochs")
-        if values.get("max_steps") is None and self.epoch_size and isinstance(said_epochs, float):
-            # The number of epochs said once ("max: 30 epochs") and the epoch's size printed
-            # on every line: the run's length, where the step read is within it.
-            total = int(said_epochs) * self.epoch_size
+        size = self.steps_per_epoch
+        if values.get("max_steps") is None and size and isinstance(said_epochs, float):
+            # The number of epochs said once ("max: 30 epochs") and the epoch's size: the
+            # run's length, where the step read is within it.
+            total = round(said_epochs * size)
             if total >= int(values.get("step", 0)):  # type: ignore[call-overload]
                 values["max_steps"] = total
         report = ProgressReport(
