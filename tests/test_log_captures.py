@@ -7,6 +7,7 @@ must agree with a live tail that read the file as it grew."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -57,17 +58,38 @@ def test_every_framework_is_captured_in_both_forms() -> None:
         }  # fmt: skip
 
 
+def _pieces(size: int, chunking: str) -> list[tuple[int, int]]:
+    """Where the writes of a growing file end between two polls: every 4 KiB, or writes of
+    mixed sizes (a byte to 5 KB) drawn from a seeded generator, so that a poll falls inside
+    a frame, a multi-byte character or a line's first frames at places no one chose."""
+    if chunking == "4k":
+        return [(lo, min(size, lo + 4096)) for lo in range(0, size, 4096)]
+    rnd = random.Random(chunking)
+    out, lo = [], 0
+    while lo < size:
+        hi = min(size, lo + rnd.choice((1, 7, 50, 200, 1000, 5000)))
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+# Seeded writes of mixed sizes found a poll inside a three-byte "█" read as a bar starting
+# over (step 1500 of 300 for the tqdm loop, where inspect read 300).
+CHUNKINGS = ("4k", *(f"mixed-{i}" for i in range(1, 8)))
+
+
+@pytest.mark.parametrize("chunking", CHUNKINGS)
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=[p.name[: -len(".truth.json")] for p in TRUTHS])
 def test_inspect_agrees_with_a_live_tail_of_the_growing_file(
-    truth_path: Path, exporter_factory: Any, clock: Any, tmp_path: Path
+    truth_path: Path, chunking: str, exporter_factory: Any, clock: Any, tmp_path: Path
 ) -> None:
     data = _capture(truth_path).read_bytes()
     log = tmp_path / "run.log"
     log.write_bytes(b"")
     exp = exporter_factory(log_paths=(str(log),), namespace="ns")
-    for lo in range(0, len(data), 4096):  # the file grows between polls
+    for lo, hi in _pieces(len(data), chunking):  # the file grows between polls
         with open(log, "ab") as fh:
-            fh.write(data[lo : lo + 4096])
+            fh.write(data[lo:hi])
         exp.poll_once()
         clock.advance(1)
     clock.advance(10)  # partial lines still pending are read as they are

@@ -384,6 +384,41 @@ def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(
         assert all(step < report.step for _, step in report.step_samples)
 
 
+def test_a_line_still_being_written_says_which_epoch_it_began_in_as_a_whole_line_does() -> None:
+    """Lightning redraws one line through every epoch. A poll that first reads it in its
+    second epoch (the exporter read the file in big blocks) reads the same step as the line
+    read whole: the line began in epoch 0, so the run was not joined at epoch 1 (a CI run
+    ended with step unknown where ``inspect`` read 60)."""
+    from exporter.logs.accumulate import LogAccumulator
+    from exporter.logs.parse import newest_bar, parse_message
+
+    frames = [f"Epoch 0: {5 * n}%|#| {n}/20 [00:0{n // 10}<00:00, 9.00it/s]" for n in range(21)]
+    frames += [f"Epoch 1: {5 * n}%|#| {n}/20 [00:0{n // 10}<00:00, 9.00it/s]" for n in range(5)]
+    text = "\r" + "\r".join(frames)
+    newest = newest_bar(text, NOW)
+    assert newest is not None and newest.first_prefix == "Epoch 0"
+    whole, partial = LogAccumulator(), LogAccumulator()
+    whole.lightning = partial.lightning = True  # as its banner makes it
+    for found in parse_message(text, NOW):
+        whole.feed(found, NOW)
+    partial.feed(newest, NOW)
+    assert partial.report().step == whole.report().step == 24
+
+
+def test_a_poll_inside_a_character_keeps_its_bytes_for_the_next() -> None:
+    """The tail hands out a line still being written up to its last whole character, so
+    that what the next poll reads starts with what this one read."""
+    from exporter.logs.tail import _whole_characters
+
+    bar = " 58%|█████▊    | 174/300".encode()
+    for cut in range(len(bar) + 1):
+        kept = _whole_characters(bar[:cut])
+        assert bar.startswith(kept) and cut - len(kept) < 3
+        assert kept.decode("utf-8") == bar[:cut].decode("utf-8", "ignore")
+    assert _whole_characters("💡".encode()[:3]) == b""
+    assert _whole_characters(b"ok\xff") == b"ok\xff"  # not UTF-8: left to the decoder
+
+
 def test_trainer_log_dicts_give_the_step_once_a_bar_chunk_showed_the_steps_per_epoch() -> None:
     """Trainer's dicts (stdout, at once) between its bar's chunks (stderr, 16 KiB at a
     time): a chunk whose frames span a dict's time teaches the steps per epoch (the bar's

@@ -231,18 +231,21 @@ def newest_bar(text: str, now: float) -> LineReport | None:
     """The newest complete progress-bar frame in ``text``, a line still being written (no
     newline yet). Frames before its last carriage return are whole; the text after it is
     read too when it parses (a frame cut short lacks its closing bracket and does not). The
-    same bar's older frames come with it (``LineReport.frames``)."""
+    same bar's older frames come with it (``LineReport.frames``), and the description of
+    its oldest (``first_prefix``): a line first read while Lightning's bar is in its second
+    epoch began in its first, as when it is read whole (``parse_message``)."""
     if not any(hint in text for hint in _BAR_HINTS):
         return None
     segments = text.split("\r")
     newest: LineReport | None = None
     key: tuple[str, int | None] | None = None
     older: list[tuple[float, int]] = []
+    firsts: dict[tuple[str, int | None], str] = {}
     for segment in reversed(segments[-MAX_SEGMENTS:]):
         if not segment.strip():
             continue
         if key is not None:
-            _older_frame(segment, {key: older})
+            _older_frame(segment, {key: older}, firsts)
             continue
         found = _parse_segment(segment, now)
         if found is None or found.bar is None:
@@ -250,4 +253,4 @@ def newest_bar(text: str, now: float) -> LineReport | None:
         newest, key = found, bar_key(found.bar)
     if newest is None or key is None:
         return None
-    return _with_frames(newest, {key: older})
+    return _with_frames(newest, {key: older}, firsts)

@@ -131,8 +131,12 @@ class FileTail:
     @property
     def unterminated(self) -> bytes:
         """The text after the last newline: a line still being written (a progress bar
-        redrawn with carriage returns), at most :data:`MAX_LINE` bytes of it."""
-        return self._buffer
+        redrawn with carriage returns), at most :data:`MAX_LINE` bytes of it, up to its last
+        whole UTF-8 character. A poll that falls inside a character (``█`` is three bytes,
+        a buffered ``stdout`` writes 8 KiB blocks) would decode it as a replacement; the
+        next poll, with the character whole, would then no longer start with what this one
+        read, and the line's older frames would be read again as a bar starting over."""
+        return _whole_characters(self._buffer)
 
     def _split(self, data: bytes) -> list[bytes]:
         if self._cut:  # the window starts inside a line
@@ -176,3 +180,19 @@ def _trim(line: bytes) -> bytes | None:
         return line
     cr = line.find(b"\r", len(line) - KEEP_FRAMES)
     return line[cr:] if cr >= 0 else None
+
+
+def _whole_characters(data: bytes) -> bytes:
+    """``data`` without a UTF-8 sequence cut at its end (its lead byte and the continuation
+    bytes after it, fewer than the lead byte announces). Bytes that are not UTF-8 at all are
+    left as they are: decoding replaces them the same way at every poll."""
+    end = len(data)
+    for back in range(1, min(4, end) + 1):
+        byte = data[end - back]
+        if byte & 0xC0 == 0x80:  # a continuation byte: look further back for its lead
+            continue
+        if 0xC0 <= byte < 0xF8:  # a lead byte: 110xxxxx needs 2 bytes, 1110xxxx 3, 11110xxx 4
+            size = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return data[: end - back] if back < size else data
+        return data  # ASCII: every character before it is whole
+    return data
