@@ -651,3 +651,52 @@ def test_a_frame_cut_mid_write_waits_for_its_end() -> None:
     )
     assert read_bar(chunk) is None
     assert read_bar("\rtrain:  67%|##| 537/800 [02:07<01:0") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        ("2024-04-23 15:23:41.803760: train_loss -0.7526", {"loss": -0.7526}),
+        ("2022-02-11 09:34:59.688008: validation loss: -0.7226", {"eval_loss": -0.7226}),
+        ("    train/CrossEntropyLoss=0.0", {"loss": 0.0}),
+        ("|    loss                 | 20.1        |", {"loss": 20.1}),
+        ("|    total_timesteps      | 3584        |", {"step": 3584}),
+        # Not a loss, or not alone on its line: nothing.
+        ("Total params: 9", {}),
+        ("2024-04-23 15:22:40.724555: Current learning rate: 0.00036", {}),
+        ("|    value_loss_coef      | 0.5         |", {}),
+        ("the loss 0.5 looks high", {}),
+        ("loss: 0.5 then more", {}),
+        ("|    total_timesteps      | 3584.5      |", {}),
+    ],
+)
+def test_a_loss_on_a_line_of_its_own_is_read_and_nothing_else_is(
+    line: str, read: dict[str, float]
+) -> None:
+    """nnU-Net, OLMo's blocks and Stable-Baselines3's table print one value per line: the
+    losses are read (SB3's ``total_timesteps`` row is its step); any other lone pair, or a
+    pair with more around it, is left to the other readers."""
+    from exporter.logs.formats.lone import parse_lone
+
+    found = parse_lone(line, NOW)
+    got = {} if found is None else {k: v for k, v in found.report.values() if v is not None}
+    got.pop("timestamp", None)
+    assert got == read, got
+
+
+def test_a_one_line_json_log_is_read_as_a_log_where_it_says_more_than_a_status_file(
+    tmp_path: Path,
+) -> None:
+    """``inspect`` of a file holding one JSON object: a status file (the report format) unless,
+    read as a log line, it gives the step the status file's keys did not (fairseq's
+    ``--log-format json``)."""
+    from exporter.logs.inspect import inspect_path
+
+    fairseq = tmp_path / "fairseq.log"
+    fairseq.write_text('{"epoch": 27, "update": 26.267, "loss": "8.206", "num_updates": "33700"}\n')
+    doc = inspect_path(str(fairseq))
+    assert doc["kind"] == "log" and doc["report"]["step"] == 33700
+    assert doc["report"]["epoch"] == 26.267  # "update": the epochs done
+    status = tmp_path / "status.json"
+    status.write_text('{"step": 5, "max_steps": 10, "loss": 0.5}\n')
+    assert inspect_path(str(status))["kind"] == "status-file"

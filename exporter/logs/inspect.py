@@ -95,6 +95,15 @@ def read_log(path: str, now: float, extra: Extra = NO_EXTRA) -> tuple[LogAccumul
     return acc, count, skipped[0]
 
 
+def _log_reads_more(path: str, now: float, status: ProgressReport) -> bool:
+    """Whether a one-line JSON file is a log line rather than a status file: read as a log
+    (fairseq's ``--log-format json``: ``"num_updates": "33700"``) it gives the step, which
+    the report format's own keys did not."""
+    if status.step is not None:
+        return False
+    return read_log(path, now)[0].report().step is not None
+
+
 def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -> dict[str, Any]:
     """The report ``path`` yields: as a status file if it is one, else as a log (with the
     formats users configured, ``extra``)."""
@@ -107,7 +116,8 @@ def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -
             except ReportError:
                 parsed = None
             if parsed is not None and (
-                parsed.report.format != "native" or b"\n" not in head.strip()
+                parsed.report.format != "native"
+                or (b"\n" not in head.strip() and not _log_reads_more(path, now, parsed.report))
             ):
                 return {
                     "path": path,

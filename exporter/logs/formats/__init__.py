@@ -23,6 +23,7 @@ from . import (
     keras,
     kubeflow,
     lightning,
+    lone,
     progress,
     tqdm,
     traceback,
@@ -47,6 +48,7 @@ FORMATS: tuple[Format, ...] = (
     lightning.BANNER,
     composer.FORMAT,
     progress.FORMAT,
+    lone.FORMAT,
 )
 # Every hint of every format, each once.
 HINTS: tuple[str, ...] = tuple(dict.fromkeys(h for f in FORMATS for h in f.hints))

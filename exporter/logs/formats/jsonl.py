@@ -67,6 +67,11 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
     if not any(k in doc for k in _READ):
         return None
     epoch = doc.get("epoch")
+    update = fields.metrics.get("update")
+    if isinstance(epoch, int | float) and update is not None and epoch - 1 <= update <= epoch:
+        # fairseq's JSON bar: "epoch" is the 1-based epoch under way, "update" the epochs
+        # done (epoch - 1 + i / size, fairseq/logging/progress_bar.py).
+        doc["epoch"] = epoch = update
     if isinstance(epoch, int | float) and epoch == int(epoch) and "step" not in doc:
         del doc["epoch"]
     if fields.metrics:

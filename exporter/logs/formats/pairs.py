@@ -25,11 +25,12 @@ _KEY = (
 _SEP = r"(?:\s*[:=]\s*|\s+)"
 # A number as printed: thousands separators ("10,050"), exponents ("2.5E+00"), nan/inf; then
 # an optional percent sign or unit ("3961M", "66.91GiB", "561.94ms"); never the first part of
-# a clock ("4:44:04"), a ratio ("5092/261") or a longer word.
+# a clock ("4:44:04"), a ratio ("5092/261") or a longer word; a sentence's full stop may
+# follow it ("Loss is 0.53861904.").
 _VALUE = (
     r"(?P<value>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
     r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))"
-    r"(?P<percent>%)?(?:[A-Za-z]{1,4})?(?![\w.:/])"
+    r"(?P<percent>%)?(?:[A-Za-z]{1,4})?(?![\w:/]|\.\w)"
 )
 PAIR = re.compile(_KEY + _SEP + _VALUE)
 MAX_PAIRS = 128
@@ -61,7 +62,8 @@ def find_pairs(text: str) -> list[Pair]:
         value = number(m["value"])
         if value is None:
             continue
-        out.append(Pair(m["key"], value, m["percent"] is not None))
+        # A key does not run across a sentence's end ("records/second. Loss is 0.5386").
+        out.append(Pair(m["key"].rsplit(". ", 1)[-1], value, m["percent"] is not None))
         if len(out) >= MAX_PAIRS:
             break
     return out

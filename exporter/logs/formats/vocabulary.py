@@ -52,6 +52,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "policy_loss",  # OpenRLHF's PPO bar postfix
         "xent",  # OpenNMT-py's cross-entropy
         "step_loss",  # NVIDIA DeepLearningExamples' BERT through DLLogger
+        "train/crossentropyloss",  # OLMo ("train/CrossEntropyLoss=12.18")
+        "cross_entropy_loss",  # pith-train ("cross-entropy-loss 2.6636")
     ),
     "eval_loss": (
         "eval_loss",
@@ -89,14 +91,17 @@ COUNTER_KEYS = frozenset(
     {"iteration", "iter", "iters", "epoch_step", "batch", "time/batch", "time/batch_in_epoch"}
 )
 _UNIT = re.compile(r"\s*\([^()]*\)$")
+# "Loss is 0.5386" (BigDL): the verb is no part of the name.
+_IS = re.compile(r"\s+is$", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s.\-]+")
 
 
 @lru_cache(maxsize=4096)
 def normalize(key: str) -> str:
     """``key`` as the vocabulary compares it: ``Learning Rate`` and ``learning-rate`` are
-    ``learning_rate``; ``elapsed time per iteration (ms)`` loses its unit."""
-    key = _UNIT.sub("", key.strip())
+    ``learning_rate``; ``elapsed time per iteration (ms)`` loses its unit, ``Loss is`` its
+    verb."""
+    key = _IS.sub("", _UNIT.sub("", key.strip()))
     return _SEPARATORS.sub("_", key.lower()).strip("_")
 
 

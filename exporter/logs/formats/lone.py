@@ -1,0 +1,58 @@
+"""``lone``: a loss printed on a line of its own, and Stable-Baselines3's console table.
+
+Some tools print one value per line rather than a counter with its pairs:
+
+    2024-04-23 15:23:41.803760: train_loss -0.7526                    nnU-Net v2
+    2022-02-11 09:39:24.112771: train loss : -0.6745                  nnU-Net v1
+        train/CrossEntropyLoss=0.0                                    OLMo's block, under its
+                                                                      "[step=3/739328,epoch=0]"
+    |    loss                 | 20.1        |                         Stable-Baselines3
+
+The line is the pair and nothing else (after a date and time, or a table's borders), and
+only the vocabulary's losses are read from it: a lone ``Total params: 9`` or ``lr: 0.01``
+says nothing about the run that a custom metric should keep. In SB3's table the row
+``total_timesteps`` is the environment steps so far, which ``learn(total_timesteps=N)``
+counts to N (stable_baselines3/common/logger.py prints the table); that row is the step.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..lines import Format, LineReport, native
+from .pairs import PAIR, Pair, number, to_fields
+
+MAX_LINE = 256
+# A date and time before the pair ("2024-04-23 15:23:41.803760: "), as loggers stamp lines.
+_STAMP = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?\s+")
+# SB3's row: "|    loss                 | 20.1        |".
+_ROW = re.compile(r"^\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{1,40})\s+\|$")
+_READ = ("loss", "eval_loss")
+_TABLE_STEP = "total_timesteps"
+
+
+def parse_lone(msg: str, now: float) -> LineReport | None:
+    if len(msg) > MAX_LINE:
+        return None
+    text = msg.rstrip()
+    row = _ROW.match(text)
+    if row is not None:
+        value = number(row["value"])
+        if value is None:
+            return None
+        if row["key"] == _TABLE_STEP:
+            return native({"step": int(value)}, now, "lone") if value == int(value) else None
+        pair = Pair(row["key"], value)
+    else:
+        stamp = _STAMP.match(text)
+        body = text[stamp.end() :] if stamp is not None else text.lstrip()
+        m = PAIR.fullmatch(body)
+        if m is None or (value := number(m["value"])) is None:
+            return None
+        pair = Pair(m["key"], value)
+    fields = to_fields([pair])
+    doc = {k: v for k, v in fields.values.items() if k in _READ}
+    return native(doc, now, "lone") if doc else None
+
+
+FORMAT = Format("lone", ("oss", "OSS", _TABLE_STEP), parse_lone)
