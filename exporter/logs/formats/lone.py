@@ -51,7 +51,7 @@ def parse_lone(msg: str, now: float) -> LineReport | None:
             return None
         pair = Pair(m["key"], value)
     fields = to_fields([pair])
-    doc = {k: v for k, v in fields.values.items() if k in _READ}
+    doc: dict[str, object] = {k: v for k, v in fields.values.items() if k in _READ}
     return native(doc, now, "lone") if doc else None
 
 
