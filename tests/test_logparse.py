@@ -700,3 +700,39 @@ def test_a_one_line_json_log_is_read_as_a_log_where_it_says_more_than_a_status_f
     status = tmp_path / "status.json"
     status.write_text('{"step": 5, "max_steps": 10, "loss": 0.5}\n')
     assert inspect_path(str(status))["kind"] == "status-file"
+
+
+def test_a_trainer_dict_after_a_loggers_prefix_is_read_with_its_step() -> None:
+    """TFTrainer (and Trainer under transformers' logging) prints its dicts after a logger's
+    prefix; TFTrainer's carry the global step. A dict inside other text that does not end
+    the line is not a log dict."""
+    from exporter.logs.formats.transformers import parse_transformers
+
+    line = (
+        "[INFO|trainer_tf.py:398] 2021-01-15 10:28:56,791 >> {'loss': 0.604829, "
+        "'learning_rate': 4.7826084e-05, 'epoch': 0.17391304347826086, 'step': 20}"
+    )
+    found = parse_transformers(line, NOW)
+    assert found is not None and found.report.step == 20 and found.report.loss == 0.604829
+    assert parse_transformers("x {'loss': 0.5} and more words", NOW) is None
+    assert parse_transformers("{'loss': 0.5, 'step': True}", NOW).report.step is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        ("2020-11-25 11:36:45 INFO: epoch:4   train step:6    loss:  6.7186 lr: 0.1", None),
+        ("2020-11-25 11:36:45 INFO: epoch:0   train step:6    loss:  6.7186 lr: 0.1", 6),
+        ("Epoch 34 | iter 3050700 step 610140 | loss train: 2.846", 610140),  # LitGPT: global
+    ],
+)
+def test_a_train_step_within_a_later_epoch_is_no_step_of_the_run(
+    line: str, step: int | None
+) -> None:
+    """PaddleClas counts ``train step`` within the epoch, whose size it does not print: past
+    epoch 0 the run's step is unknown (its loss is still read); LitGPT's ``step`` beside its
+    epoch is the run's."""
+    from exporter.logs.formats.progress import read_progress
+
+    found = read_progress(line, NOW)
+    assert found is not None and found.report.step == step and found.report.loss is not None

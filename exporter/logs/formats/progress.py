@@ -177,6 +177,13 @@ def _onmt_epoch(m: re.Match[str]) -> Count:
     return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
 
 
+def _train_step_in_epoch(m: re.Match[str]) -> Count:
+    """PaddleClas' ``epoch:4   train step:6``: the index of the batch within the epoch
+    (tools/program.py: ``enumerate(dataloader)``, the epoch 0-based), whose size the line
+    does not print: the run's step only in epoch 0."""
+    return Count(step=int(m["i"])) if m["e"] == "0" else Count()
+
+
 def _step_of(m: re.Match[str]) -> Count:
     return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")))
 
@@ -256,6 +263,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _epoch_of_n,
     ),
     (re.compile(r"\bEpoch\s+(?P<e>\d{1,9}),\s+(?P<i>\d{1,12})/\s*(?P<n>\d{1,12});"), _onmt_epoch),
+    # PaddleClas' "epoch:4   train step:6": the batch's index within an epoch of unknown size.
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})[\s,;|]+train step\s*[:=#]?\s*"
+            r"(?P<i>\d{1,15})(?![\w/.%])"
+        ),
+        _train_step_in_epoch,
+    ),
     # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |"
     (
         re.compile(

@@ -11,7 +11,9 @@ import re
 
 from ..lines import Format, LineReport, native
 
-_DICT = re.compile(r"^\s*(\{'[a-z_]+': .*\})\s*$")
+# The dict alone on its line, or after a logger's prefix (TFTrainer, and Trainer under
+# transformers' own logging: "[INFO|trainer_tf.py:398] 2021-01-15 10:28:50,371 >> {...}").
+_DICT = re.compile(r"^(?:[^{]{0,200}\s)?(\{'[a-z_]+': .*\})\s*$")
 _TRANSFORMERS_KEYS = {
     "loss",
     "grad_norm",
@@ -70,6 +72,9 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
         for k in ("loss", "grad_norm", "learning_rate", "eval_loss", "epoch")
         if k in value
     }
+    step = value.get("step")
+    if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+        known["step"] = step  # TFTrainer's dicts carry its global_step (trainer_tf.py)
     rest = {k: v for k, v in value.items() if k not in known and isinstance(k, str)}
     doc: dict[str, object] = {**known, "metrics": rest}
     if "train_runtime" in value and "train_loss" in value and "loss" not in value:

@@ -54,6 +54,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "step_loss",  # NVIDIA DeepLearningExamples' BERT through DLLogger
         "train/crossentropyloss",  # OLMo ("train/CrossEntropyLoss=12.18")
         "cross_entropy_loss",  # pith-train ("cross-entropy-loss 2.6636")
+        "avr_loss",  # kohya-ss sd-scripts' bar postfix, the loss it shows
     ),
     "eval_loss": (
         "eval_loss",
