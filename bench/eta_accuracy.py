@@ -65,7 +65,7 @@ from exporter.estimate import naive_eta_seconds
 from exporter.ingest import Ingestor
 from exporter.logs.source import LogSource, standalone_targets
 from exporter.model import ProgressReport, RunKey
-from exporter.run import RunSnapshot
+from exporter.run.snapshot import RunSnapshot
 from exporter.sources.push import handle_push
 from exporter.stats import ExporterStats
 from exporter.tracker import Tracker

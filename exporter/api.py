@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .model import json_number, json_safe, non_finite_fields
-from .run import RunSnapshot
+from .run.snapshot import RunSnapshot
 from .stacks import Diagnosis, RankStacks, stacks_to_dict, summary
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .humanize import duration
 from .model import json_number
-from .run import RunSnapshot, timeline_values
+from .run.snapshot import RunSnapshot, timeline_values
 from .states import BY_NAME
 from .timeline import COLUMNS, EVAL_COLUMNS, TimelineView
 

@@ -26,7 +26,7 @@ from prometheus_client.utils import floatToGoString
 from . import __version__
 from .httpd import HTTPStats
 from .model import Clock
-from .run import RunSnapshot
+from .run.snapshot import RunSnapshot
 from .states import NAMES as STATE_NAMES
 from .stats import ExporterStats
 from .thresholds import SPECS

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .model import Clock, Observed, Parsed, ReportError, RunKey, RunMeta
-from .run import RunSnapshot
+from .run.snapshot import RunSnapshot
 from .stacks import RankStacks
 from .stats import OUTCOME_ACCEPTED, OUTCOME_REJECTED, ExporterStats
 from .tracker import Tracker

@@ -49,7 +49,7 @@ from .model import (
     RunMeta,
     clean_label,
 )
-from .run import HISTORY_POINTS, PACE_POINTS, RunState
+from .run.state import HISTORY_POINTS, PACE_POINTS, RunState
 from .series import Series, Triples
 from .stacks import STALL_CAUSES
 from .stall import StallRecord

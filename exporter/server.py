@@ -37,7 +37,7 @@ from .httpd import (
 )
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
-from .run import RunSnapshot
+from .run.snapshot import RunSnapshot
 from .sources.forward import Forwarder
 from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, handle_push, status_body
 from .sources.stacks import STACKS_PATH, handle_stacks

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from .api import run_to_dict
 from .humanize import duration
-from .run import RunSnapshot
+from .run.snapshot import RunSnapshot
 from .stacks import summary
 from .states import BY_NAME, STATES, severity
 

@@ -17,21 +17,11 @@ from typing import TypeVar
 
 from .estimate import EstimatorConfig
 from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta, within_bounds
-from .run import (
-    Problem,
-    RunConfig,
-    RunSnapshot,
-    RunState,
-    accrue,
-    directives,
-    mark_gone,
-    merge,
-    new_run,
-    observations,
-    snapshot,
-    update_meta,
-    wants_stacks,
-)
+from .run.accrual import accrue, mark_gone
+from .run.merge import merge, observations, update_meta
+from .run.snapshot import RunSnapshot
+from .run.state import Problem, RunConfig, RunState, new_run
+from .run.view import directives, snapshot, wants_stacks
 from .stacks import Diagnosis, RankStacks
 from .thresholds import Thresholds
 from .timeline import TimelineView

@@ -15,7 +15,7 @@ import pytest
 
 from exporter.logs.inspect import inspect_path
 from exporter.model import ProgressReport, RunKey
-from exporter.run import at_risk
+from exporter.run.accrual import at_risk
 from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker, TrackerConfig
 

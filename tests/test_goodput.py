@@ -14,7 +14,7 @@ from exporter.estimate import REFERENCE_INTERVALS, classify_intervals, newest_pa
 from exporter.goodput import EXPORTED_CAUSES, cause_of, interval_share
 from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.persist import decode_run, encode_run
-from exporter.run import RunSnapshot
+from exporter.run.snapshot import RunSnapshot
 from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker, TrackerConfig
 

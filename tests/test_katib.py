@@ -25,7 +25,7 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.run import OBSERVATIONS_KEPT
+from exporter.run.merge import OBSERVATIONS_KEPT
 from exporter.sinks.katib.dbmanager import DBManager, KatibUnavailable
 from exporter.sinks.katib.observations import (
     MAX_PENDING,
