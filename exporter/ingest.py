@@ -27,15 +27,27 @@ class Ingestor:
     def accept(self, source: str, key: RunKey, parsed: Parsed, meta: RunMeta | None = None) -> bool:
         """Merge a parsed report; False if it was refused (run cap). Problems are counted,
         the parser's here and those of the tracker's own bounds (``Tracker.apply``)."""
+        return self.push(source, key, parsed, meta, answer=False)[0]
+
+    def push(
+        self,
+        source: str,
+        key: RunKey,
+        parsed: Parsed,
+        meta: RunMeta | None = None,
+        answer: bool = True,
+    ) -> tuple[bool, tuple[str, ...]]:
+        """:meth:`accept`, and with ``answer`` what the run should be told in the answer to
+        its push (exporter.directives), in one hold of the tracker (``Tracker.push``)."""
 
         def problem(reason: str) -> None:
             self._stats.drop(source, reason)
 
         for reason in parsed.problems:
             problem(reason)
-        ok = self._tracker.apply(key, parsed.report, self.clock(), meta, problem)
+        ok, told = self._tracker.push(key, parsed.report, self.clock(), meta, problem, answer)
         self._stats.report(source, OUTCOME_ACCEPTED if ok else OUTCOME_REJECTED)
-        return ok
+        return ok, told
 
     def run(self, key: RunKey) -> RunSnapshot | None:
         """One run as of now (for writing it back where its job is), or None."""
@@ -45,10 +57,6 @@ class Ingestor:
         """Each value a Katib trial run reported since observation ``after``, with its own
         time, and how many of those were lost to the per-run bound (Tracker.observations)."""
         return self._tracker.observations(key, after)
-
-    def directives(self, key: RunKey) -> tuple[str, ...]:
-        """What the run should be told in the answer to its push (exporter.directives)."""
-        return self._tracker.directives(key, self.clock())
 
     def stacks(self, source: str, key: RunKey, stacks: RankStacks) -> bool:
         """Keep one rank's stacks (from a reporter or a log) for its run; False, counted,

@@ -21,7 +21,7 @@ from .run.accrual import accrue, mark_gone
 from .run.merge import merge, observations, update_meta
 from .run.snapshot import RunSnapshot
 from .run.state import Problem, RunConfig, RunState, new_run
-from .run.view import directives, snapshot, wants_stacks
+from .run.view import directives, judge, snapshot, wants_stacks
 from .stacks import Diagnosis, RankStacks
 from .thresholds import Thresholds
 from .timeline import TimelineView
@@ -76,7 +76,22 @@ class Tracker:
         meta: RunMeta | None = None,
         problem: Problem = _ignore,
     ) -> bool:
-        """Merge one report into its run. Returns False if the run cap refused a new run.
+        """:meth:`push` without directives: what sources that cannot answer the run use."""
+        return self.push(key, report, now, meta, problem, answer=False)[0]
+
+    def push(
+        self,
+        key: RunKey,
+        report: ProgressReport,
+        now: float,
+        meta: RunMeta | None = None,
+        problem: Problem = _ignore,
+        answer: bool = True,
+    ) -> tuple[bool, tuple[str, ...]]:
+        """Merge one report into its run: whether it was taken (False: the run cap refused
+        a new run), and, with ``answer``, what the run should be told in the answer to its
+        push (exporter.directives). One hold of the lock, and after the merge one judgement
+        of the run (exporter.run.view.judge) for its timeline, directives and stacks.
 
         ``problem`` is called with a reason for each value the merge discards or adjusts
         (a step that went backwards, a custom metric over the per-run cap).
@@ -90,7 +105,7 @@ class Tracker:
             if run is None:
                 if len(self._runs) >= self.config.max_runs:
                     problem("run_cap")
-                    return False
+                    return False, ()
                 run = new_run(self.config.run, meta, now)
                 self._runs[key] = run
             elif meta is not None:
@@ -105,12 +120,19 @@ class Tracker:
                 restated = meta is not None and meta.source in SECONDARY_SOURCES
                 merge(self.config.run, run, bounded.report, now, problem, restated)
                 run.node_gpu_model = self._node_gpu.get(run.meta.node) if run.meta.node else None
-                if run.timeline.due(now):  # the run's life, sampled as reports come
-                    snapshot(self.config.run, key, run, now, False)
+                due_row = run.timeline.due(now)
+                judged = judge(self.config.run, run, now) if due_row or answer else None
+                if due_row:  # the run's life, sampled as reports come
+                    snapshot(self.config.run, key, run, now, False, judged)
+                told: tuple[str, ...] = ()
+                if answer:
+                    draining = bool(run.meta.node) and run.meta.node in self._cordoned
+                    told = directives(self.config.run, key, run, now, draining, judged)
             except Exception:  # a bug must cost one report, never the run's other readers
                 problem("merge_error")
+                told = ()
             self._changes += 1
-            return True
+            return True, told
 
     def set_meta(self, key: RunKey, meta: RunMeta, now: float) -> None:
         """Update what discovery knows about a run that already reported."""

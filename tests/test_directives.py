@@ -74,6 +74,51 @@ def test_tracker_tells_each_reason_once() -> None:
     assert tracker.directives(RunKey("ml", "other", "other"), T0) == ()
 
 
+def test_a_push_is_merged_judged_and_answered_in_one_hold_of_the_lock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A push takes the tracker's lock once and the run is judged once after its merge
+    (for its timeline, its directives and its stacks request alike); the answer is what a
+    separate ``directives`` call would have said."""
+    import threading
+
+    import exporter.run.view as view
+
+    class CountingLock:
+        def __init__(self) -> None:
+            self.inner, self.holds = threading.Lock(), 0
+
+        def __enter__(self) -> None:
+            self.inner.acquire()
+            self.holds += 1
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.release()
+
+    judged = []
+    real_judge = view.judge
+
+    def counting_judge(*args: Any) -> Any:
+        judged.append(args)
+        return real_judge(*args)
+
+    tracker, twin = Tracker(), Tracker()
+    steady(tracker, 5, deadline=T0 + 10_000_000)
+    steady(twin, 5, deadline=T0 + 10_000_000)
+    lock = CountingLock()
+    tracker._lock = lock  # type: ignore[assignment]
+    monkeypatch.setattr("exporter.tracker.judge", counting_judge)
+    late = ProgressReport(step=60, deadline_timestamp=T0 + 60)
+    ok, told = tracker.push(KEY, late, T0 + 6)
+    assert ok and told == ("checkpoint",) and lock.holds == 1 and len(judged) == 1
+    twin.apply(KEY, late, T0 + 6)
+    assert twin.directives(KEY, T0 + 6) == told
+    # A source that cannot answer is not judged for an answer.
+    judged.clear()
+    assert tracker.push(KEY, ProgressReport(step=61), T0 + 6.5, answer=False) == (True, ())
+    assert len(judged) <= 1  # only if the timeline's row is due
+
+
 def test_pod_deletion_and_annotation_reach_the_run_meta() -> None:
     pod = {
         "metadata": {

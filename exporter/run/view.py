@@ -3,10 +3,14 @@ what it is told to do now (directives: checkpoint, stacks)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..directives import CHECKPOINT, STACKS, Facts, due, reasons
+from ..estimate import Throughput
 from ..gpus import peak_flops
 from ..model import RunKey
-from ..states import NO_ETA, TRAINING, classify, done, entered, reason
+from ..states import NO_ETA, TRAINING, Observation, Verdict, classify, done, entered, reason
+from ..thresholds import Thresholds
 from ..timeline import Timeline
 from .accrual import at_risk, gpu_seconds_until, stall_since, wasted_by_cause
 from .pace import current_pace, observe, progress_of, run_estimate, run_throughput
@@ -15,13 +19,43 @@ from .state import RunConfig, RunState, first_of, thresholds_of
 from .tokens import printed_tokens_per_second, tokens_per_second, utilization
 
 
-def snapshot(
-    config: RunConfig, key: RunKey, run: RunState, now: float, history: bool
-) -> RunSnapshot:
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What the classifier said of a run at one instant, with what it judged it on: made
+    once, then read by the snapshot, the directives and the stacks request alike."""
+
+    throughput: Throughput | None
+    thresholds: Thresholds
+    observation: Observation
+    verdict: Verdict
+
+
+def judge(config: RunConfig, run: RunState, now: float) -> Judgement:
+    """Classify ``run`` as of ``now`` (exporter.states), with its pace."""
     tp = run_throughput(config, run)
     th = thresholds_of(config, run)
     observation = observe(config, run, now, tp)
-    verdict = classify(observation, th)
+    return Judgement(tp, th, observation, classify(observation, th))
+
+
+def snapshot(
+    config: RunConfig,
+    key: RunKey,
+    run: RunState,
+    now: float,
+    history: bool,
+    judged: Judgement | None = None,
+) -> RunSnapshot:
+    """The run as of ``now``; ``judged``: its judgement as of ``now``, where the caller made
+    one already."""
+    if judged is None:
+        judged = judge(config, run, now)
+    tp, th, observation, verdict = (
+        judged.throughput,
+        judged.thresholds,
+        judged.observation,
+        judged.verdict,
+    )
     run.state_since = entered(run.state, run.state_since, verdict, now)
     run.state = verdict.state
     # A stalled, diverged or finished run promises no completion time.
@@ -124,24 +158,38 @@ def _sample(timeline: Timeline, s: RunSnapshot, now: float) -> None:
         timeline.sample(now, timeline_values(s))
 
 
-def wants_stacks(config: RunConfig, run: RunState, rank: str, now: float) -> bool:
+def wants_stacks(
+    config: RunConfig, run: RunState, rank: str, now: float, verdict: Verdict | None = None
+) -> bool:
     """Whether ``rank`` of the run should send its stacks now (exporter.stall): the run is
-    stalled, or a person asked with the stacks annotation, and this rank sent none since."""
+    stalled, or a person asked with the stacks annotation, and this rank sent none since.
+    ``verdict``: the run's as of ``now``, where the caller classified it already."""
     run.stall.requested(run.meta.stacks_request, now)
-    verdict = classify(observe(config, run, now, None), thresholds_of(config, run))
+    if verdict is None:
+        verdict = classify(observe(config, run, now, None), thresholds_of(config, run))
     since = stall_since(run, verdict.onset) if verdict.state == "stalled" else None
     return run.stall.wants(rank, since, now)
 
 
 def directives(
-    config: RunConfig, key: RunKey, run: RunState, now: float, draining: bool
+    config: RunConfig,
+    key: RunKey,
+    run: RunState,
+    now: float,
+    draining: bool,
+    judged: Judgement | None = None,
 ) -> tuple[str, ...]:
     """What the run should do now: ``checkpoint`` (each reason once) and ``stacks`` (its
     rank 0 should send its stacks, exporter.stall); for the answer to the run's own push.
-    ``draining``: its node is cordoned."""
+    ``draining``: its node is cordoned; ``judged``: the run's judgement as of ``now``, made
+    once for the whole push (the snapshot and the stacks request read it too)."""
     deadline = first_of(run.meta.deadline_timestamp, run.deadline)
     # A snapshot (state, ETA) only for a run with a deadline: this is on every push.
-    lower = None if deadline is None else snapshot(config, key, run, now, False).eta_lower_seconds
+    lower = (
+        None
+        if deadline is None
+        else snapshot(config, key, run, now, False, judged).eta_lower_seconds
+    )
     holding = reasons(
         Facts(
             eta_lower_timestamp=None if lower is None else now + lower,
@@ -157,5 +205,5 @@ def directives(
     )
     fire = due(holding, run.directed)
     run.directed = holding
-    stacks = wants_stacks(config, run, "0", now)
+    stacks = wants_stacks(config, run, "0", now, judged.verdict if judged else None)
     return ((CHECKPOINT,) if fire else ()) + ((STACKS,) if stacks else ())

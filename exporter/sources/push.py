@@ -129,11 +129,13 @@ def handle_push(
     except ReportError as err:
         ingestor.reject(NAME, err)
         return PushResponse(422, status_body(422, "Invalid", err.message))
-    if not ingestor.accept(NAME, target.key, parsed, target.meta):
+    upstream = kubeflow or parsed.report.format == FORMAT_KUBEFLOW
+    ok, told = ingestor.push(NAME, target.key, parsed, target.meta, answer=not upstream)
+    if not ok:
         return PushResponse(
             429, status_body(429, "TooManyRequests", "the exporter tracks its maximum of runs")
         )
-    if kubeflow or parsed.report.format == FORMAT_KUBEFLOW:
+    if upstream:
         echo = {"trainerStatus": obj.get("trainerStatus")} if isinstance(obj, dict) else {}
         return PushResponse(200, json.dumps(echo).encode())
     # The native answer carries directives (exporter.directives); the Kubeflow one stays
@@ -141,6 +143,6 @@ def handle_push(
     answer = {
         "status": "ok",
         "dropped": list(parsed.problems),
-        "directives": list(ingestor.directives(target.key)),
+        "directives": list(told),
     }
     return PushResponse(200, json.dumps(answer).encode())
