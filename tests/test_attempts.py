@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from exporter.estimate import EstimatorConfig
-from exporter.model import ProgressReport, RunKey, RunMeta, parse_native
+from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker, TrackerConfig
+from exporter.wire import parse_native
 
 from .conftest import T0
 

@@ -99,7 +99,7 @@ def test_a_run_that_cannot_be_rendered_is_left_out_not_the_scrape(exporter_facto
 
 
 def test_a_fractional_step_is_rejected_not_truncated() -> None:
-    from exporter.model import parse_native
+    from exporter.wire import parse_native
 
     parsed = parse_native({"step": 1.5, "max_steps": 10.0}, 0.0)
     assert parsed.report.step is None and parsed.report.max_steps == 10

@@ -32,6 +32,7 @@ PACKAGE = ROOT / "exporter"
 CORE = {
     "exporter",
     "exporter.model",
+    "exporter.wire",
     "exporter.annotations",
     "exporter.workloads",
     "exporter.managed",

@@ -16,6 +16,8 @@ from exporter.model import (
     MAX_CLOCK_SKEW_SECONDS,
     ReportError,
     clean_label,
+)
+from exporter.wire import (
     decode_json,
     detect_format,
     parse_any,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from training_progress_reporter import KUBEFLOW_MARKER, ProgressReporter, global_rank
 
-from exporter.model import parse_kubeflow
+from exporter.wire import parse_kubeflow
 
 from .conftest import get_json, self_signed_cert
 

@@ -7,9 +7,10 @@ import math
 import pytest
 
 from exporter.estimate import EstimatorConfig, estimate, naive_eta_seconds, throughput
-from exporter.model import ProgressReport, RunKey, RunMeta, parse_bytes
+from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.thresholds import Thresholds
 from exporter.tracker import Tracker, TrackerConfig
+from exporter.wire import parse_bytes
 
 from .conftest import T0, kubeflow_fixture_bodies
 

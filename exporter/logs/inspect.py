@@ -17,8 +17,8 @@ from ..model import (
     ReportError,
     json_number,
     json_safe,
-    parse_bytes,
 )
+from ..wire import parse_bytes
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, Message, cannot_be_partial
 from .lines import NO_EXTRA, Extra, Format

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..model import ProgressReport, ReportError, parse_native
+from ..model import ProgressReport, ReportError
+from ..wire import parse_native
 
 MAX_MESSAGE = 16 * 1024
 EMPTY = ProgressReport()  # longer messages are not progress lines; they are skipped unparsed

@@ -37,16 +37,11 @@ from ..discovery import PodInfo
 from ..ingest import Ingestor
 from ..kubernetes.client import api_status
 from ..managed import FIELD_MANAGER, ODH_ANNOTATION_PATH, TRAINER_STATUS_PATH, owners
-from ..model import (
-    KUBEFLOW_MAX_FIELD_CHARS,
-    KUBEFLOW_MAX_METRICS,
-    ODH_COMPLETE,
-    RunKey,
-    RunView,
-)
+from ..model import KUBEFLOW_MAX_FIELD_CHARS, KUBEFLOW_MAX_METRICS, RunKey, RunView
 from ..settings import ConfigError
 from ..sources.trainjob import GROUP, PLURAL, VERSION, rank0_pods, read_trainjob
 from ..sources.trainjob import NAME as TRAINJOB_SOURCE
+from ..wire import ODH_COMPLETE
 
 NAME = "writeback"
 MODES = ("off", "status", "annotation")

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..hostfs import read_regular_file
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes, run_name
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, run_name
+from ..wire import parse_bytes
 
 log = logging.getLogger(__name__)
 NAME = "file"

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta
 from ..settings import ConfigError
 from ..thresholds import parse_overrides
+from ..wire import parse_bytes
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from ..discovery import PodInfo
 from ..hostfs import open_dir_chain, read_regular_file
 from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, parse_bytes
+from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta
+from ..wire import parse_bytes
 
 NAME = "file"
 EMPTY_DIR = "kubernetes.io~empty-dir"

@@ -14,15 +14,8 @@ from dataclasses import dataclass
 
 from ..discovery import PUSH, Denied, PushResolver, PushTarget
 from ..ingest import Ingestor
-from ..model import (
-    FORMAT_KUBEFLOW,
-    KUBEFLOW_MAX_BODY_BYTES,
-    ReportError,
-    decode_json,
-    parse_any,
-    parse_kubeflow,
-    valid_kubernetes_names,
-)
+from ..model import FORMAT_KUBEFLOW, KUBEFLOW_MAX_BODY_BYTES, ReportError, valid_kubernetes_names
+from ..wire import decode_json, parse_any, parse_kubeflow
 
 NAME = PUSH
 

@@ -17,8 +17,9 @@ import re
 from ..directives import STACKS
 from ..discovery import PushResolver
 from ..ingest import Ingestor
-from ..model import ReportError, decode_json
+from ..model import ReportError
 from ..stacks import parse_rank, parse_stacks
+from ..wire import decode_json
 from .push import PushResponse, admit, status_body
 
 NAME = "stacks"

@@ -3,7 +3,7 @@
 Clusters running Kubeflow Trainer with progress tracking store it in the TrainJob
 (``status.trainerStatus``, Kubeflow's shape) or, on OpenShift AI, in the annotation
 ``trainer.opendatahub.io/trainerStatus`` (their ``AnnotationStatus``: step, epochs, train and
-eval metrics, "complete" once done; exporter.model.parse_opendatahub). This source reads both
+eval metrics, "complete" once done; exporter.wire.parse_opendatahub). This source reads both
 for every TrainJob whose rank-0 pod runs on this node, so exactly one node exports each job.
 A status is ingested only when the TrainJob changed (its resourceVersion), so an old status
 never looks like a fresh report, and never when the exporter's own write-back wrote it (its
@@ -35,9 +35,8 @@ from ..model import (
     RunKey,
     RunMeta,
     clean_label,
-    parse_kubeflow,
-    parse_opendatahub,
 )
+from ..wire import parse_kubeflow, parse_opendatahub
 
 NAME = TRAINJOB_SOURCE
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
