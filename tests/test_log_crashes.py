@@ -19,7 +19,7 @@ import pytest
 
 from exporter.logs.inspect import read_log
 
-from .conftest import get_json, http
+from .conftest import get_json, http, need_module
 
 CRASH = textwrap.dedent(
     """
@@ -45,6 +45,7 @@ def _crashed_log(tmp_path: Path) -> Path:
 def test_a_real_crash_is_the_runs_failure_in_every_view(
     exporter_factory: Any, tmp_path: Path
 ) -> None:
+    need_module("tqdm", "ml")  # the script draws a real tqdm bar
     log = _crashed_log(tmp_path)
     exp = exporter_factory(log_paths=(str(log),), namespace="local")
     exp.poll_once()

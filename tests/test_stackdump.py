@@ -20,7 +20,7 @@ import pytest
 from exporter.logs.stackdump import StackDumpReader
 from exporter.stacks import COLLECTIVE, FROM_FAULTHANDLER, FROM_TRACEBACK, UNKNOWN, diagnose
 
-from .conftest import FakeClock, get_json
+from .conftest import FakeClock, get_json, need_module
 
 NCCL_BASICSR_737 = [
     "[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
@@ -99,6 +99,7 @@ def _feed(lines: list[str], rank: str = "") -> list[Any]:
 
 
 def test_a_real_faulthandler_dump_gives_the_frame(tmp_path: Path) -> None:
+    need_module("tqdm", "ml")  # the script draws a real tqdm bar
     lines = _run(tmp_path, HANG, 4.0)
     (stacks,) = _feed(lines, rank="3")
     assert stacks.source == FROM_FAULTHANDLER and stacks.rank == "3"
@@ -135,6 +136,7 @@ def test_the_nccl_watchdog_names_the_collective_and_its_sequence_number() -> Non
 def test_a_dump_in_a_log_explains_a_stall_with_no_reporter(
     tmp_path: Path, exporter_factory: Any, clock: FakeClock
 ) -> None:
+    need_module("tqdm", "ml")  # the script draws a real tqdm bar
     lines = _run(tmp_path, HANG, 4.0)
     log = tmp_path / "hang.log"
     log.write_text(_cri(lines))
