@@ -21,8 +21,6 @@ import json
 import math
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -31,6 +29,7 @@ from urllib.parse import quote, unquote
 
 from . import statuspage
 from .assets import load_assets
+from .fetch import FetchError, get
 from .httpd import POOL_INLINE, POOL_SCRAPE, ConnectionLimits, HTTPServer, Request, Response
 from .kubernetes.endpoints import Endpoint
 from .model import json_safe
@@ -60,37 +59,14 @@ class ExporterError(Exception):
     """An exporter that could not be read, with why, in words."""
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """An exporter's answer is its own: a redirect elsewhere is an error, not followed."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 def fetch(url: str, timeout: float, max_bytes: int) -> bytes:
-    """The body of ``GET url`` (status 200, at most ``max_bytes``), asked directly (no
-    proxy from the environment: the exporters are on the pod network) and never following
-    a redirect. Raises ExporterError saying why not: refused, timed out, another status,
-    too large."""
-    request = urllib.request.Request(url, headers={"Accept": "application/json, text/html"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+    """The body of ``GET url`` by the one bounded client (exporter.fetch: the whole answer
+    within ``timeout``, no proxy, no redirect followed). Raises ExporterError saying why
+    not: refused, timed out, another status, too large."""
     try:
-        with opener.open(request, timeout=timeout) as response:
-            body: bytes = response.read(max_bytes + 1)
-    except urllib.error.HTTPError as exc:
-        raise ExporterError(f"answered {exc.code} {exc.reason}") from None
-    except TimeoutError:
-        raise ExporterError(f"no answer within {timeout:g} s") from None
-    except urllib.error.URLError as exc:
-        reason = exc.reason
-        if isinstance(reason, TimeoutError):
-            raise ExporterError(f"no answer within {timeout:g} s") from None
-        raise ExporterError(f"cannot connect: {reason}") from None
-    except OSError as exc:
-        raise ExporterError(f"connection failed: {exc}") from None
-    if len(body) > max_bytes:
-        raise ExporterError(f"answer larger than {max_bytes} bytes")
-    return body
+        return get(url, timeout, max_bytes, accept="application/json, text/html")
+    except FetchError as exc:
+        raise ExporterError(exc.detail) from None
 
 
 def _plain(value: Any) -> tuple[bool, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import socket
@@ -152,6 +153,23 @@ class HTTPStats:
     def snapshot(self) -> tuple[int, dict[str, int], int]:
         with self._lock:
             return self.open, dict(self.rejected), self.disconnects
+
+
+def status_body(code: int, reason: str, message: str) -> bytes:
+    """A Kubernetes ``metav1.Status`` failure body, as the API server (and the Kubeflow
+    Trainer's progress endpoint) answers a request it refuses: what a pod's client expects
+    from the exporter's push endpoints and from its forwarding of them."""
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+    ).encode()
 
 
 def content_length(values: list[str]) -> int:

@@ -34,12 +34,13 @@ from .httpd import (
     Request,
     Response,
     serve_in_thread,
+    status_body,
 )
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
 from .run.snapshot import RunSnapshot
 from .sources.forward import Forwarder
-from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, handle_push, status_body
+from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, handle_push
 from .sources.stacks import STACKS_PATH, handle_stacks
 from .stats import ExporterStats
 from .tracker import Tracker

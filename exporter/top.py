@@ -12,11 +12,11 @@ import math
 import sys
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
+from .fetch import get
 from .humanize import duration, format_loss
 from .model import json_safe
 from .ranks import DONE_STATES, Laggard, RankView, stuck_rank
@@ -359,9 +359,14 @@ def sort_rows(rows: list[Row], by: str = "state") -> list[Row]:
     return sorted(rows, key=SORTS[by])
 
 
+# An exporter's /api/v1/runs at 10,000 runs is some 34 MB; Prometheus' answers are smaller.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+
+
 def fetch_json(url: str, timeout: float = 10.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # the user's own URL
-        return json.loads(resp.read())
+    """The JSON document at ``url`` (the one bounded client, exporter.fetch); its errors
+    name the URL."""
+    return json.loads(get(url, timeout, MAX_ANSWER_BYTES))
 
 
 def from_exporter(url: str) -> list[Row]:

@@ -11,12 +11,12 @@ a Kubernetes Status body; the push is recorded all the same.
 
 from __future__ import annotations
 
-import json
 import ssl
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from ..httpd import status_body
 from ..settings import ConfigError
 
 TIMEOUT = 5.0
@@ -34,19 +34,6 @@ def forward_url(value: str) -> str:
 class Relayed:
     status: int
     body: bytes
-
-
-def _status(code: int, reason: str, message: str) -> bytes:
-    return json.dumps(
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "status": "Failure",
-            "message": message,
-            "reason": reason,
-            "code": code,
-        }
-    ).encode()
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -84,7 +71,8 @@ class Forwarder:
         except urllib.error.HTTPError as err:
             if 300 <= err.code < 400:
                 message = f"the Kubeflow Trainer endpoint redirected ({err.code}); not followed"
-                return Relayed(502, _status(502, "BadGateway", message))
+                return Relayed(502, status_body(502, "BadGateway", message))
             return Relayed(err.code, err.read(MAX_ANSWER_BYTES))
         except (OSError, ValueError) as err:
-            return Relayed(502, _status(502, "BadGateway", f"the Kubeflow Trainer endpoint: {err}"))
+            message = f"the Kubeflow Trainer endpoint: {err}"
+            return Relayed(502, status_body(502, "BadGateway", message))

@@ -8,18 +8,14 @@ Standalone targets come from the config file; Kubernetes mode adds one per annot
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import logging
-import socket
-import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..fetch import get
 from ..ingest import Ingestor
 from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta
 from ..settings import ConfigError
@@ -46,76 +42,6 @@ class HttpTarget:
 Fetch = Callable[[str, float, int], bytes]
 
 
-def fetch_url(url: str, timeout: float, max_bytes: int) -> bytes:
-    """GET ``url``: at most ``max_bytes`` of body, all of it within ``timeout`` seconds.
-
-    A target that answers at a byte a second never trips a per-read timeout; here a timer
-    closes the connection when the whole exchange is not done by the deadline. Redirects are
-    not followed (a redirect to ``ftp://`` or another host is an error, not a new target).
-    Raises ReportError: ``invalid_url``, ``http_status``, ``timeout``, ``oversize``,
-    ``unreachable``.
-    """
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ReportError("invalid_url", f"{url}: only http and https URLs are fetched")
-    try:
-        port = parts.port
-    except ValueError:
-        raise ReportError("invalid_url", f"{url}: bad port") from None
-    connection = (
-        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    )
-    conn = connection(parts.hostname, port, timeout=timeout)
-    expired = threading.Event()
-    # The socket, kept here: for a response that closes the connection, http.client hands
-    # it to the response and clears conn.sock.
-    held: list[socket.socket] = []
-
-    def expire() -> None:
-        expired.set()
-        for sock in held:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    timer = threading.Timer(timeout, expire)
-    timer.daemon = True
-    timer.start()
-    try:
-        conn.connect()
-        if conn.sock is not None:
-            held.append(conn.sock)
-            if expired.is_set():  # the deadline passed while connecting
-                raise TimeoutError
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        conn.request("GET", path, headers={"Accept": "application/json"})
-        resp = conn.getresponse()
-        if 300 <= resp.status < 400:
-            where = resp.getheader("Location", "")[:200]
-            raise ReportError("http_status", f"{url}: HTTP {resp.status} to {where!r} not followed")
-        if resp.status != 200:
-            raise ReportError("http_status", f"{url}: HTTP {resp.status}")
-        length = resp.getheader("Content-Length")
-        if length is not None and length.isdigit() and int(length) > max_bytes:
-            raise ReportError("oversize", f"{url}: body of {length} bytes exceeds {max_bytes}")
-        body = resp.read(max_bytes + 1)
-    except ReportError:
-        raise
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        if expired.is_set() or isinstance(exc, TimeoutError):
-            raise ReportError(
-                "timeout", f"{url}: no complete answer within {timeout:g} s"
-            ) from None
-        raise ReportError("unreachable", f"{url}: {exc}") from None
-    finally:
-        timer.cancel()
-        conn.close()
-    if expired.is_set():
-        raise ReportError("timeout", f"{url}: no complete answer within {timeout:g} s")
-    if len(body) > max_bytes:
-        raise ReportError("oversize", f"{url}: body exceeds {max_bytes} bytes")
-    return body
-
-
 class HttpSource:
     """Pulls every target once per :meth:`poll`, with at most ``workers`` at a time."""
 
@@ -127,7 +53,7 @@ class HttpSource:
         ingestor: Ingestor,
         timeout: float = 2.0,
         workers: int = 8,
-        fetch: Fetch = fetch_url,
+        fetch: Fetch = get,
         max_bytes: int = KUBEFLOW_MAX_BODY_BYTES,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ..discovery import PUSH, Denied, PushResolver, PushTarget
+from ..httpd import status_body
 from ..ingest import Ingestor
 from ..model import FORMAT_KUBEFLOW, KUBEFLOW_MAX_BODY_BYTES, ReportError, valid_kubernetes_names
 from ..wire import decode_json, parse_any, parse_kubeflow
@@ -34,21 +35,6 @@ class PushResponse:
 
     status: int
     body: bytes
-
-
-def status_body(code: int, reason: str, message: str) -> bytes:
-    """A Kubernetes ``metav1.Status`` failure body, what the upstream server answers."""
-    return json.dumps(
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "reason": reason,
-            "code": code,
-        }
-    ).encode()
 
 
 def admit(

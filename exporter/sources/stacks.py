@@ -16,11 +16,12 @@ import re
 
 from ..directives import STACKS
 from ..discovery import PushResolver
+from ..httpd import status_body
 from ..ingest import Ingestor
 from ..model import ReportError
 from ..stacks import parse_rank, parse_stacks
 from ..wire import decode_json
-from .push import PushResponse, admit, status_body
+from .push import PushResponse, admit
 
 NAME = "stacks"
 STACKS_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/runs/(?P<name>[^/]+)/stacks\Z")
