@@ -66,7 +66,7 @@ from exporter.ingest import Ingestor
 from exporter.logs.source import LogSource, standalone_targets
 from exporter.model import ProgressReport, RunKey
 from exporter.run.snapshot import RunSnapshot
-from exporter.sources.push import handle_push
+from exporter.sources.push import PushRequest, handle_push
 from exporter.stats import ExporterStats
 from exporter.tracker import Tracker
 
@@ -193,17 +193,15 @@ class _Replay:
         match = kubeflow or NATIVE_PATH.match(path)
         if match is None:
             raise ValueError(f"unexpected push path {path!r}")
-        answer = handle_push(
-            kubeflow=kubeflow is not None,
+        request = PushRequest(
             namespace=match.group(1),
             name=match.group(2),
             body=body.encode(),
             client_ip="127.0.0.1",
             authorization="Bearer recorder",
-            resolver=self.resolver,
-            ingestor=self.ingestor,
             now=self.clock(),
         )
+        answer = handle_push(request, kubeflow is not None, self.resolver, self.ingestor)
         if answer.status != 200:
             raise ValueError(f"the exporter refused a recorded push: {answer.body!r}")
 

@@ -40,7 +40,7 @@ from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
 from .run.snapshot import RunSnapshot
 from .sources.forward import Forwarder
-from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, handle_push
+from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, PushRequest, handle_push
 from .sources.stacks import STACKS_PATH, handle_stacks
 from .stats import ExporterStats
 from .tracker import Tracker
@@ -241,52 +241,39 @@ def _get(ctx: ServerContext, request: Request) -> Response:
     return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
 
 
-def _push(ctx: ServerContext, request: Request) -> Response:
-    path = request.path
-    m = KUBEFLOW_PATH.match(path)
-    kubeflow = m is not None
-    if m is None:
-        m = NATIVE_PATH.match(path)
-    if m is None:
-        return _stacks_push(ctx, request)
-    body = request.body
-    resp = handle_push(
-        kubeflow=kubeflow,
-        namespace=m.group("namespace"),
-        name=m.group("name"),
-        body=body,
-        body_too_large=request.body_too_large,
-        client_ip=request.client_ip,
-        authorization=request.headers.get("authorization"),
-        resolver=ctx.resolver,
-        ingestor=ctx.ingestor,
-        now=ctx.clock(),
-    )
-    if kubeflow and resp.status == 200 and ctx.forwarder is not None:
-        # Recorded here; the job's answer is Kubeflow Trainer's own.
-        relayed = ctx.forwarder.forward(path, body, request.headers.get("authorization"))
-        return Response(relayed.status, relayed.body, JSON)
-    return Response(resp.status, resp.body, JSON)
-
-
-def _stacks_push(ctx: ServerContext, request: Request) -> Response:
-    m = STACKS_PATH.match(request.path)
-    if m is None:
-        return Response(
-            404, status_body(404, "NotFound", f"no route for POST {request.path}"), JSON
-        )
-    resp = handle_stacks(
-        namespace=m.group("namespace"),
-        name=m.group("name"),
+def _push_request(ctx: ServerContext, request: Request, namespace: str, name: str) -> PushRequest:
+    """The POST as the push handlers take it, read once."""
+    return PushRequest(
+        namespace=namespace,
+        name=name,
         body=request.body,
-        body_too_large=request.body_too_large,
         client_ip=request.client_ip,
         authorization=request.headers.get("authorization"),
-        resolver=ctx.resolver,
-        ingestor=ctx.ingestor,
         now=ctx.clock(),
+        body_too_large=request.body_too_large,
     )
-    return Response(resp.status, resp.body, JSON)
+
+
+def _post(ctx: ServerContext, request: Request) -> Response:
+    """A POST: a progress report on Kubeflow's path or the native one, or a rank's stacks
+    (or its question whether to send them), each routed by its own path."""
+    path = request.path
+    for pattern, kubeflow in ((KUBEFLOW_PATH, True), (NATIVE_PATH, False)):
+        m = pattern.match(path)
+        if m is not None:
+            push = _push_request(ctx, request, m["namespace"], m["name"])
+            resp = handle_push(push, kubeflow, ctx.resolver, ctx.ingestor)
+            if kubeflow and resp.status == 200 and ctx.forwarder is not None:
+                # Recorded here; the job's answer is Kubeflow Trainer's own.
+                relayed = ctx.forwarder.forward(path, push.body, push.authorization)
+                return Response(relayed.status, relayed.body, JSON)
+            return Response(resp.status, resp.body, JSON)
+    m = STACKS_PATH.match(path)
+    if m is not None:
+        push = _push_request(ctx, request, m["namespace"], m["name"])
+        resp = handle_stacks(push, ctx.resolver, ctx.ingestor)
+        return Response(resp.status, resp.body, JSON)
+    return Response(404, status_body(404, "NotFound", f"no route for POST {path}"), JSON)
 
 
 def _stacks(ctx: ServerContext, path: str) -> Response:
@@ -301,7 +288,7 @@ def route(ctx: ServerContext, request: Request) -> Response:
     if request.method in ("GET", "HEAD"):
         return _get(ctx, request)
     if request.method in ("POST", "PUT"):
-        return _push(ctx, request)
+        return _post(ctx, request)
     return Response(
         405,
         status_body(405, "MethodNotAllowed", f"{request.method} is not served"),

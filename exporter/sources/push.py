@@ -37,26 +37,32 @@ class PushResponse:
     body: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class PushRequest:
+    """One POST from a pod, as the server read it: built once and passed down to the
+    door (:func:`admit`) and the handler of its path."""
+
+    namespace: str
+    name: str
+    body: bytes
+    client_ip: str
+    authorization: str | None
+    now: float
+    # Declared over the limit (Content-Length) and not read: answered 413.
+    body_too_large: bool = False
+
+
 def admit(
-    *,
-    source: str,
-    namespace: str,
-    name: str,
-    body: bytes,
-    client_ip: str,
-    authorization: str | None,
-    resolver: PushResolver,
-    ingestor: Ingestor,
-    body_too_large: bool = False,
+    source: str, request: PushRequest, resolver: PushResolver, ingestor: Ingestor
 ) -> PushTarget | PushResponse:
     """The run a POST may write (its names valid, its body within the limit, its sender
     the run's own pod), or the refusal to answer, counted under ``source``."""
-    if not valid_kubernetes_names(namespace, name):
+    if not valid_kubernetes_names(request.namespace, request.name):
         ingestor.reject(source, ReportError("invalid_name", "invalid name"))
         return PushResponse(
             422, status_body(422, "Invalid", "namespace and name must be valid Kubernetes names")
         )
-    if body_too_large or len(body) > KUBEFLOW_MAX_BODY_BYTES:
+    if request.body_too_large or len(request.body) > KUBEFLOW_MAX_BODY_BYTES:
         ingestor.reject(source, ReportError("oversize", "oversize"))
         return PushResponse(
             413,
@@ -66,7 +72,9 @@ def admit(
                 f"request body exceeds {KUBEFLOW_MAX_BODY_BYTES} bytes",
             ),
         )
-    target = resolver.resolve(namespace, name, client_ip, authorization)
+    target = resolver.resolve(
+        request.namespace, request.name, request.client_ip, request.authorization
+    )
     if isinstance(target, Denied):
         ingestor.reject(source, ReportError(target.reason, target.message))
         reason = {429: "TooManyRequests", 503: "ServiceUnavailable"}.get(target.status, "Forbidden")
@@ -75,35 +83,16 @@ def admit(
 
 
 def handle_push(
-    *,
-    kubeflow: bool,
-    namespace: str,
-    name: str,
-    body: bytes,
-    client_ip: str,
-    authorization: str | None,
-    resolver: PushResolver,
-    ingestor: Ingestor,
-    now: float,
-    body_too_large: bool = False,
+    request: PushRequest, kubeflow: bool, resolver: PushResolver, ingestor: Ingestor
 ) -> PushResponse:
-    """Validate, authorize, parse and ingest one push; returns what to answer.
-    ``body_too_large``: the body was declared over the limit and not read (413)."""
-    target = admit(
-        source=NAME,
-        namespace=namespace,
-        name=name,
-        body=body,
-        client_ip=client_ip,
-        authorization=authorization,
-        resolver=resolver,
-        ingestor=ingestor,
-        body_too_large=body_too_large,
-    )
+    """Validate, authorize, parse and ingest one push (``kubeflow``: on Kubeflow Trainer's
+    path, answered as it answers); returns what to answer."""
+    target = admit(NAME, request, resolver, ingestor)
     if isinstance(target, PushResponse):
         return target
     try:
-        obj = decode_json(body)
+        obj = decode_json(request.body)
+        now = request.now
         parsed = parse_kubeflow(obj, now) if kubeflow else parse_any(obj, now)
     except ReportError as err:
         ingestor.reject(NAME, err)

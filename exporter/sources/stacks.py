@@ -21,44 +21,23 @@ from ..ingest import Ingestor
 from ..model import ReportError
 from ..stacks import parse_rank, parse_stacks
 from ..wire import decode_json
-from .push import PushResponse, admit
+from .push import PushRequest, PushResponse, admit
 
 NAME = "stacks"
 STACKS_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/runs/(?P<name>[^/]+)/stacks\Z")
 
 
-def handle_stacks(
-    *,
-    namespace: str,
-    name: str,
-    body: bytes,
-    client_ip: str,
-    authorization: str | None,
-    resolver: PushResolver,
-    ingestor: Ingestor,
-    now: float,
-    body_too_large: bool = False,
-) -> PushResponse:
+def handle_stacks(request: PushRequest, resolver: PushResolver, ingestor: Ingestor) -> PushResponse:
     """Validate, authorize and keep one rank's stacks (or answer its question)."""
-    target = admit(
-        source=NAME,
-        namespace=namespace,
-        name=name,
-        body=body,
-        client_ip=client_ip,
-        authorization=authorization,
-        resolver=resolver,
-        ingestor=ingestor,
-        body_too_large=body_too_large,
-    )
+    target = admit(NAME, request, resolver, ingestor)
     if isinstance(target, PushResponse):
         return target
     try:
-        doc = decode_json(body)
+        doc = decode_json(request.body)
         if not isinstance(doc, dict):
             raise ReportError("invalid_stacks", "not a JSON object")
         rank = parse_rank(doc.get("rank"))
-        stacks = parse_stacks(doc, now) if "threads" in doc else None
+        stacks = parse_stacks(doc, request.now) if "threads" in doc else None
     except ReportError as err:
         ingestor.reject(NAME, err)
         return PushResponse(422, status_body(422, "Invalid", err.message))
