@@ -239,22 +239,62 @@ CHECKPOINT_FIELDS = (
 )
 
 
-def _bounded_count(value: Any, limit: float = MAX_STEP) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """What one value may be, wherever it comes from (a report, the state file): a count
+    (a whole number in ``low..high``), a number (``low..high``, finite unless ``finite`` is
+    False), a loss (any float, NaN and infinities included: divergence is a signal), a
+    flag (a boolean), or names (metric names to numbers: a run's custom metrics)."""
+
+    kind: str  # "count", "number", "loss", "flag", "names"
+    low: float = -math.inf
+    high: float = math.inf
+    finite: bool = True
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` is one this bound allows (never a bool for a number)."""
+        if self.kind == "flag":
+            return isinstance(value, bool)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.kind == "count":
+            return isinstance(value, int) and self.low <= value <= self.high
+        if self.kind == "loss":
+            return isinstance(value, float) or abs(value) <= MAX_STEP
+        if self.finite and not math.isfinite(value):
+            return False
+        return self.low <= value <= self.high  # NaN is in no range
 
 
-def _bounded_number(value: Any, low: float, high: float) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and low <= value <= high
-    )
-
-
-def _float_or_none(value: Any) -> bool:
-    """A loss-like value: any float, NaN and infinities included (divergence is a signal)."""
-    return isinstance(value, float) or (isinstance(value, int) and abs(value) <= MAX_STEP)
+# The bounds by name: each stated once, read by within_bounds and by the run's saved fields
+# (exporter.run.state), so that a restored run meets what a live report meets.
+COUNT = Bound("count", 0, MAX_STEP)
+EPOCHS = Bound("number", 0.0, MAX_EPOCHS)
+FRACTION = Bound("number", 0.0, 1.0)
+ETA_SECONDS = Bound("number", 0.0, MAX_ETA_SECONDS)
+GPUS = Bound("number", 0.0, MAX_GPUS)
+GPU_HOURS_BUDGET = Bound("number", 1e-9, MAX_GPU_HOURS_BUDGET)
+TIMESTAMP = Bound("number", 0.0, 1e11)
+FLOPS_PER_TOKEN = Bound("number", 0.0, MAX_FLOPS_PER_TOKEN)
+LOSS = Bound("loss")
+# What a report's fields may be, and the reason a value outside is dropped under.
+REPORT_BOUNDS: dict[str, tuple[Bound, str]] = {
+    "step": (COUNT, "step_out_of_range"),
+    "max_steps": (COUNT, "max_steps_out_of_range"),
+    "epoch": (EPOCHS, "epoch_out_of_range"),
+    "max_epochs": (EPOCHS, "max_epochs_out_of_range"),
+    "progress": (FRACTION, "invalid_progress"),
+    "eta_seconds": (ETA_SECONDS, "invalid_eta"),
+    "gpus": (GPUS, "invalid_gpus"),
+    "gpu_hours_budget": (GPU_HOURS_BUDGET, "invalid_gpu_hours_budget"),
+    "timestamp": (TIMESTAMP, "invalid_timestamp"),
+    "deadline_timestamp": (TIMESTAMP, "invalid_deadline_timestamp"),
+    "start_time": (TIMESTAMP, "invalid_start_time"),
+    "loss": (LOSS, "invalid_loss"),
+    "eval_loss": (LOSS, "invalid_eval_loss"),
+    "learning_rate": (LOSS, "invalid_learning_rate"),
+    "grad_norm": (LOSS, "invalid_grad_norm"),
+}
 
 
 def within_bounds(report: ProgressReport) -> Parsed:
@@ -269,38 +309,16 @@ def within_bounds(report: ProgressReport) -> Parsed:
     problems: list[str] = []
     changes: dict[str, Any] = {}
 
-    def check(name: str, ok: bool, reason: str) -> None:
-        if getattr(report, name) is not None and not ok:
+    for name, (bound, reason) in REPORT_BOUNDS.items():
+        value = getattr(report, name)
+        if value is not None and not bound.holds(value):
             changes[name] = None
             problems.append(reason)
-
-    check("step", _bounded_count(report.step), "step_out_of_range")
-    check("max_steps", _bounded_count(report.max_steps), "max_steps_out_of_range")
-    check("epoch", _bounded_number(report.epoch, 0.0, MAX_EPOCHS), "epoch_out_of_range")
-    check(
-        "max_epochs", _bounded_number(report.max_epochs, 0.0, MAX_EPOCHS), "max_epochs_out_of_range"
-    )
-    check("progress", _bounded_number(report.progress, 0.0, 1.0), "invalid_progress")
-    check("eta_seconds", _bounded_number(report.eta_seconds, 0.0, MAX_ETA_SECONDS), "invalid_eta")
-    check("gpus", _bounded_number(report.gpus, 0.0, MAX_GPUS), "invalid_gpus")
-    check(
-        "gpu_hours_budget",
-        _bounded_number(report.gpu_hours_budget, 1e-9, MAX_GPU_HOURS_BUDGET),
-        "invalid_gpu_hours_budget",
-    )
-    for name in ("timestamp", "deadline_timestamp", "start_time"):
-        check(name, _bounded_number(getattr(report, name), 0.0, 1e11), f"invalid_{name}")
-    for name in ("loss", "eval_loss", "learning_rate", "grad_norm"):
-        check(name, _float_or_none(getattr(report, name)), f"invalid_{name}")
-    samples = tuple(
-        (t, n)
-        for t, n in report.step_samples
-        if _bounded_number(t, 0.0, 1e11) and _bounded_count(n)
-    )
+    samples = tuple((t, n) for t, n in report.step_samples if TIMESTAMP.holds(t) and COUNT.holds(n))
     if len(samples) != len(report.step_samples):
         changes["step_samples"] = samples
         problems.append("step_out_of_range")
-    metrics = tuple((k, v) for k, v in report.metrics if _float_or_none(v))
+    metrics = tuple((k, v) for k, v in report.metrics if LOSS.holds(v))
     if len(metrics) != len(report.metrics):
         changes["metrics"] = metrics
         problems.append("invalid_metric_value")

@@ -32,15 +32,12 @@ import stat
 import sys
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict
+from dataclasses import MISSING, Field, asdict, fields
 from typing import Any, BinaryIO
 
 from .estimate import FORECASTS_KEPT
 from .goodput import EXPORTED_CAUSES
 from .model import (
-    MAX_EPOCHS,
-    MAX_ETA_SECONDS,
-    MAX_GPU_HOURS_BUDGET,
     MAX_GPUS,
     MAX_STEP,
     METRIC_NAME_RE,
@@ -49,7 +46,7 @@ from .model import (
     RunMeta,
     clean_label,
 )
-from .run.state import HISTORY_POINTS, PACE_POINTS, RunState
+from .run.state import HISTORY_POINTS, NON_NEGATIVE, PACE_POINTS, SAVED, RunState
 from .series import Series, Triples
 from .stacks import STALL_CAUSES
 from .stall import StallRecord
@@ -66,49 +63,6 @@ MAX_LINE_BYTES = 4 * 1024 * 1024  # one run; a real one is ~20 KB
 # the file is written every few seconds.
 SAVED_SAMPLES = 128
 
-_FLOATS = (
-    "first_report",
-    "last_report",
-    "accrued_at",
-    "reported_eta_at",
-    "loss_ema_at",
-    "gpu_seconds",
-    "stalled_gpu_seconds",
-    "last_structured",
-    "state_since",
-)
-# Loss-like values: any float a live report may carry, NaN and infinities included (a
-# diverged run must show them), so no bound applies to them on restore.
-_LOSS_LIKE = (
-    "loss",
-    "eval_loss",
-    "learning_rate",
-    "grad_norm",
-    "best_loss",
-    "best_train_loss",
-    "loss_ema",
-)
-_OPTIONAL_FLOATS = (
-    "epoch",
-    "max_epochs",
-    "reported_progress",
-    "reported_eta",
-    *_LOSS_LIKE,
-    "report_gpus",
-    "checkpoint_timestamp",
-    "flops_per_token",
-    "deadline",
-    "budget_seconds",
-    "last_step",
-    "last_improvement",
-    "gone_since",
-    "attempt_start",
-    "reporter_start",
-    "pace_reference",
-)
-_OPTIONAL_INTS = ("step", "max_steps", "high_water", "checkpoint_step", "tokens")
-_BOOLS = ("best_is_eval", "finished")
-_NAME_MAP = ("metrics", "threshold_overrides")
 _META_STRINGS = (
     "pod_uid",
     "job_kind",
@@ -138,52 +92,33 @@ class StateUnreadable(OSError):
     set aside, a setup to fix. The message names the file and the error."""
 
 
-# Bounds of restored values, as live reports meet them (model.within_bounds).
-_INT_BOUNDS = {
-    "step": MAX_STEP,
-    "max_steps": MAX_STEP,
-    "high_water": MAX_STEP,
-    "checkpoint_step": MAX_STEP,
-    "tokens": MAX_STEP,
-}
-_NON_NEGATIVE = {
-    "gpu_seconds",
-    "stalled_gpu_seconds",
-    "epoch",
-    "max_epochs",
-    "reported_progress",
-    "reported_eta",
-    "report_gpus",
-    "budget_seconds",
-    "wasted_at_step",
-    "stalled_at_step",
-    "checkpoint_timestamp",
-    "flops_per_token",
-}
-_UPPER = {
-    "epoch": MAX_EPOCHS,
-    "max_epochs": MAX_EPOCHS,
-    "reported_progress": 1.0,
-    "reported_eta": MAX_ETA_SECONDS,
-    "report_gpus": MAX_GPUS,
-    "budget_seconds": MAX_GPU_HOURS_BUDGET * 3600,
-}
+def saved_fields(cls: type[RunState] = RunState) -> tuple[Field[Any], ...]:
+    """The fields of ``cls`` the state file keeps: those declared ``saved`` (exporter.run.state),
+    with the bound each is held to when read back."""
+    return tuple(f for f in fields(cls) if SAVED in f.metadata)
 
 
-def _bounded(value: Any, name: str) -> Any:
-    """``value`` if it is within what a live report may set ``name`` to."""
-    if value is None or name in _LOSS_LIKE:
-        return value
-    if name in _INT_BOUNDS:
-        if not 0 <= value <= _INT_BOUNDS[name]:
-            raise StateError(f"{name}: out of range")
-        return value
-    if not math.isfinite(value):
-        raise StateError(f"{name}: not finite")
-    if name in _NON_NEGATIVE and value < 0:
-        raise StateError(f"{name}: negative")
-    if value > _UPPER.get(name, math.inf):
-        raise StateError(f"{name}: out of range")
+def _restored(doc: dict[str, Any], f: Field[Any]) -> Any:
+    """The saved value of field ``f``, held to its declared bound (the one live reports
+    meet: model.Bound); its default when the file predates it."""
+    name, bound = f.name, f.metadata[SAVED]
+    if name not in doc:
+        if f.default is not MISSING:
+            return f.default
+        if f.default_factory is not MISSING:
+            return f.default_factory()
+        raise StateError(f"{name}: missing")
+    value = doc[name]
+    if value is None and f.default is None:
+        return None
+    if bound.kind == "names":
+        if not isinstance(value, dict) or len(value) > 256:
+            raise StateError(f"{name}: not a small object")
+        if not all(isinstance(k, str) and METRIC_NAME_RE.match(k) for k in value):
+            raise StateError(f"{name}: a name that is not a metric name")
+        return {sys.intern(str(k)): float(_number(v, name)) for k, v in value.items()}
+    if not bound.holds(value):
+        raise StateError(f"{name}: not a {bound.kind} within its bounds")
     return value
 
 
@@ -206,20 +141,15 @@ def _label(value: Any, name: str, limit: int = 253) -> str:
 def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     """One run as JSON-ready values (copies: the tracker's lock is held while this runs)."""
     doc: dict[str, Any] = {"key": list(key), "meta": asdict(run.meta)}
-    for name in (*_FLOATS, *_OPTIONAL_FLOATS, *_OPTIONAL_INTS, *_BOOLS):
-        doc[name] = getattr(run, name)
-    for name in _NAME_MAP:
-        doc[name] = dict(getattr(run, name))
+    for f in saved_fields(type(run)):
+        value = getattr(run, f.name)
+        doc[f.name] = dict(value) if isinstance(value, dict) else value
     doc["wasted"] = dict(run.wasted)
     # The stall split's counters; the stall still waiting for its cause settles as it would
     # have (a restart ends what the exporter can tell of it).
     doc["stall_split"] = dict(run.stall.split)
     doc["stall_pending"] = run.stall.pending
-    doc["wasted_at_step"] = run.wasted_at_step
-    doc["productive_mark"] = run.productive_mark
-    doc["stalled_at_step"] = run.stalled_at_step
     doc["state"] = run.state
-    doc["attempt"] = run.attempt
     doc["samples"] = _b64(run.samples.to_bytes(SAVED_SAMPLES))
     doc["pace"] = _b64(run.pace.to_bytes())
     doc["history"] = _b64(run.history.to_bytes())
@@ -238,6 +168,13 @@ def _number(value: Any, name: str, optional: bool = False, integer: bool = False
     if integer and not isinstance(value, int):
         raise StateError(f"{name}: not an integer")
     return value
+
+
+def _gpu_seconds(value: Any, name: str) -> float:
+    """GPU-seconds of one cause: a finite, non-negative number."""
+    if not NON_NEGATIVE.holds(value):
+        raise StateError(f"{name}: not GPU-seconds")
+    return float(value)
 
 
 def _b64(columns: tuple[bytes, ...]) -> list[str]:
@@ -285,8 +222,11 @@ def _meta(doc: Any) -> RunMeta:
     return RunMeta(**values)
 
 
-def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
-    """The run :func:`encode_run` wrote. Raises :class:`StateError` naming the bad field."""
+def decode_run(
+    doc: Any, max_samples: int = 512, cls: type[RunState] = RunState
+) -> tuple[RunKey, RunState]:
+    """The run :func:`encode_run` wrote, as a ``cls``. Raises :class:`StateError` naming the
+    bad field."""
     if not isinstance(doc, dict):
         raise StateError("run: not an object")
     key = doc.get("key")
@@ -299,52 +239,20 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
     if not all(_KEY_PART.match(part) for part in key):
         raise StateError("key: not three run names")
     values: dict[str, Any] = {"meta": _meta(doc.get("meta"))}
-    for name in _FLOATS:
-        values[name] = _bounded(_number(doc.get(name), name), name)
-    for name in _OPTIONAL_FLOATS:
-        values[name] = _bounded(_number(doc.get(name), name, optional=True), name)
-    for name in _OPTIONAL_INTS:
-        values[name] = _bounded(_number(doc.get(name), name, optional=True, integer=True), name)
-    for name in _BOOLS:
-        if not isinstance(doc.get(name), bool):
-            raise StateError(f"{name}: not a boolean")
-        values[name] = doc[name]
-    for name in _NAME_MAP:
-        mapping = doc.get(name)
-        if not isinstance(mapping, dict) or len(mapping) > 256:
-            raise StateError(f"{name}: not a small object")
-        if not all(isinstance(k, str) and METRIC_NAME_RE.match(k) for k in mapping):
-            raise StateError(f"{name}: a name that is not a metric name")
-        values[name] = {sys.intern(str(k)): float(_number(v, name)) for k, v in mapping.items()}
+    for f in saved_fields(cls):
+        values[f.name] = _restored(doc, f)
     # Added after the first state files: absent in those, which still restore.
     wasted = doc.get("wasted", {})
     if not isinstance(wasted, dict) or not set(wasted) <= set(EXPORTED_CAUSES):
         raise StateError("wasted: not GPU-seconds by cause")
-    values["wasted"] = {
-        str(k): float(_bounded(_number(v, "wasted"), "gpu_seconds")) for k, v in wasted.items()
-    }
-    for name in ("wasted_at_step", "stalled_at_step"):
-        values[name] = float(_bounded(_number(doc.get(name, 0.0), name), name))
-    mark = _number(doc.get("productive_mark", 0.0), "productive_mark")
-    if not math.isfinite(mark):
-        raise StateError("productive_mark: not finite")
-    values["productive_mark"] = float(mark)
+    values["wasted"] = {str(k): _gpu_seconds(v, "wasted") for k, v in wasted.items()}
     split = doc.get("stall_split", {})  # absent in state files written before it
     if not isinstance(split, dict) or not set(split) <= set(STALL_CAUSES):
         raise StateError("stall_split: not GPU-seconds by stall cause")
     stall = StallRecord(
-        split={
-            str(k): float(_bounded(_number(v, "stall_split"), "gpu_seconds"))
-            for k, v in split.items()
-        },
-        pending=float(
-            _bounded(_number(doc.get("stall_pending", 0.0), "stall_pending"), "gpu_seconds")
-        ),
+        split={str(k): _gpu_seconds(v, "stall_split") for k, v in split.items()},
+        pending=_gpu_seconds(doc.get("stall_pending", 0.0), "stall_pending"),
     )
-    attempt = doc.get("attempt", 1)  # absent in state files written before attempts
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
-        raise StateError("attempt: not a positive integer")
-    values["attempt"] = attempt
     state = doc.get("state")
     if state is not None and not isinstance(state, str):
         raise StateError("state: not a string")
@@ -362,10 +270,7 @@ def decode_run(doc: Any, max_samples: int = 512) -> tuple[RunKey, RunState]:
             values["timeline"] = Timeline.from_doc(doc["timeline"])
         except ValueError as e:
             raise StateError(f"timeline: {e}") from None
-    for name in ("first_report", "last_report", "accrued_at"):
-        if not math.isfinite(values[name]):
-            raise StateError(f"{name}: not finite")
-    run = RunState(**values)
+    run = cls(**values)
     run.stall = stall
     if run.metrics:
         run.metrics_view = tuple(sorted(run.metrics.items()))

@@ -462,3 +462,46 @@ def test_the_train_losss_own_best_survives_a_restart() -> None:
     assert run.best_train_loss == live.best_train_loss
     _, older = decode_run({k: v for k, v in doc.items() if k != "best_train_loss"})
     assert older.best_train_loss is None
+
+
+def test_a_field_declared_saved_is_kept_and_checked_with_no_other_edit() -> None:
+    """Adding a field to what a restart keeps is one declaration: a subclass of the run's
+    state with one more ``saved`` field round-trips it through the state file's codec, and
+    a value outside its bound makes that run one that does not decode, as for any field."""
+    from dataclasses import dataclass, field
+
+    from exporter.model import COUNT
+    from exporter.persist import StateError, decode_run, saved_fields
+    from exporter.run.state import RunState, saved
+
+    @dataclass
+    class Extended(RunState):
+        restarts_seen: int | None = field(default=None, metadata=saved(COUNT))
+
+    tracker = _busy_tracker()
+    run = tracker._runs[KEY]
+    extended = Extended(**{f.name: getattr(run, f.name) for f in fields(RunState)})
+    extended.restarts_seen = 3
+    assert "restarts_seen" in {f.name for f in saved_fields(Extended)}
+    doc = json.loads(json.dumps(encode_run(KEY, extended)))
+    key, back = decode_run(doc, cls=Extended)
+    assert key == KEY and isinstance(back, Extended) and back.restarts_seen == 3
+    assert back.step == run.step and back.metrics == run.metrics
+    for hostile in (-1, 10**30, 2.5, "3", True):
+        with pytest.raises(StateError, match="restarts_seen"):
+            decode_run({**doc, "restarts_seen": hostile}, cls=Extended)
+    # A file written before the field existed restores it at its default.
+    del doc["restarts_seen"]
+    assert decode_run(doc, cls=Extended)[1].restarts_seen is None
+
+
+def test_a_run_read_only_from_its_log_survives_a_restart() -> None:
+    """A run no structured source ever reported (its log alone: the "no code change" case)
+    has no time of a structured report; it is restored, not skipped as out of range."""
+    tracker = Tracker()
+    log_report = ProgressReport(step=7, max_steps=100, loss=0.5, format="log")
+    tracker.apply(KEY, log_report, T0)
+    (line,) = encode_file([encode_run(KEY, tracker._runs[KEY])], T0 + 1).splitlines()[1:]
+    runs, skipped = decode_file(encode_file([encode_run(KEY, tracker._runs[KEY])], T0 + 1))
+    assert skipped == 0 and len(runs) == 1 and runs[0][1].step == 7
+    assert runs[0][1].last_structured == float("-inf") and b"-Infinity" in line
