@@ -14,7 +14,8 @@ from typing import Any
 
 from .model import json_number, json_safe, non_finite_fields
 from .run.snapshot import RunSnapshot
-from .stacks import Diagnosis, RankStacks, stacks_to_dict, summary
+from .stacks import Diagnosis, RankStacks
+from .stackviews import stacks_to_dict, summary
 
 
 def run_to_dict(s: RunSnapshot) -> dict[str, Any]:

@@ -5,7 +5,8 @@ stack when the exporter asks, exporter/sources/stacks.py) or from its log (``fau
 dumps, tracebacks and PyTorch's NCCL watchdog lines, exporter/logs/stackdump.py). Either way
 they become a :class:`RankStacks`, and :func:`diagnose` reads one cause from it with the
 rules of :data:`RULES`, one table, first match wins: what a person on call would conclude
-from the same stack.
+from the same stack. One place per side: the reporter captures them, exporter.wire parses
+its body, this module diagnoses, exporter.stackviews says it for people.
 
 Pure: no I/O, no clock; every string is bounded where it is parsed.
 """
@@ -13,11 +14,8 @@ Pure: no I/O, no clock; every string is bounded where it is parsed.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from .model import ReportError
 
 # The causes, in the order the rules try them. ``unknown``: stacks, but no rule matched
 # (a ``time.sleep``, a lock, a loop in the training code itself: the frame says where).
@@ -200,7 +198,7 @@ def training_thread(threads: Sequence[ThreadStack]) -> ThreadStack | None:
     return threads[-1]
 
 
-def _op(function: str) -> str:
+def collective_op(function: str) -> str:
     """A collective's name as PyTorch's Python API spells it: ``all_reduce``."""
     return function.lstrip("_").lower()[:MAX_OP]
 
@@ -216,7 +214,7 @@ def diagnose(stacks: RankStacks) -> Diagnosis:
         if hit is not None:
             cause = rule.cause
             if cause == COLLECTIVE:
-                op = _op(hit.function)
+                op = collective_op(hit.function)
             break
     recorded = stacks.collective
     if recorded is not None and recorded.op:
@@ -250,187 +248,3 @@ def job_cause(diagnoses: Iterable[Diagnosis]) -> str | None:
         if cause in causes:
             return cause
     return COLLECTIVE
-
-
-def _ranks(ranks: Sequence[str]) -> str:
-    def order(r: str) -> tuple[int, str]:
-        return (int(r), "") if r.isdigit() else (MAX_RANK, r)
-
-    names = sorted(ranks, key=order)
-    shown = ", ".join(n or "?" for n in names[:8])
-    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
-    return f"rank{'s' if len(names) > 1 else ''} {shown}{more}"
-
-
-_WAITS = {
-    CHECKPOINT: "is saving a checkpoint",
-    DATA: "waits for data",
-    DEVICE: "waits for the GPU",
-    UNKNOWN: "is",
-}
-
-
-def summary(diagnoses: Sequence[Diagnosis]) -> str:
-    """One line for a person: the blocking ranks first, then those waiting in a collective,
-    grouped: ``rank 1 is at train.py:41 in main (time.sleep(3600)); ranks 0, 2 wait in
-    all_reduce #812``."""
-    parts: list[str] = []
-    blockers = [d for d in diagnoses if d.cause != COLLECTIVE]
-    for d in sorted(blockers, key=lambda d: (d.rank.isdigit(), len(d.rank), d.rank)):
-        where = d.frame or d.call
-        text = f"{_ranks([d.rank])} {_WAITS[d.cause]}"
-        if where:
-            text += f" at {where}"
-        if d.code:
-            text += f" ({d.code[:80]})"
-        if d.completed is not None:
-            text += f", its last collective finished #{d.completed}"
-        parts.append(text)
-    groups: dict[tuple[str, int | None], list[str]] = {}
-    for d in diagnoses:
-        if d.cause == COLLECTIVE:
-            groups.setdefault((d.op, d.seq), []).append(d.rank)
-    for (op, seq), ranks in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or 0)):
-        name = (op or "a collective") + (f" #{seq}" if seq is not None else "")
-        verb = "wait" if len(ranks) > 1 else "waits"
-        parts.append(f"{_ranks(ranks)} {verb} in {name}")
-    return "; ".join(parts)
-
-
-def diagnosis_from_labels(labels: Mapping[str, Any]) -> Diagnosis:
-    """A diagnosis as ``training_stall_info``'s labels or the API's ``stall`` entries give
-    it (for the views that read Prometheus or an exporter's JSON); unknown fields empty."""
-
-    def text(name: str) -> str:
-        value = labels.get(name)
-        return value[:MAX_TEXT] if isinstance(value, str) else ""
-
-    cause = text("cause")
-    seq = labels.get("seq")
-    completed = labels.get("completed")
-    return Diagnosis(
-        rank=text("rank"),
-        cause=cause if cause in CAUSES else UNKNOWN,
-        op=text("op")[:MAX_OP],
-        seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
-        frame=text("frame"),
-        code=text("code"),
-        call=text("call"),
-        source=text("source"),
-        taken=0.0,
-        completed=(
-            completed if isinstance(completed, int) and not isinstance(completed, bool) else None
-        ),
-    )
-
-
-# -- the reporter's body ------------------------------------------------------------------
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise ReportError("invalid_stacks", f"{what}: not a string")
-    # JSON may carry lone surrogates; a label value must encode as UTF-8.
-    return value[:MAX_TEXT].encode("utf-8", "replace").decode("utf-8")
-
-
-def parse_rank(value: Any) -> str:
-    """A rank as the body states it (an integer, 0 to 2^20)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RANK:
-        raise ReportError("invalid_stacks", "rank: not an integer from 0 to 1048576")
-    return str(value)
-
-
-def parse_stacks(doc: Mapping[str, Any], now: float) -> RankStacks:
-    """A reporter's stacks body (docs/report-format.md#stacks) as RankStacks; raises
-    ReportError with the reason for anything else. ``taken`` is the exporter's ``now``: a
-    process's own clock says nothing the exporter can check."""
-    rank = parse_rank(doc.get("rank"))
-    threads_doc = doc.get("threads")
-    if not isinstance(threads_doc, list):
-        raise ReportError("invalid_stacks", "threads: not a list")
-    if len(threads_doc) > MAX_THREADS:
-        raise ReportError("invalid_stacks", f"threads: more than {MAX_THREADS}")
-    threads = []
-    for t in threads_doc:
-        if not isinstance(t, dict):
-            raise ReportError("invalid_stacks", "a thread: not an object")
-        frames_doc = t.get("frames")
-        if not isinstance(frames_doc, list):
-            raise ReportError("invalid_stacks", "frames: not a list")
-        frames = []
-        for f in frames_doc[-MAX_FRAMES:]:
-            if not isinstance(f, dict):
-                raise ReportError("invalid_stacks", "a frame: not an object")
-            line = f.get("line")
-            if isinstance(line, bool) or not isinstance(line, int) or not 0 <= line < 1 << 31:
-                raise ReportError("invalid_stacks", "a frame's line: not a line number")
-            frames.append(
-                Frame(
-                    file=_text(f.get("file"), "a frame's file"),
-                    line=line,
-                    function=_text(f.get("function"), "a frame's function"),
-                    code=_text(f.get("code", ""), "a frame's code").strip(),
-                )
-            )
-        threads.append(
-            ThreadStack(name=_text(t.get("name", ""), "a thread's name"), frames=tuple(frames))
-        )
-    return RankStacks(
-        rank=rank,
-        taken=now,
-        source=FROM_REPORTER,
-        threads=tuple(threads),
-        collective=_recorded(doc.get("collective")),
-    )
-
-
-def _seq(value: Any, what: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 53:
-        raise ReportError("invalid_stacks", f"collective.{what}: not a sequence number")
-    return value
-
-
-def _recorded(doc: Any) -> Collective | None:
-    """The Flight Recorder's summary the reporter sends (``collective``: the op in flight
-    and its sequence number, the last one finished); None when absent."""
-    if doc is None:
-        return None
-    if not isinstance(doc, dict):
-        raise ReportError("invalid_stacks", "collective: not an object")
-    op = doc.get("op", "")
-    if not isinstance(op, str):
-        raise ReportError("invalid_stacks", "collective.op: not a string")
-    return Collective(
-        op=_op(op),
-        seq=_seq(doc.get("seq"), "seq"),
-        completed=_seq(doc.get("completed"), "completed"),
-    )
-
-
-def stacks_to_dict(stacks: RankStacks, diagnosis: Diagnosis) -> dict[str, Any]:
-    """One rank's stacks and cause for ``GET /api/v1/runs/{ns}/{pod}/stacks``."""
-    return {
-        "rank": stacks.rank,
-        "taken_timestamp_seconds": stacks.taken,
-        "source": stacks.source,
-        "cause": diagnosis.cause,
-        "op": diagnosis.op,
-        "seq": diagnosis.seq,
-        "completed": diagnosis.completed,
-        "frame": diagnosis.frame,
-        "code": diagnosis.code,
-        "call": diagnosis.call,
-        "threads": [
-            {
-                "name": t.name,
-                "frames": [
-                    {"file": f.file, "line": f.line, "function": f.function, "code": f.code}
-                    for f in t.frames
-                ],
-            }
-            for t in stacks.threads
-        ],
-    }

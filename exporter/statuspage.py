@@ -20,7 +20,7 @@ from urllib.parse import quote
 from .api import run_to_dict
 from .humanize import duration
 from .run.snapshot import RunSnapshot
-from .stacks import summary
+from .stackviews import summary
 from .states import BY_NAME, STATES, severity
 
 _UNKNOWN_COLOR = "#6e7781"

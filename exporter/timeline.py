@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# What each timeline row holds, in order: the charts' columns (exporter/statusdata.py).
+# What each timeline row holds, in order: the charts' columns (exporter/charts.py).
 COLUMNS: tuple[str, ...] = (
     "time",
     "attempt",

@@ -20,8 +20,9 @@ from .fetch import get
 from .humanize import duration, format_loss
 from .model import json_safe
 from .ranks import DONE_STATES, Laggard, RankView, stuck_rank
-from .stacks import Diagnosis, diagnosis_from_labels
-from .stacks import summary as stall_summary
+from .stacks import Diagnosis
+from .stackviews import diagnosis_from_labels
+from .stackviews import summary as stall_summary
 from .states import BY_CODE, STATES, Observation, reason, severity, state_code_promql
 from .thresholds import Thresholds
 

@@ -38,6 +38,18 @@ from .model import (
     ReportError,
     clean_label,
 )
+from .stacks import (
+    FROM_REPORTER,
+    MAX_FRAMES,
+    MAX_RANK,
+    MAX_TEXT,
+    MAX_THREADS,
+    Collective,
+    Frame,
+    RankStacks,
+    ThreadStack,
+    collective_op,
+)
 from .thresholds import parse_overrides
 
 # Names under which the well-known values arrive, per field, across formats and frameworks.
@@ -477,3 +489,89 @@ def parse_any(obj: Any, now: float) -> Parsed:
 def parse_bytes(body: bytes, now: float, max_bytes: int = KUBEFLOW_MAX_BODY_BYTES) -> Parsed:
     """Decode and parse a JSON body of any accepted format. Raises ReportError."""
     return parse_any(decode_json(body, max_bytes), now)
+
+
+# -- the reporter's stacks body (docs/report-format.md#stacks) ----------------------------
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ReportError("invalid_stacks", f"{what}: not a string")
+    # JSON may carry lone surrogates; a label value must encode as UTF-8.
+    return value[:MAX_TEXT].encode("utf-8", "replace").decode("utf-8")
+
+
+def parse_rank(value: Any) -> str:
+    """A rank as the body states it (an integer, 0 to 2^20)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RANK:
+        raise ReportError("invalid_stacks", "rank: not an integer from 0 to 1048576")
+    return str(value)
+
+
+def parse_stacks(doc: Mapping[str, Any], now: float) -> RankStacks:
+    """A reporter's stacks body (docs/report-format.md#stacks) as RankStacks; raises
+    ReportError with the reason for anything else. ``taken`` is the exporter's ``now``: a
+    process's own clock says nothing the exporter can check."""
+    rank = parse_rank(doc.get("rank"))
+    threads_doc = doc.get("threads")
+    if not isinstance(threads_doc, list):
+        raise ReportError("invalid_stacks", "threads: not a list")
+    if len(threads_doc) > MAX_THREADS:
+        raise ReportError("invalid_stacks", f"threads: more than {MAX_THREADS}")
+    threads = []
+    for t in threads_doc:
+        if not isinstance(t, dict):
+            raise ReportError("invalid_stacks", "a thread: not an object")
+        frames_doc = t.get("frames")
+        if not isinstance(frames_doc, list):
+            raise ReportError("invalid_stacks", "frames: not a list")
+        frames = []
+        for f in frames_doc[-MAX_FRAMES:]:
+            if not isinstance(f, dict):
+                raise ReportError("invalid_stacks", "a frame: not an object")
+            line = f.get("line")
+            if isinstance(line, bool) or not isinstance(line, int) or not 0 <= line < 1 << 31:
+                raise ReportError("invalid_stacks", "a frame's line: not a line number")
+            frames.append(
+                Frame(
+                    file=_text(f.get("file"), "a frame's file"),
+                    line=line,
+                    function=_text(f.get("function"), "a frame's function"),
+                    code=_text(f.get("code", ""), "a frame's code").strip(),
+                )
+            )
+        threads.append(
+            ThreadStack(name=_text(t.get("name", ""), "a thread's name"), frames=tuple(frames))
+        )
+    return RankStacks(
+        rank=rank,
+        taken=now,
+        source=FROM_REPORTER,
+        threads=tuple(threads),
+        collective=_recorded(doc.get("collective")),
+    )
+
+
+def _seq(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 53:
+        raise ReportError("invalid_stacks", f"collective.{what}: not a sequence number")
+    return value
+
+
+def _recorded(doc: Any) -> Collective | None:
+    """The Flight Recorder's summary the reporter sends (``collective``: the op in flight
+    and its sequence number, the last one finished); None when absent."""
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise ReportError("invalid_stacks", "collective: not an object")
+    op = doc.get("op", "")
+    if not isinstance(op, str):
+        raise ReportError("invalid_stacks", "collective.op: not a string")
+    return Collective(
+        op=collective_op(op),
+        seq=_seq(doc.get("seq"), "seq"),
+        completed=_seq(doc.get("completed"), "completed"),
+    )

@@ -73,6 +73,7 @@ OUTPUTS = {
     "exporter.collector",
     "exporter.api",
     "exporter.statuspage",
+    "exporter.stackviews",
     "exporter.charts",
     "exporter.assets",
     "exporter.cluster",

@@ -26,10 +26,10 @@ from exporter.stacks import (
     ThreadStack,
     diagnose,
     job_cause,
-    parse_stacks,
-    summary,
 )
+from exporter.stackviews import summary
 from exporter.stall import RETELL_SECONDS, StallRecord
+from exporter.wire import parse_stacks
 
 from .conftest import FakeClock, get_json, http
 from .fakekube import FakeKube

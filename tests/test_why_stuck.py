@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from exporter.collector import render_runs_text
-from exporter.stacks import summary
+from exporter.stackviews import summary
 
 from .conftest import FakeClock, get_json, http
 

@@ -19,8 +19,7 @@ from ..discovery import PushResolver
 from ..httpd import status_body
 from ..ingest import Ingestor
 from ..model import ReportError
-from ..stacks import parse_rank, parse_stacks
-from ..wire import decode_json
+from ..wire import decode_json, parse_rank, parse_stacks
 from .push import PushRequest, PushResponse, admit
 
 NAME = "stacks"
