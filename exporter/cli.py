@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .top import SORTS
+    from .toprows import SORTS
 
     p = argparse.ArgumentParser(
         prog="training-progress-exporter",
@@ -349,18 +349,18 @@ def _demo(args: argparse.Namespace) -> int:
 def _top(args: argparse.Namespace) -> int:
     import shutil
 
-    from . import top
+    from . import top, toprows
 
     if args.prometheus:
         url = args.prometheus
 
-        def source() -> list[top.Row]:
-            return top.from_prometheus(url)
+        def source() -> list[toprows.Row]:
+            return toprows.from_prometheus(url)
     else:
         url = args.exporter or os.environ.get("TPE_EXPORTER_URL", "http://127.0.0.1:9465")
 
-        def source() -> list[top.Row]:
-            return top.from_exporter(url)
+        def source() -> list[toprows.Row]:
+            return toprows.from_exporter(url)
 
     tty = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
     try:

@@ -33,7 +33,7 @@ from typing import Any
 from .humanize import duration, format_loss
 from .model import json_safe
 from .states import severity
-from .top import Row, fetch_json, from_prometheus
+from .toprows import Row, fetch_json, from_prometheus
 
 COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "STUCK-RANK", "AGE")
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from exporter.ranks import DONE_STATES, RankView, stuck_rank
-from exporter.top import STUCK_RANK_QUERY, render, rows_from_exporter
+from exporter.top import render
+from exporter.toprows import STUCK_RANK_QUERY, rows_from_exporter
 
 from . import rulefiles
 

@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.top import Row, bar, render, rows_from_exporter, sort_rows, trend
+from exporter.top import bar, render
+from exporter.toprows import Row, rows_from_exporter, sort_rows, trend
 
 from .conftest import strict_json
 
@@ -435,7 +436,8 @@ def test_an_absurd_eta_and_band_keep_the_table_whole() -> None:
     says ">999d" and the table still fits the terminal."""
     from dataclasses import replace
 
-    from exporter.top import _num, eta_text
+    from exporter.top import eta_text
+    from exporter.toprows import _num
 
     absurd = replace(
         row("a", "running"),

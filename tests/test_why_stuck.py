@@ -245,7 +245,8 @@ def test_gloo_names_the_blocking_rank_and_the_others_collective(
 def test_the_views_say_why(exporter_factory: Any, clock: FakeClock, stuck: Any) -> None:
     """The status page, top's why line and kubectl progress stacks, on a real stuck run."""
     from exporter.kubectl_progress import format_stacks
-    from exporter.top import render, rows_from_exporter
+    from exporter.top import render
+    from exporter.toprows import rows_from_exporter
 
     exp = exporter_factory()
     push = f"{exp.url}/api/v1/namespaces/default/runs/views/report"
