@@ -15,7 +15,8 @@ from prometheus_client import CollectorRegistry
 from .collector import ExporterCollector, TrainingCollector
 from .config import Config
 from .discovery import Discovery
-from .httpd import ConnectionLimits, HTTPServer, HTTPStats, serve_in_thread
+from .httpd import HTTPServer, HTTPStats, serve_in_thread
+from .httpmessages import ConnectionLimits
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock
 from .persist import StateKeeper

@@ -30,7 +30,8 @@ from urllib.parse import quote, unquote
 from . import statuspage
 from .assets import load_assets
 from .fetch import FetchError, get
-from .httpd import POOL_INLINE, POOL_SCRAPE, ConnectionLimits, HTTPServer, Request, Response
+from .httpd import POOL_INLINE, POOL_SCRAPE, HTTPServer
+from .httpmessages import ConnectionLimits, Request, Response
 from .kubernetes.endpoints import Endpoint
 from .model import json_safe
 

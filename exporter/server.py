@@ -28,14 +28,11 @@ from .httpd import (
     POOL_INLINE,
     POOL_PUSH,
     POOL_SCRAPE,
-    ConnectionLimits,
     HTTPServer,
     HTTPStats,
-    Request,
-    Response,
     serve_in_thread,
-    status_body,
 )
+from .httpmessages import ConnectionLimits, Request, Response, status_body
 from .ingest import Ingestor
 from .model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
 from .run.snapshot import RunSnapshot

@@ -22,15 +22,11 @@ from exporter.httpd import (
     POOL_INLINE,
     POOL_PUSH,
     POOL_SCRAPE,
-    ConnectionLimits,
-    HttpError,
     HTTPServer,
     HTTPStats,
-    Request,
-    Response,
-    content_length,
     serve_in_thread,
 )
+from exporter.httpmessages import ConnectionLimits, HttpError, Request, Response, content_length
 
 from .conftest import http
 

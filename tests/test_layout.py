@@ -63,6 +63,7 @@ PLUMBING = {
     "exporter.stats",
     "exporter.ingest",
     "exporter.httpd",
+    "exporter.httpmessages",
     "exporter.fetch",
     "exporter.hostfs",
     "exporter.schedule",

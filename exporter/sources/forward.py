@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from ..httpd import status_body
+from ..httpmessages import status_body
 from ..settings import ConfigError
 
 TIMEOUT = 5.0

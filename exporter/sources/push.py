@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ..discovery import PUSH, Denied, PushResolver, PushTarget
-from ..httpd import status_body
+from ..httpmessages import status_body
 from ..ingest import Ingestor
 from ..model import FORMAT_KUBEFLOW, KUBEFLOW_MAX_BODY_BYTES, ReportError, valid_kubernetes_names
 from ..wire import decode_json, parse_any, parse_kubeflow

@@ -16,7 +16,7 @@ import re
 
 from ..directives import STACKS
 from ..discovery import PushResolver
-from ..httpd import status_body
+from ..httpmessages import status_body
 from ..ingest import Ingestor
 from ..model import ReportError
 from ..wire import decode_json, parse_rank, parse_stacks
