@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.logs.accumulate import epoch_of, eval_bar
+from exporter.logs.bars import epoch_of, eval_bar
 from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
 from exporter.logs.lines import MAX_MESSAGE

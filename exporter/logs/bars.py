@@ -1,0 +1,166 @@
+"""One progress bar as the log accumulator follows it (:class:`BarTrack`: its passes, its
+count of work, whether its total is the run's), and what a bar's description says of it: an
+evaluation loop, other work beside training, or the epoch it is in."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from .lines import Bar
+from .parse import FRAME_TICKS
+
+FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar
+
+
+# A description that names an evaluation loop. Lightning's: "Validation", "Validation
+# DataLoader 0", "Sanity Checking DataLoader 0", "Testing", "Predicting"; Trainer's and
+# Accelerate scripts': "Evaluating", "eval", "valid".
+_EVAL_WORDS = re.compile(
+    r"(?i)(?:^|[^a-z])(eval\w*|valid\w*|val|test\w*|predict\w*|sanity\w*|inference|infer)"
+    r"(?:[^a-z]|$)"
+)
+
+
+# A description that names work beside training, drawn as bars in the same log: vLLM's and
+# SGLang's generation ("Processed prompts", "Capturing CUDA graph shapes") in RL trainers
+# such as OpenRLHF and verl, loading ("Loading checkpoint shards"), and datasets' preparation
+# ("Map", "Filter", "Tokenizing"). Their counts are requests, shards or rows, never steps.
+_OTHER_WORK = re.compile(
+    r"(?i)^\s*(?:processed prompts|capturing cuda graph|loading (?:checkpoint|safetensors)"
+    r"|map\b|filter\b|tokeniz|running tokenizer|downloading|fetching \d+ files)"
+)
+
+
+# "epoch 3", "Epoch 3/10", "Epoch 3:", "ep 3", "[epoch 3]", OpenRLHF's "Episode [3/10]"
+# (1-based, one pass over the prompts): the bar's pass, and how many.
+_EPOCH_WORDS = re.compile(r"(?i)\b(?:epoch|episode|ep)\s*[:#=\[]?\s*(\d+)(?:\s*/\s*(\d+))?")
+
+
+@lru_cache(maxsize=1024)
+def eval_bar(prefix: str) -> bool:
+    """Whether a bar's description names an evaluation loop (or is Ultralytics' validation
+    table header, "Class Images Instances Box(P R mAP50 mAP50-95)") or other work that is
+    not training steps (generation, loading, a dataset's preparation): such a bar never
+    gives the step."""
+    return bool(prefix) and (
+        _EVAL_WORDS.search(prefix) is not None
+        or "mAP50" in prefix
+        or _OTHER_WORK.search(prefix) is not None
+    )
+
+
+@lru_cache(maxsize=1024)
+def epoch_of(prefix: str) -> tuple[int, int | None] | None:
+    """The epoch a bar's description names, and the number of epochs when it says
+    (``Epoch 3/10`` -> (3, 10)); None when it names none."""
+    m = _EPOCH_WORDS.search(prefix) if prefix else None
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)) if m.group(2) else None
+
+
+@dataclass
+class BarTrack:
+    total: int | None
+    last_n: int = 0
+    frames: int = 0
+    advances: int = 0
+    # Times of advances within RECENT seconds, oldest first (trimmed from the left: a
+    # list rebuilt on every frame made a long log quadratic).
+    recent: deque[float] = field(default_factory=deque)
+    nested: bool = False  # drawn below another bar (see Bar.nested)
+    evaluation: bool = False  # its description names an evaluation loop
+    last: Bar | None = None
+    # Passes: the work of the bar's earlier passes (each a fresh bar: the next epoch),
+    # how many there were, and the epoch its description names now (and the smallest one).
+    base: int = 0
+    passes: int = 0
+    label: int | None = None
+    first_label: int | None = None
+    # The label of the first epoch where the format says (Lightning counts from 0, Keras
+    # from 1); else 0 once an epoch 0 was seen, else 1.
+    origin: int | None = None
+    epochs: int | None = None  # "Epoch i/N": N
+    ended: bool = False  # reached its total
+    other_after_end: bool = False  # another bar ran after it reached its total
+    # (time, cumulative count) of older frames read from the bar's own clock.
+    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=FRAME_SAMPLES))
+    # The newest count redrawn with a later clock and no advance (Trainer redraws its bar
+    # after an evaluation): still there at that time, the pause before it.
+    still: tuple[float, int] | None = None
+    # Lightning before 2.0 counts each epoch's validation batches in its main bar (total =
+    # training + validation batches; during validation, n = training batches + validation
+    # batches done): seen when the main bar advances while a validation bar is open. Then
+    # the training batches done while validation runs (the least n minus the validation
+    # bar's count: the validation bar is drawn first, so never less than the truth), and
+    # the validation bar's length, which each pass's length is short of.
+    counts_validation: bool = False
+    trained: int | None = None
+    validation_total: int | None = None
+
+    @property
+    def pass_size(self) -> int | None:
+        """The training steps of one pass: the bar's length, less the validation batches
+        Lightning before 2.0 counts in it (None where those are not known)."""
+        if not self.counts_validation:
+            return self.total
+        if self.total and self.validation_total and self.total > self.validation_total:
+            return self.total - self.validation_total
+        return None
+
+    def work(self, n: int | None = None) -> int:
+        """The cumulative count at ``n`` (default: the newest frame): all passes so far."""
+        if n is None:
+            n = self.trained if self.trained is not None else self.last_n
+        size = self.pass_size
+        if self.label is not None and size and self.first_label is not None:
+            # The description counts the epochs: exact even when a whole epoch fell between
+            # two polls. 0-based when an epoch 0 was seen, else 1-based.
+            first = self.origin if self.origin is not None else min(self.first_label, 1)
+            return max(0, self.label - first) * size + min(n, size)
+        return self.base + n
+
+    def step_known(self) -> bool:
+        """Whether the bar's cumulative count is the run's step. The passes counted by the
+        epoch its description names are the run's only where every pass is the same length:
+        the bar was seen from the first epoch, or its description states the number of
+        epochs (``Epoch 3/10``, Keras, Lightning's Rich bar). Not when where its epochs start
+        is unknown (a log read from the middle: ``Epoch 9:`` is the tenth epoch in
+        Lightning, the ninth in a 1-based loop), nor for a bar first seen past the first
+        epoch without that count: Lightning stopped by ``max_steps`` draws each epoch's bar
+        to the steps left (``Epoch 2: 20/20`` after two epochs of 40)."""
+        if self.counts_validation and self.pass_size is None and (self.passes or self.label):
+            return False  # a later pass's length, less the validation it counts, is unknown
+        if self.label is None or self.first_label is None:
+            return True
+        if self.origin is not None:
+            first = self.origin
+        elif self.first_label <= 1:
+            first = self.first_label
+        else:
+            return False
+        if self.epochs is not None and self.total:
+            return True
+        return self.first_label <= first
+
+    @property
+    def per_pass(self) -> bool:
+        """Whether the bar is one pass of a loop it draws again (one bar per epoch)."""
+        return self.passes > 0 or self.label is not None
+
+    def run_total(self, final: bool) -> int | None:
+        """The run's total steps, where the log says it (see the module docstring). Once the
+        run said it finished (Trainer's summary), a bar that ran after it is not training."""
+        if not self.total:
+            return None
+        if self.counts_validation:
+            size = self.pass_size
+            return self.epochs * size if self.epochs is not None and size else None
+        if self.epochs is not None:
+            return self.epochs * self.total
+        if self.per_pass or (self.other_after_end and not final):
+            return None
+        return self.total
