@@ -736,3 +736,26 @@ def test_a_train_step_within_a_later_epoch_is_no_step_of_the_run(
 
     found = read_progress(line, NOW)
     assert found is not None and found.report.step == step and found.report.loss is not None
+
+
+@pytest.mark.parametrize(
+    "description",
+    ["model.safetensors", "generation_config.json", "tokenizer.model", "pytorch_model.bin"],
+)
+def test_a_download_bar_named_after_its_file_is_no_training_bar(description: str) -> None:
+    """The Hugging Face Hub draws one bar per file it downloads (``tokenizer_config.json:
+    100%|...| 971/971``): its count is bytes or items of a file, never steps."""
+    from exporter.logs.bars import eval_bar
+
+    assert eval_bar(description)
+    assert not eval_bar("Epoch 3") and not eval_bar("Training") and not eval_bar("steps")
+
+
+def test_trainers_notebook_progress_printed_as_text_is_read() -> None:
+    """Trainer's notebook progress, where a notebook shows it as text: the global step of
+    max_steps (transformers utils/notebook.py)."""
+    from exporter.logs.formats.progress import read_progress
+
+    found = read_progress("[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]", NOW)
+    assert found is not None
+    assert (found.report.step, found.report.max_steps) == (22, 290)

@@ -195,6 +195,15 @@ def _eval_count(m: re.Match[str]) -> Count:
 _N = r"(\d{1,15})"
 # The loop's counter, most specific first; the first found is the line's.
 COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] = (
+    # Trainer's notebook progress as text: "[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]"
+    # (transformers utils/notebook.py: the global step of max_steps, then the epoch).
+    (
+        re.compile(
+            r"^\s*\[\s*(?P<i>\d{1,15})/(?P<n>\d{1,15}) [\d:]{4,12} < [\d:]{4,12}, "
+            r"[\d.]+ (?:it/s|s/it), Epoch [\d.]+/\d+\]"
+        ),
+        _step_of,
+    ),
     # Composer: "[batch=366/48000]:" heads a block of "Train <metric>: <value>" lines.
     (re.compile(r"\[batch=(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"), _step_of),
     (
