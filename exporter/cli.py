@@ -269,10 +269,10 @@ def _act(args: argparse.Namespace) -> int:
     import time
     from dataclasses import replace
 
-    from .act.config import load as load_act
+    from .act.act_config import load as load_act
     from .act.controller import Actor
     from .act.kube import KubernetesOps
-    from .act.server import make_server
+    from .act.webhook_server import make_server
     from .discovery import DiscoveryError
     from .kubernetes.client import api_client
     from .settings import ConfigError

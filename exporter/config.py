@@ -13,7 +13,7 @@ from typing import Any
 
 from .annotations import DEFAULT_GPU_RESOURCES
 from .estimate import EstimatorConfig
-from .kubernetes.settings import KubernetesSettings
+from .kubernetes.kube_settings import KubernetesSettings
 from .logs.formats import PARSER_NAMES
 from .logs.formats.custom import FormatError, compile_formats
 from .logs.lines import Format
@@ -82,7 +82,7 @@ class Config:
     # (its NetworkPolicy lets only its controller in; add one for the DaemonSet first).
     opendatahub_metrics_pull: bool = KubernetesSettings.opendatahub_metrics_pull
     # Kubernetes mode: report Katib trials' objective metrics to this DB manager (host:port;
-    # true means Katib's default address), empty: off. exporter/sinks/katib/reporter.py.
+    # true means Katib's default address), empty: off. exporter/sinks/katib/katib_reporter.py.
     katib_db_manager: str = ""
     katib_report_interval: float = 10.0  # at most one ReportObservationLog per trial this often
 

@@ -3,7 +3,7 @@
 Standalone mode (a laptop, a single GPU box) has no pods: runs are whatever reports arrive,
 pushes are trusted, and the push path names the run. Kubernetes mode (pods on this node from
 the API server or the kubelet, GPU accounting, push authorization) provides the same
-:class:`Discovery` shape from :mod:`exporter.kubernetes.discovery`, built only in that mode
+:class:`Discovery` shape from :mod:`exporter.kubernetes.pod_discovery`, built only in that mode
 (:func:`exporter.wiring.make_discovery`), so standalone use never loads the ``kubernetes``
 client.
 

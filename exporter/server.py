@@ -38,7 +38,7 @@ from .model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
 from .run.snapshot import RunSnapshot
 from .sources.forward import Forwarder
 from .sources.push import KUBEFLOW_PATH, NATIVE_PATH, PushRequest, handle_push
-from .sources.stacks import STACKS_PATH, handle_stacks
+from .sources.stack_push import STACKS_PATH, handle_stacks
 from .stats import ExporterStats
 from .tracker import Tracker
 

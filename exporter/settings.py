@@ -1,6 +1,6 @@
 """How a setting's value is read, for every part's settings: durations, YAML files, and the
 one error type that names the setting at fault. The exporter's :mod:`exporter.config` and
-``act``'s :mod:`exporter.act.config` both compose their settings from these."""
+``act``'s :mod:`exporter.act.act_config` both compose their settings from these."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Why a stalled run is stuck: each rank's stacks, and the cause read from them.
 
 Stacks come from the process (the reporter's background thread posts every Python thread's
-stack when the exporter asks, exporter/sources/stacks.py) or from its log (``faulthandler``
+stack when the exporter asks, exporter/sources/stack_push.py) or from its log (``faulthandler``
 dumps, tracebacks and PyTorch's NCCL watchdog lines, exporter/logs/stackdump.py). Either way
 they become a :class:`RankStacks`, and :func:`diagnose` reads one cause from it with the
 rules of :data:`RULES`, one table, first match wins: what a person on call would conclude

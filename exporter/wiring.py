@@ -30,7 +30,7 @@ def make_discovery(
     if resolve_mode(config.mode, env) == "standalone":
         resolver = StandaloneResolver(read_token(config.push_token_file))
         return Discovery(mode="standalone", resolver=resolver, push_idle_expiry=True)
-    from .kubernetes.discovery import kubernetes_discovery
+    from .kubernetes.pod_discovery import kubernetes_discovery
 
     return kubernetes_discovery(config.kubernetes_settings(), ingestor, env)
 
@@ -81,7 +81,7 @@ def _logs(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polled
         return LogSource(targets, ingestor, files_are_runs=True, formats=config.log_formats)
     if not config.log_root:  # switched off (no hostPath: Pod Security "restricted")
         return None
-    from .logs.pods import pod_log_targets
+    from .logs.pod_logs import pod_log_targets
 
     targets = pod_log_targets(config.log_root, cluster.pods, lambda p: cluster.meta(p, "log"))
     return LogSource(targets, ingestor, formats=config.log_formats)
@@ -125,7 +125,7 @@ def _katib(config: Config, ingestor: Ingestor, cluster: Cluster | None) -> Polle
     import logging
 
     from .sinks.katib.dbmanager import DBManager, KatibUnavailable
-    from .sinks.katib.reporter import KatibReporter
+    from .sinks.katib.katib_reporter import KatibReporter
 
     try:
         sink = DBManager(config.katib_db_manager)

@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from kubernetes import config as kube_config
 
-from exporter.act.config import parse as parse_config
+from exporter.act.act_config import parse as parse_config
 from exporter.act.controller import ActConfig, Actor
 from exporter.act.guard import ActionLimits, Guard
+from exporter.act.job_owners import owner_of
 from exporter.act.kube import KubernetesOps
-from exporter.act.owners import owner_of
 from exporter.act.policy import Policy, decide
-from exporter.act.server import make_server
 from exporter.act.webhook import WebhookError, parse_notification
+from exporter.act.webhook_server import make_server
 from exporter.httpd import serve_in_thread
 from exporter.settings import ConfigError
 from exporter.workloads import Ref

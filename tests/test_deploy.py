@@ -431,7 +431,7 @@ def test_restricted_overlay_passes_pod_security_restricted_and_the_others_do_not
 
 
 def test_act_overlay_is_least_privilege_and_starts_in_dry_run(tmp_path: Path) -> None:
-    from exporter.act.config import parse as parse_act
+    from exporter.act.act_config import parse as parse_act
 
     docs = render("act")
     roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRole"}

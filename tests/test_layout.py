@@ -305,3 +305,13 @@ def test_one_name_per_class_across_the_package() -> None:
     they are two: each class name is defined once."""
     assert {name: where for name, where in classes().items() if len(where) > 1} == {}
     assert "Tracker" in classes() and len(classes()) > 50
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's name says which one it is wherever it is read (a traceback, a log line's
+    logger, a grep): no two modules of the package share one, whatever their folders."""
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "__init__.py":
+            seen.setdefault(path.stem, []).append(_module(path))
+    assert {name: mods for name, mods in seen.items() if len(mods) > 1} == {}

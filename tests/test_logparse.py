@@ -706,7 +706,7 @@ def test_a_trainer_dict_after_a_loggers_prefix_is_read_with_its_step() -> None:
     """TFTrainer (and Trainer under transformers' logging) prints its dicts after a logger's
     prefix; TFTrainer's carry the global step. A dict inside other text that does not end
     the line is not a log dict."""
-    from exporter.logs.formats.transformers import parse_transformers
+    from exporter.logs.formats.trainer_dicts import parse_transformers
 
     line = (
         "[INFO|trainer_tf.py:398] 2021-01-15 10:28:56,791 >> {'loss': 0.604829, "

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from ..model import valid_kubernetes_names
 from ..workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
 from .guard import ActionLimits, Guard
-from .owners import Owner, owner_of, reference, running
+from .job_owners import Owner, owner_of, reference, running
 from .policy import (
     DELETE,
     NONE,

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..workloads import Kind
-from .owners import Owner
+from .job_owners import Owner
 
 COMPONENT = "training-progress-act"
 TIMEOUT = 10.0

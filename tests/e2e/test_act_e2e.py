@@ -35,7 +35,7 @@ from kubernetes import config as kube_config
 from exporter.act.controller import ActConfig, Actor
 from exporter.act.guard import ActionLimits
 from exporter.act.kube import KubernetesOps
-from exporter.act.server import make_server
+from exporter.act.webhook_server import make_server
 from exporter.app import Exporter
 from exporter.config import Config
 from exporter.httpd import serve_in_thread

@@ -13,8 +13,8 @@ from ..discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
 from ..ingest import Ingestor
 from ..model import RunMeta
 from .client import apis
+from .kube_settings import POD_DISCOVERY, KubernetesSettings
 from .owners import OwnerLookup, PodReader
-from .settings import POD_DISCOVERY, KubernetesSettings
 from .tokenreview import TokenReview
 from .watch import KubernetesResolver, PodRegistry, PodWatcher, run_meta
 
