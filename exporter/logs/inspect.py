@@ -95,19 +95,11 @@ def read_log(path: str, now: float, extra: Extra = NO_EXTRA) -> tuple[LogAccumul
     return acc, count, skipped[0]
 
 
-def _log_reads_more(path: str, now: float, status: ProgressReport) -> bool:
-    """Whether a one-line JSON file is a log line rather than a status file: read as a log
-    (fairseq's ``--log-format json``: ``"num_updates": "33700"``) it gives the step, which
-    the report format's own keys did not."""
-    if status.step is not None:
-        return False
-    return read_log(path, now)[0].report().step is not None
-
-
 def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -> dict[str, Any]:
     """The report ``path`` yields: as a status file if it is one, else as a log (with the
     formats users configured, ``extra``)."""
     now = time.time() if now is None else now
+    logged: tuple[LogAccumulator, int, int] | None = None
     with open(path, "rb") as fh:
         head = fh.read(KUBEFLOW_MAX_BODY_BYTES + 1)
         if head.lstrip().startswith(b"{") and len(head) <= KUBEFLOW_MAX_BODY_BYTES:
@@ -115,10 +107,17 @@ def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -
                 parsed = parse_bytes(head, now)
             except ReportError:
                 parsed = None
-            if parsed is not None and (
-                parsed.report.format != "native"
-                or (b"\n" not in head.strip() and not _log_reads_more(path, now, parsed.report))
-            ):
+            status = parsed is not None and (
+                parsed.report.format != "native" or b"\n" not in head.strip()
+            )
+            # One JSON line is a status file, unless read as a log it gives the step the
+            # report format's own keys did not (fairseq's --log-format json:
+            # "num_updates": "33700"): then it is a log, read once.
+            native = parsed is not None and parsed.report.format == "native"
+            if status and native and parsed is not None and parsed.report.step is None:
+                logged = read_log(path, now, extra)
+                status = logged[0].report().step is None
+            if status and parsed is not None:
                 return {
                     "path": path,
                     "kind": "status-file",
@@ -126,7 +125,7 @@ def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -
                     "dropped": list(parsed.problems),
                     "report": report_dict(parsed.report),
                 }
-    acc, count, skipped = read_log(path, now, extra)
+    acc, count, skipped = logged if logged is not None else read_log(path, now, extra)
     chosen = acc.training_bar()
     bar = None
     if chosen is not None and chosen[1].last is not None:
