@@ -15,6 +15,7 @@ lint:
 	$(PYTHON) -m ruff format --check exporter reporter tests bench alerts grafana
 	$(PYTHON) alerts/generate.py --check
 	$(PYTHON) grafana/build.py --check
+	$(PYTHON) reporter/assemble.py --check
 
 types:
 	$(PYTHON) -m mypy
@@ -40,4 +41,4 @@ bench:
 	$(PYTHON) -m bench.run_all
 
 demo:
-	$(PYTHON) -m exporter.cli demo
+	$(PYTHON) -m exporter demo

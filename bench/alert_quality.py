@@ -33,12 +33,12 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.collector import render_runs_text
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.states import STATES
+from exporter.core.tracker import Tracker, TrackerConfig
 from exporter.logs.accumulate import LogAccumulator
 from exporter.logs.parse import parse_message
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.states import STATES
-from exporter.tracker import Tracker, TrackerConfig
+from exporter.views.collector import render_runs_text
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_FILES = sorted((ROOT / "alerts").glob("*.rules.yaml"))

@@ -41,7 +41,7 @@ def start_exporter(
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "run",
             "--mode",
             "standalone",

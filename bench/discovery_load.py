@@ -67,7 +67,7 @@ def run(seconds: float = 60.0, pods: int = 1000, rate: float = 10.0) -> dict[str
             [
                 sys.executable,
                 "-m",
-                "exporter.cli",
+                "exporter",
                 "run",
                 "--mode",
                 "kubernetes",

@@ -60,15 +60,15 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any, NamedTuple
 
-from exporter.discovery import StandaloneResolver
-from exporter.estimate import naive_eta_seconds
-from exporter.ingest import Ingestor
+from exporter.core.estimate import naive_eta_seconds
+from exporter.core.model import ProgressReport, RunKey
+from exporter.core.run.snapshot import RunSnapshot
+from exporter.core.tracker import Tracker
 from exporter.logs.source import LogSource, standalone_targets
-from exporter.model import ProgressReport, RunKey
-from exporter.run.snapshot import RunSnapshot
+from exporter.plumbing.discovery import StandaloneResolver
+from exporter.plumbing.ingest import Ingestor
+from exporter.plumbing.stats import ExporterStats
 from exporter.sources.push import PushRequest, handle_push
-from exporter.stats import ExporterStats
-from exporter.tracker import Tracker
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "eta"
 KUBEFLOW_PATH = re.compile(
@@ -530,12 +530,12 @@ def corpus_runs(names: Sequence[str] = (), directory: Path = CORPUS) -> list[dic
 def measured_prior(
     runs: Sequence[dict[str, Any]], replays: Sequence[list[Instant]]
 ) -> list[tuple[float, float, float, str]]:
-    """What exporter.estimate.PRIOR holds, measured on the runs not held out: per horizon
+    """What exporter.core.estimate.PRIOR holds, measured on the runs not held out: per horizon
     bucket of PRIOR (our ETA up to that many seconds), the 80th percentile of
     |ln(true time left / our ETA)| pooled over the runs, and the largest of it run by run
     (with that run's name): a prior at that size held the truth at four instants in five on
     every run it was measured on."""
-    from exporter.estimate import PRIOR, quantile
+    from exporter.core.estimate import PRIOR, quantile
 
     edges = [upto for upto, _, _ in PRIOR]
     pooled: list[list[float]] = [[] for _ in edges]

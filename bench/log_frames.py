@@ -23,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
-from exporter.ingest import Ingestor
+from exporter.core.tracker import Tracker
 from exporter.logs.parse import newest_bar, parse_message
 from exporter.logs.source import LogSource, standalone_targets
-from exporter.stats import ExporterStats
-from exporter.tracker import Tracker
+from exporter.plumbing.ingest import Ingestor
+from exporter.plumbing.stats import ExporterStats
 
 T0 = 1.8e9
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from exporter.collector import ExporterCollector, TrainingCollector, render_runs_text
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.stats import ExporterStats
-from exporter.tracker import Tracker
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.tracker import Tracker
+from exporter.plumbing.stats import ExporterStats
+from exporter.views.collector import ExporterCollector, TrainingCollector, render_runs_text
 
 from .common import free_port, start_exporter, stop
 

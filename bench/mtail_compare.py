@@ -283,7 +283,7 @@ def inspect_vs_mtail(megabytes: int = 250, shape: str = "lines") -> dict[str, An
             [mtail, "-progs", str(progs), "-logs", str(log), "-one_shot",
              "-one_shot_format", "prometheus", "-logtostderr"]
         )  # fmt: skip
-        o_cpu, o_rss, o_out = _timed([sys.executable, "-m", "exporter.cli", "inspect", str(log)])
+        o_cpu, o_rss, o_out = _timed([sys.executable, "-m", "exporter", "inspect", str(log)])
         size = log.stat().st_size
     values = {}
     for name in ("training_step", "training_max_steps", "training_loss"):

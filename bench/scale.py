@@ -8,7 +8,7 @@ For each N it measures, on the real exporter process started from a state file:
 * one scrape's time (median of three), and the slowest of six concurrent scrapes;
 * push latency while scrapes run back to back (200 sequential pushes: p50, p99, max).
 
-The runs are loaded from a state file (exporter/persist.py) because filling 10,000 runs
+The runs are loaded from a state file (exporter/daemon/persist.py) because filling 10,000 runs
 with 600 reports each over HTTP would take longer than the measurement itself; the file is
 built from one run grown report by report and copied under N names.
 
@@ -32,9 +32,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.persist import StateKeeper, encode_lines, encode_run, write_atomically
-from exporter.tracker import Tracker, TrackerConfig
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.daemon.persist import StateKeeper, encode_lines, encode_run, write_atomically
 
 from .common import free_port, proc_sample, wait_http
 
@@ -83,7 +83,7 @@ def start(port: int, state: Path, runs: int) -> subprocess.Popen[bytes]:
     env["TPE_MAX_RUNS"] = str(runs)
     env["TPE_STATE_INTERVAL"] = "1h"  # measure serving, not saving
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", "run", "--mode", "standalone",
+        [sys.executable, "-m", "exporter", "run", "--mode", "standalone",
          "--listen", f"127.0.0.1:{port}", "--state-file", str(state)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

@@ -114,13 +114,13 @@ def client(mode: str, kubeconfig: str, trainjobs: int, polls: int) -> dict[str, 
     """``polls`` polls the ``mode`` way; prints per-poll bytes and CPU, and the peak RSS."""
     import os
 
-    from exporter.discovery import PodInfo
-    from exporter.ingest import Ingestor
+    from exporter.core.model import RunMeta
+    from exporter.core.tracker import Tracker
     from exporter.kubernetes.client import apis
-    from exporter.model import RunMeta
+    from exporter.plumbing.discovery import PodInfo
+    from exporter.plumbing.ingest import Ingestor
+    from exporter.plumbing.stats import ExporterStats
     from exporter.sources.trainjob import GROUP, PLURAL, VERSION, TrainJobSource
-    from exporter.stats import ExporterStats
-    from exporter.tracker import Tracker
 
     os.environ["KUBECONFIG"] = kubeconfig
     os.environ.pop("KUBERNETES_SERVICE_HOST", None)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import warnings
 
+from training_progress_reporter.channels import *  # noqa: F403
+from training_progress_reporter.channels import KUBEFLOW_MARKER
+from training_progress_reporter.environment import *  # noqa: F403
 from training_progress_reporter.reporter import *  # noqa: F403
-from training_progress_reporter.reporter import KUBEFLOW_MARKER
+from training_progress_reporter.stackcapture import *  # noqa: F403
 
 STDOUT_MARKER = KUBEFLOW_MARKER  # its old name
 

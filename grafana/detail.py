@@ -280,7 +280,7 @@ def detail_dashboard() -> dict[str, Any]:
             20,
             "Model FLOPs utilization (MFU)",
             "tokens/s x the model's training FLOPs per token / (GPUs x one GPU's dense BF16 "
-            "peak, training_gpu_peak_flops; exporter/gpus.py lists the peaks and their "
+            "peak, training_gpu_peak_flops; exporter/core/gpus.py lists the peaks and their "
             "datasheets). Needs the run's FLOPs per token (or parameters) and its GPU model.",
             "percentunit",
             [target(f"training_model_flops_utilization{{{JOB}}}", legend="{{pod}}")],

@@ -20,7 +20,7 @@ DETAIL = "/d/training-job-detail/training-job-detail"
 # `kubectl progress`, the status page and the alert rules; every state here is read from
 # the exporter's training_run_state series.
 sys.path.insert(0, str(ROOT))
-from exporter.states import STATES, TRAINING, state_code_promql  # noqa: E402
+from exporter.core.states import STATES, TRAINING, state_code_promql  # noqa: E402
 
 __all__ = ["STATES", "TRAINING"]  # the dashboards read the states from here
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from exporter.app import Exporter
-from exporter.config import Config
+from exporter.daemon.app import Exporter
+from exporter.daemon.config import Config
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = Path(__file__).parent / "golden"

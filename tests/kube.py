@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from exporter.app import Exporter
-from exporter.workloads import KINDS, Ref, chain
+from exporter.core.workloads import KINDS, Ref, chain
+from exporter.daemon.app import Exporter
 
 from .conftest import K8S_NODE
 

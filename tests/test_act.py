@@ -28,9 +28,9 @@ from exporter.act.kube import KubernetesOps
 from exporter.act.policy import Policy, decide
 from exporter.act.webhook import WebhookError, parse_notification
 from exporter.act.webhook_server import make_server
-from exporter.httpd import serve_in_thread
-from exporter.settings import ConfigError
-from exporter.workloads import Ref
+from exporter.core.workloads import Ref
+from exporter.plumbing.httpd import serve_in_thread
+from exporter.plumbing.settings import ConfigError
 
 from .e2e.stack import free_port
 from .fakekube import FakeKube, fake_kube
@@ -596,7 +596,7 @@ def test_cli_act_serves_the_webhook_with_its_config(tmp_path: Path) -> None:
         empty = tmp_path / "empty"
         empty.write_text("")
         bad = subprocess.run(
-            [sys.executable, "-m", "exporter.cli", "act", "--token-file", str(empty)],
+            [sys.executable, "-m", "exporter", "act", "--token-file", str(empty)],
             env=env,
             capture_output=True,
             text=True,
@@ -608,7 +608,7 @@ def test_cli_act_serves_the_webhook_with_its_config(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "exporter.cli",
+                "exporter",
                 "act",
                 "--token-file",
                 str(token),

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from exporter.estimate import EstimatorConfig
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker, TrackerConfig
-from exporter.wire import parse_native
+from exporter.core.estimate import EstimatorConfig
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.core.wire import parse_native
 
 from .conftest import T0
 

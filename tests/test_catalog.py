@@ -11,9 +11,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from exporter.collector import ExporterCollector, TrainingCollector
-from exporter.httpd import HTTPStats
-from exporter.stats import ExporterStats
+from exporter.plumbing.httpd import HTTPStats
+from exporter.plumbing.stats import ExporterStats
+from exporter.views.collector import ExporterCollector, TrainingCollector
 
 from .conftest import T0, FakeClock
 from .test_collector import golden_tracker

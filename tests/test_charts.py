@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from exporter.charts import MIN_RELATIVE_SPAN, chart_document, sensible_range, state_segments
-from exporter.model import ProgressReport, RunKey
-from exporter.persist import StateError, decode_run, encode_file, encode_run
-from exporter.states import BY_NAME
-from exporter.thresholds import Thresholds
-from exporter.timeline import EVAL_ROWS, TIMELINE_INTERVAL, TIMELINE_ROWS, Thinned, Timeline
-from exporter.tracker import Tracker, TrackerConfig
+from exporter.core.model import ProgressReport, RunKey
+from exporter.core.states import BY_NAME
+from exporter.core.thresholds import Thresholds
+from exporter.core.timeline import EVAL_ROWS, TIMELINE_INTERVAL, TIMELINE_ROWS, Thinned, Timeline
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.daemon.persist import StateError, decode_run, encode_file, encode_run
+from exporter.views.charts import MIN_RELATIVE_SPAN, chart_document, sensible_range, state_segments
 
 from .conftest import T0, http, strict_json
 
-WEB = Path(__file__).resolve().parent.parent / "exporter" / "web"
+WEB = Path(__file__).resolve().parent.parent / "exporter" / "views" / "web"
 # What `npm pack uplot@1.6.32` gives (dist/uPlot.iife.min.js, dist/uPlot.min.css, LICENSE).
 UPLOT_SHA256 = {
     "uPlot.iife.min.js": "19c8d4c6ad88929a79f4ae49d6f7161566dfd0ba3d15cc495e974f787eb78f1f",

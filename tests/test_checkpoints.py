@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from exporter.core.model import ProgressReport, RunKey
+from exporter.core.run.accrual import at_risk
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker, TrackerConfig
 from exporter.logs.inspect import inspect_path
-from exporter.model import ProgressReport, RunKey
-from exporter.run.accrual import at_risk
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker, TrackerConfig
 
 from .conftest import FakeClock, get_json, http
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from exporter.cluster import ClusterView, ExporterError, clean_run, make_server, parse_runs
-from exporter.httpd import serve_in_thread
+from exporter.commands.cluster import ClusterView, ExporterError, clean_run, make_server, parse_runs
+from exporter.core.model import ProgressReport, RunKey
 from exporter.kubernetes.client import api_client
 from exporter.kubernetes.endpoints import Endpoint, EndpointSliceLister, endpoints_of
-from exporter.model import ProgressReport, RunKey
+from exporter.plumbing.httpd import serve_in_thread
 
 from .conftest import http, strict_json
 from .test_statuspage import CHROMIUM, SCREENSHOTS, chromium
@@ -288,7 +288,7 @@ def test_the_real_cli_serves_the_cluster_page_to_headless_chromium(exporter_fact
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "cluster",
             f"--listen=127.0.0.1:{port}",
             "--timeout=2",

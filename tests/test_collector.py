@@ -13,16 +13,16 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from exporter.collector import (
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.plumbing.stats import ExporterStats
+from exporter.views.collector import (
     ExporterCollector,
     TrainingCollector,
     render_runs_text,
     run_families,
 )
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.stats import ExporterStats
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker, TrackerConfig
 
 from .conftest import GOLDEN, T0, FakeClock
 
@@ -174,7 +174,7 @@ def test_streamed_openmetrics_is_byte_identical_to_client_python() -> None:
     four scrapes at once held 245 MiB at 2,000 runs)."""
     from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
-    from exporter.collector import iter_runs_text
+    from exporter.views.collector import iter_runs_text
 
     tracker = golden_tracker()
     hostile = RunKey('n"s', "p\\od\nx", "jöb")
@@ -189,7 +189,7 @@ def test_streamed_openmetrics_is_byte_identical_to_client_python() -> None:
 def test_streamed_runs_json_is_the_whole_document() -> None:
     import json
 
-    from exporter.api import iter_runs_json, runs_document
+    from exporter.views.api import iter_runs_json, runs_document
 
     tracker = golden_tracker()
     snaps = tracker.snapshot(T0 + 300, history=True)
@@ -206,7 +206,7 @@ def test_a_streamed_runs_document_holds_a_batch_not_every_run() -> None:
     import json
     import tracemalloc
 
-    from exporter.api import iter_runs_json, runs_document
+    from exporter.views.api import iter_runs_json, runs_document
 
     tracker = Tracker(TrackerConfig(max_runs=600))
     for i in range(600):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config import FILE_ONLY, SETTINGS, Config, load
-from exporter.discovery import resolve_mode
-from exporter.settings import ConfigError, parse_duration
+from exporter.daemon.config import FILE_ONLY, SETTINGS, Config, load
+from exporter.plumbing.discovery import resolve_mode
+from exporter.plumbing.settings import ConfigError, parse_duration
 
 DOCS = Path(__file__).parent.parent / "docs" / "configuration.md"
 
@@ -91,7 +91,7 @@ def test_docs_name_every_setting_and_env_var() -> None:
 
 def test_each_threshold_has_one_name_and_its_old_one() -> None:
     """The one name sets it in a file, the environment and flags; the old key still does."""
-    from exporter.thresholds import SPECS
+    from exporter.core.thresholds import SPECS
 
     for spec in SPECS:
         value = "45s" if spec.kind == "duration" else "0.5" if spec.bounds[1] < 1 else "4"

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from exporter.config import Config
-from exporter.demo import RUNS, Demo
-from exporter.humanize import setting
-from exporter.settings import parse_duration
-from exporter.states import NAMES
-from exporter.thresholds import SPECS, Thresholds
+from exporter.commands.demo import RUNS, Demo
+from exporter.core.humanize import setting
+from exporter.core.states import NAMES
+from exporter.core.thresholds import SPECS, Thresholds
+from exporter.daemon.config import Config
+from exporter.plumbing.settings import parse_duration
 
 from .conftest import T0, FakeClock, get_json, http
 
@@ -114,7 +114,7 @@ def test_cli_demo_serves_metrics_and_exits_after_duration() -> None:
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "demo",
             "--listen",
             f"127.0.0.1:{port}",
@@ -147,7 +147,7 @@ def test_cli_run_standalone_with_status_dir_and_sigterm(tmp_path: Any) -> None:
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "run",
             "--listen",
             f"127.0.0.1:{port}",
@@ -177,7 +177,7 @@ def test_cli_reports_bad_config_clearly(tmp_path: Any) -> None:
     bad = tmp_path / "c.yaml"
     bad.write_text("stall_threshold: soon\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "run", "--config", str(bad)],
+        [sys.executable, "-m", "exporter", "run", "--config", str(bad)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -192,7 +192,7 @@ def test_cli_kubernetes_mode_needs_the_node_name() -> None:
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "run",
             "--mode",
             "kubernetes",
@@ -213,7 +213,7 @@ def test_cli_demo_shows_every_state_within_two_minutes_in_real_time() -> None:
     watch /api/v1/runs for two minutes of wall time."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", "demo", "--listen", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "exporter", "demo", "--listen", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -245,7 +245,7 @@ def test_cli_demo_shows_every_state_within_two_minutes_in_real_time() -> None:
 
 def test_run_help_prints_the_real_defaults() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "run", "--help"],
+        [sys.executable, "-m", "exporter", "run", "--help"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -295,7 +295,7 @@ def test_what_cannot_be_read_is_said_once_and_on_readyz(tmp_path: Any) -> None:
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "exporter.cli", "run", "--listen", f"127.0.0.1:{port}"),
+            *(sys.executable, "-m", "exporter", "run", "--listen", f"127.0.0.1:{port}"),
             *("--config", str(config), "--status-dir", str(status_dir), "--log", str(log_file)),
             *("--poll-interval", "0.2s"),
         ],
@@ -346,7 +346,7 @@ def test_the_demo_leaves_nothing_behind(tmp_path: Any, how: signal.Signals) -> N
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", "demo", "--listen", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "exporter", "demo", "--listen", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -366,7 +366,7 @@ def test_the_demo_leaves_nothing_behind(tmp_path: Any, how: signal.Signals) -> N
         busy.listen()
         taken = busy.getsockname()[1]
         failed = subprocess.run(
-            [sys.executable, "-m", "exporter.cli", "demo", "--listen", f"127.0.0.1:{taken}"],
+            [sys.executable, "-m", "exporter", "demo", "--listen", f"127.0.0.1:{taken}"],
             capture_output=True,
             text=True,
             env=env,

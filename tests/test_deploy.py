@@ -212,9 +212,9 @@ def test_daemonset_is_hardened() -> None:
 
 
 def assert_every_owner_kind_is_readable(role: dict[str, Any]) -> None:
-    """Who a pod is comes from its owners, walked up (exporter.workloads.KINDS): a kind the
+    """Who a pod is comes from its owners, walked up (exporter.core.workloads.KINDS): a kind the
     role cannot get would leave its pods unidentified, refused."""
-    from exporter.workloads import KINDS
+    from exporter.core.workloads import KINDS
 
     for kind in KINDS.values():
         assert any(
@@ -506,7 +506,7 @@ def test_alertmanager_receiver_example_passes_amtool(tmp_path: Path) -> None:
 def test_the_cluster_page_reads_endpointslices_only_and_asks_the_exporters_service() -> None:
     """The component's one permission is reading EndpointSlices in its own namespace; its
     arguments parse, and name the exporter Service and a port that Service has."""
-    from exporter.cli import _parser
+    from exporter.commands.cli import _parser
 
     docs = render("cluster-page")
     (role,) = [d for d in docs if d["kind"] == "Role"]

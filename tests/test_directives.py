@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from training_progress_reporter import ProgressReporter
-from training_progress_reporter.reporter import directives_of
+from training_progress_reporter.channels import directives_of
 
-from exporter.directives import Facts, due, reasons
+from exporter.core.directives import Facts, due, reasons
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.tracker import Tracker
 from exporter.kubernetes.pods import training_pod
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.tracker import Tracker
 
 from .conftest import T0, http
 from .kube import refs_of
@@ -82,7 +82,7 @@ def test_a_push_is_merged_judged_and_answered_in_one_hold_of_the_lock(
     separate ``directives`` call would have said."""
     import threading
 
-    import exporter.run.view as view
+    import exporter.core.run.view as view
 
     class CountingLock:
         def __init__(self) -> None:
@@ -107,7 +107,7 @@ def test_a_push_is_merged_judged_and_answered_in_one_hold_of_the_lock(
     steady(twin, 5, deadline=T0 + 10_000_000)
     lock = CountingLock()
     tracker._lock = lock  # type: ignore[assignment]
-    monkeypatch.setattr("exporter.tracker.judge", counting_judge)
+    monkeypatch.setattr("exporter.core.tracker.judge", counting_judge)
     late = ProgressReport(step=60, deadline_timestamp=T0 + 60)
     ok, told = tracker.push(KEY, late, T0 + 6)
     assert ok and told == ("checkpoint",) and lock.holds == 1 and len(judged) == 1

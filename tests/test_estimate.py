@@ -1,4 +1,4 @@
-"""The pace model and its ETA bounds (exporter/estimate.py), on synthetic sample sequences.
+"""The pace model and its ETA bounds (exporter/core/estimate.py), on synthetic sample sequences.
 
 Each test stages one thing an ETA must survive: a lasting change of pace picked up within a few
 reports, an evaluation pause and a resume jump that do not fool it, warm-up that is not
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from exporter.estimate import (
+from exporter.core.estimate import (
     FORECAST_SPACING,
     FORECASTS_KEPT,
     MIN_ETA_INTERVALS,
@@ -39,8 +39,8 @@ from exporter.estimate import (
     weighed_in_logs,
     windows_judged,
 )
-from exporter.model import ProgressReport, RunKey
-from exporter.tracker import Tracker
+from exporter.core.model import ProgressReport, RunKey
+from exporter.core.tracker import Tracker
 
 from .conftest import T0
 

@@ -23,8 +23,8 @@ import pytest
 
 from bench import eta_accuracy
 from bench.eta_accuracy import Instant, RunResult
-from exporter.estimate import PRIOR
-from exporter.run.snapshot import RunSnapshot
+from exporter.core.estimate import PRIOR
+from exporter.core.run.snapshot import RunSnapshot
 
 # What the estimate holds today (docs/eta.md). On the ten runs it was tuned on: 16.1 %
 # against the naive 30.9 % (0.52); 19.1 % against 25.9 % (0.74) on the seven of them with a

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.estimate import PAUSE as PAUSE_KIND
-from exporter.estimate import REFERENCE_INTERVALS, classify_intervals, newest_pause_seconds
-from exporter.goodput import EXPORTED_CAUSES, cause_of, interval_share
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.persist import decode_run, encode_run
-from exporter.run.snapshot import RunSnapshot
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker, TrackerConfig
+from exporter.core.estimate import PAUSE as PAUSE_KIND
+from exporter.core.estimate import REFERENCE_INTERVALS, classify_intervals, newest_pause_seconds
+from exporter.core.goodput import EXPORTED_CAUSES, cause_of, interval_share
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.run.snapshot import RunSnapshot
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.daemon.persist import decode_run, encode_run
 
 from .conftest import T0
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.model import METRIC_NAME_RE, run_name
+from exporter.core.model import METRIC_NAME_RE, run_name
 
 from .conftest import get_json, http
 
@@ -82,7 +82,7 @@ def test_a_namespace_with_a_trailing_newline_is_refused(exporter_factory: Any) -
 
 def test_a_run_that_cannot_be_rendered_is_left_out_not_the_scrape(exporter_factory: Any) -> None:
     """The last line of defense, for a label no source cleaned."""
-    from exporter.model import ProgressReport, RunKey
+    from exporter.core.model import ProgressReport, RunKey
 
     exp = exporter_factory()
     exp.tracker.apply(RunKey("ml", "ok", "ok"), ProgressReport(step=1), exp.clock())
@@ -99,7 +99,7 @@ def test_a_run_that_cannot_be_rendered_is_left_out_not_the_scrape(exporter_facto
 
 
 def test_a_fractional_step_is_rejected_not_truncated() -> None:
-    from exporter.wire import parse_native
+    from exporter.core.wire import parse_native
 
     parsed = parse_native({"step": 1.5, "max_steps": 10.0}, 0.0)
     assert parsed.report.step is None and parsed.report.max_steps == 10
@@ -107,13 +107,13 @@ def test_a_fractional_step_is_rejected_not_truncated() -> None:
 
 
 def test_a_failing_source_is_logged_once_a_minute(caplog: Any) -> None:
-    from exporter.schedule import Scheduler
+    from exporter.plumbing.schedule import Scheduler
 
     def boom() -> None:
         raise RuntimeError("a source bug")
 
     scheduler = Scheduler({"broken": boom}, interval=1.0, done=lambda *_: None)
-    with caplog.at_level("ERROR", logger="exporter.schedule"):
+    with caplog.at_level("ERROR", logger="exporter.plumbing.schedule"):
         for _ in range(5):
             scheduler.run("broken")
     assert len([r for r in caplog.records if "polling broken failed" in r.message]) == 1
@@ -121,7 +121,7 @@ def test_a_failing_source_is_logged_once_a_minute(caplog: Any) -> None:
 
 
 def test_standalone_listens_on_loopback_unless_told_otherwise() -> None:
-    from exporter.config import Config
+    from exporter.daemon.config import Config
 
     assert Config().listen_address() == ("127.0.0.1", 9465)
     assert Config().listen_address("kubernetes") == ("0.0.0.0", 9465)
@@ -162,12 +162,12 @@ def test_a_push_token_keeps_strangers_out(exporter_factory: Any, tmp_path: Path)
 def test_a_named_but_missing_token_file_stops_the_start(tmp_path: Path) -> None:
     import pytest
 
-    from exporter.config import Config
-    from exporter.discovery import DiscoveryError
-    from exporter.ingest import Ingestor
-    from exporter.stats import ExporterStats
-    from exporter.tracker import Tracker
-    from exporter.wiring import make_discovery
+    from exporter.core.tracker import Tracker
+    from exporter.daemon.config import Config
+    from exporter.daemon.wiring import make_discovery
+    from exporter.plumbing.discovery import DiscoveryError
+    from exporter.plumbing.ingest import Ingestor
+    from exporter.plumbing.stats import ExporterStats
 
     ingestor = Ingestor(Tracker(), ExporterStats(), lambda: 0.0)
     config = Config(mode="standalone", push_token_file=str(tmp_path / "nope"))

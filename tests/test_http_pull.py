@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from exporter.fetch import get as fetch_url
-from exporter.model import ReportError
+from exporter.core.model import ReportError
+from exporter.plumbing.fetch import get as fetch_url
 
 BODY = b'{"currentStep": 5, "totalSteps": 100}'
 

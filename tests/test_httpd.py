@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from exporter.httpd import (
+from exporter.plumbing.httpd import (
     EVICT_AFTER,
     POOL_INLINE,
     POOL_PUSH,
@@ -26,7 +26,13 @@ from exporter.httpd import (
     HTTPStats,
     serve_in_thread,
 )
-from exporter.httpmessages import ConnectionLimits, HttpError, Request, Response, content_length
+from exporter.plumbing.httpmessages import (
+    ConnectionLimits,
+    HttpError,
+    Request,
+    Response,
+    content_length,
+)
 
 from .conftest import http
 
@@ -330,7 +336,7 @@ def test_a_client_that_leaves_mid_answer_is_one_counted_line(
     gate_server: tuple[HTTPServer, Gate], caplog: pytest.LogCaptureFixture
 ) -> None:
     server, _ = gate_server
-    caplog.set_level(logging.INFO, logger="exporter.httpd")
+    caplog.set_level(logging.INFO, logger="exporter.plumbing.httpd")
     for _ in range(3):
         sock = _connect(server.server_address[1])
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

@@ -271,8 +271,8 @@ def test_checkpoint_directive_makes_trainer_save_within_one_report_interval(
     from training_progress_reporter import reporter as reporter_module
     from training_progress_reporter.transformers import ProgressCallback
 
-    from exporter.app import Exporter
-    from exporter.config import Config
+    from exporter.daemon.app import Exporter
+    from exporter.daemon.config import Config
 
     exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
     exp.start(poll_loop=False)
@@ -314,8 +314,8 @@ def test_checkpoint_directive_makes_lightning_save(
     import lightning
     from training_progress_reporter.lightning import ProgressCallback
 
-    from exporter.app import Exporter
-    from exporter.config import Config
+    from exporter.daemon.app import Exporter
+    from exporter.daemon.config import Config
 
     class Slow(lightning.LightningModule):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -362,8 +362,8 @@ def test_trainer_checkpoints_are_seen_with_their_step_and_time_and_reset_the_ris
     from training_progress_reporter.transformers import ProgressCallback
     from transformers import TrainerCallback
 
-    from exporter.app import Exporter
-    from exporter.config import Config
+    from exporter.daemon.app import Exporter
+    from exporter.daemon.config import Config
 
     exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
     exp.start(poll_loop=False)
@@ -419,9 +419,9 @@ def test_the_risk_threshold_makes_trainer_save_before_it_passes_far(
     from training_progress_reporter.transformers import ProgressCallback
     from transformers import TrainerCallback
 
-    from exporter.app import Exporter
-    from exporter.config import Config
-    from exporter.thresholds import Thresholds
+    from exporter.core.thresholds import Thresholds
+    from exporter.daemon.app import Exporter
+    from exporter.daemon.config import Config
 
     threshold_hours = 4 / 3600
     config = replace(
@@ -470,8 +470,8 @@ def test_lightning_model_checkpoint_saves_are_seen_through_our_callback(
     from lightning.pytorch.callbacks import ModelCheckpoint
     from training_progress_reporter.lightning import ProgressCallback
 
-    from exporter.app import Exporter
-    from exporter.config import Config
+    from exporter.daemon.app import Exporter
+    from exporter.daemon.config import Config
 
     class Model(lightning.LightningModule):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -527,9 +527,9 @@ def test_tokens_per_second_and_mfu_from_trainers_own_token_count(
 
     from training_progress_reporter.transformers import ProgressCallback
 
-    from exporter.app import Exporter
-    from exporter.config import Config
-    from exporter.gpus import peak_flops
+    from exporter.core.gpus import peak_flops
+    from exporter.daemon.app import Exporter
+    from exporter.daemon.config import Config
 
     exp = Exporter(replace(Config(), listen="127.0.0.1:0", mode="standalone"))
     exp.start(poll_loop=False)

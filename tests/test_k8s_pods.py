@@ -151,9 +151,9 @@ def test_a_finished_pod_stops_accruing_gpu_seconds_when_its_containers_stop() ->
     info = read(done)
     assert info is not None and info.finished and info.failed
     assert info.start_timestamp == T_START_TS and info.end_timestamp == T_START_TS + 3600
+    from exporter.core.model import ProgressReport, RunKey
+    from exporter.core.tracker import Tracker
     from exporter.kubernetes.watch import run_meta
-    from exporter.model import ProgressReport, RunKey
-    from exporter.tracker import Tracker
 
     tracker = Tracker()
     key = RunKey("ml", "old-0", "llm")

@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from exporter.app import Exporter
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.run.merge import OBSERVATIONS_KEPT
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.run.merge import OBSERVATIONS_KEPT
+from exporter.core.tracker import Tracker
+from exporter.daemon.app import Exporter
 from exporter.sinks.katib.dbmanager import DBManager, KatibUnavailable
 from exporter.sinks.katib.observations import (
     MAX_PENDING,
@@ -38,7 +39,6 @@ from exporter.sinks.katib.observations import (
     rfc3339,
     sent,
 )
-from exporter.tracker import Tracker
 
 from .conftest import K8S_NODE, T0, FakeClock, get_json, http, need_module
 from .fakekube import FakeKube
@@ -232,8 +232,8 @@ def test_without_the_extra_reporting_is_off_and_says_why(
         KatibUnavailable, match=r"pip install 'training-progress-exporter\[katib\]'"
     ):
         DBManager("127.0.0.1:6789")
-    from exporter.config import Config
-    from exporter.wiring import SINKS
+    from exporter.daemon.config import Config
+    from exporter.daemon.wiring import SINKS
 
     class Cluster:  # what the factory reads of the cluster before it needs the API
         custom_api = pods = None
@@ -426,7 +426,7 @@ def test_every_value_of_a_real_run_replayed_at_its_real_pace(
     time its line was written, as Katib's own StdOut collector would send them."""
     from dataclasses import replace
 
-    from exporter.config import Config
+    from exporter.daemon.config import Config
     from exporter.logs.cri import cri_time, parse_cri
 
     standin, address = db_manager

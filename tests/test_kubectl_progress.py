@@ -33,7 +33,7 @@ def plugin(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     env.pop("TPE_PROMETHEUS_URL", None)
     exe = shutil.which("kubectl-progress")
-    cmd = [exe] if exe else [sys.executable, "-m", "exporter.kubectl_progress"]
+    cmd = [exe] if exe else [sys.executable, "-m", "exporter.commands.kubectl_progress"]
     return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=60)
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.config import Config, apply, load
+from exporter.daemon.config import Config, apply, load
 from exporter.logs.inspect import read_log
 from exporter.logs.lines import Extra
-from exporter.settings import ConfigError
+from exporter.plumbing.settings import ConfigError
 
 from .conftest import FakeClock, get_json
 from .fakekube import FakeKube
@@ -173,7 +173,7 @@ def test_inspect_tries_one_format(tmp_path: Path) -> None:
     cfg.write_text(yaml.safe_dump(spec))
     log = tmp_path / "run.log"
     log.write_text("\n".join(lines) + "\n")
-    cmd = [sys.executable, "-m", "exporter.cli", "inspect", "--config", str(cfg)]
+    cmd = [sys.executable, "-m", "exporter", "inspect", "--config", str(cfg)]
     done = subprocess.run([*cmd, "--format", "tokens", str(log)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exporter.core.model import ProgressReport
 from exporter.logs.bars import epoch_of, eval_bar
 from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
 from exporter.logs.lines import MAX_MESSAGE
 from exporter.logs.parse import parse_line, plain
-from exporter.model import ProgressReport
 
 NOW = 1_800_000_000.0
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from exporter.core.model import ReportError
 from exporter.logs.inspect import inspect_path
 from exporter.logs.tail import MAX_LINE, FileTail
-from exporter.model import ReportError
 
 from .conftest import T0, get_json
 
@@ -333,10 +333,10 @@ def test_a_line_still_being_written_is_read_from_where_the_last_poll_left_it(
     """A tqdm line without a newline grows at every poll. Each poll reads the frames drawn
     since the last one (from the last carriage return it saw), so every second of the bar's
     clock becomes one sample, none twice, whatever the length the line has reached."""
-    from exporter.ingest import Ingestor
+    from exporter.core.tracker import Tracker
     from exporter.logs.source import LogSource, standalone_targets
-    from exporter.stats import ExporterStats
-    from exporter.tracker import Tracker
+    from exporter.plumbing.ingest import Ingestor
+    from exporter.plumbing.stats import ExporterStats
 
     log = tmp_path / "train.log"
     tracker = Tracker()

@@ -123,7 +123,7 @@ def test_inspect_a_status_file_and_bad_paths(tmp_path: Path) -> None:
         fh.write(b"\n" + bar(3, 9).encode() + b"\n")
     assert inspect_path(str(huge), NOW)["report"]["step"] == 3
     proc = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "inspect", str(status), str(tmp_path / "nope")],
+        [sys.executable, "-m", "exporter", "inspect", str(status), str(tmp_path / "nope")],
         capture_output=True,
         text=True,
         timeout=60,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.model import (
+from exporter.core.model import (
     FORMAT_KUBEFLOW,
     FORMAT_NATIVE,
     FORMAT_OPENDATAHUB,
@@ -17,7 +17,7 @@ from exporter.model import (
     ReportError,
     clean_label,
 )
-from exporter.wire import (
+from exporter.core.wire import (
     decode_json,
     detect_format,
     parse_any,

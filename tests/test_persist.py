@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.model import ProgressReport, RunKey
-from exporter.persist import (
+from exporter.core.model import ProgressReport, RunKey
+from exporter.core.tracker import Tracker
+from exporter.daemon.persist import (
     StateKeeper,
     decode_file,
     encode_file,
@@ -32,7 +33,6 @@ from exporter.persist import (
     read_file,
     write_atomically,
 )
-from exporter.tracker import Tracker
 
 from .conftest import T0, get_json, http
 
@@ -160,7 +160,7 @@ def test_an_unreadable_file_stops_the_start_and_is_left_as_it_is(
         caps = "-dac_override,-dac_read_search"
         prefix = [setpriv, f"--inh-caps={caps}", f"--bounding-set={caps}"]
     proc = subprocess.run(
-        [*prefix, sys.executable, "-m", "exporter.cli", "run", "--mode", "standalone",
+        [*prefix, sys.executable, "-m", "exporter", "run", "--mode", "standalone",
          "--listen", f"127.0.0.1:{free_port}", "--state-file", str(state)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -204,7 +204,7 @@ def test_the_restore_holds_no_more_runs_than_the_cap_while_it_reads(tmp_path: Pa
     restore's peak memory follows the cap, not the file."""
     import tracemalloc
 
-    from exporter.tracker import TrackerConfig
+    from exporter.core.tracker import TrackerConfig
 
     source = Tracker(TrackerConfig(max_runs=3000))
     for i in range(3000):
@@ -285,7 +285,7 @@ def _start(port: int, state: Path, *extra: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
     env["TPE_STATE_INTERVAL"] = "0.5s"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exporter.cli", "run", "--mode", "standalone",
+        [sys.executable, "-m", "exporter", "run", "--mode", "standalone",
          "--listen", f"127.0.0.1:{port}", "--state-file", str(state), *extra],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
@@ -399,7 +399,7 @@ def _config(tmp_path: Path, text: str) -> Path:
 
 def test_the_eta_bands_record_survives_a_restart_and_is_checked() -> None:
     """The forecasts the ETA band is made from are saved; a hostile one skips its run."""
-    from exporter.persist import StateError, decode_run
+    from exporter.daemon.persist import StateError, decode_run
 
     tracker = _busy_tracker()
     tracker.snapshot(T0 + 1000)
@@ -445,7 +445,7 @@ def test_the_train_losss_own_best_survives_a_restart() -> None:
     """Divergence holds the train loss to its own best (states.diverged), not to
     best_loss (the eval loss's once any is reported); it is saved, and a file written
     before it restores without (None: no best yet)."""
-    from exporter.persist import decode_run
+    from exporter.daemon.persist import decode_run
 
     tracker = Tracker()
     for i, (loss, evaluation) in enumerate([(1.0, None), (0.5, 0.2), (0.4, None), (0.45, 0.3)]):
@@ -470,9 +470,9 @@ def test_a_field_declared_saved_is_kept_and_checked_with_no_other_edit() -> None
     a value outside its bound makes that run one that does not decode, as for any field."""
     from dataclasses import dataclass, field
 
-    from exporter.model import COUNT
-    from exporter.persist import StateError, decode_run, saved_fields
-    from exporter.run.state import RunState, saved
+    from exporter.core.model import COUNT
+    from exporter.core.run.state import RunState, saved
+    from exporter.daemon.persist import StateError, decode_run, saved_fields
 
     @dataclass
     class Extended(RunState):

@@ -1,10 +1,10 @@
-"""The stuck rank: one definition (exporter.ranks) that ``top`` shares with the rule."""
+"""The stuck rank: one definition (exporter.core.ranks) that ``top`` shares with the rule."""
 
 from __future__ import annotations
 
-from exporter.ranks import DONE_STATES, RankView, stuck_rank
-from exporter.top import render
-from exporter.toprows import STUCK_RANK_QUERY, rows_from_exporter
+from exporter.commands.top import render
+from exporter.commands.toprows import STUCK_RANK_QUERY, rows_from_exporter
+from exporter.core.ranks import DONE_STATES, RankView, stuck_rank
 
 from . import rulefiles
 

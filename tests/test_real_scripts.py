@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
-from exporter.app import Exporter
-from exporter.config import Config
+from exporter.core.thresholds import Thresholds
+from exporter.daemon.app import Exporter
+from exporter.daemon.config import Config
 from exporter.logs.inspect import inspect_path
-from exporter.thresholds import Thresholds
 
 from .conftest import get_json
 from .fixtures.logs.capture import cri_entries, stamp

@@ -3,6 +3,7 @@ never getting in training's way (exporter down, slow, or failing)."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -17,13 +18,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import training_progress_reporter
 from training_progress_reporter import KUBEFLOW_MARKER, ProgressReporter, global_rank
 
-from exporter.wire import parse_kubeflow
+from exporter.core.wire import parse_kubeflow
 
 from .conftest import get_json, self_signed_cert
 
 ROOT = Path(__file__).parent.parent
+SINGLE = ROOT / "reporter" / "single" / "training_progress_reporter.py"
+
+
+def _assembler() -> Any:
+    """reporter/assemble.py, a build script rather than a module of either package."""
+    spec = importlib.util.spec_from_file_location("assemble", ROOT / "reporter" / "assemble.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+assemble = _assembler()
 
 
 class Capture:
@@ -74,12 +89,19 @@ def test_importing_the_reporter_pulls_in_no_runtime_dependency() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_reporter_file_alone_runs_on_a_bare_interpreter(tmp_path: Path) -> None:
-    """Copied into an image with no site-packages at all (-S -I): it still reports."""
-    shutil.copy(ROOT / "reporter" / "training_progress_reporter" / "reporter.py", tmp_path)
+def test_the_single_file_alone_runs_on_a_bare_interpreter(tmp_path: Path) -> None:
+    """The joined file, copied into an image with no site-packages at all (-S -I), is
+    imported with the installed package's own line and reports, with every name the
+    package exports."""
+    shutil.copy(SINGLE, tmp_path)
     code = (
-        f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import reporter;"
-        "r = reporter.ProgressReporter(total_steps=10, channels=['stdout'], interval=0.05);"
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r});"
+        "import training_progress_reporter as t; assert t.__file__.startswith(sys.path[0]);"
+        "from training_progress_reporter import ProgressReporter;"
+        f"names = {sorted(training_progress_reporter.__all__)!r};"
+        "missing = [n for n in names if not hasattr(t, n)];"
+        "assert not missing, missing;"
+        "r = ProgressReporter(total_steps=10, channels=['stdout'], interval=0.05);"
         "r.update(step=3, loss=0.5); r.finish(timeout=5)"
     )
     proc = subprocess.run(
@@ -94,6 +116,39 @@ def test_reporter_file_alone_runs_on_a_bare_interpreter(tmp_path: Path) -> None:
     body = json.loads(lines[-1][len(KUBEFLOW_MARKER) :])
     report = parse_kubeflow(body, time.time()).report
     assert (report.step, report.max_steps, report.loss, report.final) == (3, 10, 0.5, True)
+
+
+def test_the_single_file_is_what_the_modules_make() -> None:
+    """Committed and current: an edit to a module without running the assembler fails."""
+    assert SINGLE.read_text() == assemble.assemble()
+    assert assemble.main(["--check"]) == 0
+
+
+def test_the_assembler_refuses_what_would_make_the_file_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module importing outside the standard library, a name defined twice, or a relative
+    import of a name no earlier module defines: each refused, with the module named."""
+    package = ROOT / "reporter" / "training_progress_reporter"
+    for name in (*assemble.MODULES, "__init__"):
+        shutil.copy(package / f"{name}.py", tmp_path)
+    monkeypatch.setattr(assemble, "PACKAGE", tmp_path)
+    assemble.assemble()  # the copies join as the originals do
+    cases = {
+        "import yaml\n": "not in the standard library",
+        "def global_rank() -> int:\n    return 0\n": "defined in both",
+        "from .reporter import ProgressReporter\n": "which no module before it defines",
+    }
+    for text, reason in cases.items():
+        channels = (package / "channels.py").read_text()
+        head, _, rest = channels.partition("from typing import")
+        if text.startswith("def"):
+            broken = channels + "\n\n" + text
+        else:
+            broken = head + text + "from typing import" + rest
+        (tmp_path / "channels.py").write_text(broken)
+        with pytest.raises(assemble.AssemblyError, match=reason):
+            assemble.assemble()
 
 
 @pytest.mark.slow
@@ -493,7 +548,7 @@ def test_the_heartbeat_goes_on_after_finish_while_the_process_lives(capture: Cap
 
 
 def test_gpus_come_from_the_argument_update_or_what_the_process_sees() -> None:
-    from training_progress_reporter.reporter import detect_gpus
+    from training_progress_reporter.environment import detect_gpus
 
     assert detect_gpus({"CUDA_VISIBLE_DEVICES": "0,1,2,3"}) == 4.0
     assert detect_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0.0

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from exporter.model import RunKey, RunMeta
-from exporter.schedule import Scheduler
+from exporter.core.model import RunKey, RunMeta
+from exporter.plumbing.schedule import Scheduler
 from exporter.sources.http import HttpTarget
 
 from .conftest import get_json, http

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from exporter.series import Series
+from exporter.core.series import Series
 
 
 def test_it_keeps_the_newest_points_oldest_first() -> None:
@@ -37,7 +37,7 @@ def test_bytes_round_trip_keeps_the_newest_and_refuses_what_is_not_whole() -> No
 
 
 def test_triples_keep_the_newest_and_stay_in_step() -> None:
-    from exporter.series import Triples
+    from exporter.core.series import Triples
 
     record = Triples(3, [(1.0, 10, 0.5), (2.0, 20, 0.6)])
     record.append((3.0, 30, 0.7))

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from exporter.demo import write_atomic
-from exporter.ingest import Ingestor
-from exporter.model import RunKey
+from exporter.commands.demo import write_atomic
+from exporter.core.model import RunKey
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.plumbing.ingest import Ingestor
+from exporter.plumbing.stats import ExporterStats
 from exporter.sources.file import StatusDirSource
 from exporter.sources.http import HttpSource, HttpTarget
-from exporter.stats import ExporterStats
-from exporter.tracker import Tracker, TrackerConfig
 
 from .conftest import FakeClock
 

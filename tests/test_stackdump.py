@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from exporter.core.stacks import COLLECTIVE, FROM_FAULTHANDLER, FROM_TRACEBACK, UNKNOWN, diagnose
 from exporter.logs.stackdump import StackDumpReader
-from exporter.stacks import COLLECTIVE, FROM_FAULTHANDLER, FROM_TRACEBACK, UNKNOWN, diagnose
 
 from .conftest import FakeClock, get_json, need_module
 

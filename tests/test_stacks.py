@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from exporter.model import ReportError
-from exporter.stacks import (
+from exporter.core.model import ReportError
+from exporter.core.stacks import (
     CAUSES,
     CHECKPOINT,
     COLLECTIVE,
@@ -27,9 +27,9 @@ from exporter.stacks import (
     diagnose,
     job_cause,
 )
-from exporter.stackviews import summary
-from exporter.stall import RETELL_SECONDS, StallRecord
-from exporter.wire import parse_stacks
+from exporter.core.stall import RETELL_SECONDS, StallRecord
+from exporter.core.wire import parse_stacks
+from exporter.views.stackviews import summary
 
 from .conftest import FakeClock, get_json, http
 from .fakekube import FakeKube
@@ -262,7 +262,8 @@ def test_a_pod_cannot_post_or_ask_for_another_pods_stacks(
 
 
 def test_capture_is_bounded_and_leaves_out_the_reporter() -> None:
-    from training_progress_reporter.reporter import capture, stacks_url
+    from training_progress_reporter.channels import stacks_url
+    from training_progress_reporter.stackcapture import capture
 
     stop = threading.Event()
 

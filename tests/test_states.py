@@ -1,4 +1,4 @@
-"""The one classifier (exporter/states.py): each state's predicate, the order in which they
+"""The one classifier (exporter/core/states.py): each state's predicate, the order in which they
 win, when a run entered its state, and the one table checked against docs, rules and
 dashboards."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.states import (
+from exporter.core.states import (
     BLOCKS_COMPLETION,
     BY_NAME,
     NAMES,
@@ -26,7 +26,7 @@ from exporter.states import (
     severity,
     state_code_promql,
 )
-from exporter.thresholds import Thresholds
+from exporter.core.thresholds import Thresholds
 
 from . import rulefiles
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from exporter import statuspage
-from exporter.demo import RUNS, Demo
-from exporter.humanize import duration
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.states import BY_NAME, severity
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker, TrackerConfig
+from exporter.commands.demo import RUNS, Demo
+from exporter.core.humanize import duration
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.states import BY_NAME, severity
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.views import statuspage
 
 from .conftest import T0, FakeClock, http
 

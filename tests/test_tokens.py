@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from exporter.gpus import PEAKS, mfu, peak_flops
-from exporter.model import ProgressReport, RunKey, RunMeta
+from exporter.core.gpus import PEAKS, mfu, peak_flops
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.tracker import Tracker
 from exporter.sources.node import gpu_product
-from exporter.tracker import Tracker
 
 T0 = 1_767_225_600.0
 KEY = RunKey("ml", "llm-0", "llm")

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.top import bar, render
-from exporter.toprows import Row, rows_from_exporter, sort_rows, trend
+from exporter.commands.top import bar, render
+from exporter.commands.toprows import Row, rows_from_exporter, sort_rows, trend
+from exporter.core.model import ProgressReport, RunKey, RunMeta
 
 from .conftest import strict_json
 
@@ -141,7 +141,7 @@ def test_cli_once_and_json_against_a_live_exporter(exporter_factory: Any, clock:
     exp = exporter_factory()
     populate(exp, clock)
     table = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "top", "--exporter", exp.url, "--once"],
+        [sys.executable, "-m", "exporter", "top", "--exporter", exp.url, "--once"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -158,7 +158,7 @@ def test_cli_once_and_json_against_a_live_exporter(exporter_factory: Any, clock:
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "top",
             "--exporter",
             exp.url,
@@ -181,7 +181,7 @@ def test_cli_once_and_json_against_a_live_exporter(exporter_factory: Any, clock:
 
 def test_cli_reports_an_unreachable_source() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "exporter.cli", "top", "--exporter", "http://127.0.0.1:9", "--once"],
+        [sys.executable, "-m", "exporter", "top", "--exporter", "http://127.0.0.1:9", "--once"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -220,7 +220,7 @@ def test_live_top_in_a_real_terminal(
     session = f"tpe-{uuid.uuid4().hex[:8]}"
     # tmux hands a detached session's programs COLUMNS=80 when its client has no terminal
     # (as under pytest); without it, top asks the terminal itself, as it would in real use.
-    cmd = f"env -u COLUMNS -u LINES {sys.executable} -m exporter.cli top --exporter {exp.url} --interval 0.5"  # noqa: E501
+    cmd = f"env -u COLUMNS -u LINES {sys.executable} -m exporter top --exporter {exp.url} --interval 0.5"  # noqa: E501
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", str(columns), "-y", "24", cmd],
         check=True,
@@ -270,7 +270,7 @@ def test_live_top_in_a_real_terminal(
 def test_the_eta_column_shows_its_band() -> None:
     from dataclasses import replace
 
-    from exporter.top import eta_text
+    from exporter.commands.top import eta_text
 
     banded = replace(
         row("a", "running"), eta_seconds=4800.0, eta_lower_seconds=3300.0, eta_upper_seconds=7800.0
@@ -319,7 +319,7 @@ def test_the_live_screen_keeps_its_head_and_scrolls() -> None:
     """80x24 with 40 jobs: the clock, the summary and the header on every screen; the most
     urgent first; a last line saying where the view is and how many rows are below; j,
     the arrows, PgDn, End and Home move it, within range."""
-    from exporter.top import screen, scroll
+    from exporter.commands.top import screen, scroll
 
     rows = _rows(40)
     text, offset, shown = screen("12:00:00 training jobs", rows, 80, 24, 0)
@@ -371,7 +371,7 @@ def test_live_top_scrolls_in_a_real_terminal_at_80x24_with_40_jobs(
             RunMeta(gpus=8),
         )
     session = f"tpe-{uuid.uuid4().hex[:8]}"
-    cmd = f"env -u COLUMNS -u LINES {sys.executable} -m exporter.cli top --exporter {exp.url} --interval 5"  # noqa: E501
+    cmd = f"env -u COLUMNS -u LINES {sys.executable} -m exporter top --exporter {exp.url} --interval 5"  # noqa: E501
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True
     )
@@ -425,7 +425,7 @@ def test_any_duration_reads_in_at_most_seven_characters(seconds: float | None) -
     """Whatever number a source or a scrape gives (+Inf from an exposition, 1e999 from a
     JSON body, an ETA of 2^62 steps), a duration is a short string and never raises: a
     table cell, not a traceback or a 300-digit count of days."""
-    from exporter.humanize import duration
+    from exporter.core.humanize import duration
 
     text = duration(seconds)
     assert 1 <= len(text) <= 7, text
@@ -436,8 +436,8 @@ def test_an_absurd_eta_and_band_keep_the_table_whole() -> None:
     says ">999d" and the table still fits the terminal."""
     from dataclasses import replace
 
-    from exporter.top import eta_text
-    from exporter.toprows import _num
+    from exporter.commands.top import eta_text
+    from exporter.commands.toprows import _num
 
     absurd = replace(
         row("a", "running"),

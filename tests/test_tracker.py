@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from exporter.estimate import EstimatorConfig, estimate, naive_eta_seconds, throughput
-from exporter.model import ProgressReport, RunKey, RunMeta
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker, TrackerConfig
-from exporter.wire import parse_bytes
+from exporter.core.estimate import EstimatorConfig, estimate, naive_eta_seconds, throughput
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker, TrackerConfig
+from exporter.core.wire import parse_bytes
 
 from .conftest import T0, kubeflow_fixture_bodies
 
@@ -357,7 +357,7 @@ def test_a_report_waits_for_one_batch_of_a_pass_not_the_whole_pass() -> None:
     whole pass, 3.6 s at 50,000 runs)."""
     import threading
 
-    from exporter.tracker import SNAPSHOT_BATCH
+    from exporter.core.tracker import SNAPSHOT_BATCH
 
     tracker = Tracker(TrackerConfig(max_runs=5 * SNAPSHOT_BATCH))
     for i in range(5 * SNAPSHOT_BATCH):
@@ -439,7 +439,7 @@ def test_a_restated_status_does_not_take_the_runs_source_from_a_first_hand_one()
     """The TrainJob source restates what a log or push reports first-hand: whichever reads
     first, the run is the first-hand source's (its info series does not flip, and the
     write-back does not take the run's progress for the TrainJob's own)."""
-    from exporter.model import TRAINJOB_SOURCE
+    from exporter.core.model import TRAINJOB_SOURCE
 
     for order in (("log", TRAINJOB_SOURCE), (TRAINJOB_SOURCE, "log")):
         tracker = Tracker()
@@ -456,7 +456,7 @@ def test_a_restated_status_does_not_take_the_runs_source_from_a_first_hand_one()
 def test_only_a_fresh_restated_status_makes_the_log_wait() -> None:
     """A TrainJob status written 10 s ago wins over the log for a while (structured wins);
     one written two hours ago is old news and does not silence the process' own log."""
-    from exporter.model import TRAINJOB_SOURCE
+    from exporter.core.model import TRAINJOB_SOURCE
 
     now = T0 + 10_000
     for age, wins in ((10.0, True), (7200.0, False)):

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker
+from exporter.core.workloads import Ref
 from exporter.kubernetes.pods import odh_poll_interval, training_pod
-from exporter.model import ProgressReport, RunKey, RunMeta
 from exporter.sinks.writeback import annotation_status, duration_summary, trainer_status
 from exporter.sources.http import HttpSource, HttpTarget
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker
-from exporter.workloads import Ref
 
 from .apischema import check, trainjob_status_schema
 from .conftest import T0, FakeClock, get_json, http
@@ -190,8 +190,8 @@ def test_a_trainjob_they_track_is_pulled_only_when_told_and_on_their_port() -> N
 
 
 def test_a_target_with_an_interval_is_pulled_that_often() -> None:
-    from exporter.ingest import Ingestor
-    from exporter.stats import ExporterStats
+    from exporter.plumbing.ingest import Ingestor
+    from exporter.plumbing.stats import ExporterStats
 
     now = [0.0]
     pulls: list[str] = []

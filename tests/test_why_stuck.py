@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from exporter.collector import render_runs_text
-from exporter.stackviews import summary
+from exporter.views.collector import render_runs_text
+from exporter.views.stackviews import summary
 
 from .conftest import FakeClock, get_json, http
 
@@ -244,9 +244,9 @@ def test_gloo_names_the_blocking_rank_and_the_others_collective(
 
 def test_the_views_say_why(exporter_factory: Any, clock: FakeClock, stuck: Any) -> None:
     """The status page, top's why line and kubectl progress stacks, on a real stuck run."""
-    from exporter.kubectl_progress import format_stacks
-    from exporter.top import render
-    from exporter.toprows import rows_from_exporter
+    from exporter.commands.kubectl_progress import format_stacks
+    from exporter.commands.top import render
+    from exporter.commands.toprows import rows_from_exporter
 
     exp = exporter_factory()
     push = f"{exp.url}/api/v1/namespaces/default/runs/views/report"

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from exporter.app import Exporter
-from exporter.config import Config, apply
-from exporter.model import ProgressReport, RunKey
-from exporter.settings import ConfigError
+from exporter.core.model import ProgressReport, RunKey
+from exporter.core.thresholds import Thresholds
+from exporter.core.tracker import Tracker
+from exporter.daemon.app import Exporter
+from exporter.daemon.config import Config, apply
+from exporter.plumbing.settings import ConfigError
 from exporter.sinks import writeback
 from exporter.sinks.writeback import StatusWriter, rfc3339, trainer_status
-from exporter.thresholds import Thresholds
-from exporter.tracker import Tracker
 
 from .conftest import T0, FakeClock, http
 from .fakekube import FakeKube

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from exporter.core.model import ProgressReport
 from exporter.logs.inspect import read_log
-from exporter.model import ProgressReport
 
 CORPUS = Path(__file__).parent / "fixtures" / "world"
 # Excerpts of the held-out rounds the reader does not read yet: each says why in its truth

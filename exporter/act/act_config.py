@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..settings import ConfigError, parse_duration, read_yaml_mapping
+from ..plumbing.settings import ConfigError, parse_duration, read_yaml_mapping
 from .controller import ActConfig
 from .guard import ActionLimits
 from .policy import RULES, Policy

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ..model import valid_kubernetes_names
-from ..workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
+from ..core.model import valid_kubernetes_names
+from ..core.workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
 from .guard import ActionLimits, Guard
 from .job_owners import Owner, owner_of, reference, running
 from .policy import (

@@ -1,6 +1,6 @@
 """Which object a training pod belongs to, and how that object is suspended: pure functions
 over the objects the API returns (plain dicts) and the pod's controller chain
-(:mod:`exporter.workloads`: owners, never labels).
+(:mod:`exporter.core.workloads`: owners, never labels).
 
 Kinds that can be suspended, and where: Kubeflow TrainJob and JobSet and batch Job at
 ``spec.suspend``, the training-operator v1 jobs (PyTorchJob, TFJob, MPIJob, XGBoostJob,
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..workloads import KINDS, Ref
+from ..core.workloads import KINDS, Ref
 
 
 @dataclass(frozen=True)

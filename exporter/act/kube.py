@@ -13,7 +13,7 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
-from ..workloads import Kind
+from ..core.workloads import Kind
 from .job_owners import Owner
 
 COMPONENT = "training-progress-act"

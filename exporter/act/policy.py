@@ -13,7 +13,7 @@ import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..annotations import PREFIX
+from ..core.annotations import PREFIX
 
 RESTART, SUSPEND, DELETE, NOTIFY, NONE = "restart", "suspend", "delete", "notify", "none"
 ACTIONS = (RESTART, SUSPEND, DELETE, NOTIFY, NONE)

@@ -8,8 +8,8 @@ import json
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from ..httpd import POOL_PUSH, POOL_SCRAPE, HTTPServer
-from ..httpmessages import ConnectionLimits, Request, Response
+from ..plumbing.httpd import POOL_PUSH, POOL_SCRAPE, HTTPServer
+from ..plumbing.httpmessages import ConnectionLimits, Request, Response
 from .controller import TAKEN, Actor
 from .kube import ClusterError
 from .metrics import act_registry

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..discovery import ApiFactory, DiscoveryError
+from ..plumbing.discovery import ApiFactory, DiscoveryError
 
 TRAINJOB = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 

@@ -1,5 +1,5 @@
 """The exporters of a cluster, as the Service's EndpointSlices list them: what the cluster
-page (exporter/cluster.py) merges. Parsing is pure (:func:`endpoints_of`); listing is one
+page (exporter/commands/cluster.py) merges. Parsing is pure (:func:`endpoints_of`); listing is one
 call of the ``discovery.k8s.io/v1`` API, which needs ``list`` on ``endpointslices`` in the
 exporter's namespace and nothing else.
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..discovery import DiscoveryError
+from ..plumbing.discovery import DiscoveryError
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # set by the EndpointSlice controller
 MAX_ENDPOINTS = 5_000  # one exporter a node; Kubernetes supports 5,000 nodes a cluster

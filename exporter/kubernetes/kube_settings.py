@@ -1,4 +1,4 @@
-"""What Kubernetes mode is told: a part of the exporter's settings (:mod:`exporter.config`
+"""What Kubernetes mode is told: a part of the exporter's settings (:mod:`exporter.daemon.config`
 composes them), apart from the code that acts on it so that reading a config loads no
 Kubernetes machinery."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..annotations import DEFAULT_GPU_RESOURCES
+from ..core.annotations import DEFAULT_GPU_RESOURCES
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Pod discovery's owner lookups: each training pod's controller chain read from the API
-server (:func:`exporter.workloads.chain`), cached, and the pod identified by it.
+server (:func:`exporter.core.workloads.chain`), cached, and the pod identified by it.
 
 Owners are few (one Job per rank group, one JobSet, one TrainJob) and their controller
 references never change, so each is read once per :data:`TTL` whatever the number of pods
 and events; a missing one is remembered for :data:`MISSING_TTL`. RBAC: ``get`` on the kinds
-of :data:`exporter.workloads.KINDS` (deploy/base/rbac.yaml).
+of :data:`exporter.core.workloads.KINDS` (deploy/base/rbac.yaml).
 """
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..annotations import ANNOTATION_ENABLED, DEFAULT_GPU_RESOURCES, JOB_LABELS, KATIB_TRIAL_LABEL
-from ..discovery import ApiFactory, PodInfo
-from ..workloads import Kind, OwnerMissing, Refused, chain, owner_annotations
+from ..core.annotations import (
+    ANNOTATION_ENABLED,
+    DEFAULT_GPU_RESOURCES,
+    JOB_LABELS,
+    KATIB_TRIAL_LABEL,
+)
+from ..core.workloads import Kind, OwnerMissing, Refused, chain, owner_annotations
+from ..plumbing.discovery import ApiFactory, PodInfo
 from .client import api_status
 from .pods import training_pod
 
@@ -32,7 +37,7 @@ DISCOVERY = "discovery"  # the source name refusals are counted under
 
 
 class OwnerLookup:
-    """``get`` for :func:`exporter.workloads.chain` over the API, cached. Thread-safe."""
+    """``get`` for :func:`exporter.core.workloads.chain` over the API, cached. Thread-safe."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
-"""Kubernetes mode's :class:`~exporter.discovery.Discovery`: this node's training pods (an
+"""Kubernetes mode's :class:`~exporter.plumbing.discovery.Discovery`: this node's training pods (an
 API server watch, or the kubelet's ``/pods``), push authorization by pod IP and TokenReview,
-and the :class:`~exporter.discovery.Cluster` the pod-driven sources and sinks read."""
+and the :class:`~exporter.plumbing.discovery.Cluster` the pod-driven sources and sinks read."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..annotations import DEFAULT_GPU_RESOURCES
-from ..discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
-from ..ingest import Ingestor
-from ..model import RunMeta
+from ..core.annotations import DEFAULT_GPU_RESOURCES
+from ..core.model import RunMeta
+from ..plumbing.discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
+from ..plumbing.ingest import Ingestor
 from .client import apis
 from .kube_settings import POD_DISCOVERY, KubernetesSettings
 from .owners import OwnerLookup, PodReader

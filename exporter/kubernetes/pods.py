@@ -1,6 +1,6 @@
 """Which pods are training pods, and what a pod says about its run: pure functions over the
 pod objects the Kubernetes API returns (as plain dicts, so tests need no client objects).
-The annotation and label names are in :mod:`exporter.annotations`.
+The annotation and label names are in :mod:`exporter.core.annotations`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..annotations import (
+from ..core.annotations import (
     ANNOTATION_BUDGET,
     ANNOTATION_CHECKPOINT,
     ANNOTATION_CONTAINER,
@@ -36,10 +36,10 @@ from ..annotations import (
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
 )
-from ..discovery import PodInfo
-from ..model import clean_label
-from ..thresholds import BOUNDS, parse_overrides
-from ..workloads import Ref, Refused, identify
+from ..core.model import clean_label
+from ..core.thresholds import BOUNDS, parse_overrides
+from ..core.workloads import Ref, Refused, identify
+from ..plumbing.discovery import PodInfo
 
 _SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}\Z")
 
@@ -163,7 +163,7 @@ def training_pod(
 ) -> PodInfo | Refused | None:
     """The pod as a training pod, None when it is not one (or opted out), or why it is
     refused: its job, trial and experiment come from ``owners``, its controller chain
-    (:func:`exporter.workloads.chain`), and labels that claim another are refused."""
+    (:func:`exporter.core.workloads.chain`), and labels that claim another are refused."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}

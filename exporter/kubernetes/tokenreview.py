@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from ..discovery import ApiFactory
+from ..plumbing.discovery import ApiFactory
 
 Identity = tuple[str, str, str]  # (namespace, pod name, the audience the token matched)
 

@@ -16,10 +16,10 @@ import threading
 from collections.abc import Callable, Set
 from typing import Any
 
-from ..annotations import KUBEFLOW_TOKEN_AUDIENCE
-from ..discovery import ApiFactory, Denied, PodInfo, PushTarget
-from ..ingest import Ingestor
-from ..model import RunKey, RunMeta
+from ..core.annotations import KUBEFLOW_TOKEN_AUDIENCE
+from ..core.model import RunKey, RunMeta
+from ..plumbing.discovery import ApiFactory, Denied, PodInfo, PushTarget
+from ..plumbing.ingest import Ingestor
 from .owners import PodReader
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from ..model import VALUE_FIELDS, ProgressReport
+from ..core.model import VALUE_FIELDS, ProgressReport
 from .bars import BarTrack, epoch_of, eval_bar
 from .lines import EMPTY, Bar, LineReport
 from .parse import bar_key

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     KUBEFLOW_MAX_BODY_BYTES,
     VALUE_FIELDS,
     ProgressReport,
@@ -18,7 +18,7 @@ from ..model import (
     json_number,
     json_safe,
 )
-from ..wire import parse_bytes
+from ..core.wire import parse_bytes
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, Message, cannot_be_partial
 from .lines import NO_EXTRA, Extra, Format

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..model import ProgressReport, ReportError
-from ..wire import parse_native
+from ..core.model import ProgressReport, ReportError
+from ..core.wire import parse_native
 
 MAX_MESSAGE = 16 * 1024
 EMPTY = ProgressReport()  # longer messages are not progress lines; they are skipped unparsed

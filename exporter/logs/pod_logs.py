@@ -10,9 +10,9 @@ import os
 import re
 from collections.abc import Callable
 
-from ..discovery import PodInfo
-from ..hostfs import open_dir_chain
-from ..model import ReportError, RunKey, RunMeta
+from ..core.model import ReportError, RunKey, RunMeta
+from ..plumbing.discovery import PodInfo
+from ..plumbing.hostfs import open_dir_chain
 from .source import Targets
 
 _RESTART_LOG = re.compile(r"^(\d+)\.log$")

@@ -16,9 +16,9 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..ingest import Ingestor
-from ..model import Parsed, ReportError, RunKey, RunMeta, run_name
-from ..stacks import RankStacks
+from ..core.model import Parsed, ReportError, RunKey, RunMeta, run_name
+from ..core.stacks import RankStacks
+from ..plumbing.ingest import Ingestor
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, parse_cri
 from .lines import EMPTY, NO_EXTRA, Extra, Format

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..stacks import (
+from ..core.stacks import (
     FROM_FAULTHANDLER,
     FROM_TRACEBACK,
     FROM_WATCHDOG,

@@ -15,7 +15,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from ..model import ReportError
+from ..core.model import ReportError
 
 CHUNK = 64 * 1024
 MAX_LINE = 1024 * 1024

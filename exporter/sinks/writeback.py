@@ -32,16 +32,16 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..annotations import ODH_TRAINER_STATUS
-from ..discovery import PodInfo
-from ..ingest import Ingestor
+from ..core.annotations import ODH_TRAINER_STATUS
+from ..core.managed import FIELD_MANAGER, ODH_ANNOTATION_PATH, TRAINER_STATUS_PATH, owners
+from ..core.model import KUBEFLOW_MAX_FIELD_CHARS, KUBEFLOW_MAX_METRICS, RunKey, RunView
+from ..core.wire import ODH_COMPLETE
 from ..kubernetes.client import api_status
-from ..managed import FIELD_MANAGER, ODH_ANNOTATION_PATH, TRAINER_STATUS_PATH, owners
-from ..model import KUBEFLOW_MAX_FIELD_CHARS, KUBEFLOW_MAX_METRICS, RunKey, RunView
-from ..settings import ConfigError
+from ..plumbing.discovery import PodInfo
+from ..plumbing.ingest import Ingestor
+from ..plumbing.settings import ConfigError
 from ..sources.trainjob import GROUP, PLURAL, VERSION, rank0_pods, read_trainjob
 from ..sources.trainjob import NAME as TRAINJOB_SOURCE
-from ..wire import ODH_COMPLETE
 
 NAME = "writeback"
 MODES = ("off", "status", "annotation")

@@ -2,7 +2,7 @@
 TrainJob status, the node's cordon; logs have their own package, :mod:`exporter.logs`).
 
 A polled source has ``name`` and ``poll()``; the push source is served by the HTTP server.
-Which sources a config switches on is decided in one place, :mod:`exporter.wiring`.
+Which sources a config switches on is decided in one place, :mod:`exporter.daemon.wiring`.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ import logging
 import os
 from dataclasses import dataclass
 
-from ..hostfs import read_regular_file
-from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, run_name
-from ..wire import parse_bytes
+from ..core.model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta, run_name
+from ..core.wire import parse_bytes
+from ..plumbing.hostfs import read_regular_file
+from ..plumbing.ingest import Ingestor
 
 log = logging.getLogger(__name__)
 NAME = "file"

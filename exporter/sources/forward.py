@@ -16,8 +16,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from ..httpmessages import status_body
-from ..settings import ConfigError
+from ..plumbing.httpmessages import status_body
+from ..plumbing.settings import ConfigError
 
 TIMEOUT = 5.0
 MAX_ANSWER_BYTES = 64 * 1024

@@ -15,12 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..fetch import get
-from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta
-from ..settings import ConfigError
-from ..thresholds import parse_overrides
-from ..wire import parse_bytes
+from ..core.model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta
+from ..core.thresholds import parse_overrides
+from ..core.wire import parse_bytes
+from ..plumbing.fetch import get
+from ..plumbing.ingest import Ingestor
+from ..plumbing.settings import ConfigError
 
 log = logging.getLogger(__name__)
 

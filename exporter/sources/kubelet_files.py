@@ -5,7 +5,7 @@ The path is ``ROOT/pods/<pod uid>/volumes/kubernetes.io~empty-dir/<volume>/<file
 volume and file are named by the pod's annotations. Every directory on the way is opened
 relative to the previous one with ``O_NOFOLLOW``: a symlink anywhere (say, the volume
 replaced by a link to ``/etc``) is refused, never followed; the file itself must be a regular
-file under the size cap (see :func:`exporter.hostfs.read_regular_file`).
+file under the size cap (see :func:`exporter.plumbing.hostfs.read_regular_file`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..discovery import PodInfo
-from ..hostfs import open_dir_chain, read_regular_file
-from ..ingest import Ingestor
-from ..model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta
-from ..wire import parse_bytes
+from ..core.model import KUBEFLOW_MAX_BODY_BYTES, ReportError, RunKey, RunMeta
+from ..core.wire import parse_bytes
+from ..plumbing.discovery import PodInfo
+from ..plumbing.hostfs import open_dir_chain, read_regular_file
+from ..plumbing.ingest import Ingestor
 
 NAME = "file"
 EMPTY_DIR = "kubernetes.io~empty-dir"

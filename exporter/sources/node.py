@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..ingest import Ingestor
 from ..kubernetes.client import api_reason, api_status
+from ..plumbing.ingest import Ingestor
 
 NAME = "node"
 MIN_INTERVAL = 10.0
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 # GPU Feature Discovery's label of the node's GPU model (NVIDIA GPU Operator), e.g.
-# NVIDIA-H100-80GB-HBM3: the peak that MFU divides by (exporter.gpus).
+# NVIDIA-H100-80GB-HBM3: the peak that MFU divides by (exporter.core.gpus).
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 

@@ -12,11 +12,16 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..discovery import PUSH, Denied, PushResolver, PushTarget
-from ..httpmessages import status_body
-from ..ingest import Ingestor
-from ..model import FORMAT_KUBEFLOW, KUBEFLOW_MAX_BODY_BYTES, ReportError, valid_kubernetes_names
-from ..wire import decode_json, parse_any, parse_kubeflow
+from ..core.model import (
+    FORMAT_KUBEFLOW,
+    KUBEFLOW_MAX_BODY_BYTES,
+    ReportError,
+    valid_kubernetes_names,
+)
+from ..core.wire import decode_json, parse_any, parse_kubeflow
+from ..plumbing.discovery import PUSH, Denied, PushResolver, PushTarget
+from ..plumbing.httpmessages import status_body
+from ..plumbing.ingest import Ingestor
 
 NAME = PUSH
 
@@ -106,7 +111,7 @@ def handle_push(
     if upstream:
         echo = {"trainerStatus": obj.get("trainerStatus")} if isinstance(obj, dict) else {}
         return PushResponse(200, json.dumps(echo).encode())
-    # The native answer carries directives (exporter.directives); the Kubeflow one stays
+    # The native answer carries directives (exporter.core.directives); the Kubeflow one stays
     # exactly what the upstream server answers.
     answer = {
         "status": "ok",

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 
-from ..directives import STACKS
-from ..discovery import PushResolver
-from ..httpmessages import status_body
-from ..ingest import Ingestor
-from ..model import ReportError
-from ..wire import decode_json, parse_rank, parse_stacks
+from ..core.directives import STACKS
+from ..core.model import ReportError
+from ..core.wire import decode_json, parse_rank, parse_stacks
+from ..plumbing.discovery import PushResolver
+from ..plumbing.httpmessages import status_body
+from ..plumbing.ingest import Ingestor
 from .push import PushRequest, PushResponse, admit
 
 NAME = "stacks"

@@ -3,7 +3,7 @@
 Clusters running Kubeflow Trainer with progress tracking store it in the TrainJob
 (``status.trainerStatus``, Kubeflow's shape) or, on OpenShift AI, in the annotation
 ``trainer.opendatahub.io/trainerStatus`` (their ``AnnotationStatus``: step, epochs, train and
-eval metrics, "complete" once done; exporter.wire.parse_opendatahub). This source reads both
+eval metrics, "complete" once done; exporter.core.wire.parse_opendatahub). This source reads both
 for every TrainJob whose rank-0 pod runs on this node, so exactly one node exports each job.
 A status is ingested only when the TrainJob changed (its resourceVersion), so an old status
 never looks like a fresh report, and never when the exporter's own write-back wrote it (its
@@ -23,12 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..annotations import ANNOTATION_CHECKPOINT, ODH_TRAINER_STATUS
-from ..discovery import PodInfo, reporting_pods
-from ..ingest import Ingestor
-from ..kubernetes.client import api_status, get_custom_object
-from ..managed import ODH_ANNOTATION_PATH, TRAINER_STATUS_PATH, written_by_us
-from ..model import (
+from ..core.annotations import ANNOTATION_CHECKPOINT, ODH_TRAINER_STATUS
+from ..core.managed import ODH_ANNOTATION_PATH, TRAINER_STATUS_PATH, written_by_us
+from ..core.model import (
     KUBEFLOW_MAX_BODY_BYTES,
     TRAINJOB_SOURCE,
     ReportError,
@@ -36,7 +33,10 @@ from ..model import (
     RunMeta,
     clean_label,
 )
-from ..wire import parse_kubeflow, parse_opendatahub
+from ..core.wire import parse_kubeflow, parse_opendatahub
+from ..kubernetes.client import api_status, get_custom_object
+from ..plumbing.discovery import PodInfo, reporting_pods
+from ..plumbing.ingest import Ingestor
 
 NAME = TRAINJOB_SOURCE
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"

@@ -7,11 +7,12 @@
     reporter.finish()
 
 It imports only the standard library, so it works where the exporter's dependencies are
-absent (``pip install --no-deps training-progress-exporter``, or this one file copied into an
-image). It never slows, blocks or breaks training: ``update()`` only stores the latest values
-under a lock; a daemon thread sends them (coalesced, at most every ``interval`` seconds plus
-the first and final report), retries with backoff, and swallows every error. Only global
-rank 0 reports, unless told otherwise.
+absent (``pip install ./reporter``, or ``reporter/single/training_progress_reporter.py``, the
+package joined into one file, copied into an image). It never slows, blocks or breaks
+training: ``update()`` only stores the latest values under a lock; a daemon thread sends
+them (coalesced, at most every ``interval`` seconds plus the first and final report),
+retries with backoff, and swallows every error. Only global rank 0 reports, unless told
+otherwise.
 
 The exporter channel's answers may carry **directives**: ``should_checkpoint()`` is True
 once after the exporter asked the run to save (its ETA passed its ``deadline``, its pod is
@@ -56,69 +57,45 @@ Channels, each enabled when its configuration is present (several may be active 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import logging
 import math
 import os
-import ssl
-import sys
-import tempfile
 import threading
 import time
-import traceback
-import urllib.request
 import weakref
-from collections.abc import Callable, Collection, Mapping
-from datetime import datetime, timezone
+from collections.abc import Mapping
 from typing import Any, TextIO
 
-ENV_KUBEFLOW_URL = "KUBEFLOW_TRAINER_SERVER_URL"
-ENV_KUBEFLOW_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
-ENV_KUBEFLOW_CA = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
-ENV_REPORT_URL = "TPE_REPORT_URL"
-ENV_STATUS_FILE = "TPE_STATUS_FILE"
-ENV_REPORT_TOKEN_FILE = "TPE_REPORT_TOKEN_FILE"  # the exporter's push token, if it has one
-MAX_ANSWER_BYTES = 64 * 1024  # of the exporter's answer read for directives
-ENV_CHANNELS = "TPE_REPORT_CHANNELS"  # comma-separated override: kubeflow,exporter,file,stdout
+from .channels import (
+    CHANNELS,
+    ENV_CHANNELS,
+    ENV_KUBEFLOW_URL,
+    ENV_REPORT_TOKEN_FILE,
+    ENV_REPORT_URL,
+    ENV_STATUS_FILE,
+    STACKS_DIRECTIVE,
+    Sender,
+    _KubeflowSender,
+    _post,
+    _print_line,
+    _token_header,
+    directives_of,
+    kubeflow_body,
+    stacks_url,
+    write_status_file,
+)
+from .environment import detect_gpu_model, detect_gpus, global_rank
+from .stackcapture import capture
+
 ENV_HEARTBEAT = "TPE_REPORT_HEARTBEAT"  # seconds between heartbeats; 0 turns them off
 ENV_STACKS = "TPE_REPORT_STACKS"  # "0": never send stacks, whatever the exporter asks
 DEFAULT_HEARTBEAT_SECONDS = 60.0
-# The Kubeflow KEP's marker before a trainerStatus JSON in a log line: what the stdout
-# channel prints and what the exporter's log parser looks for (it imports this constant).
-KUBEFLOW_MARKER = "[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus]"
-CHANNELS = ("kubeflow", "exporter", "file", "stdout")
-STACKS_DIRECTIVE = "stacks"
 
-# Rank variables, in the order they are trusted: torchrun/DeepSpeed/Accelerate, Open MPI,
-# MPICH/Intel MPI, SLURM. LOCAL_RANK with GROUP_RANK/NODE_RANK is a fallback for launchers
-# that set only those.
-_RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "JAX_PROCESS_ID")
 
-Sender = Callable[[dict[str, Any], bool], None]
 # One warning when a channel starts failing (refused, unreachable, an error answer), one when
 # it goes through again: a reporter pointed at a closed port says so, once, not at every try.
 log = logging.getLogger("training_progress_reporter")
-
-
-def global_rank(environ: Mapping[str, str] | None = None) -> int:
-    """This process's global rank from the launcher's environment (0 when not distributed)."""
-    env = os.environ if environ is None else environ
-    for name in _RANK_VARS:
-        value = env.get(name)
-        if value is not None and value.strip().lstrip("-").isdigit():
-            return int(value)
-    if "LOCAL_RANK" in env:
-        node = env.get("GROUP_RANK", env.get("NODE_RANK", "0"))
-        if node.isdigit() and env["LOCAL_RANK"].isdigit():
-            return 0 if int(node) == 0 and int(env["LOCAL_RANK"]) == 0 else 1
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        try:
-            return int(jax.process_index())
-        except Exception:  # jax imported but not initialized: not our business
-            return 0
-    return 0
 
 
 def _number(value: Any) -> float | None:
@@ -514,173 +491,6 @@ class ProgressReporter:
         return lambda report, final: _print_line(kubeflow_body(report), out)
 
 
-# -- stacks: where a stuck run is (the exporter asks with the ``stacks`` directive) -------
-
-STACK_THREADS = 16
-STACK_FRAMES = 48
-STACK_TEXT = 200
-STACK_BYTES = 60 * 1024  # under the exporter's 64 KiB body limit
-
-
-def capture(
-    rank: int,
-    exclude: Collection[int] = (),
-    max_threads: int = STACK_THREADS,
-    max_frames: int = STACK_FRAMES,
-    max_bytes: int = STACK_BYTES,
-) -> bytes:
-    """The stacks body (docs/report-format.md#stacks) of this process as JSON: every
-    thread but those whose ident is in ``exclude`` (the reporter's own).
-
-    Taken by the background thread, which still runs while the training thread is blocked
-    (in a collective, a DataLoader, a lock). Only where each frame is (file, line, function
-    and its source line) is sent, never a local value; bounded to ``max_threads`` threads
-    (the main thread first), the innermost ``max_frames`` frames of each, and ``max_bytes``
-    of JSON, shedding source lines, then threads, then outer frames to fit."""
-    names = {t.ident: t.name for t in threading.enumerate()}
-    main = threading.main_thread().ident
-    threads: list[dict[str, Any]] = []
-    for ident, frame in sys._current_frames().items():
-        if ident in exclude:
-            continue
-        summary = traceback.extract_stack(frame)[-max_frames:]
-        threads.append(
-            {
-                "name": names.get(ident, "")[:STACK_TEXT],
-                "frames": [
-                    {
-                        "file": f.filename[-STACK_TEXT:],
-                        "line": f.lineno or 0,
-                        "function": f.name[:STACK_TEXT],
-                        "code": (f.line or "").strip()[:STACK_TEXT],
-                    }
-                    for f in summary
-                ],
-                "_main": ident == main,
-            }
-        )
-    # The main thread first (it trains, almost always), then the deepest stacks.
-    threads.sort(key=lambda t: (not t["_main"], -len(t["frames"])))
-    for t in threads:
-        del t["_main"]
-    doc: dict[str, Any] = {"rank": rank, "time": time.time(), "threads": threads[:max_threads]}
-    recorded = flight_recorder()
-    if recorded:
-        doc["collective"] = recorded
-    body = json.dumps(doc).encode()
-    if len(body) > max_bytes:
-        for t in doc["threads"]:
-            for f in t["frames"]:
-                f["code"] = ""
-        body = json.dumps(doc).encode()
-    while len(body) > max_bytes and len(doc["threads"]) > 1:
-        doc["threads"].pop()
-        body = json.dumps(doc).encode()
-    while len(body) > max_bytes and doc["threads"] and doc["threads"][0]["frames"]:
-        doc["threads"][0]["frames"].pop(0)  # the outermost frames go last
-        body = json.dumps(doc).encode()
-    return body
-
-
-# PyTorch's Flight Recorder is on when one of these sets its buffer size (entries kept).
-FLIGHT_RECORDER_ENV = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
-
-
-def flight_recorder(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """What PyTorch's Flight Recorder says of this rank's default process group: the
-    collective in flight (``op``, ``seq``) and the last it finished (``completed``). None
-    where torch is not imported, torch.distributed is not initialized, or the recorder is off
-    (it records nothing unless ``TORCH_FR_BUFFER_SIZE`` is set). Never imports torch, never
-    raises."""
-    env = os.environ if environ is None else environ
-    torch = sys.modules.get("torch")
-    if torch is None or not any(
-        env.get(name, "0") not in ("", "0") for name in FLIGHT_RECORDER_ENV
-    ):
-        return None
-    try:
-        dist = torch.distributed
-        if not dist.is_available() or not dist.is_initialized():
-            return None
-        doc = json.loads(torch._C._distributed_c10d._dump_fr_trace_json(True, False))
-        entries = [
-            e
-            for e in doc.get("entries") or []
-            if isinstance(e, dict) and not e.get("is_p2p") and str(e.get("pg_id", 0)) == "0"
-        ]
-        out: dict[str, Any] = {}
-        status = (doc.get("pg_status") or {}).get("0") or {}
-        completed = int(status.get("last_completed_collective", -1))
-        if completed >= 0:
-            out["completed"] = completed
-        flying = [e for e in entries if not e.get("retired")]
-        if flying:
-            last = flying[-1]
-            out["op"] = str(last.get("profiling_name", "")).rsplit(":", 1)[-1][:32]
-            seq = int(last.get("collective_seq_id", -1))
-            if seq >= 0:
-                out["seq"] = seq
-        return out or None
-    except Exception:  # a recorder we cannot read says nothing
-        return None
-
-
-def stacks_url(report_url: str) -> str:
-    """Where stacks go: the native push URL with ``/stacks`` for its ``/report`` ("" when
-    the URL is not one)."""
-    if report_url.startswith(("http://", "https://")) and report_url.endswith("/report"):
-        return report_url[: -len("/report")] + "/stacks"
-    return ""
-
-
-def _token_header(path: str) -> dict[str, str]:
-    """``Authorization: Bearer`` with the token in ``path``; none when unset or unreadable."""
-    if not path:
-        return {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            token = fh.read(4096).strip()
-    except OSError:
-        return {}
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
-def detect_gpus(environ: Mapping[str, str]) -> float | None:
-    """The GPUs this process sees: ``CUDA_VISIBLE_DEVICES`` (a list of devices, up to the
-    first invalid one as CUDA reads it; empty means none), else torch's device count when
-    torch is already imported (never imported here: it costs seconds). None when unknown."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        count = 0
-        for item in visible.split(","):
-            item = item.strip()
-            if not item or item.startswith("-"):
-                break
-            count += 1
-        return float(count)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        try:
-            return float(torch.cuda.device_count()) if torch.cuda.is_available() else 0.0
-        except Exception:  # a broken CUDA install is not our business
-            return None
-    return None
-
-
-def detect_gpu_model() -> str | None:
-    """The first visible GPU's name (``NVIDIA H100 80GB HBM3``) when torch is already
-    imported and sees CUDA; None otherwise (never imports torch)."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    try:
-        if torch.cuda.is_available() and torch.cuda.device_count() > 0:
-            return str(torch.cuda.get_device_name(0))
-    except Exception:  # a broken CUDA install is not our business
-        return None
-    return None
-
-
 def _heartbeat_from(env: Mapping[str, str]) -> float:
     raw = env.get(ENV_HEARTBEAT)
     if raw is None:
@@ -696,107 +506,3 @@ def _close_at_exit(ref: weakref.ref[ProgressReporter]) -> None:
     reporter = ref()
     if reporter is not None:
         reporter.close(timeout=2.0)
-
-
-def kubeflow_body(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A native report as the upstream Kubeflow ``trainerStatus`` body (values as strings)."""
-    metrics = []
-    names = {
-        "step": "current_step",
-        "max_steps": "total_steps",
-        "epoch": "current_epoch",
-        "max_epochs": "total_epochs",
-        "loss": "loss",
-        "eval_loss": "eval_loss",
-        "learning_rate": "learning_rate",
-        "grad_norm": "grad_norm",
-        "last_checkpoint_step": "last_checkpoint_step",
-        "last_checkpoint_timestamp": "last_checkpoint_timestamp",
-    }
-    for key, name in names.items():
-        if key in report:
-            metrics.append({"name": name, "value": str(report[key])})
-    for name, value in dict(report.get("metrics", {})).items():
-        if 1 <= len(name) <= 64:
-            metrics.append({"name": name, "value": str(value)})
-    status: dict[str, Any] = {
-        "lastUpdatedTime": datetime.now(timezone.utc).isoformat(),
-        "metrics": metrics[:256],
-    }
-    step, total = report.get("step"), report.get("max_steps")
-    if report.get("final"):
-        status["progressPercentage"] = 100
-    elif isinstance(step, int) and isinstance(total, int) and total > 0:
-        status["progressPercentage"] = max(0, min(99, step * 100 // total))
-    return {"trainerStatus": status}
-
-
-class _KubeflowSender:
-    """POSTs the upstream body with the bearer token and CA the Kubeflow env vars name."""
-
-    def __init__(self, env: Mapping[str, str], timeout: float) -> None:
-        self.url = env.get(ENV_KUBEFLOW_URL, "")
-        self.token_path = env.get(ENV_KUBEFLOW_TOKEN)
-        self.ca_path = env.get(ENV_KUBEFLOW_CA)
-        self.timeout = timeout
-        self._context: ssl.SSLContext | None = None
-
-    def send(self, report: dict[str, Any], final: bool) -> None:
-        headers = {}
-        if self.token_path:
-            with open(self.token_path, encoding="utf-8") as fh:  # re-read: tokens rotate
-                headers["Authorization"] = "Bearer " + fh.read().strip()
-        if self.ca_path and self._context is None:
-            self._context = ssl.create_default_context(cafile=self.ca_path)
-        _post(
-            self.url,
-            json.dumps(kubeflow_body(report)).encode(),
-            headers,
-            self.timeout,
-            self._context,
-        )
-
-
-def _post(
-    url: str, body: bytes, headers: dict[str, str], timeout: float, context: ssl.SSLContext | None
-) -> bytes:
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"not an http(s) URL: {url!r}")
-    req = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
-    )
-    with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
-        return bytes(resp.read(MAX_ANSWER_BYTES))
-
-
-def directives_of(answer: bytes) -> list[str]:
-    """The directives in the exporter's answer to a native push (``{"directives": [...]}``);
-    none when the answer has none or is not what the exporter sends."""
-    try:
-        doc = json.loads(answer)
-    except ValueError:
-        return []
-    found = doc.get("directives") if isinstance(doc, dict) else None
-    return [d for d in found if isinstance(d, str)] if isinstance(found, list) else []
-
-
-def write_status_file(path: str, report: Mapping[str, Any]) -> None:
-    """Write ``report`` as JSON to ``path`` atomically: temp file, fsync, rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(report, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _print_line(body: Mapping[str, Any], out: TextIO | None) -> None:
-    stream = out or sys.stdout
-    stream.write(f"{KUBEFLOW_MARKER} {json.dumps(body, separators=(',', ':'))}\n")
-    stream.flush()

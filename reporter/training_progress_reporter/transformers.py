@@ -16,7 +16,8 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from .reporter import CHANNELS, ENV_REPORT_URL, ENV_STATUS_FILE, ProgressReporter
+from .channels import CHANNELS, ENV_REPORT_URL, ENV_STATUS_FILE
+from .reporter import ProgressReporter
 
 _KNOWN = {"loss", "learning_rate", "grad_norm", "eval_loss", "epoch"}
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from exporter.app import Exporter
-from exporter.config import Config
-from exporter.model import RunKey, RunMeta
+from exporter.core.model import RunKey, RunMeta
+from exporter.daemon.app import Exporter
+from exporter.daemon.config import Config
 from exporter.sources.http import HttpTarget
 
 from ..test_sources import ProgressionServer

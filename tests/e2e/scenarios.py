@@ -19,7 +19,7 @@ from typing import Any
 
 from training_progress_reporter import ProgressReporter
 
-from exporter.demo import write_atomic
+from exporter.commands.demo import write_atomic
 
 NAMESPACE = "e2e"
 SHORT = {

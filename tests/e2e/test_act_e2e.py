@@ -36,9 +36,9 @@ from exporter.act.controller import ActConfig, Actor
 from exporter.act.guard import ActionLimits
 from exporter.act.kube import KubernetesOps
 from exporter.act.webhook_server import make_server
-from exporter.app import Exporter
-from exporter.config import Config
-from exporter.httpd import serve_in_thread
+from exporter.daemon.app import Exporter
+from exporter.daemon.config import Config
+from exporter.plumbing.httpd import serve_in_thread
 
 from .. import rulefiles
 from ..fakekube import FakeKube, fake_kube

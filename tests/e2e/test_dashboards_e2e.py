@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from exporter.states import BY_CODE, BY_NAME
+from exporter.core.states import BY_CODE, BY_NAME
 
 from ..conftest import get_json
 from .conftest import LiveStack

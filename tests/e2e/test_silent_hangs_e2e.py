@@ -34,8 +34,8 @@ from typing import Any
 import pytest
 from training_progress_reporter import ProgressReporter
 
-from exporter.app import Exporter
-from exporter.config import Config
+from exporter.daemon.app import Exporter
+from exporter.daemon.config import Config
 
 from .. import rulefiles
 from ..fakekube import FakeKube, fake_kube

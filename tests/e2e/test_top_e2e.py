@@ -20,7 +20,7 @@ def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> No
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "top",
             "--prometheus",
             live_stack.prometheus_url,
@@ -64,7 +64,7 @@ def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> No
         [
             sys.executable,
             "-m",
-            "exporter.cli",
+            "exporter",
             "top",
             "--prometheus",
             live_stack.prometheus_url,
@@ -82,7 +82,7 @@ def test_kubectl_progress_reads_prometheus(live_stack: LiveStack) -> None:
         [
             sys.executable,
             "-m",
-            "exporter.kubectl_progress",
+            "exporter.commands.kubectl_progress",
             "-n",
             "e2e",
             "--prometheus",

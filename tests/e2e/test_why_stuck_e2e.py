@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.app import Exporter
-from exporter.config import Config
-from exporter.thresholds import Thresholds
+from exporter.core.thresholds import Thresholds
+from exporter.daemon.app import Exporter
+from exporter.daemon.config import Config
 
 from ..conftest import get_json
 from .stack import Webhook, alertmanager, free_port, prometheus

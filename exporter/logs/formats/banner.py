@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ...model import ProgressReport
+from ...core.model import ProgressReport
 from ..lines import Format, LineReport
 
 _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 
-from ...model import NATIVE_FIELDS
+from ...core.model import NATIVE_FIELDS
 from ..lines import Format, LineReport, native
 from .pairs import Pair, number, to_fields
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ...model import ProgressReport
+from ...core.model import ProgressReport
 from ..lines import Bar, Format, LineReport, native
 
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")

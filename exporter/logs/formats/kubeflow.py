@@ -8,8 +8,8 @@ import json
 
 from training_progress_reporter import KUBEFLOW_MARKER
 
-from ...model import ReportError
-from ...wire import parse_kubeflow
+from ...core.model import ReportError
+from ...core.wire import parse_kubeflow
 from ..lines import Format, LineReport
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ...model import ProgressReport
+from ...core.model import ProgressReport
 from ..lines import Bar, Format, LineReport, native
 from .tqdm import clock
 

@@ -108,7 +108,7 @@ def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
         if not math.isfinite(value) and field not in ("loss", "eval_loss", "grad_norm"):
             continue
         values[field], ranks[field] = value, rank
-    # The rates are the run's custom metrics under their one name (exporter.run reads them).
+    # The rates are the run's custom metrics under their one name (exporter.core.run reads them).
     for rate in ("tokens_per_second", "tokens_per_second_per_gpu", "model_flops_utilization"):
         if rate in values:
             metrics[rate] = values.pop(rate)

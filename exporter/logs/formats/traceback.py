@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ...model import ProgressReport
+from ...core.model import ProgressReport
 from ..lines import EMPTY, Format, LineReport
 
 MAX_FAILURE = 200  # characters of the exception line kept (its message can be a page)

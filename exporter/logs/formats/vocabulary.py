@@ -74,7 +74,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "tokens": ("num_input_tokens_seen", "tokens", "consumed_tokens"),
 }
 # Throughput and utilisation: custom metrics under these names, which the run reads
-# (exporter.run.tokens: training_tokens_per_second; the printed MFU where the run gives no FLOPs).
+# (exporter.core.run.tokens: training_tokens_per_second; the printed MFU where the run gives no
+# FLOPs).
 RATES: dict[str, tuple[str, ...]] = {
     "tokens_per_second": ("tokens_per_second", "tok/s", "tokens/s", "tokens_per_sec"),
     "tokens_per_second_per_gpu": (

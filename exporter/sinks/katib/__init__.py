@@ -7,7 +7,7 @@ manager over gRPC (the optional ``[katib]`` extra, imported only when reporting 
 
 from __future__ import annotations
 
-from ...settings import ConfigError
+from ...plumbing.settings import ConfigError
 
 DEFAULT_ADDRESS = "katib-db-manager.kubeflow:6789"  # Katib's own default
 

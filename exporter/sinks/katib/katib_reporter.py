@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ...discovery import PodInfo, reporting_pods
-from ...ingest import Ingestor
+from ...core.model import RunKey
 from ...kubernetes.client import get_custom_object
-from ...model import RunKey
+from ...plumbing.discovery import PodInfo, reporting_pods
+from ...plumbing.ingest import Ingestor
 from .observations import (
     MetricLog,
     TrialError,

@@ -6,8 +6,8 @@ A trial's objective (``spec.objective.objectiveMetricName``) and additional metr
 (``train_loss``, ``eval_accuracy`` and whatever a log or callback named them). Every value
 the exporter reads, from any source, is queued once, in order, stamped with its own time
 (RFC 3339, as Katib's DB manager parses it): the tracker keeps each trial run's observations
-(exporter.model.Observed, kept by exporter.run.merge: every logged dict of a log, every push)
-until they are read here, so
+(exporter.core.model.Observed, kept by exporter.core.run.merge: every logged dict of a log,
+every push) until they are read here, so
 four losses printed between two polls are four observations, as Katib's own StdOut collector
 would send them. The queue goes to Katib in one ``ReportObservationLog`` at most every
 ``min_interval`` seconds per trial, and at once when the run finishes.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ...model import Observed
+from ...core.model import Observed
 
 PUSH = "Push"  # the collector kind with no sidecar: the trial reports itself (or we do)
 MAX_METRICS = 16  # objective + additional metric names taken from one Trial

@@ -1,0 +1,353 @@
+"""The cluster page: one URL for every run of every node, with no Prometheus.
+
+Each exporter of the DaemonSet knows its own node. This small server (``training-progress-
+exporter cluster``, a Deployment beside the DaemonSet) finds the exporters through their
+Service's EndpointSlices (exporter/kubernetes/endpoints.py), asks each for
+``/api/v1/runs`` at once, and merges what they answer. An exporter that does not answer, or
+answers something that is not the runs document, is shown with the reason above the runs:
+a node's runs are never left out in silence.
+
+A run's detail page and its chart data are proxied from the exporter that holds the run
+(``nodes/{node}/runs/...``); only those two paths, and only to an exporter the
+EndpointSlices list: this server is no open proxy.
+
+Everything read from an exporter is bounded (bytes, runs, the length of every string) and
+reduced to plain values before it is rendered or served again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from ..core.model import json_safe
+from ..kubernetes.endpoints import Endpoint
+from ..plumbing.fetch import FetchError, get
+from ..plumbing.httpd import POOL_INLINE, POOL_SCRAPE, HTTPServer
+from ..plumbing.httpmessages import ConnectionLimits, Request, Response
+from ..views import statuspage
+from ..views.assets import load_assets
+
+JSON = "application/json"
+HTML = "text/html; charset=utf-8"
+PLAIN = "text/plain; charset=utf-8"
+# The pages' scripts and styles are their own; a page proxied from an exporter may reach
+# nothing but this server.
+CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; frame-ancestors 'none'"
+)
+
+MAX_BODY_BYTES = 64 * 1024 * 1024  # /api/v1/runs of 10,000 runs with histories is ~30 MB
+MAX_PAGE_BYTES = 4 * 1024 * 1024  # a proxied detail page or timeline
+MAX_RUNS_PER_EXPORTER = 10_000  # the exporter's own max_runs ceiling
+MAX_STRING = 1024
+MAX_FIELDS = 128
+IDENTITY = ("namespace", "pod", "job_name", "state")
+FETCH_WORKERS = 16
+
+Fetch = Callable[[str, float, int], bytes]
+
+
+class ExporterError(Exception):
+    """An exporter that could not be read, with why, in words."""
+
+
+def fetch(url: str, timeout: float, max_bytes: int) -> bytes:
+    """The body of ``GET url`` by the one bounded client (exporter.plumbing.fetch: the whole answer
+    within ``timeout``, no proxy, no redirect followed). Raises ExporterError saying why
+    not: refused, timed out, another status, too large."""
+    try:
+        return get(url, timeout, max_bytes, accept="application/json, text/html")
+    except FetchError as exc:
+        raise ExporterError(exc.detail) from None
+
+
+def _plain(value: Any) -> tuple[bool, Any]:
+    """(kept, value) for a value the cluster page serves again: short strings, finite
+    numbers, booleans and nulls; anything else is dropped."""
+    if value is None or isinstance(value, bool):
+        return True, value
+    if isinstance(value, int):
+        return True, value
+    if isinstance(value, float):
+        return True, value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return True, value[:MAX_STRING]
+    return False, None
+
+
+def clean_run(raw: Any) -> dict[str, Any] | None:
+    """One run of an exporter's ``/api/v1/runs`` reduced to plain values (its top-level
+    strings, numbers, booleans and nulls, and ``info``'s), or None when it lacks a string
+    identity (namespace, pod, job name, state)."""
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in IDENTITY):
+        return None
+    out: dict[str, Any] = {}
+    for key, value in list(raw.items())[:MAX_FIELDS]:
+        if not isinstance(key, str) or len(key) > 64:
+            continue
+        if key == "info" and isinstance(value, dict):
+            info = {}
+            for k, v in list(value.items())[:MAX_FIELDS]:
+                kept, plain = _plain(v)
+                if kept and isinstance(k, str) and len(k) <= 64:
+                    info[k] = plain
+            out["info"] = info
+            continue
+        kept, plain = _plain(value)
+        if kept:
+            out[key] = plain
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_runs(body: bytes) -> tuple[list[dict[str, Any]], int]:
+    """The runs of an exporter's ``/api/v1/runs`` answer, cleaned, and how many were left
+    out as malformed. Raises ExporterError when the answer is not that document."""
+    try:
+        doc = json.loads(body, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ExporterError(f"answer is not JSON: {str(exc)[:120]}") from None
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, list):
+        raise ExporterError('answer has no "runs" list: not an exporter\'s /api/v1/runs')
+    if len(runs) > MAX_RUNS_PER_EXPORTER:
+        raise ExporterError(f"answer lists {len(runs)} runs, more than {MAX_RUNS_PER_EXPORTER}")
+    cleaned = [c for c in (clean_run(r) for r in runs) if c is not None]
+    return cleaned, len(runs) - len(cleaned)
+
+
+@dataclass(frozen=True)
+class ExporterResult:
+    """What one exporter answered: its runs, or why there are none."""
+
+    endpoint: Endpoint
+    runs: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+    malformed: int = 0
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if self.error is not None:
+            return "error"
+        return "ok" if self.endpoint.ready else "not ready"
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """Every exporter's answer at one time, and what stopped finding them (if anything)."""
+
+    time: float
+    exporters: tuple[ExporterResult, ...]
+    discovery_error: str | None = None
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run of every exporter that answered, each with ``exporter_node``."""
+        return [
+            {**run, "exporter_node": result.endpoint.name}
+            for result in self.exporters
+            for run in result.runs
+        ]
+
+    def problems(self) -> list[str]:
+        """Why runs may be missing, one line per cause."""
+        out = []
+        if self.discovery_error:
+            out.append(f"finding the exporters failed: {self.discovery_error}")
+        for r in self.exporters:
+            if r.error is not None:
+                out.append(f"node {r.endpoint.name} ({r.endpoint.url}): {r.error}")
+            elif not r.endpoint.ready:
+                out.append(f"node {r.endpoint.name} ({r.endpoint.url}): exporter not ready")
+            if r.malformed:
+                out.append(f"node {r.endpoint.name}: {r.malformed} malformed runs left out")
+        return out
+
+
+def _ask(endpoint: Endpoint, timeout: float, get: Fetch) -> ExporterResult:
+    if not endpoint.ready:  # terminating or failing its probe: not asked, shown as such
+        return ExporterResult(endpoint)
+    started = time.monotonic()
+    try:
+        runs, malformed = parse_runs(get(endpoint.url + "/api/v1/runs", timeout, MAX_BODY_BYTES))
+    except ExporterError as exc:
+        return ExporterResult(endpoint, error=str(exc), seconds=time.monotonic() - started)
+    return ExporterResult(endpoint, tuple(runs), None, malformed, time.monotonic() - started)
+
+
+@dataclass
+class ClusterView:
+    """The merged runs, gathered at most every ``max_age`` seconds however many people
+    look (a viewer who comes while a gather runs waits for it and shares it)."""
+
+    endpoints: Callable[[], list[Endpoint]]
+    timeout: float = 5.0
+    max_age: float = 4.0
+    get: Fetch = fetch
+    clock: Callable[[], float] = time.time
+    # The static files the proxied pages load (exporter/views/assets.py), read once.
+    assets: Mapping[str, tuple[bytes, str]] = field(default_factory=load_assets)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _last: Gathered | None = None
+
+    def gather(self) -> Gathered:
+        """Every exporter's runs, no older than ``max_age``."""
+        with self._lock:
+            now = self.clock()
+            if self._last is not None and now - self._last.time < self.max_age:
+                return self._last
+            try:
+                endpoints, error = self.endpoints(), None
+            except Exception as exc:  # the API down: show what is known, and why not more
+                endpoints, error = [], str(exc)
+            with ThreadPoolExecutor(max(1, min(FETCH_WORKERS, len(endpoints)))) as pool:
+                results = tuple(pool.map(lambda e: _ask(e, self.timeout, self.get), endpoints))
+            self._last = Gathered(self.clock(), results, error)
+            return self._last
+
+    def endpoint(self, name: str) -> Endpoint | None:
+        """The exporter named ``name`` in the last gather (the proxy goes only there)."""
+        last = self._last or self.gather()
+        return next((r.endpoint for r in last.exporters if r.endpoint.name == name), None)
+
+
+def merged_document(g: Gathered) -> dict[str, Any]:
+    """The cluster's ``/api/v1/runs``: the node documents' runs, each with
+    ``exporter_node``, and every exporter asked, with its status and error."""
+    return {
+        "time": g.time,
+        "runs": g.runs(),
+        "exporters": [
+            {
+                "node": r.endpoint.name,
+                "url": r.endpoint.url,
+                "status": r.status,
+                "error": r.error,
+                "runs": len(r.runs),
+                "malformed_runs": r.malformed,
+                "seconds": round(r.seconds, 3),
+            }
+            for r in g.exporters
+        ],
+        "discovery_error": g.discovery_error,
+    }
+
+
+def _json(doc: Any, status: int = 200) -> Response:
+    return Response(status, json.dumps(json_safe(doc), allow_nan=False).encode(), JSON)
+
+
+def _not_found(why: str) -> Response:
+    return _json({"error": why}, 404)
+
+
+def _proxy(view: ClusterView, node: str, rest: list[str]) -> Response:
+    """``nodes/{node}/...``: a run's page, timeline or stacks from its exporter, the static files
+    from here, the node's root back to the cluster page."""
+    if not rest or rest == [""]:
+        return Response(302, b"", PLAIN, {"Location": "../../"})
+    if rest[0] == "static" and len(rest) == 2:
+        return _static(view.assets, rest[1])
+    endpoint = view.endpoint(node)
+    if endpoint is None:
+        return _not_found(f"no exporter named {node}")
+    names = [unquote(p) for p in rest]
+    if len(names) == 3 and names[0] == "runs" and all(names[1:]):
+        path, kind = "/runs/" + "/".join(quote(n, safe="") for n in names[1:]), HTML
+    elif (
+        len(names) == 6
+        and names[:3] == ["api", "v1", "runs"]
+        and names[5] in ("timeline", "stacks")
+        and all(names[3:5])
+    ):
+        path = "/api/v1/runs/" + "/".join(quote(n, safe="") for n in names[3:5]) + "/" + names[5]
+        kind = JSON
+    else:
+        return _not_found("only a run's page, its timeline and its stacks are proxied")
+    try:
+        body = view.get(endpoint.url + path, view.timeout, MAX_PAGE_BYTES)
+    except ExporterError as exc:
+        status = 404 if "answered 404" in str(exc) else 502
+        return Response(
+            status,
+            f"node {node} ({endpoint.url}): {exc}\n".encode(),
+            PLAIN,
+            {"Content-Security-Policy": CSP},
+        )
+    return Response(200, body, kind, {"Content-Security-Policy": CSP})
+
+
+def _static(assets: Mapping[str, tuple[bytes, str]], name: str) -> Response:
+    asset = assets.get(name)
+    if asset is None:
+        return _not_found(f"no static file {name}")
+    return Response(200, asset[0], asset[1], {"Cache-Control": "public, max-age=3600"})
+
+
+def route(view: ClusterView, request: Request) -> Response:
+    """The answer to one request to the cluster page's server."""
+    if request.method not in ("GET", "HEAD"):
+        return Response(405, b"only GET\n", PLAIN, {"Allow": "GET, HEAD"})
+    path = request.path
+    if path == "/healthz":
+        return Response(200, b"ok\n", PLAIN)
+    if path == "/readyz":
+        g = view.gather()
+        ok = g.discovery_error is None
+        detail = "ok" if ok else f"finding the exporters failed: {g.discovery_error}"
+        return Response(200 if ok else 503, f"{detail}; exporters={len(g.exporters)}\n".encode())
+    if path == "/":
+        g = view.gather()
+        exporters = [(r.endpoint.name, r.status) for r in g.exporters]
+        page = statuspage.cluster_index(g.runs(), exporters, g.time, g.problems())
+        return Response(200, page.encode(), HTML, {"Content-Security-Policy": CSP})
+    if path == "/api/v1/runs":
+        return _json(merged_document(view.gather()))
+    if path.startswith("/static/"):
+        return _static(view.assets, path[len("/static/") :])
+    if path.startswith("/nodes/"):
+        node, _, rest = path[len("/nodes/") :].partition("/")
+        return _proxy(view, unquote(node), rest.split("/") if rest else [])
+    return _not_found(f"no route for {path}")
+
+
+def _pool(request: Request) -> str:
+    return POOL_INLINE if request.path == "/healthz" else POOL_SCRAPE
+
+
+def make_server(host: str, port: int, view: ClusterView) -> HTTPServer:
+    """The cluster page's server, bound (port 0 picks one); serve it with
+    :func:`exporter.plumbing.httpd.serve_in_thread`."""
+    return HTTPServer(
+        host,
+        port,
+        lambda r: route(view, r),
+        _pool,
+        ConnectionLimits(max_body_bytes=0),
+        server_name="training-progress-exporter-cluster",
+    )
+
+
+def static_endpoints(specs: list[str]) -> list[Endpoint]:
+    """``--exporter`` values: ``URL`` or ``NAME=URL`` (the name shown as the node)."""
+    out = []
+    for spec in specs:
+        name, sep, url = spec.partition("=")
+        if not sep:
+            name, url = spec.removeprefix("http://").rstrip("/"), spec
+        if not url.startswith("http://"):
+            raise ValueError(f"--exporter {spec}: not an http:// URL")
+        out.append(Endpoint(name=name, url=url.rstrip("/")))
+    return out

@@ -1,0 +1,63 @@
+"""When a training process should save a checkpoint, and telling it once.
+
+Why the exporter and not the job: it sees what the job cannot, that even the optimistic end
+of its ETA (the lower bound of its 80 % band) has passed its deadline, that its pod is being
+deleted (an eviction, a node drain) or its node cordoned (the start of a drain), that more
+GPU-hours of training than its threshold would be lost to a preemption now, or that
+someone asked (``kubectl annotate trainjob/X`` or ``pod/X training-progress.io/checkpoint=<any
+new value>``). A directive is edge-triggered: each reason is delivered once when it starts to
+hold (a new annotation value is a new reason), on the next native push's answer, so a run is
+never told to save on every report. Pure: the run's facts go in, the reasons come out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHECKPOINT = "checkpoint"
+# Send every thread's stack (exporter.core.stall decides when: a stall, or a person asked).
+STACKS = "stacks"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the exporter knows about one run that may call for a checkpoint."""
+
+    # The earliest completion the ETA's band allows (its lower bound): a deadline it passes
+    # will be missed whatever the pace does within the band.
+    eta_lower_timestamp: float | None
+    deadline_timestamp: float | None
+    deleting: bool  # its pod has a deletionTimestamp
+    request: str | None  # the value of the pod's checkpoint annotation, if any
+    job_request: str | None = None  # the same annotation on its TrainJob
+    draining: bool = False  # its node is cordoned (spec.unschedulable)
+    # GPU-seconds of training since its last checkpoint, and how many it may risk
+    at_risk_gpu_seconds: float = 0.0
+    risk_threshold_gpu_seconds: float = float("inf")
+
+
+def reasons(f: Facts) -> frozenset[str]:
+    """Every reason to checkpoint that holds now."""
+    out = set()
+    if (
+        f.eta_lower_timestamp is not None
+        and f.deadline_timestamp is not None
+        and f.eta_lower_timestamp > f.deadline_timestamp
+    ):
+        out.add("deadline")
+    if f.deleting:
+        out.add("deleting")
+    if f.draining:
+        out.add("draining")
+    if f.at_risk_gpu_seconds > f.risk_threshold_gpu_seconds:
+        out.add("at_risk")  # holds until a checkpoint resets the risk
+    if f.request:
+        out.add(f"requested:pod:{f.request}")
+    if f.job_request:
+        out.add(f"requested:job:{f.job_request}")
+    return frozenset(out)
+
+
+def due(now_holding: frozenset[str], delivered: frozenset[str]) -> bool:
+    """Whether a reason started to hold since the last delivery."""
+    return bool(now_holding - delivered)

@@ -1,0 +1,319 @@
+"""HTTP routes: ``/metrics``, ``/healthz``, ``/readyz``, ``/api/v1/runs``, pages and pushes.
+
+The framing (connections, deadlines, worker pools, streaming) is :mod:`exporter.plumbing.httpd`;
+what each route answers is decided by the push source, the collectors and the API module.
+This module only maps one to the other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
+
+from ..core.model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
+from ..core.run.snapshot import RunSnapshot
+from ..core.tracker import Tracker
+from ..plumbing.discovery import PUSH, PushResolver
+from ..plumbing.httpd import (
+    POOL_FORWARD,
+    POOL_INLINE,
+    POOL_PUSH,
+    POOL_SCRAPE,
+    HTTPServer,
+    HTTPStats,
+    serve_in_thread,
+)
+from ..plumbing.httpmessages import ConnectionLimits, Request, Response, status_body
+from ..plumbing.ingest import Ingestor
+from ..plumbing.stats import ExporterStats
+from ..sources.forward import Forwarder
+from ..sources.push import KUBEFLOW_PATH, NATIVE_PATH, PushRequest, handle_push
+from ..sources.stack_push import STACKS_PATH, handle_stacks
+from ..views import statuspage
+from ..views.api import iter_runs_json, stacks_document
+from ..views.assets import load_assets
+from ..views.charts import chart_document
+from ..views.collector import can_render, iter_runs_text, renderable
+
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+JSON = "application/json"
+HTML = "text/html; charset=utf-8"
+PLAIN = "text/plain; charset=utf-8"
+# Paths answered on the event loop itself: they must stay up whatever the workers do.
+PROBES = ("/healthz", "/readyz")
+
+
+def wants_openmetrics(accept: str) -> bool:
+    """True only when the client cannot take the text format. Prometheus offers both and
+    gets text, which this exporter renders on its fast, streamed path."""
+    accept = accept.lower()
+    return "application/openmetrics-text" in accept and not (
+        "text/plain" in accept or "*/*" in accept
+    )
+
+
+@dataclass
+class ServerContext:
+    """What the routes need; one per exporter, no globals."""
+
+    registry: CollectorRegistry  # every collector: for encoders other than plain text
+    self_registry: CollectorRegistry  # the exporter's own metrics only
+    tracker: Tracker
+    ingestor: Ingestor
+    resolver: PushResolver
+    clock: Clock
+    ready: Callable[[], tuple[bool, str]]
+    stats: ExporterStats
+    forwarder: Forwarder | None = None  # Kubeflow pushes go on upstream (kubeflow_forward_url)
+    # The status page's static files (exporter/views/assets.py), read once.
+    assets: Mapping[str, tuple[bytes, str]] = field(default_factory=load_assets)
+
+
+def pool_of(request: Request, pushes_block: bool = True, forwarding: bool = False) -> str:
+    """Which worker pool answers ``request``: probes and 404s on the loop, views in their
+    own pool, pushes in theirs, or on the loop when nothing in them waits on the network
+    (standalone: a thread handoff would cost more than the push itself). Kubeflow pushes
+    that go on upstream have a pool of their own: a slow upstream holds only those."""
+    if request.method in ("POST", "PUT"):
+        if forwarding and KUBEFLOW_PATH.match(request.path):
+            return POOL_FORWARD
+        return POOL_PUSH if pushes_block else POOL_INLINE
+    path = request.path
+    if path in PROBES or not (
+        path in ("/", "/metrics", "/api/v1/runs") or path.startswith(("/runs/", "/api/v1/runs/"))
+    ):
+        return POOL_INLINE
+    return POOL_SCRAPE
+
+
+def _runs(ctx: ServerContext, now: float, history: bool = False) -> list[RunSnapshot]:
+    """Every run a view can render (one that cannot is left out and counted)."""
+    snapshots, skipped = renderable(ctx.tracker.snapshot(now, history=history))
+    ctx.stats.set_unrenderable(skipped + ctx.tracker.failed_last_pass)
+    return snapshots
+
+
+# Chunks of a streamed /metrics are gathered up to this size: each costs a thread handoff.
+STREAM_CHUNK_BYTES = 256 * 1024
+
+
+def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
+    """``parts`` gathered into chunks of about :data:`STREAM_CHUNK_BYTES`."""
+    pending: list[str] = []
+    size = 0
+    for part in parts:
+        pending.append(part)
+        size += len(part)
+        if size >= STREAM_CHUNK_BYTES:
+            yield "".join(pending).encode()
+            pending, size = [], 0
+    if pending:
+        yield "".join(pending).encode()
+
+
+def _metrics_text(ctx: ServerContext, openmetrics: bool = False) -> Iterator[bytes]:
+    """The exposition (text 0.0.4, or OpenMetrics) in chunks of about
+    :data:`STREAM_CHUNK_BYTES`; the snapshot is taken on the first ``next``."""
+    yield from _chunks(iter_runs_text(_runs(ctx, ctx.clock()), openmetrics=openmetrics))
+    if openmetrics:
+        yield openmetrics_latest(ctx.self_registry)  # type: ignore[no-untyped-call]
+    else:
+        yield generate_latest(ctx.self_registry)
+
+
+def _runs_json(ctx: ServerContext) -> Iterator[bytes]:
+    """``/api/v1/runs``, streamed: snapshots a batch at a time, one run's JSON at a time."""
+    now = ctx.clock()
+    skipped = 0
+
+    def runs() -> Iterator[RunSnapshot]:
+        nonlocal skipped
+        for s in ctx.tracker.iter_snapshots(now, history=True):
+            if can_render(s):
+                yield s
+            else:
+                skipped += 1
+
+    yield from _chunks(iter_runs_json(runs(), now))
+    ctx.stats.set_unrenderable(skipped + ctx.tracker.failed_last_pass)
+
+
+def _find(ctx: ServerContext, namespace: str, pod: str) -> RunKey | None:
+    """The run of ``pod`` (the last by job name, should a pod have reported under two)."""
+    every = ctx.tracker.keys()
+    keys = [k for k in every if (k.namespace, k.pod) == (namespace, pod)]
+    return max(keys, default=None)
+
+
+def _run_parts(path: str, prefix: str, suffix: str = "") -> tuple[str, str] | None:
+    """``(namespace, pod)`` of ``{prefix}{namespace}/{pod}{suffix}``, or None."""
+    if not path.startswith(prefix) or not path.endswith(suffix):
+        return None
+    rest = path[len(prefix) : len(path) - len(suffix)]
+    parts = rest.split("/")
+    if len(parts) != 2 or not all(parts):
+        return None
+    return unquote(parts[0]), unquote(parts[1])
+
+
+def _run_page(ctx: ServerContext, path: str) -> Response:
+    parts = _run_parts(path, "/runs/")
+    key = _find(ctx, *parts) if parts else None
+    now = ctx.clock()
+    snap = ctx.tracker.snapshot_one(key, now) if key else None
+    if snap is not None and can_render(snap):
+        return Response(200, statuspage.detail(snap, now).encode(), HTML)
+    return Response(404, b'<!doctype html><p>No such run. <a href="../../">All runs</a>', HTML)
+
+
+_Found = TypeVar("_Found")
+
+
+def _run_json(
+    ctx: ServerContext,
+    path: str,
+    suffix: str,
+    read: Callable[[RunKey, float], _Found | None],
+    render: Callable[[_Found, float], Any],
+) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}{suffix}``: ``render`` of what ``read`` gives for the
+    run, as JSON; 404 for a run that is not tracked."""
+    parts = _run_parts(path, "/api/v1/runs/", suffix)
+    key = _find(ctx, *parts) if parts else None
+    now = ctx.clock()
+    found = read(key, now) if key else None
+    if found is None:
+        return Response(404, status_body(404, "NotFound", "no such run"), JSON)
+    doc = json_safe(render(found, now))
+    return Response(200, json.dumps(doc, allow_nan=False).encode(), JSON)
+
+
+def _timeline(ctx: ServerContext, path: str) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}/timeline``: what the run's charts draw."""
+    return _run_json(
+        ctx, path, "/timeline", ctx.tracker.timeline, lambda f, now: chart_document(*f, now)
+    )
+
+
+def _static(ctx: ServerContext, path: str) -> Response:
+    asset = ctx.assets.get(path[len("/static/") :])
+    if asset is None:
+        return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
+    return Response(200, asset[0], asset[1], {"Cache-Control": "public, max-age=3600"})
+
+
+def _get(ctx: ServerContext, request: Request) -> Response:
+    path = request.path
+    if path == "/metrics":
+        accept = request.headers.get("accept", "")
+        if wants_openmetrics(accept):
+            _, content_type = choose_encoder(accept)
+            return Response(200, _metrics_text(ctx, openmetrics=True), content_type)
+        return Response(200, _metrics_text(ctx), TEXT_CONTENT_TYPE)
+    if path == "/healthz":
+        return Response(200, b"ok\n", PLAIN)
+    if path == "/readyz":
+        ok, detail = ctx.ready()
+        return Response(200 if ok else 503, (detail + "\n").encode(), PLAIN)
+    if path == "/api/v1/runs":
+        return Response(200, _runs_json(ctx), JSON)
+    if path == "/":
+        now = ctx.clock()
+        return Response(200, statuspage.index(_runs(ctx, now, history=True), now).encode(), HTML)
+    if path.startswith("/runs/"):
+        return _run_page(ctx, path)
+    if path.startswith("/api/v1/runs/") and path.endswith("/timeline"):
+        return _timeline(ctx, path)
+    if path.startswith("/api/v1/runs/") and path.endswith("/stacks"):
+        return _stacks(ctx, path)
+    if path.startswith("/static/"):
+        return _static(ctx, path)
+    return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
+
+
+def _push_request(ctx: ServerContext, request: Request, namespace: str, name: str) -> PushRequest:
+    """The POST as the push handlers take it, read once."""
+    return PushRequest(
+        namespace=namespace,
+        name=name,
+        body=request.body,
+        client_ip=request.client_ip,
+        authorization=request.headers.get("authorization"),
+        now=ctx.clock(),
+        body_too_large=request.body_too_large,
+    )
+
+
+def _post(ctx: ServerContext, request: Request) -> Response:
+    """A POST: a progress report on Kubeflow's path or the native one, or a rank's stacks
+    (or its question whether to send them), each routed by its own path."""
+    path = request.path
+    for pattern, kubeflow in ((KUBEFLOW_PATH, True), (NATIVE_PATH, False)):
+        m = pattern.match(path)
+        if m is not None:
+            push = _push_request(ctx, request, m["namespace"], m["name"])
+            resp = handle_push(push, kubeflow, ctx.resolver, ctx.ingestor)
+            if kubeflow and resp.status == 200 and ctx.forwarder is not None:
+                # Recorded here; the job's answer is Kubeflow Trainer's own.
+                relayed = ctx.forwarder.forward(path, push.body, push.authorization)
+                return Response(relayed.status, relayed.body, JSON)
+            return Response(resp.status, resp.body, JSON)
+    m = STACKS_PATH.match(path)
+    if m is not None:
+        push = _push_request(ctx, request, m["namespace"], m["name"])
+        resp = handle_stacks(push, ctx.resolver, ctx.ingestor)
+        return Response(resp.status, resp.body, JSON)
+    return Response(404, status_body(404, "NotFound", f"no route for POST {path}"), JSON)
+
+
+def _stacks(ctx: ServerContext, path: str) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}/stacks``: each rank's newest stacks and cause."""
+    return _run_json(
+        ctx, path, "/stacks", ctx.tracker.stacks, lambda f, now: stacks_document(*f, now)
+    )
+
+
+def route(ctx: ServerContext, request: Request) -> Response:
+    """The answer to one complete request."""
+    if request.method in ("GET", "HEAD"):
+        return _get(ctx, request)
+    if request.method in ("POST", "PUT"):
+        return _post(ctx, request)
+    return Response(
+        405,
+        status_body(405, "MethodNotAllowed", f"{request.method} is not served"),
+        JSON,
+        {"Allow": "GET, HEAD, POST, PUT"},
+    )
+
+
+def make_server(
+    host: str,
+    port: int,
+    ctx: ServerContext,
+    limits: ConnectionLimits | None = None,
+    stats: HTTPStats | None = None,
+) -> HTTPServer:
+    """Bind (port 0 picks a free port) and return the server; call serve_forever to run."""
+    limits = limits or ConnectionLimits(max_body_bytes=KUBEFLOW_MAX_BODY_BYTES)
+    blocks = ctx.resolver.may_block
+    forwarding = ctx.forwarder is not None
+    return HTTPServer(
+        host, port, lambda r: route(ctx, r), lambda r: pool_of(r, blocks, forwarding), limits, stats
+    )
+
+
+__all__ = [
+    "PUSH",
+    "ServerContext",
+    "make_server",
+    "route",
+    "serve_in_thread",
+]

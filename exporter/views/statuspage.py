@@ -1,0 +1,348 @@
+"""The built-in status page: every run with progress, ETA and state, and a detail view per
+run with charts of its whole life. Server-rendered HTML with inline CSS; the charts are drawn
+by uPlot (vendored in exporter/views/web with its license, served by the exporter itself: clusters
+are often offline) from ``api/v1/runs/{namespace}/{pod}/timeline``. Every link is relative,
+so the pages work behind ``kubectl port-forward`` and behind the cluster page's proxy.
+
+Rendering is pure (snapshots in, HTML out). Every value that comes from a report or a pod is
+escaped with :func:`html.escape`; a job named ``<script>`` is shown, never run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from ..core.humanize import duration
+from ..core.run.snapshot import RunSnapshot
+from ..core.states import BY_NAME, STATES, severity
+from .api import run_to_dict
+from .stackviews import summary
+
+_UNKNOWN_COLOR = "#6e7781"
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1f2328}
+h1{font-size:1.3em;margin:0 0 .2em} .sub{color:#6e7781;margin:0 0 1em}
+table{border-collapse:collapse;width:100%}
+th,td{padding:.35em .6em;text-align:left;border-bottom:1px solid #d0d7de}
+th{font-weight:600;background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.state{color:#fff;border-radius:1em;padding:.1em .6em;font-size:.85em;white-space:nowrap}
+.bar{background:#eaeef2;border-radius:3px;width:12em;height:.9em;display:inline-block;vertical-align:middle}
+.fill{display:block;height:100%;border-radius:3px} svg{vertical-align:middle}
+.why{color:#57606a;font-size:.85em}
+.stuck{border-left:4px solid #d1242f;background:#fff5f5;padding:.5em .8em;margin:.8em 0}
+.stuck table{margin:.4em 0}
+td.progress{white-space:nowrap}
+dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1.5em} dt{color:#6e7781}
+a{color:#0969da;text-decoration:none}
+.failures{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;
+ padding:.5em 1em;margin:0 0 1em}
+.failures li{margin:.2em 0}
+#charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1em;margin:1em 0}
+#charts figure{margin:0;position:relative;border:1px solid #d0d7de;border-radius:6px;padding:.5em}
+#charts figcaption{font-weight:600;margin:0 0 .3em}
+.notice{position:absolute;left:4em;right:2em;top:40%;text-align:center;color:#1f2328;
+ background:rgba(255,255,255,.85);border:1px solid #d0d7de;border-radius:4px;padding:.4em}
+.legend-states span{display:inline-block;margin-right:1em;font-size:.85em}
+.legend-states i{display:inline-block;width:.8em;height:.8em;border-radius:2px;
+ margin-right:.3em;vertical-align:middle}
+"""
+# Reload the data in place every 5 s, without losing the scroll position.
+_SCRIPT = """
+setInterval(async () => {
+  try {
+    const r = await fetch(location.href, {headers: {Accept: 'text/html'}});
+    if (!r.ok) return;
+    const doc = new DOMParser().parseFromString(await r.text(), 'text/html');
+    document.querySelector('main').replaceWith(doc.querySelector('main'));
+  } catch (e) { /* the exporter restarting: try again next time */ }
+}, 5000);
+"""
+
+
+def _number(value: Any) -> float | int | None:
+    """``value`` if it is a number, else None: the cluster page renders what other
+    exporters sent, and a string where a number belongs is shown as unknown."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def _num(value: Any, fmt: str = "{:.4g}") -> str:
+    value = _number(value)
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return fmt.format(value)
+
+
+def _color(state: str) -> str:
+    d = BY_NAME.get(state)
+    return d.css_color if d else _UNKNOWN_COLOR
+
+
+def _progress(p: Any, state: str) -> str:
+    """A bar in the state's color: a stalled run's bar is red, not a promising green."""
+    p = _number(p)
+    if p is None or math.isnan(p):
+        return "-"
+    pct = min(1.0, max(0.0, p)) * 100
+    return (
+        f'<span class="bar" title="{pct:.1f}%"><span class="fill" '
+        f'style="width:{pct:.1f}%;background:{_color(state)}"></span></span> {pct:.0f}%'
+    )
+
+
+def _state(state: str, why: str = "") -> str:
+    badge = f'<span class="state" style="background:{_color(state)}">{escape(state)}</span>'
+    return badge + (f' <span class="why">{escape(why)}</span>' if why else "")
+
+
+def _why(run: dict[str, Any]) -> str:
+    """The state's reason, and for a stalled run why it is stuck (its stacks' summary)."""
+    if run["state"] in ("running", "finished"):
+        return ""
+    stuck = run.get("stall_summary")
+    reason = str(run.get("state_reason") or "")
+    return f"{reason}: {stuck}" if isinstance(stuck, str) and stuck else reason
+
+
+def run_path(namespace: str, pod: str) -> str:
+    """Relative link from the index to a run's detail view."""
+    return f"runs/{quote(namespace, safe='')}/{quote(pod, safe='')}"
+
+
+def _page(title: str, body: str, tail: str = "") -> str:
+    """A whole page: ``body`` goes in ``<main>``, which the refresh script replaces every
+    5 s; ``tail`` (the charts) stays outside it and refreshes itself."""
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<main>{body}</main>{tail}<script>{_SCRIPT}</script></body></html>"
+    )
+
+
+def _step(run: dict[str, Any]) -> str:
+    step, total = _number(run.get("step")), _number(run.get("max_steps"))
+    return "-" if step is None else f"{step}/{total}" if total else str(step)
+
+
+def runs_table(
+    runs: list[dict[str, Any]], link: Callable[[dict[str, Any]], str], node_column: bool = False
+) -> str:
+    """The table of runs (the ``/api/v1/runs`` form of each), most urgent first: the node
+    page's and the cluster page's one definition."""
+    rows = []
+    ordered = sorted(
+        runs, key=lambda r: (severity(r["state"]), r["namespace"], r["pod"], r["job_name"])
+    )
+    for r in ordered:
+        gpus = r.get("gpus")
+        node = r.get("exporter_node") or (r.get("info") or {}).get("node") or "-"
+        rows.append(
+            "<tr>"
+            f"<td>{escape(r['namespace'])}</td>"
+            f'<td><a href="{escape(link(r))}">{escape(r["job_name"])}</a></td>'
+            f"<td>{escape(r['pod'])}</td>"
+            + (f"<td>{escape(str(node))}</td>" if node_column else "")
+            + f"<td>{_state(str(r['state']), _why(r))}</td>"
+            f'<td class="progress">{_progress(r.get("progress_ratio"), r["state"])}</td>'
+            f'<td class="num">{escape(_step(r))}</td>'
+            f'<td class="num">{escape(duration(_number(r.get("eta_seconds"))))}</td>'
+            f'<td class="num">{_num(r.get("loss"))}</td>'
+            f'<td class="num">{_num(gpus, "{:g}")}</td>'
+            f'<td class="num">{(_number(r.get("gpu_seconds")) or 0.0) / 3600:.1f}</td>'
+            "</tr>"
+        )
+    head = "<th>Namespace</th><th>Job</th><th>Pod</th>" + ("<th>Node</th>" if node_column else "")
+    columns = 10 + node_column
+    return (
+        f"<table><thead><tr>{head}<th>State</th><th>Progress</th><th>Step</th><th>ETA</th>"
+        "<th>Loss</th><th>GPUs</th><th>GPU-hours</th></tr></thead><tbody>"
+        + ("".join(rows) or f"<tr><td colspan={columns}>No training runs reported yet.</td></tr>")
+        + "</tbody></table>"
+    )
+
+
+def stamp(now: float) -> str:
+    """``now`` as the pages print it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now))
+
+
+def index(snapshots: list[RunSnapshot], now: float) -> str:
+    """The status page listing every run of this exporter."""
+    runs = [run_to_dict(s) for s in snapshots]
+    table = runs_table(runs, lambda r: run_path(r["namespace"], r["pod"]))
+    body = (
+        f"<h1>Training runs</h1><p class=sub>{len(runs)} runs, as of {stamp(now)} · "
+        '<a href="metrics">metrics</a> · <a href="api/v1/runs">JSON</a></p>' + table
+    )
+    return _page("Training runs", body)
+
+
+def _eta(s: RunSnapshot) -> str:
+    """The ETA, with its bounds when the exporter has them: ``4m (3m to 6m)``."""
+    text = duration(s.eta_seconds)
+    if s.eta_lower_seconds is not None and s.eta_upper_seconds is not None:
+        text += f" ({duration(s.eta_lower_seconds)} to {duration(s.eta_upper_seconds)})"
+    return text
+
+
+def _best_loss_label(s: RunSnapshot) -> str:
+    """Best loss follows the eval loss once there is one, the smoothed train loss before:
+    the label says which, so a best above the latest loss reads as what it is."""
+    return "Best eval loss" if s.eval_loss is not None else "Best loss (smoothed)"
+
+
+def _charts(s: RunSnapshot) -> str:
+    """The chart section (drawn by web/charts.js from the run's timeline) and its assets,
+    by relative paths from ``runs/{namespace}/{pod}``."""
+    timeline = "../../api/v1/" + run_path(s.key.namespace, s.key.pod) + "/timeline"
+    figures = "".join(
+        f'<figure id="{name}"><figcaption>{escape(caption)}</figcaption></figure>'
+        for name, caption in (
+            ("chart-loss", "Loss and eval loss by step"),
+            ("chart-progress", "Progress, and ETA with its bounds, over time"),
+            ("chart-throughput", "Throughput against the run's typical pace"),
+        )
+    )
+    legend = "".join(
+        f'<span><i style="background:{d.css_color}"></i>{escape(d.name)}</span>' for d in STATES
+    )
+    return (
+        '<link rel="stylesheet" href="../../static/uPlot.min.css">'
+        f'<section id="charts" data-timeline="{escape(timeline)}">{figures}</section>'
+        f'<p class="legend-states">State band under each time axis: {legend}</p>'
+        '<script src="../../static/uPlot.iife.min.js"></script>'
+        '<script src="../../static/charts.js"></script>'
+    )
+
+
+def _stuck(s: RunSnapshot, now: float) -> str:
+    """Why a stalled run is stuck: its summary, then each rank's cause and frame, and a
+    link to every rank's stacks. Empty unless it is stalled and stacks explain it."""
+    if s.state not in ("stalled", "silent"):
+        return ""
+    stacks = (
+        f"../../api/v1/runs/{quote(s.key.namespace, safe='')}/{quote(s.key.pod, safe='')}/stacks"
+    )
+    if not s.stall:
+        if s.state == "silent":
+            return ""  # it may have exited; only a dump since its last step says it hangs
+        return (
+            "<div class=stuck><strong>Why it is stuck:</strong> no stacks yet (the exporter "
+            "asks the run's reporter for them; a faulthandler dump in its log also counts). "
+            f'<a href="{stacks}">stacks</a></div>'
+        )
+    rows = "".join(
+        f"<tr><td>{escape(d.rank or '?')}</td><td>{escape(d.cause)}</td>"
+        f"<td>{escape(d.op + (f' #{d.seq}' if d.seq is not None else ''))}</td>"
+        f"<td><code>{escape(d.frame or d.call)}</code></td><td><code>{escape(d.code)}</code></td>"
+        f"<td>{escape(d.source)}, {escape(duration(now - d.taken))} ago</td></tr>"
+        for d in s.stall
+    )
+    return (
+        f"<div class=stuck><strong>Why it is stuck:</strong> {escape(summary(s.stall))}"
+        "<table><tr><th>Rank</th><th>Cause</th><th>Collective</th><th>Frame</th>"
+        f"<th>Code</th><th>From</th></tr>{rows}</table>"
+        f'<a href="{stacks}">every rank\'s stacks (JSON)</a></div>'
+    )
+
+
+def detail(s: RunSnapshot, now: float) -> str:
+    """One run's detail view: its values, and charts of its whole life."""
+    since = "Stalled since its last step" if s.state == "stalled" else "Entered this state"
+    entered_at = (
+        s.last_step_timestamp if s.state == "stalled" and s.last_step_timestamp else s.state_since
+    )
+    fields = [
+        ("State", _state(s.state, s.state_reason)),
+        (since, escape(duration(now - entered_at)) + " ago"),
+        ("Progress", _progress(s.progress, s.state)),
+        ("Step", escape(f"{s.step}/{s.max_steps}" if s.step is not None else "-")),
+        ("Epoch", escape(f"{_num(s.epoch)} / {_num(s.max_epochs)}")),
+        ("ETA", escape(_eta(s))),
+        ("Steps per second", _num(s.steps_per_second)),
+        ("Typical steps per second", _num(s.typical_steps_per_second)),
+        ("Loss", _num(s.loss)),
+        ("Eval loss", _num(s.eval_loss)),
+        (_best_loss_label(s), _num(s.best_loss)),
+        ("Learning rate", _num(s.learning_rate)),
+        ("Grad norm", _num(s.grad_norm)),
+        ("GPUs", _num(s.gpus, "{:g}")),
+        ("GPU-hours", f"{s.gpu_seconds / 3600:.2f}"),
+        ("GPU-hours stalled", f"{s.stalled_gpu_seconds / 3600:.2f}"),
+        (
+            "Last checkpoint",
+            escape(
+                f"step {s.last_checkpoint_step}, {duration(now - s.last_checkpoint_timestamp)} ago"
+            )
+            if s.last_checkpoint_timestamp is not None
+            else "none seen",
+        ),
+        (
+            "GPU-hours at risk (since it)",
+            f"{s.at_risk_gpu_seconds / 3600:.2f}" if s.at_risk_gpu_seconds is not None else "-",
+        ),
+        ("Last report", escape(duration(now - s.last_report_timestamp)) + " ago"),
+        (
+            "Last step",
+            escape(duration(now - s.last_step_timestamp)) + " ago"
+            if s.last_step_timestamp
+            else "-",
+        ),
+        ("Attempt", str(s.attempt)),
+        ("Source", escape(s.meta.source or "-")),
+        ("Framework", escape(s.meta.framework or "-")),
+    ]
+    fields += [(escape(name), _num(value)) for name, value in s.metrics]
+    items = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in fields)
+    body = (
+        f'<p class=sub><a href="../../">← all runs</a></p>'
+        f"<h1>{escape(s.key.namespace)}/{escape(s.key.job_name)}</h1>"
+        f"<p class=sub>pod {escape(s.key.pod)} · as of {stamp(now)}</p>"
+        f"{_stuck(s, now)}<dl>{items}</dl>"
+    )
+    return _page(f"{s.key.namespace}/{s.key.job_name}", body, _charts(s))
+
+
+def node_run_path(node: str, namespace: str, pod: str) -> str:
+    """Relative link from the cluster page to a run's detail view on its node's exporter
+    (the cluster page proxies it)."""
+    return f"nodes/{quote(node, safe='')}/" + run_path(namespace, pod)
+
+
+def cluster_index(
+    runs: list[dict[str, Any]],
+    exporters: list[tuple[str, str]],
+    now: float,
+    problems: list[str],
+) -> str:
+    """The cluster page: every run of every node, as the node page lists them, with a Node
+    column; above them, every exporter that could not be read and why (``problems``), so a
+    missing node is seen, never silently left out. ``exporters`` is (name, status) of each
+    exporter asked."""
+    table = runs_table(
+        runs, lambda r: node_run_path(r["exporter_node"], r["namespace"], r["pod"]), True
+    )
+    failing = (
+        "<div class=failures><strong>Not every exporter could be read; runs on these are "
+        "missing below:</strong><ul>"
+        + "".join(f"<li>{escape(p)}</li>" for p in problems)
+        + "</ul></div>"
+        if problems
+        else ""
+    )
+    answered = sum(1 for _, status in exporters if status == "ok")
+    body = (
+        f"<h1>Training runs in the cluster</h1><p class=sub>{len(runs)} runs from "
+        f"{answered} of {len(exporters)} exporters, as of {stamp(now)} · "
+        '<a href="api/v1/runs">JSON</a></p>' + failing + table
+    )
+    return _page("Training runs in the cluster", body)
