@@ -9,6 +9,9 @@ in both formats, /api/v1/runs, the status page, a run's page) still answers with
 from __future__ import annotations
 
 import json
+import logging
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +20,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.model import MAX_STEP, ProgressReport, RunKey, within_bounds
-from exporter.tracker import Tracker
+from exporter.core.model import MAX_STEP, ProgressReport, RunKey, within_bounds
+from exporter.core.tracker import Tracker
 
 from .conftest import get_json, http
 
@@ -161,7 +164,34 @@ _FIELDS = (
     "deadline",
     "start_time",
     "timestamp",
+    "model_flops_per_token",
+    "gpu_model",
+    "framework",
 )
+# Families whose samples may be NaN or ±Inf, as docs/metrics.md says: a diverged run's
+# losses, learning rate and gradient norm, and what a run reports under its own names.
+NON_FINITE_ALLOWED = {
+    "training_loss",
+    "training_eval_loss",
+    "training_learning_rate",
+    "training_grad_norm",
+    "training_metric",
+}
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def assert_every_series_sane(families: dict[str, Any]) -> None:
+    """No series is NaN or ±Inf but where docs/metrics.md allows it, no label value holds
+    a control character, and MFU is a ratio."""
+    for family in families.values():
+        for s in family.samples:
+            if family.name not in NON_FINITE_ALLOWED:
+                assert math.isfinite(s.value), (s.name, s.labels, s.value)
+            for name, value in s.labels.items():
+                assert not CONTROL.search(value), (s.name, name, value)
+    if "training_model_flops_utilization" in families:
+        for s in families["training_model_flops_utilization"].samples:
+            assert 0 <= s.value <= 1, s
 
 
 @settings(
@@ -171,6 +201,22 @@ _FIELDS = (
 )
 @example(doc={"step": 2**63, "loss": 10**400}, n=10**29, total=50)
 @example(doc={"gpus": -1, "epoch": float("inf")}, n=2**64, total=2**64)
+# F8: a GPU count that is almost nothing made MFU +Inf.
+@example(
+    doc={
+        "gpus": 1e-300,
+        "model_flops_per_token": 6e9,
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        "metrics": {"tokens_per_second": 5000.0},
+        "step": 10,
+    },
+    n=1,
+    total=2,
+)
+@example(doc={"gpu_model": "H100\x1b[31m\r\x00", "framework": "x\ny"}, n=1, total=2)
+# Integers past a float's range: float() and int(inf) raised in the push, the status file
+# and the JSON log line readers (a 500, a file and a whole log poll lost).
+@example(doc={"epoch": 10**400, "step": 10**400, "deadline": 10**400}, n=1, total=2)
 @given(
     doc=st.dictionaries(st.sampled_from(_FIELDS), _VALUE, min_size=1, max_size=6),
     n=st.integers(min_value=0, max_value=2**70),
@@ -178,11 +224,17 @@ _FIELDS = (
 )
 @pytest.mark.slow
 def test_hostile_values_through_every_source_into_every_view(
-    exporter_factory: Any, tmp_path_factory: Any, doc: dict[str, Any], n: int, total: int
+    exporter_factory: Any,
+    tmp_path_factory: Any,
+    caplog: pytest.LogCaptureFixture,
+    doc: dict[str, Any],
+    n: int,
+    total: int,
 ) -> None:
     """The same hostile document through a push, a status file and a JSON log line, and a
     tqdm frame of hostile counts in a log: every view answers, and a healthy run beside
     them keeps its values."""
+    caplog.clear()
     tmp = tmp_path_factory.mktemp("hostile")
     (tmp / "status").mkdir()
     (tmp / "status" / "filed.json").write_text(json.dumps(doc))
@@ -210,3 +262,6 @@ def test_hostile_values_through_every_source_into_every_view(
         for s in family.samples:
             if s.name in ("training_step", "training_max_steps"):
                 assert 0 <= s.value <= MAX_STEP
+    assert_every_series_sane(seen["families"])
+    # A hostile value is dropped and counted, never an exception in a reader or a handler.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

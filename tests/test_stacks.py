@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import threading
 from typing import Any
 
@@ -177,6 +178,30 @@ def test_stacks_are_bounded_and_label_safe() -> None:
     d = diagnose(st)
     assert len(d.frame) <= 120
     d.frame.encode("utf-8")  # a lone surrogate became a replacement character
+
+
+def test_control_characters_in_a_stack_reach_no_label() -> None:
+    """A stack is the pod's to write: NUL, ESC and CR in a file, function or collective name
+    are replaced before they become the frame, call or op label of training_stall_info."""
+    hostile = {"file": "/app/t\x00r\x1b[2Jain.py", "line": 7, "function": "step\r\n", "code": ""}
+    wait_in = {
+        "file": "/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py",
+        "line": 1,
+        "function": "all_reduce",
+    }
+    body = {
+        "rank": 0,
+        "threads": [{"name": "MainThread", "frames": [hostile, wait_in]}],
+        "collective": {"op": "all_\x00reduce", "seq": 3},
+    }
+    d = diagnose(parse_stacks(body, 1.0))
+    assert d.cause == COLLECTIVE and d.frame.startswith("t_r_[2Jain.py:7")
+    for value in (d.frame, d.call, d.op):
+        assert value and not re.search(r"[\x00-\x1f\x7f]", value), value
+    bare = diagnose(
+        parse_stacks({"rank": 1, "threads": [], **{k: body[k] for k in ["collective"]}}, 1.0)
+    )
+    assert bare.op == "all__reduce"
 
 
 def test_a_stalled_rank_is_asked_once_then_again_only_after_a_quiet_minute() -> None:

@@ -53,20 +53,35 @@ def test_a_printed_rate_per_gpu_counts_for_the_run(tmp_path: Any) -> None:
     assert snap.tokens_per_second == pytest.approx(4000)
 
 
+def test_an_mfu_above_one_is_no_ratio_and_is_not_exported() -> None:
+    """Ten times the GPUs' peak (a FLOPs figure or GPU count that is wrong, or a report of
+    1e-300 GPUs): absent, not 1.68 or +Inf."""
+    for gpus in (8, 1e-300):
+        tr = Tracker()
+        meta = RunMeta(node="gpu-node-1", gpus=gpus)
+        tr.set_node_gpu_model("gpu-node-1", "NVIDIA-A100-SXM4-80GB")
+        for i in range(11):
+            report = ProgressReport(step=i, tokens=100_000 * i, flops_per_token=6 * 7e9)
+            tr.apply(KEY, report, T0 + i, meta)
+        (snap,) = tr.snapshot(T0 + 10)
+        assert snap.gpu_peak_flops == 312e12
+        assert snap.model_flops_utilization is None
+
+
 def test_mfu_divides_by_the_named_gpus_peak_and_the_node_label_names_it() -> None:
     tr = Tracker()
     meta = RunMeta(node="gpu-node-1", gpus=8)
     tr.set_node_gpu_model("gpu-node-1", "NVIDIA-A100-SXM4-80GB")
     for i in range(11):
-        report = ProgressReport(step=i, tokens=100_000 * i, flops_per_token=6 * 7e9)
+        report = ProgressReport(step=i, tokens=10_000 * i, flops_per_token=6 * 7e9)
         tr.apply(KEY, report, T0 + i, meta)
     (snap,) = tr.snapshot(T0 + 10)
     assert snap.gpu_peak_flops == 312e12
-    assert snap.model_flops_utilization == pytest.approx(100_000 * 6 * 7e9 / (8 * 312e12))
+    assert snap.model_flops_utilization == pytest.approx(10_000 * 6 * 7e9 / (8 * 312e12))
     # The run's own word wins over its node's label.
     tr.apply(
         KEY,
-        ProgressReport(step=11, tokens=1_100_000, gpu_model="NVIDIA H100 80GB HBM3"),
+        ProgressReport(step=11, tokens=110_000, gpu_model="NVIDIA H100 80GB HBM3"),
         T0 + 11,
         meta,
     )

@@ -48,8 +48,10 @@ def mfu(
     gpus: float,
     peak: float | None,
 ) -> float | None:
-    """Model FLOPs utilization, 0..1 (more means a wrong FLOPs figure or GPU count); None
-    when any part is unknown."""
+    """Model FLOPs utilization, 0..1; None when any part is unknown, or when the quotient is
+    no ratio: above 1 (no GPU runs past its peak: the FLOPs per token or the GPU count is
+    wrong, as a report of 1e-300 GPUs is) or not finite."""
     if tokens_per_second is None or flops_per_token is None or peak is None or gpus <= 0:
         return None
-    return tokens_per_second * flops_per_token / (gpus * peak)
+    ratio = tokens_per_second * flops_per_token / (gpus * peak)
+    return ratio if 0.0 <= ratio <= 1.0 else None

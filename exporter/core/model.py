@@ -178,6 +178,16 @@ def run_name(text: str) -> str | None:
     return cleaned if cleaned.strip("_") else None
 
 
+def as_float(value: int | float) -> float:
+    """A JSON number as a float. JSON integers have no bound, and ``float()`` of one past a
+    float's range raises OverflowError (as ``math.isfinite`` does): such a number is taken
+    as the infinity it is nearest to, which every bound then refuses or, for a loss, reads
+    as divergence."""
+    if isinstance(value, int) and abs(value) >= 2**1023:
+        return math.inf if value > 0 else -math.inf
+    return float(value)
+
+
 def non_finite_name(value: float) -> str:
     """How Prometheus writes a non-finite float: ``NaN``, ``+Inf`` or ``-Inf``."""
     if math.isnan(value):

@@ -17,6 +17,8 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .model import clean_label
+
 # The causes, in the order the rules try them. ``unknown``: stacks, but no rule matched
 # (a ``time.sleep``, a lock, a loop in the training code itself: the frame says where).
 CHECKPOINT = "checkpoint"
@@ -200,7 +202,13 @@ def training_thread(threads: Sequence[ThreadStack]) -> ThreadStack | None:
 
 def collective_op(function: str) -> str:
     """A collective's name as PyTorch's Python API spells it: ``all_reduce``."""
-    return function.lstrip("_").lower()[:MAX_OP]
+    return _label(function.lstrip("_").lower(), MAX_OP)
+
+
+def _label(text: str, limit: int) -> str:
+    # The frame, call and op are label values of training_stall_info: a stack is the
+    # pod's to write, and a function or file name may hold NUL, ESC or CR.
+    return clean_label(text, limit) or ""
 
 
 def diagnose(stacks: RankStacks) -> Diagnosis:
@@ -219,18 +227,18 @@ def diagnose(stacks: RankStacks) -> Diagnosis:
     recorded = stacks.collective
     if recorded is not None and recorded.op:
         if not frames:  # a watchdog line, or a recorder with no stack: the collective is all
-            cause, op, seq = COLLECTIVE, recorded.op, recorded.seq
+            cause, op, seq = COLLECTIVE, _label(recorded.op, MAX_OP), recorded.seq
         elif cause == COLLECTIVE:  # the stack says which call; the recorder, which one
-            op, seq = op or recorded.op, recorded.seq
+            op, seq = op or _label(recorded.op, MAX_OP), recorded.seq
     own = next((f for f in reversed(frames) if not _is_library(f)), None)
     return Diagnosis(
         rank=stacks.rank,
         cause=cause,
         op=op,
         seq=seq,
-        frame=own.where()[:MAX_LABEL] if own else "",
+        frame=_label(own.where(), MAX_LABEL) if own else "",
         code=own.code if own else "",
-        call=frames[-1].where()[:MAX_LABEL] if frames else "",
+        call=_label(frames[-1].where(), MAX_LABEL) if frames else "",
         source=stacks.source,
         taken=stacks.taken,
         completed=recorded.completed if recorded is not None else None,

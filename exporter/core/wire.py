@@ -36,6 +36,7 @@ from .model import (
     Parsed,
     ProgressReport,
     ReportError,
+    as_float,
     clean_label,
 )
 from .stacks import (
@@ -135,7 +136,7 @@ def _to_float(raw: Any) -> float | None:
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int | float):
-        return float(raw)
+        return as_float(raw)
     if isinstance(raw, str) and 0 < len(raw) <= KUBEFLOW_MAX_FIELD_CHARS:
         try:
             return float(raw.strip())
@@ -215,7 +216,7 @@ def parse_timestamp(raw: Any, now: float, problem: Any) -> float | None:
         return None
     ts: float | None
     if isinstance(raw, int | float) and not isinstance(raw, bool):
-        ts = float(raw)
+        ts = as_float(raw)
     elif isinstance(raw, str) and len(raw) <= 64:
         try:
             ts = datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
@@ -238,13 +239,9 @@ def _deadline(raw: Any, problem: Any, name: str = "deadline") -> float | None:
     never clamped to now: a clock apart from the exporter's must not change its value."""
     if raw is None:
         return None
-    if (
-        isinstance(raw, int | float)
-        and not isinstance(raw, bool)
-        and math.isfinite(raw)
-        and raw > 0
-    ):
-        return float(raw)
+    number = as_float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+    if number is not None and math.isfinite(number) and number > 0:
+        return number
     if isinstance(raw, str) and len(raw) <= 64:
         try:
             return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
@@ -400,7 +397,7 @@ def parse_native(obj: Any, now: float) -> Parsed:
     _named_values(b, obj.get("metrics"), "metrics")
     _named_values(b, obj.get("eval_metrics"), "eval_metrics")
     progress = (
-        _progress_ratio(float(obj["progress"]) * 100, b.problem, strict=False)
+        _progress_ratio(as_float(obj["progress"]) * 100, b.problem, strict=False)
         if isinstance(obj.get("progress"), int | float) and not isinstance(obj["progress"], bool)
         else None
     )

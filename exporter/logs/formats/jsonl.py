@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 
-from ...core.model import NATIVE_FIELDS
+from ...core.model import NATIVE_FIELDS, as_float
 from ..lines import Format, LineReport, native
 from .pairs import Pair, number, to_fields
 
@@ -26,7 +26,7 @@ def _value(raw: object) -> float | None:
     if isinstance(raw, bool) or raw is None:
         return None
     if isinstance(raw, int | float):
-        return float(raw)
+        return as_float(raw)
     if isinstance(raw, str) and len(raw) <= 40:
         return number(raw.strip().rstrip("%"))
     return None
@@ -63,7 +63,8 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
     for name, v in fields.values.items():
         if name in doc:
             continue
-        doc[name] = int(v) if name in ("step", "max_steps", "tokens") and v == int(v) else v
+        whole = name in ("step", "max_steps", "tokens") and float(v).is_integer()
+        doc[name] = int(v) if whole else v
     if not any(k in doc for k in _READ):
         return None
     epoch = doc.get("epoch")
@@ -72,7 +73,8 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         # fairseq's JSON bar: "epoch" is the 1-based epoch under way, "update" the epochs
         # done (epoch - 1 + i / size, fairseq/logging/progress_bar.py).
         doc["epoch"] = epoch = update
-    if isinstance(epoch, int | float) and epoch == int(epoch) and "step" not in doc:
+    # (is_integer: an infinite or NaN epoch is no whole number, where int() would raise)
+    if isinstance(epoch, int | float) and as_float(epoch).is_integer() and "step" not in doc:
         del doc["epoch"]
     if fields.metrics:
         doc["metrics"] = {**fields.metrics, **doc.get("metrics", {})}  # type: ignore[dict-item]
