@@ -6,9 +6,11 @@ import importlib
 import json
 import os
 import shutil
+import threading
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,11 +54,46 @@ def http(
 ) -> tuple[int, bytes]:
     """One HTTP request; returns (status, body) for any status code."""
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    # Never through a proxy of the environment: the tests' own requests go where they say
+    # (env_proxy below sets one to catch the exporter's).
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with direct.open(req, timeout=10) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as err:
         return err.code, err.read()
+
+
+@pytest.fixture
+def env_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """A proxy named by every proxy variable of the environment (no NO_PROXY), recording
+    each request it gets and answering 502: whatever reaches it went through a proxy of the
+    environment, with the Authorization header it carried."""
+    seen: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _any(self) -> None:
+            seen.append(f"{self.command} {self.path} {self.headers.get('Authorization')}")
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_CONNECT = _any
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "GRPC_PROXY"):
+        monkeypatch.setenv(name, url)
+        monkeypatch.setenv(name.lower(), url)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    yield seen
+    server.shutdown()
+    server.server_close()
 
 
 INSTALL_HINT = "make test-deps installs it (scripts/install-test-deps.sh)"

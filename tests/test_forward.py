@@ -158,6 +158,18 @@ def test_forwarding_over_tls_verifies_the_kubeflow_ca(
         up.close()
 
 
+def test_a_proxy_in_the_environment_gets_no_push_and_no_token(
+    exporter_factory: Any, upstream: Upstream, env_proxy: list[str]
+) -> None:
+    """HTTP_PROXY, HTTPS_PROXY and ALL_PROXY in the exporter's environment: the push and the
+    pod's token go to the configured Kubeflow endpoint only."""
+    exp = exporter_factory(kubeflow_forward_url=upstream.url)
+    status, answer = push(exp)
+    assert status == 200 and answer["upstream"] is True
+    assert upstream.received == [(KF, "Bearer pod-token", BODY)]
+    assert env_proxy == []
+
+
 @pytest.mark.slow
 def test_a_redirect_is_not_followed_and_the_token_goes_nowhere_else(
     exporter_factory: Any, upstream: Upstream

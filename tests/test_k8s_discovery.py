@@ -69,8 +69,10 @@ def test_api_server_outage_serves_last_state_then_recovers(
 
 
 @pytest.mark.slow
-def test_kubelet_pods_discovery(kube: FakeKube, k8s_exporter: Any) -> None:
-    """pod_discovery: kubelet reads the node's pods from the kubelet's /pods, not the API."""
+def test_kubelet_pods_discovery(kube: FakeKube, k8s_exporter: Any, env_proxy: list[str]) -> None:
+    """pod_discovery: kubelet reads the node's pods from the kubelet's /pods, not the API;
+    with every proxy variable set in its environment, neither the kubelet's calls nor the
+    API server's (each with a token) go through that proxy."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -107,6 +109,7 @@ def test_kubelet_pods_discovery(kube: FakeKube, k8s_exporter: Any) -> None:
         assert http("POST", exp.url + KF.format(ns="ml", name="llm"), BODY)[0] == 200
         # The API server was not asked for pods, only for the pod's owners.
         assert not [r for r in kube.requests if "/pods" in r]
+        assert kube.requests and env_proxy == []
     finally:
         kubelet.shutdown()
 

@@ -252,8 +252,14 @@ def _cri_lines() -> list[str]:
 
 
 def test_a_push_trial_gets_its_objective_from_the_log_in_order(
-    kube: FakeKube, tmp_path: Path, db_manager: tuple[StandIn, str], k8s_exporter: Any
+    kube: FakeKube,
+    tmp_path: Path,
+    db_manager: tuple[StandIn, str],
+    k8s_exporter: Any,
+    env_proxy: list[str],
 ) -> None:
+    """(With every proxy variable set, gRPC's grpc_proxy and https_proxy among them: the DB
+    manager is reached directly, and the proxy sees nothing.)"""
     standin, address = db_manager
     kube.put(TRIALS, "trials", trial("ml", "gpt-lr-abc12", "eval_loss", ["loss"]))
     kube.put(TRIALS, "trials", trial("ml", "gpt-lr-sidecar", "loss", [], collector="StdOut"))
@@ -306,6 +312,7 @@ def test_a_push_trial_gets_its_objective_from_the_log_in_order(
     run = next(r for r in runs if r["pod"] == "gpt-lr-abc12-x7k2p")
     assert run["info"]["trial"] == "gpt-lr-abc12" and run["info"]["experiment"] == "gpt-lr"
     assert run["finished"]
+    assert env_proxy == []
 
 
 def test_a_db_manager_outage_loses_nothing(

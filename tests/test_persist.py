@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.core.model import ProgressReport, RunKey
 from exporter.core.tracker import Tracker
+from exporter.daemon import persist
 from exporter.daemon.persist import (
     StateKeeper,
     decode_file,
@@ -119,6 +120,29 @@ def test_a_broken_run_is_skipped_and_the_others_are_restored() -> None:
     lines += [b'{"key": ["a", "b"]}', b'{"key": ["a", "b", "c"], "meta": "x"}', b"[1, 2", b"7"]
     runs, skipped = decode_file(b"\n".join(lines))
     assert skipped == 5 and len(runs) == 1
+
+
+def test_a_run_line_over_the_limit_skips_that_run_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line past MAX_LINE_BYTES (a hostile timeline, say) between two good runs: the two
+    are restored, the long one is skipped, and the file is not set aside. Only a header
+    that long is no state file."""
+    monkeypatch.setattr(persist, "MAX_LINE_BYTES", 64 * 1024)
+    tracker = _busy_tracker()
+    header, first, second = encode_file(tracker.save(T0 + 1000, encode_run), T0 + 1000).splitlines()
+    long_run = json.loads(first)
+    long_run["key"] = ["ml", "huge", "huge"]
+    long_run["padding"] = "x" * 300_000  # several reads of the limit
+    path = tmp_path / "state.json"
+    path.write_bytes(b"\n".join([header, first, json.dumps(long_run).encode(), second]) + b"\n")
+    restored = Tracker()
+    assert StateKeeper(str(path), restored, lambda: T0 + 1000, 5.0).restore() == 2
+    assert path.exists() and not (tmp_path / "state.json.corrupt").exists()
+    assert {s.key for s in restored.snapshot(T0 + 1000)} == {KEY, OTHER}
+    path.write_bytes(b'{"version": 1, "pad": "' + b"x" * 70_000 + b'"}\n' + first + b"\n")
+    assert StateKeeper(str(path), Tracker(), lambda: T0, 5.0).restore() == 0
+    assert (tmp_path / "state.json.corrupt").exists()
 
 
 @pytest.mark.parametrize("content", [b"", b"{not json", b'{"version": 99, "runs": []}', b"[1]"])

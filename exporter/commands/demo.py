@@ -45,6 +45,7 @@ from ..core.model import Clock, RunKey, RunMeta
 from ..daemon.app import Exporter
 from ..daemon.config import Config
 from ..daemon.config import apply as apply_settings
+from ..plumbing.fetch import direct_opener
 from ..sources.http import HttpTarget
 
 DEMO_NAMESPACE = "demo"
@@ -212,7 +213,7 @@ def post(url: str, body: bytes) -> int:
         method="POST",
         headers={"Content-Type": "application/json", "Authorization": "Bearer demo"},
     )
-    with urllib.request.urlopen(req, timeout=5) as resp:
+    with direct_opener().open(req, timeout=5) as resp:  # loopback: never through a user's proxy
         return int(resp.status)
 
 

@@ -374,10 +374,21 @@ def read_file(path: str) -> bytes | None:
         return f.read(MAX_FILE_BYTES + 1)
 
 
-def _lines(f: BinaryIO) -> Iterator[bytes]:
+def _lines(f: BinaryIO, skipped: list[str]) -> Iterator[bytes]:
+    """The file's lines, each at most :data:`MAX_LINE_BYTES`. A run's line past that is
+    read through (never held whole), left out and its reason appended to ``skipped``, as a
+    run that does not decode is: one hostile run costs that run, not the file. A header
+    past it is no header of ours (:class:`StateError`)."""
+    header = True
     while line := f.readline(MAX_LINE_BYTES + 1):
         if len(line) > MAX_LINE_BYTES:
-            raise StateError(f"a line longer than {MAX_LINE_BYTES} bytes")
+            if header:
+                raise StateError(f"a header line longer than {MAX_LINE_BYTES} bytes")
+            while not line.endswith(b"\n") and (line := f.readline(MAX_LINE_BYTES + 1)):
+                pass
+            skipped.append(f"a run's line longer than {MAX_LINE_BYTES} bytes")
+            continue
+        header = False
         yield line
 
 
@@ -455,7 +466,7 @@ class StateKeeper:
                 return 0
             with f:
                 max_samples = self.tracker.config.estimator.max_samples
-                for key, run in decode_lines(_lines(f), max_samples, skipped):
+                for key, run in decode_lines(_lines(f, skipped), max_samples, skipped):
                     read += 1
                     item = (run.last_report, read, key, run)
                     if len(kept) < cap:

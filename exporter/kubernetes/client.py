@@ -27,6 +27,11 @@ def api_client(retries: int | None = None) -> Any:
     except ImportError as exc:
         raise DiscoveryError(f"Kubernetes mode needs the kubernetes package: {exc}") from None
     configuration = client.Configuration()
+    # The client takes HTTPS_PROXY from the environment: not ours to follow (a variable in
+    # the DaemonSet's environment would hand the service account's token to a third host).
+    # Set before the config is loaded, so that a kubeconfig's own proxy-url, a proxy
+    # someone configured, still applies.
+    configuration.proxy = None
     try:
         config.load_incluster_config(client_configuration=configuration)
     except Exception:

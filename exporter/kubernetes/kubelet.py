@@ -14,6 +14,7 @@ import ssl
 import threading
 import urllib.request
 
+from ..plumbing.fetch import direct_opener
 from .owners import PodReader
 from .watch import PodRegistry
 
@@ -67,7 +68,8 @@ class KubeletPoller:
         except OSError:
             pass  # an unauthenticated kubelet (read-only port, tests)
         req = urllib.request.Request(self.url, headers=headers)
-        with urllib.request.urlopen(req, timeout=self.timeout, context=self._context()) as resp:
+        opener = direct_opener(urllib.request.HTTPSHandler(context=self._context()))
+        with opener.open(req, timeout=self.timeout) as resp:
             body = resp.read(MAX_BODY + 1)
         if len(body) > MAX_BODY:
             raise ValueError("kubelet /pods answer exceeds 64 MiB")

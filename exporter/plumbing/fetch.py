@@ -15,8 +15,17 @@ import http.client
 import socket
 import threading
 import urllib.parse
+import urllib.request
 
 from ..core.model import ReportError
+
+
+def direct_opener(*handlers: urllib.request.BaseHandler) -> urllib.request.OpenerDirector:
+    """A urllib opener that never goes through a proxy from the environment (urllib's own
+    default reads ``HTTP_PROXY`` and ``HTTPS_PROXY``): what the exporter sends carries a
+    pod's token or its own, to endpoints inside the cluster (a Kubeflow Trainer, a kubelet),
+    and a variable in the DaemonSet's environment must not hand either to a third host."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), *handlers)
 
 
 class FetchError(ReportError):

@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from ..plumbing.fetch import direct_opener
 from ..plumbing.httpmessages import status_body
 from ..plumbing.settings import ConfigError
 
@@ -45,7 +46,8 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 class Forwarder:
     """Sends Kubeflow pushes on to ``base_url`` (``https://host:port``), path unchanged.
-    Never follows a redirect (the job is told 502): the pod's token goes to that URL only."""
+    Never follows a redirect (the job is told 502) nor a proxy from the environment: the
+    pod's token goes to that URL only."""
 
     def __init__(self, base_url: str, ca_file: str = "", timeout: float = TIMEOUT) -> None:
         self.base_url = base_url.rstrip("/")
@@ -55,9 +57,7 @@ class Forwarder:
             if (base_url.startswith("https://"))
             else None
         )
-        self._opener = urllib.request.build_opener(
-            _NoRedirects(), urllib.request.HTTPSHandler(context=context)
-        )
+        self._opener = direct_opener(_NoRedirects(), urllib.request.HTTPSHandler(context=context))
 
     def forward(self, path: str, body: bytes, authorization: str | None) -> Relayed:
         """The upstream's answer to the same push."""

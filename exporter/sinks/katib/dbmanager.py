@@ -37,7 +37,9 @@ class DBManager:
         grpc, self._pb, pb_grpc = load_api()
         self.address = address
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(address)
+        # gRPC takes grpc_proxy/https_proxy from the environment; Katib's DB manager is a
+        # Service of the cluster, never behind one.
+        self._channel = grpc.insecure_channel(address, options=[("grpc.enable_http_proxy", 0)])
         self._stub = pb_grpc.DBManagerStub(self._channel)
 
     def report(self, trial: str, observations: list[MetricLog]) -> None:
