@@ -50,6 +50,11 @@ class FakeKube:
         self.delay: dict[str, float] = {}
         # TokenReview: token -> (namespace, service account, pod name, audiences)
         self.tokens: dict[str, tuple[str, str, str, list[str]]] = {}
+        # People's tokens (TokenReview with the API server's own audience): token ->
+        # (username, groups); and what RBAC grants them, for SubjectAccessReview: (user or
+        # group, namespace, verb, resource).
+        self.users: dict[str, tuple[str, list[str]]] = {}
+        self.grants: set[tuple[str, str, str, str]] = set()
         self.writes: list[tuple[str, str, Any]] = []  # (method, path, body) of each write
         self.write_times: list[float] = []  # time.time() of each write, in the same order
         self.bytes_sent = 0  # response bytes (JSON answers and watch chunks), for benchmarks
@@ -514,6 +519,18 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             kube.requests.append("POST " + self.path)
             body = self._body()
+            if self.path == "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+                spec = body.get("spec") or {}
+                attrs = spec.get("resourceAttributes") or {}
+                who = [spec.get("user", ""), *(spec.get("groups") or [])]
+                allowed = any(
+                    (w, attrs.get("namespace", ""), attrs.get("verb"), attrs.get("resource"))
+                    in kube.grants
+                    for w in who
+                    if w
+                )
+                self._json(201, {**body, "status": {"allowed": allowed}})
+                return
             if self.path != "/apis/authentication.k8s.io/v1/tokenreviews":
                 kube.writes.append(("POST", self.path, body))
                 kube.write_times.append(time.time())
@@ -535,7 +552,14 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             known = kube.tokens.get(spec.get("token", ""))
             wanted = spec.get("audiences") or []
             status: dict[str, Any] = {"authenticated": False}
-            if known and (not wanted or set(wanted) & set(known[3])):
+            person = kube.users.get(spec.get("token", ""))
+            if person is not None and not wanted:  # a person's token: the API's audience
+                status = {
+                    "authenticated": True,
+                    "audiences": ["https://kubernetes.default.svc"],
+                    "user": {"username": person[0], "groups": person[1]},
+                }
+            elif known and (not wanted or set(wanted) & set(known[3])):
                 ns, sa, pod_name, audiences = known
                 status = {
                     "authenticated": True,

@@ -223,7 +223,7 @@ def assert_every_owner_kind_is_readable(role: dict[str, Any]) -> None:
         ), kind.kind
 
 
-def test_rbac_is_read_only_plus_tokenreviews() -> None:
+def test_rbac_is_read_only_plus_token_and_access_reviews() -> None:
     (role,) = [d for d in render("plain") if d["kind"] == "ClusterRole"]
     rules = {
         (tuple(r["apiGroups"]), tuple(r["resources"])): tuple(r["verbs"]) for r in role["rules"]
@@ -249,6 +249,7 @@ def test_rbac_is_read_only_plus_tokenreviews() -> None:
         ): ("get",),
         (("ray.io",), ("rayjobs", "rayclusters")): ("get",),
         (("authentication.k8s.io",), ("tokenreviews",)): ("create",),
+        (("authorization.k8s.io",), ("subjectaccessreviews",)): ("create",),
     }
     assert_every_owner_kind_is_readable(role)
     (svc,) = [d for d in render("plain") if d["kind"] == "Service"]
@@ -575,6 +576,7 @@ BASE_GRANTS = {
     ("ray.io", "rayjobs", "get"),
     ("ray.io", "rayclusters", "get"),
     ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
 }  # fmt: skip
 GRANTS: dict[str, set[tuple[str, ...]]] = {
     "prometheus-operator": set(),

@@ -7,6 +7,8 @@ import inspect
 import json
 import re
 import threading
+import urllib.parse
+from http.client import HTTPConnection
 from typing import Any
 
 import pytest
@@ -284,6 +286,86 @@ def test_a_pod_cannot_post_or_ask_for_another_pods_stacks(
     assert theirs[0] == 403, theirs
     assert mine[0] in (200, 404)  # its own run (404 only until its first report)
     assert get_json(exp.url + "/api/v1/runs")["runs"] == []
+
+
+SECRET = "API_KEY = 'sk-live-0123456789'"
+STACK_WITH_CODE = json.dumps(
+    {
+        "rank": 0,
+        "threads": [
+            {
+                "name": "MainThread",
+                "frames": [
+                    {"file": "/app/train.py", "line": 7, "function": "main", "code": SECRET}
+                ],
+            }
+        ],
+    }
+).encode()
+
+
+def http_from(source: str, method: str, url: str, headers: dict[str, str] | None = None) -> bytes:
+    """A request sent from the loopback address ``source`` (127.0.0.3: not a pod's IP);
+    the answer's body, which must be 200."""
+    parts = urllib.parse.urlsplit(url)
+    conn = HTTPConnection(parts.hostname or "", parts.port, timeout=10, source_address=(source, 0))
+    try:
+        conn.request(method, parts.path, headers=headers or {})
+        resp = conn.getresponse()
+        body = resp.read()
+    finally:
+        conn.close()
+    assert resp.status == 200, (resp.status, body)
+    return body
+
+
+def test_source_lines_reach_the_runs_pod_and_who_may_get_its_pods_only(
+    kube: FakeKube, k8s_exporter: Any
+) -> None:
+    """F2 (#56): a stack's source lines are the run's code. Its own pod, and a person whose
+    token may get pods in its namespace (TokenReview + SubjectAccessReview), see them on the
+    stacks endpoint and the run's page; another address, a token for another namespace, or
+    no token, see file, line and function only; no list view ever carries them."""
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    kube.users.update({"alice-token": ("alice", ["ml-team"]), "bob-token": ("bob", [])})
+    kube.grants.update({("ml-team", "ml", "get", "pods"), ("bob", "team-b", "get", "pods")})
+    exp = k8s_exporter(FakeClock(T_START_TS + 3600))
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    assert http("POST", exp.url + NATIVE.format(ns="ml", name="llm"), _native(3))[0] == 200
+    status, _ = http("POST", exp.url + STACKS.format(ns="ml", name="llm"), STACK_WITH_CODE)
+    assert status == 200
+    stacks = exp.url + "/api/v1/runs/ml/llm-0/stacks"
+    page = exp.url + "/runs/ml/llm-0"
+    own = get_json(stacks)  # from 127.0.0.1: the pod itself
+    assert own["stacks"][0]["threads"][0]["frames"][0]["code"] == SECRET
+    for headers in ({}, {"Authorization": "Bearer bob-token"}, {"Authorization": "Bearer x"}):
+        doc = json.loads(http_from("127.0.0.3", "GET", stacks, headers))
+        frame = doc["stacks"][0]["threads"][0]["frames"][0]
+        assert frame["function"] == "main" and frame["line"] == 7 and frame["code"] == ""
+        assert SECRET.encode() not in http_from("127.0.0.3", "GET", page, headers)
+    alice = {"Authorization": "Bearer alice-token"}
+    assert SECRET in http_from("127.0.0.3", "GET", stacks, alice).decode()
+    for view in ("/api/v1/runs", "/", "/metrics"):
+        assert SECRET.encode() not in http("GET", exp.url + view)[1]
+        assert b"sk-live" not in http_from("127.0.0.3", "GET", exp.url + view, alice)
+    # Answers are cached per token and namespace: asking again costs the API server nothing.
+    asked = len([r for r in kube.requests if "subjectaccessreviews" in r])
+    http_from("127.0.0.3", "GET", stacks, alice)
+    assert len([r for r in kube.requests if "subjectaccessreviews" in r]) == asked == 2
+
+
+def test_standalone_shows_source_lines_to_this_machine_or_the_push_token() -> None:
+    """Standalone: a loopback caller reads them; on a shared network (a push token), only a
+    caller that sends the token does."""
+    from exporter.plumbing.discovery import StandaloneCodeReader
+
+    local = StandaloneCodeReader()
+    assert local.may_read("ns", "p", "127.0.0.1", None) and local.may_read("ns", "p", "::1", None)
+    assert not local.may_read("ns", "p", "10.0.0.7", None)
+    shared = StandaloneCodeReader("s3cret")
+    assert shared.may_read("ns", "p", "10.0.0.7", "Bearer s3cret")
+    assert not shared.may_read("ns", "p", "127.0.0.1", None)
+    assert not shared.may_read("ns", "p", "10.0.0.7", "Bearer nope")
 
 
 def test_capture_is_bounded_and_leaves_out_the_reporter() -> None:

@@ -64,6 +64,7 @@ class Exporter:
                 tracker=self.tracker,
                 ingestor=self.ingestor,
                 resolver=self.discovery.resolver,
+                reader=self.discovery.reader,
                 clock=clock,
                 ready=self.ready,
                 stats=self.stats,

@@ -19,8 +19,9 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 
 from ..core.model import KUBEFLOW_MAX_BODY_BYTES, Clock, RunKey, json_safe
 from ..core.run.snapshot import RunSnapshot
+from ..core.stacks import Diagnosis, RankStacks
 from ..core.tracker import Tracker
-from ..plumbing.discovery import PUSH, PushResolver
+from ..plumbing.discovery import PUSH, CodeReader, PushResolver, StandaloneCodeReader
 from ..plumbing.httpd import (
     POOL_FORWARD,
     POOL_INLINE,
@@ -41,6 +42,7 @@ from ..views.api import iter_runs_json, stacks_document
 from ..views.assets import load_assets
 from ..views.charts import chart_document
 from ..views.collector import can_render, iter_runs_text, renderable
+from ..views.stackviews import stacks_without_code, without_code
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 JSON = "application/json"
@@ -72,6 +74,8 @@ class ServerContext:
     ready: Callable[[], tuple[bool, str]]
     stats: ExporterStats
     forwarder: Forwarder | None = None  # Kubeflow pushes go on upstream (kubeflow_forward_url)
+    # Who may read a run's source lines (its stacks' code); standalone: this machine only.
+    reader: CodeReader = field(default_factory=StandaloneCodeReader)
     # The status page's static files (exporter/views/assets.py), read once.
     assets: Mapping[str, tuple[bytes, str]] = field(default_factory=load_assets)
 
@@ -137,7 +141,7 @@ def _runs_json(ctx: ServerContext) -> Iterator[bytes]:
         nonlocal skipped
         for s in ctx.tracker.iter_snapshots(now, history=True):
             if can_render(s):
-                yield s
+                yield without_code(s)  # a list view carries no source line
             else:
                 skipped += 1
 
@@ -163,12 +167,21 @@ def _run_parts(path: str, prefix: str, suffix: str = "") -> tuple[str, str] | No
     return unquote(parts[0]), unquote(parts[1])
 
 
-def _run_page(ctx: ServerContext, path: str) -> Response:
-    parts = _run_parts(path, "/runs/")
+def _may_read_code(ctx: ServerContext, request: Request, key: RunKey) -> bool:
+    """Whether the caller of ``request`` may see ``key``'s source lines (CodeReader)."""
+    return ctx.reader.may_read(
+        key.namespace, key.pod, request.client_ip, request.headers.get("authorization")
+    )
+
+
+def _run_page(ctx: ServerContext, request: Request) -> Response:
+    parts = _run_parts(request.path, "/runs/")
     key = _find(ctx, *parts) if parts else None
     now = ctx.clock()
     snap = ctx.tracker.snapshot_one(key, now) if key else None
-    if snap is not None and can_render(snap):
+    if key is not None and snap is not None and can_render(snap):
+        if not _may_read_code(ctx, request, key):
+            snap = without_code(snap)
         return Response(200, statuspage.detail(snap, now).encode(), HTML)
     return Response(404, b'<!doctype html><p>No such run. <a href="../../">All runs</a>', HTML)
 
@@ -226,13 +239,14 @@ def _get(ctx: ServerContext, request: Request) -> Response:
         return Response(200, _runs_json(ctx), JSON)
     if path == "/":
         now = ctx.clock()
-        return Response(200, statuspage.index(_runs(ctx, now, history=True), now).encode(), HTML)
+        runs = [without_code(s) for s in _runs(ctx, now, history=True)]
+        return Response(200, statuspage.index(runs, now).encode(), HTML)
     if path.startswith("/runs/"):
-        return _run_page(ctx, path)
+        return _run_page(ctx, request)
     if path.startswith("/api/v1/runs/") and path.endswith("/timeline"):
         return _timeline(ctx, path)
     if path.startswith("/api/v1/runs/") and path.endswith("/stacks"):
-        return _stacks(ctx, path)
+        return _stacks(ctx, request)
     if path.startswith("/static/"):
         return _static(ctx, path)
     return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
@@ -273,11 +287,22 @@ def _post(ctx: ServerContext, request: Request) -> Response:
     return Response(404, status_body(404, "NotFound", f"no route for POST {path}"), JSON)
 
 
-def _stacks(ctx: ServerContext, path: str) -> Response:
-    """``/api/v1/runs/{namespace}/{pod}/stacks``: each rank's newest stacks and cause."""
-    return _run_json(
-        ctx, path, "/stacks", ctx.tracker.stacks, lambda f, now: stacks_document(*f, now)
-    )
+Held = list[tuple[RankStacks, Diagnosis]]  # each rank's newest stacks and their cause
+
+
+def _stacks(ctx: ServerContext, request: Request) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}/stacks``: each rank's newest stacks and cause, with
+    their source lines for a caller who may read them (CodeReader), without for others."""
+
+    def read(
+        key: RunKey, now: float
+    ) -> tuple[RunSnapshot, list[tuple[RankStacks, Diagnosis]]] | None:
+        found = ctx.tracker.stacks(key, now)
+        if found is None or _may_read_code(ctx, request, key):
+            return found
+        return without_code(found[0]), stacks_without_code(found[1])
+
+    return _run_json(ctx, request.path, "/stacks", read, lambda f, now: stacks_document(*f, now))
 
 
 def route(ctx: ServerContext, request: Request) -> Response:

@@ -14,7 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-from ..plumbing.discovery import Cluster, Discovery, StandaloneResolver, read_token, resolve_mode
+from ..plumbing.discovery import (
+    Cluster,
+    Discovery,
+    StandaloneCodeReader,
+    StandaloneResolver,
+    read_token,
+    resolve_mode,
+)
 from ..plumbing.ingest import Ingestor
 from ..sources import Polled
 from .config import Config
@@ -29,8 +36,13 @@ def make_discovery(
     when it cannot start."""
     env = os.environ if environ is None else environ
     if resolve_mode(config.mode, env) == "standalone":
-        resolver = StandaloneResolver(read_token(config.push_token_file))
-        return Discovery(mode="standalone", resolver=resolver, push_idle_expiry=True)
+        token = read_token(config.push_token_file)
+        return Discovery(
+            mode="standalone",
+            resolver=StandaloneResolver(token),
+            push_idle_expiry=True,
+            reader=StandaloneCodeReader(token),
+        )
     from ..kubernetes.pod_discovery import kubernetes_discovery
 
     return kubernetes_discovery(config.kubernetes_settings(), ingestor, env)

@@ -49,11 +49,12 @@ def api_client(retries: int | None = None) -> Any:
 
 @dataclass(frozen=True)
 class Apis:
-    """Core, custom-objects and authentication APIs, built on first use."""
+    """Core, custom-objects, authentication and authorization APIs, built on first use."""
 
     core: ApiFactory
     custom: ApiFactory
     auth: ApiFactory
+    authz: ApiFactory
 
 
 def get_custom_object(
@@ -90,7 +91,7 @@ def api_reason(exc: BaseException) -> str:
 
 
 def apis() -> Apis:
-    """The three APIs over one ApiClient: the cluster configuration is loaded once."""
+    """The four APIs over one ApiClient: the cluster configuration is loaded once."""
     from kubernetes import client
 
     shared = api_client()
@@ -98,6 +99,7 @@ def apis() -> Apis:
         core=lambda: client.CoreV1Api(shared),
         custom=lambda: client.CustomObjectsApi(shared),
         auth=lambda: client.AuthenticationV1Api(shared),
+        authz=lambda: client.AuthorizationV1Api(shared),
     )
 
 

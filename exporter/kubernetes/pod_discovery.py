@@ -12,6 +12,7 @@ from ..core.annotations import DEFAULT_GPU_RESOURCES
 from ..core.model import RunMeta
 from ..plumbing.discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
 from ..plumbing.ingest import Ingestor
+from .accessreview import AccessReview, KubernetesCodeReader
 from .client import apis
 from .kube_settings import POD_DISCOVERY, KubernetesSettings
 from .owners import OwnerLookup, PodReader
@@ -76,4 +77,5 @@ def kubernetes_discovery(
         stop=watcher.stop,
         ready=watcher.ready,
         cluster=KubernetesCluster(settings.node_name, registry, api.custom, api.core),
+        reader=KubernetesCodeReader(registry, AccessReview(api.auth, api.authz)),
     )

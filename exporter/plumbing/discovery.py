@@ -8,15 +8,15 @@ the API server or the kubelet, GPU accounting, push authorization) provides the 
 client.
 
 This module holds the shapes both modes share: :class:`Discovery`, the push resolvers'
-:class:`PushTarget` and :class:`Denied`, :class:`PodInfo` and the :class:`Cluster` the
-pod-driven sources and sinks read.
+:class:`PushTarget` and :class:`Denied`, who may read source lines (:class:`CodeReader`),
+:class:`PodInfo` and the :class:`Cluster` the pod-driven sources and sinks read.
 """
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..core.model import RunKey, RunMeta
@@ -169,6 +169,41 @@ class Discovery:
     ready: Callable[[], tuple[bool, str]] = lambda: (True, "standalone")
     # Kubernetes mode: this node's training pods and the API, for the pod-driven sources.
     cluster: Cluster | None = None
+    # Who may read source lines; standalone's default: this machine only.
+    reader: CodeReader = field(default_factory=lambda: StandaloneCodeReader())
+
+
+class CodeReader(Protocol):
+    """Who may read a run's source lines: the ``code`` of its stacks' frames, which
+    ``GET /api/v1/runs/{namespace}/{pod}/stacks`` and the run's page show. Everyone else
+    gets the frames without them (file, line, function), and no list view (``/``,
+    ``/api/v1/runs``, ``/metrics``) ever carries them.
+
+    ``may_block``: :meth:`may_read` may wait on the network (a SubjectAccessReview)."""
+
+    may_block: bool
+
+    def may_read(
+        self, namespace: str, pod: str, client_ip: str, authorization: str | None
+    ) -> bool: ...
+
+
+LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
+
+
+class StandaloneCodeReader:
+    """Standalone mode: a caller on this machine (a loopback address), or one that sends
+    the push token when there is one (an exporter listening on a shared network)."""
+
+    may_block = False
+
+    def __init__(self, token: str | None = None) -> None:
+        self._expected = f"Bearer {token}".encode() if token else None
+
+    def may_read(self, namespace: str, pod: str, client_ip: str, authorization: str | None) -> bool:
+        if self._expected is not None:
+            return hmac.compare_digest((authorization or "").encode(), self._expected)
+        return client_ip.startswith(LOOPBACK_PREFIXES)
 
 
 def resolve_mode(mode: str, environ: Mapping[str, str]) -> str:

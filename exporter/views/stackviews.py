@@ -6,8 +6,10 @@ themselves are read in :mod:`exporter.core.stacks`."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from ..core.run.snapshot import RunSnapshot
 from ..core.stacks import (
     CAUSES,
     CHECKPOINT,
@@ -119,3 +121,30 @@ def stacks_to_dict(stacks: RankStacks, diagnosis: Diagnosis) -> dict[str, Any]:
             for t in stacks.threads
         ],
     }
+
+
+def without_code(snapshot: RunSnapshot) -> RunSnapshot:
+    """``snapshot`` with no source line in its stall (what a caller who may not read the
+    run's code is shown: file, line and function only, docs/status-page.md)."""
+    if not any(d.code for d in snapshot.stall):
+        return snapshot
+    return replace(snapshot, stall=tuple(replace(d, code="") for d in snapshot.stall))
+
+
+def stacks_without_code(
+    held: Sequence[tuple[RankStacks, Diagnosis]],
+) -> list[tuple[RankStacks, Diagnosis]]:
+    """Each rank's stacks and diagnosis with every frame's source line left out."""
+    return [
+        (
+            replace(
+                stacks,
+                threads=tuple(
+                    replace(t, frames=tuple(replace(f, code="") for f in t.frames))
+                    for t in stacks.threads
+                ),
+            ),
+            replace(diagnosis, code=""),
+        )
+        for stacks, diagnosis in held
+    ]

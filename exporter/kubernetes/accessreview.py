@@ -1,0 +1,143 @@
+"""Whether a caller may read a run's source lines: its bearer token's user, asked of the API
+server (TokenReview, then SubjectAccessReview for ``get pods`` in the run's namespace), as
+kube-rbac-proxy authorizes a read.
+
+A stack's frames carry the source line of each (``API_KEY = 'sk-live-...'`` is a source
+line): code that runs in a namespace is readable by whoever may read that namespace's pods
+(``kubectl debug``, ``kubectl cp`` need no more), and by nobody else. The answers are cached
+per (token, namespace), by the token's SHA-256 (the token itself is not kept), allowed and
+denied alike for ``ttl``; tokens not in the cache are rate-limited per client address and
+at most ``max_concurrent`` reviews are in flight, as for pushes
+(:mod:`exporter.kubernetes.tokenreview`): a flood of random tokens costs the API server a
+few reviews. An API error is not cached: that caller is refused this once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ..plumbing.discovery import ApiFactory
+from .tokenreview import TokenBuckets
+from .watch import PodRegistry
+
+
+class AccessReview:
+    """Callable ``(token, namespace, client_ip) -> bool``: may the token's user get pods
+    in ``namespace``; see the module doc."""
+
+    def __init__(
+        self,
+        auth_api: ApiFactory,
+        authz_api: ApiFactory,
+        ttl: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        burst: float = 10.0,
+        refill_seconds: float = 6.0,
+        max_concurrent: int = 2,
+        max_cached: int = 10_000,
+    ) -> None:
+        self.auth_api = auth_api
+        self.authz_api = authz_api
+        self.ttl = ttl
+        self.clock = clock
+        self.max_cached = max_cached
+        self.reviews = 0  # TokenReview and SubjectAccessReview pairs asked of the API server
+        self._cache: OrderedDict[bytes, tuple[float, bool]] = OrderedDict()
+        self._buckets = TokenBuckets(burst, refill_seconds)
+        self._lock = threading.Lock()
+        self._inflight = threading.BoundedSemaphore(max_concurrent)
+
+    def __call__(self, token: str, namespace: str, client_ip: str = "") -> bool:
+        digest = hashlib.sha256(
+            token.encode("utf-8", "surrogateescape") + b"\0" + namespace.encode()
+        ).digest()
+        now = self.clock()
+        with self._lock:
+            hit = self._cache.get(digest)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+            if not self._buckets.take(client_ip, now):
+                return False
+        if not self._inflight.acquire(timeout=1.0):
+            return False
+        try:
+            self.reviews += 1
+            allowed = self._review(token, namespace)
+        finally:
+            self._inflight.release()
+        if allowed is None:  # the API server could not answer: not cached
+            return False
+        with self._lock:
+            self._cache[digest] = (now + self.ttl, allowed)
+            self._cache.move_to_end(digest)
+            while len(self._cache) > self.max_cached:
+                self._cache.popitem(last=False)
+        return allowed
+
+    def _review(self, token: str, namespace: str) -> bool | None:
+        """True or False from the API server; None when it could not be asked."""
+        try:
+            resp = self.auth_api().create_token_review(
+                {
+                    "apiVersion": "authentication.k8s.io/v1",
+                    "kind": "TokenReview",
+                    # No audiences: the API server's own, those of a token kubectl sends.
+                    "spec": {"token": token},
+                },
+                _preload_content=False,
+                _request_timeout=10,
+            )
+            status = json.loads(resp.data).get("status") or {}
+            if not status.get("authenticated"):
+                return False
+            user: dict[str, Any] = status.get("user") or {}
+            resp = self.authz_api().create_subject_access_review(
+                {
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "kind": "SubjectAccessReview",
+                    "spec": {
+                        "user": user.get("username", ""),
+                        "groups": user.get("groups") or [],
+                        "uid": user.get("uid", ""),
+                        "extra": user.get("extra") or {},
+                        "resourceAttributes": {
+                            "namespace": namespace,
+                            "verb": "get",
+                            "resource": "pods",
+                        },
+                    },
+                },
+                _preload_content=False,
+                _request_timeout=10,
+            )
+            return bool((json.loads(resp.data).get("status") or {}).get("allowed"))
+        except Exception:  # any API failure: say so, do not cache it
+            return None
+
+
+class KubernetesCodeReader:
+    """Kubernetes mode: the run's own pod (recognized by its IP, as its pushes are; not a
+    host-network pod, whose IP is the node's), or a bearer token whose user may get pods
+    in the run's namespace (:class:`AccessReview`)."""
+
+    may_block = True  # a token may be reviewed by the API server
+
+    def __init__(self, registry: PodRegistry, review: AccessReview | None) -> None:
+        self.registry = registry
+        self.review = review
+
+    def may_read(self, namespace: str, pod: str, client_ip: str, authorization: str | None) -> bool:
+        pods = self.registry.by_ip(client_ip)
+        own = len(pods) == 1 and not pods[0].host_network and not pods[0].finished
+        if own and (pods[0].namespace, pods[0].name) == (namespace, pod):
+            return True
+        if self.review is None or not (authorization or "").startswith("Bearer "):
+            return False
+        token = (authorization or "")[len("Bearer ") :].strip()
+        return bool(token) and self.review(token, namespace, client_ip)
