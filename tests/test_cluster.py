@@ -6,10 +6,12 @@ real CLI, and the page in headless Chromium."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -366,3 +368,109 @@ def test_an_exporter_is_asked_directly_and_its_redirects_are_not_followed(
         server.server_close()
     assert by_name["direct"].error is None and len(by_name["direct"].runs) == 1
     assert by_name["redirects"].error == "answered 302 Found"
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """Exporters that lie about their size or their pace: ``/slow`` sends its headers, then
+    a byte every 2 s; ``/huge`` 40 MiB of ``[],``; ``/tiny`` a document of 31 MiB with
+    millions of tiny values (under the byte cap)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        kind = self.path.split("/")[1]
+        if kind == "slow":
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(60):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(2)
+            except OSError:
+                return
+            return
+        chunk = b"[]," * 1024 if kind == "huge" else b"0," * 1024
+        total = 40 * 1024 * 1024 if kind == "huge" else 31 * 1024 * 1024
+        head = b'{"time": 1, "runs": [' if kind == "tiny" else b""
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(head) + total))
+        self.end_headers()
+        try:
+            self.wfile.write(head)
+            for _ in range(total // len(chunk)):
+                self.wfile.write(chunk)
+        except OSError:
+            return
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.mark.slow
+def test_a_slow_or_huge_exporter_costs_the_page_its_deadline_and_a_bounded_memory(
+    exporter_factory: Any,
+) -> None:
+    """#56 F4 and F5: beside a healthy exporter, one that sends a byte every 2 s, one that
+    answers 40 MiB of ``[],`` and one that answers 31 MiB of tiny values: the page answers
+    within its deadline (5 s per exporter, all asked at once), names each one with why,
+    shows the healthy node's run, and the process's peak memory grows by a bounded amount
+    (before: 1.6 GB for 60 MiB of ``[],``)."""
+    exp = exporter_factory()
+    exp.tracker.apply(RunKey("ml", "a-0", "a"), ProgressReport(step=1), exp.clock())
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    view = ClusterView(
+        lambda: [
+            Endpoint("healthy", f"http://127.0.0.1:{exp.server.server_address[1]}"),
+            Endpoint("slow", base + "/slow"),
+            Endpoint("huge", base + "/huge"),
+            Endpoint("tiny", base + "/tiny"),
+        ],
+        timeout=5.0,
+        max_age=0.0,
+    )
+    page = make_server("127.0.0.1", 0, view)
+    serve_in_thread(page)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        started = time.monotonic()
+        status, body = http("GET", f"http://127.0.0.1:{page.server_address[1]}/")
+        took = time.monotonic() - started
+        doc = strict_json(http("GET", f"http://127.0.0.1:{page.server_address[1]}/api/v1/runs")[1])
+    finally:
+        page.shutdown()
+        page.server_close()
+        server.shutdown()
+        server.server_close()
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert status == 200 and took < 9.0, took
+    text = body.decode()
+    assert 'href="nodes/healthy/runs/ml/a-0"' in text
+    errors = {e["node"]: e["error"] for e in doc["exporters"]}
+    assert errors["healthy"] is None
+    assert errors["slow"] == "no answer within 5 s"
+    assert "over" in errors["huge"] and "bytes" in errors["huge"]
+    assert "JSON values, more than" in errors["tiny"] and "not parsed" in errors["tiny"]
+    for node in ("slow", "huge", "tiny"):
+        assert f"node {node} ({base}/{node})" in text
+    assert grown_mib < 120, grown_mib
+
+
+def test_the_page_asks_for_runs_without_their_histories(exporter_factory: Any) -> None:
+    """``/api/v1/runs?history=0``: the same runs without their loss histories (which the
+    cluster page drops), a third of the bytes at 10,000 runs; without it, histories."""
+    exp = exporter_factory()
+    key = RunKey("ml", "a-0", "a")
+    for step in range(1, 40):
+        exp.tracker.apply(key, ProgressReport(step=step, loss=1 / step), exp.clock())
+        exp.clock.now += 5
+    full = strict_json(http("GET", exp.url + "/api/v1/runs")[1])["runs"][0]
+    slim = strict_json(http("GET", exp.url + "/api/v1/runs?history=0")[1])["runs"][0]
+    assert len(full["loss_history"]) > 10 and slim["loss_history"] == []
+    assert {k: v for k, v in full.items() if k != "loss_history"} == {
+        k: v for k, v in slim.items() if k != "loss_history"
+    }
