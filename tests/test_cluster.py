@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -474,3 +475,61 @@ def test_the_page_asks_for_runs_without_their_histories(exporter_factory: Any) -
     assert {k: v for k, v in full.items() if k != "loss_history"} == {
         k: v for k, v in slim.items() if k != "loss_history"
     }
+
+
+class _Scripting(BaseHTTPRequestHandler):
+    """An exporter whose run page carries its own inline script, one that would read the
+    cluster-wide runs through the page's origin (#56 F6)."""
+
+    PAGE = (
+        b"<!doctype html><html><head><title>run</title></head><body><p id=p>a run</p>"
+        b"<script>document.title='pwned';fetch('../../../../api/v1/runs')"
+        b".then(r=>r.text()).then(t=>{document.getElementById('p').textContent=t})</script>"
+        b"</body></html>"
+    )
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/api/v1/runs"):
+            body = _json({"runs": [{"namespace": "ml", "pod": "x-0", "job_name": "x",
+                                    "state": "running"}]})  # fmt: skip
+        else:
+            body = self.PAGE
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by the test command")
+def test_a_proxied_page_runs_no_script_of_its_exporter() -> None:
+    """Through the cluster page's proxy, in a real browser: an exporter's inline script does
+    not run (the policy allows inline code only by the hash of the pages' own), and the
+    browser says it refused it; every page goes out with that policy and nosniff."""
+    evil = ThreadingHTTPServer(("127.0.0.1", 0), _Scripting)
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    view = ClusterView(
+        lambda: [Endpoint("evil", f"http://127.0.0.1:{evil.server_address[1]}")], max_age=0.0
+    )
+    page = make_server("127.0.0.1", 0, view)
+    serve_in_thread(page)
+    base = f"http://127.0.0.1:{page.server_address[1]}"
+    console: list[str] = []
+    try:
+        dom = chromium("--dump-dom", base + "/nodes/evil/runs/ml/x-0", console=console)
+        req = urllib.request.Request(base + "/nodes/evil/runs/ml/x-0")
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req) as resp:
+            policy = resp.headers["Content-Security-Policy"]
+            sniff = resp.headers["X-Content-Type-Options"]
+    finally:
+        page.shutdown()
+        page.server_close()
+        evil.shutdown()
+        evil.server_close()
+    assert "<title>run</title>" in dom and '<p id="p">a run</p>' in dom  # the script never ran
+    assert any("Content Security Policy" in line for line in console), console[-5:]
+    assert "unsafe-inline" not in policy and "script-src 'self' 'sha256-" in policy
+    assert sniff == "nosniff"

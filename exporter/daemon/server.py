@@ -184,8 +184,13 @@ def _run_page(ctx: ServerContext, request: Request) -> Response:
     if key is not None and snap is not None and can_render(snap):
         if not _may_read_code(ctx, request, key):
             snap = without_code(snap)
-        return Response(200, statuspage.detail(snap, now).encode(), HTML)
-    return Response(404, b'<!doctype html><p>No such run. <a href="../../">All runs</a>', HTML)
+        return Response(200, statuspage.detail(snap, now).encode(), HTML, statuspage.page_headers())
+    return Response(
+        404,
+        b'<!doctype html><p>No such run. <a href="../../">All runs</a>',
+        HTML,
+        statuspage.page_headers(),
+    )
 
 
 _Found = TypeVar("_Found")
@@ -243,7 +248,7 @@ def _get(ctx: ServerContext, request: Request) -> Response:
     if path == "/":
         now = ctx.clock()
         runs = [without_code(s) for s in _runs(ctx, now, history=True)]
-        return Response(200, statuspage.index(runs, now).encode(), HTML)
+        return Response(200, statuspage.index(runs, now).encode(), HTML, statuspage.page_headers())
     if path.startswith("/runs/"):
         return _run_page(ctx, request)
     if path.startswith("/api/v1/runs/") and path.endswith("/timeline"):
