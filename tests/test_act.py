@@ -743,6 +743,41 @@ def test_each_api_call_has_one_deadline_retries_included(
     assert 0.9 < took < 2.0, took
 
 
+def test_a_pod_naming_the_victims_trainjob_with_its_real_uid_cannot_make_act_act(
+    act_factory: Any,
+) -> None:
+    """F1 (#56): a bare pod whose controller reference names the victim TrainJob with its
+    real UID (a shape the Trainer never makes), alerting, with the victim opted in to
+    restarts: refused (``owner_chain``), and none of the victim's pods is deleted."""
+    act = act_factory()
+    add_trainjob(act.kube, "victim", {"training-progress.io/on-stalled": "restart"})
+    act.kube.put(
+        "v1",
+        "pods",
+        {
+            "metadata": {
+                "name": "rogue-0",
+                "namespace": NS,
+                "uid": "uid-rogue",
+                "labels": {"trainer.kubeflow.org/trainjob-name": "victim"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                        "kind": "TrainJob",
+                        "name": "victim",
+                        "uid": "uid-victim",
+                        "controller": True,
+                    }
+                ],
+            },
+            "status": {"phase": "Running"},
+        },
+    )
+    status, doc = act.post(notification(alert("TrainingJobStalled", "rogue-0", "victim")))
+    assert status == 200 and doc["outcomes"][0]["outcome"] == "owner_chain", doc
+    assert [w for w in act.kube.writes if w[0] in ("PATCH", "DELETE")] == []
+
+
 def test_a_pod_wearing_a_jobs_labels_cannot_make_act_touch_the_job(act_factory: Any) -> None:
     """A bare pod labelled as the victim TrainJob's, opted in on itself: its alert is
     refused (its owners are not the victim), and the victim, which never opted in, is

@@ -220,7 +220,7 @@ class Actor:
         try:
             refs = chain(meta, self._get)
         except OwnerMissing as err:
-            return Refused("owner_mismatch", str(err))
+            return Refused(err.reason, str(err))
         who = identify(meta, refs)
         if isinstance(who, Refused):
             return who

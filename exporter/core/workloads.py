@@ -91,6 +91,26 @@ _LABEL_KINDS: dict[str, frozenset[str]] = {
     "Job": frozenset({"Job"}),
 }
 MAX_DEPTH = 6  # Pod -> Job -> JobSet -> TrainJob -> Trial -> Experiment
+# Which kinds may be the controller of which, as each controller creates its objects; any
+# other hop between two kinds we know is invented (#56 F1: a bare pod naming the victim's
+# TrainJob, with its real UID, as its own controller). From the controllers' sources:
+# Kubeflow Trainer v2 (a TrainJob makes a JobSet, pkg/runtime/framework/plugins/jobset),
+# JobSet v0.8 (a JobSet makes Jobs), batch/v1 (a Job makes Pods), Kubeflow Training Operator
+# v1 (PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob make Pods), KubeRay v1 (a
+# RayJob makes a RayCluster and a submitter Job; a RayCluster makes Pods), Katib v1beta1 (an
+# Experiment makes Trials; a Trial makes the job of its trial template). An owner of a kind
+# we do not know (a CronJob, an Argo Workflow) may own anything: the chain stops there.
+OWNERS: dict[str, frozenset[str]] = {
+    "Pod": frozenset({"Job", *_KF_V1, "RayCluster"}),
+    "Job": frozenset({"JobSet", "RayJob", "Trial"}),
+    "JobSet": frozenset({"TrainJob", "Trial"}),
+    "TrainJob": frozenset({"Trial"}),
+    **{kind: frozenset({"Trial"}) for kind in _KF_V1},
+    "RayCluster": frozenset({"RayJob"}),
+    "RayJob": frozenset({"Trial"}),
+    "Trial": frozenset({"Experiment"}),
+    "Experiment": frozenset(),
+}
 
 # (kind, namespace, name) -> the object as the API server has it, or None if it does not
 # exist; raises when it cannot be read (the caller retries later).
@@ -115,7 +135,17 @@ class Ref:
 
 
 class OwnerMissing(LookupError):
-    """A controller reference names an object that does not exist (or has another UID)."""
+    """A controller reference names an object that does not exist (or has another UID).
+    ``reason`` is the drop reason it is counted under."""
+
+    reason = "owner_mismatch"
+
+
+class ChainInvented(OwnerMissing):
+    """A controller chain no controller makes: a hop between two kinds we know that is
+    not in :data:`OWNERS`, or a reference without the UID every real one carries."""
+
+    reason = "owner_chain"
 
 
 def controller(meta: Mapping[str, Any]) -> Ref | None:
@@ -136,10 +166,12 @@ def chain(meta: Mapping[str, Any], get: Getter) -> tuple[Ref, ...]:
     read through ``get`` to find its own controller. Stops at an object with no controller,
     at a kind we do not know (its name is all we can trust), or after :data:`MAX_DEPTH`.
     Raises :class:`OwnerMissing` when an owner does not exist or has another UID than the
-    reference names (a pod cannot borrow an owner by its name)."""
+    reference names (a pod cannot borrow an owner by its name), and :class:`ChainInvented`
+    when a hop is one no controller makes (:data:`OWNERS`) or names no UID."""
     namespace = str(meta.get("namespace") or "")
     refs: list[Ref] = []
     current: Mapping[str, Any] = meta
+    below = "Pod"
     for _ in range(MAX_DEPTH):
         ref = controller(current)
         if ref is None:
@@ -148,9 +180,17 @@ def chain(meta: Mapping[str, Any], get: Getter) -> tuple[Ref, ...]:
         kind = KINDS.get(ref.kind)
         if kind is None:
             break
+        if ref.kind not in OWNERS.get(below, frozenset()):
+            raise ChainInvented(
+                f"{ref.kind}/{ref.name} is named the controller of a {below}, and no "
+                f"{ref.kind} makes {below}s"
+            )
+        if not ref.uid:
+            raise ChainInvented(f"the reference to {ref.kind}/{ref.name} names no uid")
+        below = ref.kind
         obj = get(kind, namespace, ref.name)
         owner_meta = (obj or {}).get("metadata") or {}
-        if obj is None or (ref.uid and str(owner_meta.get("uid") or "") != ref.uid):
+        if obj is None or str(owner_meta.get("uid") or "") != ref.uid:
             raise OwnerMissing(f"{ref.kind}/{ref.name} (uid {ref.uid or '?'}) does not exist")
         kept = owner_annotations(owner_meta)
         if kept:

@@ -148,7 +148,7 @@ class PodReader:
         try:
             refs = chain(meta, self.lookup.get)
         except OwnerMissing as exc:
-            self._refuse(uid, Refused("owner_mismatch", str(exc)))
+            self._refuse(uid, Refused(exc.reason, str(exc)))
             return None
         except Exception as exc:  # the API server: read it again later
             if uid and uid not in self.pending:
