@@ -12,6 +12,7 @@ from http.client import HTTPConnection
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.core.model import ReportError
 from exporter.core.stacks import (
@@ -408,3 +409,65 @@ def test_stacks_are_never_sent_when_switched_off() -> None:
         assert on._stacks_url.endswith("/stacks") and on._thread is not None
     finally:
         on.close(1)
+
+
+def _big_stack(rank: int) -> bytes:
+    """One rank's stacks of ~50 KB: 64 frames, each with file, function and source line
+    at their 256-character bound."""
+    frame = {
+        "file": "/app/" + "d" * 240 + f"{rank:010d}.py",
+        "line": 1,
+        "function": "f" * 256,
+        "code": "c" * 256,
+    }
+    return json.dumps(
+        {"rank": rank, "threads": [{"name": "MainThread", "frames": [frame] * 64}]}
+    ).encode()
+
+
+@pytest.mark.slow
+def test_stacks_of_many_ranks_stay_within_the_budget_and_64_ranks_a_run(
+    exporter_factory: Any,
+) -> None:
+    """F3 (#56): 10 runs x 80 ranks x 50 KB bodies (40 MB of JSON): each run keeps at most
+    its 64 newest ranks, all runs' stacks together stay under the stacks budget (the oldest
+    evicted and counted), the exporter says what it holds against its budget, and the
+    process grows by a bounded amount (before: 14 runs x 256 ranks took 30 -> 313 MiB)."""
+    import resource
+
+    from exporter.core.stacks import MAX_RANKS, STACKS_BUDGET_BYTES
+
+    exp = exporter_factory()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for run in range(10):
+        name = f"r{run}"
+        assert http("POST", exp.url + NATIVE.format(ns="default", name=name), _native(1))[0] == 200
+        for rank in range(80):
+            url = exp.url + STACKS.format(ns="default", name=name)
+            assert http("POST", url, _big_stack(rank))[0] == 200
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    held = exp.tracker.stacks_bytes()
+    assert 0.5 * STACKS_BUDGET_BYTES < held <= STACKS_BUDGET_BYTES
+    families = {
+        f.name: {tuple(sorted(s.labels.items())): s.value for s in f.samples}
+        for f in text_string_to_metric_families(http("GET", exp.url + "/metrics")[1].decode())
+    }
+    assert families["training_exporter_memory_used_bytes"][(("kind", "stacks"),)] == held
+    assert families["training_exporter_memory_budget_bytes"][(("kind", "stacks"),)] == float(
+        STACKS_BUDGET_BYTES
+    )
+    evicted = families["training_exporter_drops"][
+        (("reason", "stacks_budget"), ("source", "stacks"))
+    ]
+    assert evicted > 0
+    kept = 0
+    for run in range(10):
+        doc = get_json(exp.url + f"/api/v1/runs/default/r{run}/stacks")
+        ranks = {s["rank"] for s in doc["stacks"]}
+        assert len(ranks) <= MAX_RANKS
+        kept += len(ranks)
+    assert kept + evicted <= 10 * 80 and kept < 10 * MAX_RANKS
+    # The newest run's newest ranks are kept; the oldest run's oldest went first.
+    newest = get_json(exp.url + "/api/v1/runs/default/r9/stacks")["stacks"]
+    assert "79" in {s["rank"] for s in newest}
+    assert grown_mib < 120, grown_mib

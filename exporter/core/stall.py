@@ -21,6 +21,7 @@ from .stacks import (
     RankStacks,
     diagnose,
     job_cause,
+    stacks_bytes,
 )
 
 # A rank told to send stacks is told again after this long if none came (a lost answer, a
@@ -46,12 +47,30 @@ class StallRecord:
     pending: float = 0.0
 
     def add(self, stacks: RankStacks) -> None:
-        """Keep ``stacks`` as its rank's newest from its source (bounded: the ranks heard
-        from longest ago go first)."""
+        """Keep ``stacks`` as its rank's newest from its source. Bounded at MAX_RANKS ranks
+        (each with one stack per source): beyond, every stack of the rank heard from longest
+        ago goes."""
         self.stacks[(stacks.rank, stacks.source)] = (stacks, diagnose(stacks))
-        while len(self.stacks) > MAX_RANKS * len(SOURCES):
-            oldest = min(self.stacks, key=lambda k: self.stacks[k][0].taken)
-            del self.stacks[oldest]
+        newest: dict[str, float] = {}
+        for (rank, _), (held, _) in self.stacks.items():
+            newest[rank] = max(newest.get(rank, -math.inf), held.taken)
+        while len(newest) > MAX_RANKS:
+            gone = min(newest, key=newest.__getitem__)
+            del newest[gone]
+            for key in [k for k in self.stacks if k[0] == gone]:
+                del self.stacks[key]
+
+    @property
+    def bytes(self) -> int:
+        """What the stacks held cost (exporter.core.stacks.stacks_bytes)."""
+        return sum(stacks_bytes(s) for s, _ in self.stacks.values())
+
+    def oldest(self) -> tuple[float, tuple[str, str]] | None:
+        """When the oldest stack held was taken, and its (rank, source); None if none."""
+        if not self.stacks:
+            return None
+        key = min(self.stacks, key=lambda k: self.stacks[k][0].taken)
+        return self.stacks[key][0].taken, key
 
     def current(self, since: float) -> tuple[Diagnosis, ...]:
         """Each rank's diagnosis from stacks taken at or after ``since`` (the stall's last

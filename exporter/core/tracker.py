@@ -22,7 +22,7 @@ from .run.merge import merge, observations, update_meta
 from .run.snapshot import RunSnapshot
 from .run.state import Problem, RunConfig, RunState, new_run
 from .run.view import directives, judge, snapshot, wants_stacks
-from .stacks import Diagnosis, RankStacks
+from .stacks import STACKS_BUDGET_BYTES, Diagnosis, RankStacks, stacks_bytes
 from .thresholds import Thresholds
 from .timeline import TimelineView
 
@@ -270,15 +270,39 @@ class Tracker:
             if run is not None:
                 run.job_checkpoint_request = value
 
-    def add_stacks(self, key: RunKey, stacks: RankStacks, now: float) -> bool:
-        """Keep one rank's stacks for its run; False when the run is not tracked."""
+    def add_stacks(self, key: RunKey, stacks: RankStacks, now: float) -> int | None:
+        """Keep one rank's stacks for its run; None when the run is not tracked, else how
+        many stacks (of any run) made room for it under the stacks budget, oldest first."""
         with self._lock:
             run = self._runs.get(key)
             if run is None:
-                return False
+                return None
             accrue(self.config.run, run, now)  # the stall so far is charged as it was
             run.stall.add(stacks)
-            return True
+            return self._within_stacks_budget()
+
+    def _within_stacks_budget(self) -> int:
+        """Evict the oldest stacks of any run until all fit STACKS_BUDGET_BYTES; how many
+        went. Under the lock. Stacks come when runs stall: this pass over the runs is rare."""
+        held = sum(r.stall.bytes for r in self._runs.values())
+        evicted = 0
+        while held > STACKS_BUDGET_BYTES:
+            oldest = min(
+                ((o, r) for r in self._runs.values() if (o := r.stall.oldest()) is not None),
+                key=lambda item: item[0][0],
+                default=None,
+            )
+            if oldest is None:
+                break
+            (_, where), run = oldest
+            held -= stacks_bytes(run.stall.stacks.pop(where)[0])
+            evicted += 1
+        return evicted
+
+    def stacks_bytes(self) -> int:
+        """What every run's stacks cost together (the stacks budget's use)."""
+        with self._lock:
+            return sum(r.stall.bytes for r in self._runs.values())
 
     def wants_stacks(self, key: RunKey, rank: str, now: float) -> bool:
         """Whether ``rank`` of the run should send its stacks now (exporter.core.stall)."""

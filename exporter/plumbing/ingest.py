@@ -60,11 +60,15 @@ class Ingestor:
 
     def stacks(self, source: str, key: RunKey, stacks: RankStacks) -> bool:
         """Keep one rank's stacks (from a reporter or a log) for its run; False, counted,
-        when the run is not tracked."""
-        ok = self._tracker.add_stacks(key, stacks, self.clock())
-        if not ok:
+        when the run is not tracked. Stacks evicted to make room under the stacks budget
+        are counted too (``stacks_budget``)."""
+        evicted = self._tracker.add_stacks(key, stacks, self.clock())
+        if evicted is None:
             self._stats.drop(source, "stacks_unknown_run")
-        return ok
+            return False
+        for _ in range(evicted):
+            self._stats.drop(source, "stacks_budget")
+        return True
 
     def wants_stacks(self, key: RunKey, rank: str) -> bool:
         """Whether ``rank`` of the run should be told to send its stacks now."""

@@ -26,6 +26,7 @@ from prometheus_client.utils import floatToGoString
 from .. import __version__
 from ..core.model import Clock
 from ..core.run.snapshot import RunSnapshot
+from ..core.stacks import STACKS_BUDGET_BYTES
 from ..core.states import NAMES as STATE_NAMES
 from ..core.thresholds import SPECS
 from ..core.tracker import Tracker
@@ -458,6 +459,23 @@ class ExporterCollector(Collector):
         self.stats = stats
         self.http = http
 
+    def _memory(self) -> Iterator[Metric]:
+        """Each kind of thing held under a byte budget: its budget and what it uses."""
+        budget = GaugeMetricFamily(
+            "training_exporter_memory_budget_bytes",
+            "Bytes a kind of thing held may use; beyond, the oldest go (counted in drops).",
+            labels=["kind"],
+        )
+        used = GaugeMetricFamily(
+            "training_exporter_memory_used_bytes",
+            "Bytes a kind of thing held uses now, as the exporter estimates them.",
+            labels=["kind"],
+        )
+        budget.add_metric(["stacks"], float(STACKS_BUDGET_BYTES))
+        used.add_metric(["stacks"], float(self.tracker.stacks_bytes()))
+        yield budget
+        yield used
+
     def collect(self) -> Iterator[Metric]:
         snap = self.stats.snapshot()
         build = GaugeMetricFamily(
@@ -483,6 +501,7 @@ class ExporterCollector(Collector):
         for (source, reason), n in sorted(snap.drops.items()):
             drops.add_metric([source, reason], n)
         yield drops
+        yield from self._memory()
         up = GaugeMetricFamily(
             "training_exporter_source_up",
             "1 if the source's last poll or serve loop succeeded (the reason is on /readyz).",
