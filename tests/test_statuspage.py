@@ -183,3 +183,50 @@ def test_detail_shows_the_eta_with_its_bounds() -> None:
     page = statuspage.detail(snap, T0 + 145)
     bounds = f"({duration(snap.eta_lower_seconds)} to {duration(snap.eta_upper_seconds)})"
     assert f"{duration(snap.eta_seconds)} {bounds}" in page
+
+
+@pytest.mark.slow
+def test_the_index_shows_a_page_of_runs_with_the_totals_and_four_views_stay_small(
+    exporter_factory: Any,
+) -> None:
+    """F7 (#56): at 10,000 runs the index is a page of runs (200 by default, ?per_page up
+    to 1000), in the order asked, with the totals of all and links to the other pages; four
+    views at once grow the process by a bounded amount (before: one view of 10,000 runs
+    took 745 MiB, six of 2,000 runs 238 MiB)."""
+    import resource
+    import threading
+
+    exp = exporter_factory(max_runs=10_000)
+    for i in range(10_000):
+        key = RunKey("ml", f"pod-{i:05d}", f"job-{i:05d}")
+        for step in (1, 2):
+            exp.tracker.apply(
+                key,
+                ProgressReport(step=step * (i + 1), max_steps=20_000, loss=1.0, gpus=i % 8),
+                exp.clock() - 600 + step,
+            )
+    status, first = http("GET", exp.url + "/")
+    text = first.decode()
+    assert status == 200 and "10000 runs" in text and "page 1 of 50" in text
+    assert text.count("<tr><td>ml</td>") == 200
+    assert 'href="?page=2&amp;per_page=200&amp;sort=urgency">next</a>' in text
+    by_name = http("GET", exp.url + "/?page=3&per_page=100&sort=name")[1].decode()
+    rows = [r for r in by_name.split("<tr><td>ml</td>")[1:]]
+    assert len(rows) == 100 and ">job-00200</a>" in rows[0] and ">job-00299</a>" in rows[-1]
+    assert "page 3 of 100" in by_name and "previous</a>" in by_name
+    furthest = http("GET", exp.url + "/?sort=progress&per_page=1")[1].decode()
+    assert ">job-09999</a>" in furthest
+    # Four views at once, each of the whole index's totals and one page.
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    answers: list[int] = []
+    views = [
+        threading.Thread(target=lambda: answers.append(http("GET", exp.url + "/")[0]))
+        for _ in range(4)
+    ]
+    for v in views:
+        v.start()
+    for v in views:
+        v.join(120)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert answers == [200] * 4
+    assert grown_mib < 64, grown_mib

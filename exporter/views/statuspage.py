@@ -16,9 +16,10 @@ import hashlib
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from html import escape
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 from ..core.humanize import duration
 from ..core.run.snapshot import RunSnapshot
@@ -164,15 +165,19 @@ def _step(run: dict[str, Any]) -> str:
 
 
 def runs_table(
-    runs: list[dict[str, Any]], link: Callable[[dict[str, Any]], str], node_column: bool = False
+    runs: list[dict[str, Any]],
+    link: Callable[[dict[str, Any]], str],
+    node_column: bool = False,
+    ordered: bool = False,
 ) -> str:
-    """The table of runs (the ``/api/v1/runs`` form of each), most urgent first: the node
-    page's and the cluster page's one definition."""
+    """The table of runs (the ``/api/v1/runs`` form of each), most urgent first (or in the
+    order given, ``ordered``): the node page's and the cluster page's one definition."""
     rows = []
-    ordered = sorted(
-        runs, key=lambda r: (severity(r["state"]), r["namespace"], r["pod"], r["job_name"])
-    )
-    for r in ordered:
+    if not ordered:
+        runs = sorted(
+            runs, key=lambda r: (severity(r["state"]), r["namespace"], r["pod"], r["job_name"])
+        )
+    for r in runs:
         gpus = r.get("gpus")
         node = r.get("exporter_node") or (r.get("info") or {}).get("node") or "-"
         rows.append(
@@ -206,12 +211,94 @@ def stamp(now: float) -> str:
 
 
 def index(snapshots: list[RunSnapshot], now: float) -> str:
-    """The status page listing every run of this exporter."""
+    """The status page listing every run of ``snapshots`` on one page (most urgent first)."""
+    ordered = sorted(snapshots, key=lambda s: sort_key(s, SORTS[0]))
+    return index_page(ordered, now, Page(1, max(1, len(ordered)), SORTS[0]), len(ordered), {})
+
+
+# How the index may be ordered (?sort=): the first is the default.
+SORTS = ("urgency", "name", "eta", "progress", "gpus")
+PER_PAGE = 200
+MAX_PER_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class Page:
+    """Which runs of the index one answer shows: ``number`` (1-based) of ``size`` runs,
+    ordered by ``sort``."""
+
+    number: int
+    size: int
+    sort: str
+
+    @classmethod
+    def of(cls, query: str) -> Page:
+        """The page a request's query string asks for (``page``, ``per_page``, ``sort``),
+        anything unusable read as its default."""
+        asked = dict(parse_qsl(query))
+        sort = asked.get("sort", SORTS[0])
+
+        def whole(name: str, default: int, high: int) -> int:
+            raw = asked.get(name, "")
+            return min(high, max(1, int(raw))) if raw.isdigit() else default
+
+        return cls(
+            whole("page", 1, 1_000_000),
+            whole("per_page", PER_PAGE, MAX_PER_PAGE),
+            sort if sort in SORTS else SORTS[0],
+        )
+
+    def link(self, number: int) -> str:
+        return f"?page={number}&per_page={self.size}&sort={self.sort}"
+
+
+def sort_key(s: RunSnapshot, sort: str) -> tuple[Any, ...]:
+    """Where ``s`` goes on the index sorted by ``sort`` (one of SORTS); ties by name."""
+    name = (s.key.namespace, s.key.pod, s.key.job_name)
+    if sort == "name":
+        return name
+    if sort == "eta":  # soonest first; runs with no ETA last
+        return (s.eta_seconds is None, s.eta_seconds or 0.0, *name)
+    if sort == "progress":  # furthest first
+        return (-(s.progress or 0.0), *name)
+    if sort == "gpus":  # most first
+        return (-(s.gpus or 0.0), *name)
+    return (severity(s.state), *name)
+
+
+def index_page(
+    snapshots: list[RunSnapshot], now: float, page: Page, total: int, states: dict[str, int]
+) -> str:
+    """The status page: one ``page`` of the runs (``snapshots``, in order), with the totals
+    of all ``total`` runs (``states``: how many are in each state) and links to the other
+    pages and orders. A page holds at most MAX_PER_PAGE runs, whatever the exporter
+    tracks: four views of 10,000 runs cost four pages, not four copies of every run."""
     runs = [run_to_dict(s) for s in snapshots]
-    table = runs_table(runs, lambda r: run_path(r["namespace"], r["pod"]))
+    table = runs_table(runs, lambda r: run_path(r["namespace"], r["pod"]), ordered=True)
+    pages = max(1, -(-total // page.size))
+    counts = ", ".join(f"{states[d.name]} {escape(d.name)}" for d in STATES if states.get(d.name))
+    nav = [f"page {page.number} of {pages}"]
+    if page.number > 1:
+        nav.append(f'<a href="{escape(page.link(page.number - 1))}">previous</a>')
+    if page.number < pages:
+        nav.append(f'<a href="{escape(page.link(page.number + 1))}">next</a>')
+    orders = " ".join(
+        f"<strong>{name}</strong>"
+        if name == page.sort
+        else f'<a href="{escape(Page(1, page.size, name).link(1))}">{name}</a>'
+        for name in SORTS
+    )
     body = (
-        f"<h1>Training runs</h1><p class=sub>{len(runs)} runs, as of {stamp(now)} · "
-        '<a href="metrics">metrics</a> · <a href="api/v1/runs">JSON</a></p>' + table
+        f"<h1>Training runs</h1><p class=sub>{total} runs"
+        + (f" ({counts})" if counts else "")
+        + f", as of {stamp(now)} · "
+        '<a href="metrics">metrics</a> · <a href="api/v1/runs">JSON</a></p>'
+        + (
+            f"<p class=sub>{' · '.join(nav)} · sorted by {orders}</p>"
+            if total > len(runs) or page.sort != SORTS[0]
+            else ""
+        )
+        + table
     )
     return _page("Training runs", body)
 
