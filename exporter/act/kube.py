@@ -82,11 +82,7 @@ class KubernetesOps:
         r = self._call(
             f"read {kind.kind} {namespace}/{name}",
             self._custom.get_namespaced_custom_object,
-            kind.group,
-            kind.version,
-            namespace,
-            kind.plural,
-            name,
+            *kind.locate(namespace, name),
             _preload_content=False,
             missing_ok=True,
         )

@@ -38,6 +38,11 @@ class Kind:
     def version(self) -> str:
         return self.api_version.rpartition("/")[2]
 
+    def locate(self, namespace: str, name: str) -> tuple[str, str, str, str, str]:
+        """One object of this kind as the client's ``*_namespaced_custom_object`` calls
+        take it: group, version, namespace, plural, name."""
+        return self.group, self.version, namespace, self.plural, name
+
 
 RAY_LABEL = "ray.io/originated-from-cr-name"
 _KF_V1 = ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob")

@@ -64,11 +64,7 @@ class OwnerLookup:
         self.reads += 1
         try:
             resp = self.custom_api().get_namespaced_custom_object(
-                kind.group,
-                kind.version,
-                namespace,
-                kind.plural,
-                name,
+                *kind.locate(namespace, name),
                 _preload_content=False,
                 _request_timeout=10,
             )
