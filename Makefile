@@ -15,7 +15,6 @@ lint:
 	$(PYTHON) -m ruff format --check exporter reporter tests bench alerts grafana
 	$(PYTHON) alerts/generate.py --check
 	$(PYTHON) grafana/build.py --check
-	$(PYTHON) reporter/assemble.py --check
 
 types:
 	$(PYTHON) -m mypy

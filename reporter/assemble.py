@@ -1,8 +1,8 @@
 """Join the reporter's modules into one file for people who copy it into an image.
 
-Run: ``python reporter/assemble.py`` writes ``reporter/single/training_progress_reporter.py``;
-``--check`` fails when the committed file differs from what the modules make (``make lint``
-runs it, as it does for the dashboards and the rules).
+Run: ``python reporter/assemble.py`` writes ``reporter/dist/training_progress_reporter.py``
+(``--out PATH`` elsewhere). The file is built, not committed: the modules are the one
+source, and tests/test_reporter.py assembles it and runs it alone on a bare interpreter.
 
 The file is the package's four standard-library modules, dependencies first, under one
 import block: copied next to a training script it is imported with the same line as the
@@ -21,7 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE / "training_progress_reporter"
-OUT = HERE / "single" / "training_progress_reporter.py"
+OUT = HERE / "dist" / "training_progress_reporter.py"
 # Dependencies first: each module imports only from those before it.
 MODULES = ("environment", "channels", "stackcapture", "reporter")
 LINE = 100
@@ -126,16 +126,16 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the file is not current")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where to write it ({OUT})")
     args = parser.parse_args(argv)
-    text = assemble()
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT} is not what the modules make: run python reporter/assemble.py")
-            return 1
-        return 0
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(text)
+    try:
+        text = assemble()
+    except AssemblyError as exc:
+        print(f"assemble.py: {exc}", file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(args.out)
     return 0
 
 

@@ -2,7 +2,7 @@
 library only. The API lives in :mod:`.reporter`, the channels in :mod:`.channels`, the stack
 capture in :mod:`.stackcapture` and the rank and GPU detection in :mod:`.environment`;
 ``reporter/assemble.py`` joins the four into one file for people who copy it into an image
-(``reporter/single/training_progress_reporter.py``). The framework callbacks in
+(``reporter/dist/training_progress_reporter.py``). The framework callbacks in
 :mod:`.transformers` and :mod:`.lightning` import their framework only when imported
 themselves."""
 

@@ -7,8 +7,8 @@
     reporter.finish()
 
 It imports only the standard library, so it works where the exporter's dependencies are
-absent (``pip install ./reporter``, or ``reporter/single/training_progress_reporter.py``, the
-package joined into one file, copied into an image). It never slows, blocks or breaks
+absent (``pip install ./reporter``, or the one file ``python reporter/assemble.py`` joins
+the package into, copied into an image). It never slows, blocks or breaks
 training: ``update()`` only stores the latest values under a lock; a daemon thread sends
 them (coalesced, at most every ``interval`` seconds plus the first and final report),
 retries with backoff, and swallows every error. Only global rank 0 reports, unless told
