@@ -456,6 +456,26 @@ def test_acts_memory_limit_is_a_measured_peak_with_headroom() -> None:
     assert measured["peak_rss_mib"] * 1.5 <= limit, (measured, limit)
 
 
+def test_the_daemonsets_memory_limit_is_the_sum_of_the_exporters_budgets() -> None:
+    """#56: one budget per kind of thing held (exporter/core/budgets.py), the limit their sum
+    and the process's, for the max_runs the DaemonSet runs with, rounded up by less than
+    32 MiB: a budget that grows without the manifest following fails here."""
+    from exporter.core.budgets import memory_limit
+    from exporter.daemon.config import Config
+
+    (daemonset,) = [
+        d
+        for d in yaml.safe_load_all((ROOT / "deploy/base/daemonset.yaml").read_text())
+        if d and d["kind"] == "DaemonSet"
+    ]
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container.get("env") or []}
+    max_runs = int(env.get("TPE_MAX_RUNS") or Config().max_runs)
+    limit = _mebibytes(container["resources"]["limits"]["memory"])
+    needed = memory_limit(max_runs) / (1024 * 1024)
+    assert needed <= limit < needed + 32, (needed, limit)
+
+
 def test_act_overlay_is_least_privilege_and_starts_in_dry_run(tmp_path: Path) -> None:
     from exporter.act.act_config import parse as parse_act
 

@@ -211,6 +211,11 @@ class Timeline:
         if len(states) > TRANSITIONS:
             del states[0]
 
+    def nbytes(self) -> int:
+        """What the timeline holds: its two tables' buffers and its changes of state (a
+        tuple of a float and a short string, ~64 bytes each)."""
+        return self.rows.nbytes() + self.evals.nbytes() + 64 * len(self.states)
+
     def view(self) -> TimelineView:
         """A copy to read outside the tracker's lock."""
         return TimelineView(self.rows.columns(), self.evals.columns(), tuple(self.states))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
+from .budgets import OBSERVATIONS_BUDGET, OBSERVED_BYTES, RUN_BYTES
 from .estimate import EstimatorConfig
 from .model import SECONDARY_SOURCES, Observed, ProgressReport, RunKey, RunMeta, within_bounds
 from .run.accrual import accrue, mark_gone
@@ -119,6 +120,9 @@ class Tracker:
                 run.restored = False
                 restated = meta is not None and meta.source in SECONDARY_SOURCES
                 merge(self.config.run, run, bounded.report, now, problem, restated)
+                if run.observed:  # a Katib trial run: all trial runs' observations, bounded
+                    for _ in range(self._within_observations_budget()):
+                        problem("observations_budget")
                 run.node_gpu_model = self._node_gpu.get(run.meta.node) if run.meta.node else None
                 due_row = run.timeline.due(now)
                 judged = judge(self.config.run, run, now) if due_row or answer else None
@@ -299,10 +303,37 @@ class Tracker:
             evicted += 1
         return evicted
 
+    def _within_observations_budget(self) -> int:
+        """Evict the oldest Katib observations of any run until all runs' together fit
+        OBSERVATIONS_BUDGET; how many went (the Katib reporter counts them lost, as it does
+        those past a run's own bound). Under the lock; only after a trial run's report."""
+        held = [r.observed for r in self._runs.values() if r.observed]
+        total = sum(len(o) for o in held)
+        evicted = 0
+        while total > OBSERVATIONS_BUDGET:
+            oldest = min((o for o in held if o), key=lambda o: o[0].timestamp)
+            oldest.popleft()
+            total -= 1
+            evicted += 1
+        return evicted
+
     def stacks_bytes(self) -> int:
         """What every run's stacks cost together (the stacks budget's use)."""
         with self._lock:
             return sum(r.stall.bytes for r in self._runs.values())
+
+    def memory_used(self) -> dict[str, int]:
+        """What each kind of thing held uses now, in bytes as exporter.core.budgets counts
+        them: runs at RUN_BYTES each, timelines by their arrays and changes of state,
+        observations at OBSERVED_BYTES each, stacks by stacks_bytes. One pass, one hold."""
+        with self._lock:
+            runs = list(self._runs.values())
+            return {
+                "runs": len(runs) * RUN_BYTES,
+                "timelines": sum(r.timeline.nbytes() for r in runs),
+                "observations": sum(len(r.observed or ()) for r in runs) * OBSERVED_BYTES,
+                "stacks": sum(r.stall.bytes for r in runs),
+            }
 
     def wants_stacks(self, key: RunKey, rank: str, now: float) -> bool:
         """Whether ``rank`` of the run should send its stacks now (exporter.core.stall)."""

@@ -24,9 +24,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from .. import __version__
+from ..core.budgets import budgets
 from ..core.model import Clock
 from ..core.run.snapshot import RunSnapshot
-from ..core.stacks import STACKS_BUDGET_BYTES
 from ..core.states import NAMES as STATE_NAMES
 from ..core.thresholds import SPECS
 from ..core.tracker import Tracker
@@ -471,8 +471,11 @@ class ExporterCollector(Collector):
             "Bytes a kind of thing held uses now, as the exporter estimates them.",
             labels=["kind"],
         )
-        budget.add_metric(["stacks"], float(STACKS_BUDGET_BYTES))
-        used.add_metric(["stacks"], float(self.tracker.stacks_bytes()))
+        in_use = self.tracker.memory_used()
+        for b in budgets(self.tracker.config.max_runs):
+            budget.add_metric([b.kind], float(b.bytes))
+            if b.kind in in_use:  # views: bounded by the pool, not counted as they go
+                used.add_metric([b.kind], float(in_use[b.kind]))
         yield budget
         yield used
 
