@@ -101,6 +101,8 @@ VIEWS = {
     "metrics_text": ("/metrics", None),
     "metrics_openmetrics": ("/metrics", OPENMETRICS),
     "api_runs": ("/api/v1/runs", None),
+    "status_page": ("/", None),
+    "status_page_1000": ("/?per_page=1000", None),
 }
 
 
