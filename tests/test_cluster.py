@@ -15,7 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -475,6 +475,9 @@ def test_the_page_asks_for_runs_without_their_histories(exporter_factory: Any) -
     assert {k: v for k, v in full.items() if k != "loss_history"} == {
         k: v for k, v in slim.items() if k != "loss_history"
     }
+    # One run's document, what the cluster page renders a run's page from.
+    assert strict_json(http("GET", exp.url + "/api/v1/runs/ml/a-0")[1]) == full
+    assert http("GET", exp.url + "/api/v1/runs/ml/nobody")[0] == 404
 
 
 class _Scripting(BaseHTTPRequestHandler):
@@ -488,10 +491,21 @@ class _Scripting(BaseHTTPRequestHandler):
         b"</body></html>"
     )
 
+    RUN: ClassVar[dict[str, Any]] = {
+        "namespace": "ml",
+        "pod": "x-0",
+        "job_name": "<script>document.title='pwned'</script>",
+        "state": "stalled",
+        "state_reason": '<meta http-equiv="refresh" content="0;url=http://evil.example/">',
+        "stall": [{"rank": "0", "frame": "<img src=x onerror=alert(1)>", "code": "<b>x</b>"}],
+        "metrics": {"<i>m</i>": 1.0},
+    }
+
     def do_GET(self) -> None:
-        if self.path.startswith("/api/v1/runs"):
-            body = _json({"runs": [{"namespace": "ml", "pod": "x-0", "job_name": "x",
-                                    "state": "running"}]})  # fmt: skip
+        if self.path == "/api/v1/runs?history=0":
+            body = _json({"runs": [self.RUN]})
+        elif self.path == "/api/v1/runs/ml/x-0":
+            body = _json(self.RUN)
         else:
             body = self.PAGE
         self.send_response(200)
@@ -506,9 +520,11 @@ class _Scripting(BaseHTTPRequestHandler):
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by the test command")
 def test_a_proxied_page_runs_no_script_of_its_exporter() -> None:
-    """Through the cluster page's proxy, in a real browser: an exporter's inline script does
-    not run (the policy allows inline code only by the hash of the pages' own), and the
-    browser says it refused it; every page goes out with that policy and nosniff."""
+    """Through the cluster page, in a real browser: a run's page is rendered by the cluster
+    page from the exporter's JSON, never from its HTML, so the exporter's own page (an
+    inline script that would read the cluster-wide runs) is never served, and what its JSON
+    says (a script, a meta refresh, an img onerror) is shown as text. Every page goes out
+    with a policy allowing inline code only by the hashes of the pages' own, and nosniff."""
     evil = ThreadingHTTPServer(("127.0.0.1", 0), _Scripting)
     threading.Thread(target=evil.serve_forever, daemon=True).start()
     view = ClusterView(
@@ -529,7 +545,13 @@ def test_a_proxied_page_runs_no_script_of_its_exporter() -> None:
         page.server_close()
         evil.shutdown()
         evil.server_close()
-    assert "<title>run</title>" in dom and '<p id="p">a run</p>' in dom  # the script never ran
-    assert any("Content Security Policy" in line for line in console), console[-5:]
+    title = dom.split("<title>")[1].split("</title>")[0]
+    assert title.startswith("ml/&lt;script&gt;"), title  # shown as text, never run
+    assert '<p id="p">a run</p>' not in dom  # the exporter's HTML was never served
+    assert "&lt;script&gt;document.title" in dom and "&lt;meta http-equiv" in dom
+    assert "&lt;img src=x onerror" in dom and "&lt;b&gt;x&lt;/b&gt;" in dom
+    assert "<meta http-equiv" not in dom and "<img src=x" not in dom
+    refused = [line for line in console if "Content Security Policy" in line]
+    assert refused == [], refused  # nothing of the page's own was refused either
     assert "unsafe-inline" not in policy and "script-src 'self' 'sha256-" in policy
     assert sniff == "nosniff"

@@ -36,11 +36,13 @@ def test_index_and_detail_escape_everything() -> None:
             RunMeta(framework=EVIL, gpus=1),
         )
     (snap,) = tracker.snapshot(T0 + 10, history=True)
-    for page in (statuspage.index([snap], T0 + 10), statuspage.detail(snap, T0 + 10)):
+    for page in (statuspage.index([snap], T0 + 10), statuspage.run_detail(snap, T0 + 10)):
         assert EVIL not in page and "&lt;script&gt;" in page
         assert page.count("<script>") == 1  # only our own refresh script
     # The charts' data is named by a relative, quoted, escaped path (never the raw name).
-    assert 'data-timeline="../../api/v1/runs/ml/pod%3Cscript%3E' in statuspage.detail(snap, T0 + 10)
+    assert 'data-timeline="../../api/v1/runs/ml/pod%3Cscript%3E' in statuspage.run_detail(
+        snap, T0 + 10
+    )
 
 
 def test_pages_over_http(exporter_factory: Any) -> None:
@@ -162,7 +164,7 @@ def test_state_colors_the_bar_and_says_why_in_severity_order() -> None:
     assert "stalled for 42m (threshold 30m)" in page
     assert ' c-stalled"></span>' in page and ' c-running"></span>' in page
     assert f".c-stalled{{background:{BY_NAME['stalled'].css_color}}}" in page
-    detail = statuspage.detail(next(s for s in snaps if s.key == hung), now)
+    detail = statuspage.run_detail(next(s for s in snaps if s.key == hung), now)
     assert "stalled for 42m (threshold 30m)" in detail
     # How long it is stalled counts from its last step, as the reason does (not from when
     # the threshold was crossed, which read "12m ago" beside "stalled for 42m").
@@ -180,7 +182,7 @@ def test_detail_shows_the_eta_with_its_bounds() -> None:
     (snap,) = tracker.snapshot(T0 + 145)
     assert snap.eta_lower_seconds is not None and snap.eta_upper_seconds is not None
     assert snap.eta_lower_seconds < snap.eta_upper_seconds
-    page = statuspage.detail(snap, T0 + 145)
+    page = statuspage.run_detail(snap, T0 + 145)
     bounds = f"({duration(snap.eta_lower_seconds)} to {duration(snap.eta_upper_seconds)})"
     assert f"{duration(snap.eta_seconds)} {bounds}" in page
 

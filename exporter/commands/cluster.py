@@ -7,9 +7,11 @@ Service's EndpointSlices (exporter/kubernetes/endpoints.py), asks each for
 answers something that is not the runs document, is shown with the reason above the runs:
 a node's runs are never left out in silence.
 
-A run's detail page and its chart data are proxied from the exporter that holds the run
-(``nodes/{node}/runs/...``); only those two paths, and only to an exporter the
-EndpointSlices list: this server is no open proxy.
+A run's detail page is rendered here, with this page's own template, from the JSON of the
+exporter that holds the run (``nodes/{node}/runs/...``: no HTML an exporter sends is ever
+served); its chart data and stacks are proxied (``nodes/{node}/api/v1/runs/.../timeline``,
+``.../stacks``); only those paths, and only to an exporter the EndpointSlices list: this
+server is no open proxy.
 
 Everything read from an exporter is bounded (bytes, runs, the length of every string) and
 reduced to plain values before it is rendered or served again.
@@ -111,6 +113,35 @@ def clean_run(raw: Any) -> dict[str, Any] | None:
         if kept:
             out[key] = plain
     return out
+
+
+MAX_STALL = 64  # ranks in a run's stall, as the exporter keeps them
+
+
+def clean_detail(raw: Any) -> dict[str, Any] | None:
+    """One run of a node's ``/api/v1/runs/{namespace}/{pod}`` reduced to what its page shows:
+    :func:`clean_run`'s plain values, its custom metrics and the names of its non-finite
+    values (name to number or string, bounded), and its stall (up to MAX_STALL ranks of
+    plain values). None when it lacks a run's identity."""
+    run = clean_run(raw)
+    if run is None:
+        return None
+    for key in ("metrics", "non_finite"):
+        found = raw.get(key)
+        if isinstance(found, dict):
+            run[key] = {
+                k: v
+                for k, v in list(found.items())[:256]
+                if isinstance(k, str) and len(k) <= 64 and _plain(v)[0] and not isinstance(v, bool)
+            }
+    stall = raw.get("stall")
+    if isinstance(stall, list):
+        run["stall"] = [
+            {k: _plain(v)[1] for k, v in list(d.items())[:MAX_FIELDS] if isinstance(k, str)}
+            for d in stall[:MAX_STALL]
+            if isinstance(d, dict)
+        ]
+    return run
 
 
 def _no_constant(name: str) -> Any:
@@ -284,28 +315,47 @@ def _proxy(view: ClusterView, node: str, rest: list[str]) -> Response:
         return _not_found(f"no exporter named {node}")
     names = [unquote(p) for p in rest]
     if len(names) == 3 and names[0] == "runs" and all(names[1:]):
-        path, kind = "/runs/" + "/".join(quote(n, safe="") for n in names[1:]), HTML
-    elif (
+        return _run_page(view, node, endpoint, names[1], names[2])
+    if not (
         len(names) == 6
         and names[:3] == ["api", "v1", "runs"]
         and names[5] in ("timeline", "stacks")
         and all(names[3:5])
     ):
-        path = "/api/v1/runs/" + "/".join(quote(n, safe="") for n in names[3:5]) + "/" + names[5]
-        kind = JSON
-    else:
         return _not_found("only a run's page, its timeline and its stacks are proxied")
+    path = "/api/v1/runs/" + "/".join(quote(n, safe="") for n in names[3:5]) + "/" + names[5]
+    kind = JSON
     try:
         body = view.get(endpoint.url + path, view.timeout, MAX_PAGE_BYTES)
     except ExporterError as exc:
-        status = 404 if "answered 404" in str(exc) else 502
-        return Response(
-            status,
-            f"node {node} ({endpoint.url}): {exc}\n".encode(),
-            PLAIN,
-            statuspage.page_headers(),
-        )
+        return _unread(node, endpoint, exc)
     return Response(200, body, kind, statuspage.page_headers())
+
+
+def _unread(node: str, endpoint: Endpoint, exc: ExporterError) -> Response:
+    status = 404 if "answered 404" in str(exc) else 502
+    body = f"node {node} ({endpoint.url}): {exc}\n".encode()
+    return Response(status, body, PLAIN, statuspage.page_headers())
+
+
+def _run_page(
+    view: ClusterView, node: str, endpoint: Endpoint, namespace: str, pod: str
+) -> Response:
+    """A run's page, rendered here from its node's JSON (``/api/v1/runs/{ns}/{pod}``) with
+    the page's own template: no HTML a node sends is ever served (#56 F6), and every value
+    in it is bounded and escaped like the cluster page's own."""
+    path = "/api/v1/runs/" + quote(namespace, safe="") + "/" + quote(pod, safe="")
+    try:
+        body = view.get(endpoint.url + path, view.timeout, MAX_PAGE_BYTES)
+        run = clean_detail(json.loads(body, parse_constant=_no_constant))
+    except ExporterError as exc:
+        return _unread(node, endpoint, exc)
+    except (ValueError, RecursionError):
+        run = None
+    if run is None or (run["namespace"], run["pod"]) != (namespace, pod):
+        return _unread(node, endpoint, ExporterError("answer is not that run's document"))
+    page = statuspage.detail(run, view.clock())
+    return Response(200, page.encode(), HTML, statuspage.page_headers())
 
 
 def _static(assets: Mapping[str, tuple[bytes, str]], name: str) -> Response:

@@ -38,7 +38,7 @@ from ..sources.forward import Forwarder
 from ..sources.push import KUBEFLOW_PATH, NATIVE_PATH, PushRequest, handle_push
 from ..sources.stack_push import STACKS_PATH, handle_stacks
 from ..views import statuspage
-from ..views.api import iter_runs_json, stacks_document
+from ..views.api import iter_runs_json, run_to_dict, stacks_document
 from ..views.assets import load_assets
 from ..views.charts import chart_document
 from ..views.collector import can_render, iter_runs_text, renderable
@@ -212,7 +212,8 @@ def _run_page(ctx: ServerContext, request: Request) -> Response:
     if key is not None and snap is not None and can_render(snap):
         if not _may_read_code(ctx, request, key):
             snap = without_code(snap)
-        return Response(200, statuspage.detail(snap, now).encode(), HTML, statuspage.page_headers())
+        page = statuspage.run_detail(snap, now)
+        return Response(200, page.encode(), HTML, statuspage.page_headers())
     return Response(
         404,
         b'<!doctype html><p>No such run. <a href="../../">All runs</a>',
@@ -281,6 +282,8 @@ def _get(ctx: ServerContext, request: Request) -> Response:
         return _timeline(ctx, path)
     if path.startswith("/api/v1/runs/") and path.endswith("/stacks"):
         return _stacks(ctx, request)
+    if path.startswith("/api/v1/runs/"):
+        return _run(ctx, request)
     if path.startswith("/static/"):
         return _static(ctx, path)
     return Response(404, status_body(404, "NotFound", f"no route for {path}"), JSON)
@@ -319,6 +322,20 @@ def _post(ctx: ServerContext, request: Request) -> Response:
         resp = handle_stacks(push, ctx.resolver, ctx.ingestor)
         return Response(resp.status, resp.body, JSON)
     return Response(404, status_body(404, "NotFound", f"no route for POST {path}"), JSON)
+
+
+def _run(ctx: ServerContext, request: Request) -> Response:
+    """``/api/v1/runs/{namespace}/{pod}``: one run as ``/api/v1/runs`` lists it, its stall's
+    source lines for a caller who may read them (CodeReader). The cluster page renders a
+    node's run page from it."""
+
+    def read(key: RunKey, now: float) -> RunSnapshot | None:
+        snap = ctx.tracker.snapshot_one(key, now)
+        if snap is None or not can_render(snap):
+            return None
+        return snap if _may_read_code(ctx, request, key) else without_code(snap)
+
+    return _run_json(ctx, request.path, "", read, lambda s, now: run_to_dict(s))
 
 
 Held = list[tuple[RankStacks, Diagnosis]]  # each rank's newest stacks and their cause

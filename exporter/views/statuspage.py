@@ -22,10 +22,10 @@ from typing import Any
 from urllib.parse import parse_qsl, quote
 
 from ..core.humanize import duration
+from ..core.model import json_safe
 from ..core.run.snapshot import RunSnapshot
 from ..core.states import BY_NAME, STATES, severity
 from .api import run_to_dict
-from .stackviews import summary
 
 _UNKNOWN_COLOR = "#6e7781"
 _CSS = """
@@ -303,24 +303,25 @@ def index_page(
     return _page("Training runs", body)
 
 
-def _eta(s: RunSnapshot) -> str:
+def _eta(run: dict[str, Any]) -> str:
     """The ETA, with its bounds when the exporter has them: ``4m (3m to 6m)``."""
-    text = duration(s.eta_seconds)
-    if s.eta_lower_seconds is not None and s.eta_upper_seconds is not None:
-        text += f" ({duration(s.eta_lower_seconds)} to {duration(s.eta_upper_seconds)})"
+    text = duration(_number(run.get("eta_seconds")))
+    lower, upper = _number(run.get("eta_lower_seconds")), _number(run.get("eta_upper_seconds"))
+    if lower is not None and upper is not None:
+        text += f" ({duration(lower)} to {duration(upper)})"
     return text
 
 
-def _best_loss_label(s: RunSnapshot) -> str:
+def _best_loss_label(run: dict[str, Any]) -> str:
     """Best loss follows the eval loss once there is one, the smoothed train loss before:
     the label says which, so a best above the latest loss reads as what it is."""
-    return "Best eval loss" if s.eval_loss is not None else "Best loss (smoothed)"
+    return "Best eval loss" if _number(run.get("eval_loss")) is not None else "Best loss (smoothed)"
 
 
-def _charts(s: RunSnapshot) -> str:
+def _charts(namespace: str, pod: str) -> str:
     """The chart section (drawn by web/charts.js from the run's timeline) and its assets,
     by relative paths from ``runs/{namespace}/{pod}``."""
-    timeline = "../../api/v1/" + run_path(s.key.namespace, s.key.pod) + "/timeline"
+    timeline = "../../api/v1/" + run_path(namespace, pod) + "/timeline"
     figures = "".join(
         f'<figure id="{name}"><figcaption>{escape(caption)}</figcaption></figure>'
         for name, caption in (
@@ -339,92 +340,136 @@ def _charts(s: RunSnapshot) -> str:
     )
 
 
-def _stuck(s: RunSnapshot, now: float) -> str:
+def _stuck(run: dict[str, Any], now: float) -> str:
     """Why a stalled run is stuck: its summary, then each rank's cause and frame, and a
     link to every rank's stacks. Empty unless it is stalled and stacks explain it."""
-    if s.state not in ("stalled", "silent"):
+    if run["state"] not in ("stalled", "silent"):
         return ""
-    stacks = (
-        f"../../api/v1/runs/{quote(s.key.namespace, safe='')}/{quote(s.key.pod, safe='')}/stacks"
-    )
-    if not s.stall:
-        if s.state == "silent":
+    stacks = "../../api/v1/" + run_path(run["namespace"], run["pod"]) + "/stacks"
+    stall = [d for d in run.get("stall") or [] if isinstance(d, dict)]
+    if not stall:
+        if run["state"] == "silent":
             return ""  # it may have exited; only a dump since its last step says it hangs
         return (
             "<div class=stuck><strong>Why it is stuck:</strong> no stacks yet (the exporter "
             "asks the run's reporter for them; a faulthandler dump in its log also counts). "
             f'<a href="{stacks}">stacks</a></div>'
         )
-    rows = "".join(
-        f"<tr><td>{escape(d.rank or '?')}</td><td>{escape(d.cause)}</td>"
-        f"<td>{escape(d.op + (f' #{d.seq}' if d.seq is not None else ''))}</td>"
-        f"<td><code>{escape(d.frame or d.call)}</code></td><td><code>{escape(d.code)}</code></td>"
-        f"<td>{escape(d.source)}, {escape(duration(now - d.taken))} ago</td></tr>"
-        for d in s.stall
-    )
+
+    def text(d: dict[str, Any], key: str) -> str:
+        value = d.get(key)
+        return value if isinstance(value, str) else ""
+
+    rows = []
+    for d in stall:
+        seq = d.get("seq")
+        taken = _number(d.get("taken_timestamp_seconds"))
+        op = text(d, "op") + (f" #{seq}" if isinstance(seq, int) else "")
+        rows.append(
+            f"<tr><td>{escape(text(d, 'rank') or '?')}</td><td>{escape(text(d, 'cause'))}</td>"
+            f"<td>{escape(op)}</td>"
+            f"<td><code>{escape(text(d, 'frame') or text(d, 'call'))}</code></td>"
+            f"<td><code>{escape(text(d, 'code'))}</code></td>"
+            f"<td>{escape(text(d, 'source'))}, "
+            f"{escape(duration(None if taken is None else now - taken))} ago</td></tr>"
+        )
+    summary_text = run.get("stall_summary")
     return (
-        f"<div class=stuck><strong>Why it is stuck:</strong> {escape(summary(s.stall))}"
+        "<div class=stuck><strong>Why it is stuck:</strong> "
+        f"{escape(summary_text if isinstance(summary_text, str) else '')}"
         "<table><tr><th>Rank</th><th>Cause</th><th>Collective</th><th>Frame</th>"
-        f"<th>Code</th><th>From</th></tr>{rows}</table>"
+        f"<th>Code</th><th>From</th></tr>{''.join(rows)}</table>"
         f'<a href="{stacks}">every rank\'s stacks (JSON)</a></div>'
     )
 
 
-def detail(s: RunSnapshot, now: float) -> str:
-    """One run's detail view: its values, and charts of its whole life."""
-    since = "Stalled since its last step" if s.state == "stalled" else "Entered this state"
-    entered_at = (
-        s.last_step_timestamp if s.state == "stalled" and s.last_step_timestamp else s.state_since
+def _ago(now: float, then: Any) -> str:
+    then = _number(then)
+    return "-" if then is None else escape(duration(now - then)) + " ago"
+
+
+def _hours(seconds: Any) -> str:
+    seconds = _number(seconds)
+    return "-" if seconds is None else f"{seconds / 3600:.2f}"
+
+
+def detail(run: dict[str, Any], now: float) -> str:
+    """One run's detail view, from its JSON form (``/api/v1/runs/{namespace}/{pod}``, what
+    :func:`~exporter.views.api.run_to_dict` gives): its values, and charts of its whole
+    life. The exporter renders its own runs with it, and the cluster page renders a node's
+    runs with it from that node's JSON, never serving a node's HTML."""
+    state = str(run["state"])
+    stalled = state == "stalled" and _number(run.get("last_step_timestamp_seconds"))
+    since = "Stalled since its last step" if stalled else "Entered this state"
+    entered = (
+        run.get("last_step_timestamp_seconds")
+        if stalled
+        else run.get("state_since_timestamp_seconds")
     )
+    step, total = _number(run.get("step")), _number(run.get("max_steps"))
+    checkpoint = _number(run.get("last_checkpoint_timestamp_seconds"))
+    info = _mapping(run.get("info"))
     fields = [
-        ("State", _state(s.state, s.state_reason)),
-        (since, escape(duration(now - entered_at)) + " ago"),
-        ("Progress", _progress(s.progress, s.state)),
-        ("Step", escape(f"{s.step}/{s.max_steps}" if s.step is not None else "-")),
-        ("Epoch", escape(f"{_num(s.epoch)} / {_num(s.max_epochs)}")),
-        ("ETA", escape(_eta(s))),
-        ("Steps per second", _num(s.steps_per_second)),
-        ("Typical steps per second", _num(s.typical_steps_per_second)),
-        ("Loss", _num(s.loss)),
-        ("Eval loss", _num(s.eval_loss)),
-        (_best_loss_label(s), _num(s.best_loss)),
-        ("Learning rate", _num(s.learning_rate)),
-        ("Grad norm", _num(s.grad_norm)),
-        ("GPUs", _num(s.gpus, "{:g}")),
-        ("GPU-hours", f"{s.gpu_seconds / 3600:.2f}"),
-        ("GPU-hours stalled", f"{s.stalled_gpu_seconds / 3600:.2f}"),
+        ("State", _state(state, str(run.get("state_reason") or ""))),
+        (since, _ago(now, entered)),
+        ("Progress", _progress(run.get("progress_ratio"), state)),
+        ("Step", escape(f"{step}/{total}" if step is not None else "-")),
+        ("Epoch", escape(f"{_num(run.get('epoch'))} / {_num(run.get('max_epochs'))}")),
+        ("ETA", escape(_eta(run))),
+        ("Steps per second", _num(run.get("steps_per_second"))),
+        ("Typical steps per second", _num(run.get("typical_steps_per_second"))),
+        ("Loss", _num(_finite_or_named(run, "loss"))),
+        ("Eval loss", _num(_finite_or_named(run, "eval_loss"))),
+        (_best_loss_label(run), _num(run.get("best_loss"))),
+        ("Learning rate", _num(run.get("learning_rate"))),
+        ("Grad norm", _num(run.get("grad_norm"))),
+        ("GPUs", _num(run.get("gpus"), "{:g}")),
+        ("GPU-hours", _hours(run.get("gpu_seconds"))),
+        ("GPU-hours stalled", _hours(run.get("stalled_gpu_seconds"))),
         (
             "Last checkpoint",
-            escape(
-                f"step {s.last_checkpoint_step}, {duration(now - s.last_checkpoint_timestamp)} ago"
-            )
-            if s.last_checkpoint_timestamp is not None
+            escape(f"step {run.get('last_checkpoint_step')}, {duration(now - checkpoint)} ago")
+            if checkpoint is not None
             else "none seen",
         ),
-        (
-            "GPU-hours at risk (since it)",
-            f"{s.at_risk_gpu_seconds / 3600:.2f}" if s.at_risk_gpu_seconds is not None else "-",
-        ),
-        ("Last report", escape(duration(now - s.last_report_timestamp)) + " ago"),
-        (
-            "Last step",
-            escape(duration(now - s.last_step_timestamp)) + " ago"
-            if s.last_step_timestamp
-            else "-",
-        ),
-        ("Attempt", str(s.attempt)),
-        ("Source", escape(s.meta.source or "-")),
-        ("Framework", escape(s.meta.framework or "-")),
+        ("GPU-hours at risk (since it)", _hours(run.get("progress_at_risk_gpu_seconds"))),
+        ("Last report", _ago(now, run.get("last_report_timestamp_seconds"))),
+        ("Last step", _ago(now, run.get("last_step_timestamp_seconds"))),
+        ("Attempt", _num(run.get("attempt"), "{:g}")),
+        ("Source", escape(str(info.get("source") or "-"))),
+        ("Framework", escape(str(info.get("framework") or "-"))),
     ]
-    fields += [(escape(name), _num(value)) for name, value in s.metrics]
+    metrics = _mapping(run.get("metrics"))
+    fields += [(escape(str(name)), _num(value)) for name, value in metrics.items()]
     items = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in fields)
+    namespace, pod, job = str(run["namespace"]), str(run["pod"]), str(run["job_name"])
     body = (
         f'<p class=sub><a href="../../">← all runs</a></p>'
-        f"<h1>{escape(s.key.namespace)}/{escape(s.key.job_name)}</h1>"
-        f"<p class=sub>pod {escape(s.key.pod)} · as of {stamp(now)}</p>"
-        f"{_stuck(s, now)}<dl>{items}</dl>"
+        f"<h1>{escape(namespace)}/{escape(job)}</h1>"
+        f"<p class=sub>pod {escape(pod)} · as of {stamp(now)}</p>"
+        f"{_stuck(run, now)}<dl>{items}</dl>"
     )
-    return _page(f"{s.key.namespace}/{s.key.job_name}", body, _charts(s))
+    return _page(f"{namespace}/{job}", body, _charts(namespace, pod))
+
+
+def run_detail(s: RunSnapshot, now: float) -> str:
+    """:func:`detail` of one of this exporter's own runs."""
+    return detail(json_safe(run_to_dict(s)), now)
+
+
+def _finite_or_named(run: dict[str, Any], key: str) -> float | None:
+    """A value the JSON form writes as null when it is not finite, with its name in
+    ``non_finite`` (``"NaN"``, ``"+Inf"``): NaN and infinities shown as such."""
+    value = _number(run.get(key))
+    if value is not None:
+        return value
+    named = str(_mapping(run.get("non_finite")).get(key)).lower()
+    return {"nan": math.nan, "+inf": math.inf, "-inf": -math.inf}.get(named)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a node's answer may lie)."""
+    return value if isinstance(value, dict) else {}
 
 
 def node_run_path(node: str, namespace: str, pod: str) -> str:
