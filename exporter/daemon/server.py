@@ -325,9 +325,9 @@ def _post(ctx: ServerContext, request: Request) -> Response:
 
 
 def _run(ctx: ServerContext, request: Request) -> Response:
-    """``/api/v1/runs/{namespace}/{pod}``: one run as ``/api/v1/runs`` lists it, its stall's
-    source lines for a caller who may read them (CodeReader). The cluster page renders a
-    node's run page from it."""
+    """``/api/v1/runs/{namespace}/{pod}``: one run as ``/api/v1/runs?history=0`` lists it
+    (its charts' data is ``.../timeline``), its stall's source lines for a caller who may
+    read them (CodeReader). The cluster page renders a node's run page from it."""
 
     def read(key: RunKey, now: float) -> RunSnapshot | None:
         snap = ctx.tracker.snapshot_one(key, now)
