@@ -555,3 +555,13 @@ def test_a_proxied_page_runs_no_script_of_its_exporter() -> None:
     assert refused == [], refused  # nothing of the page's own was refused either
     assert "unsafe-inline" not in policy and "script-src 'self' 'sha256-" in policy
     assert sniff == "nosniff"
+
+
+def test_the_cluster_page_is_paged_like_a_nodes(cluster: dict[str, Any]) -> None:
+    """#56 item 5: the cluster page shows a page of the runs (``?page``, ``?per_page``,
+    ``?sort``) with the count of all, as a node's page does."""
+    text = http("GET", cluster["url"] + "/?per_page=2&page=2&sort=name")[1].decode()
+    assert "7 runs from 3 of 6 exporters" in text and "page 2 of 4" in text
+    rows = text.split("<tbody>")[1].split("</tbody>")[0].count("<tr>")
+    assert rows == 2
+    assert 'href="?page=3&amp;per_page=2&amp;sort=name">next</a>' in text

@@ -380,7 +380,8 @@ def route(view: ClusterView, request: Request) -> Response:
     if path == "/":
         g = view.gather()
         exporters = [(r.endpoint.name, r.status) for r in g.exporters]
-        page = statuspage.cluster_index(g.runs(), exporters, g.time, g.problems())
+        shown = statuspage.Page.of(request.target.partition("?")[2])
+        page = statuspage.cluster_index(g.runs(), exporters, g.time, g.problems(), shown)
         return Response(200, page.encode(), HTML, statuspage.page_headers())
     if path == "/api/v1/runs":
         return _json(merged_document(view.gather()))

@@ -266,17 +266,9 @@ def sort_key(s: RunSnapshot, sort: str) -> tuple[Any, ...]:
     return (severity(s.state), *name)
 
 
-def index_page(
-    snapshots: list[RunSnapshot], now: float, page: Page, total: int, states: dict[str, int]
-) -> str:
-    """The status page: one ``page`` of the runs (``snapshots``, in order), with the totals
-    of all ``total`` runs (``states``: how many are in each state) and links to the other
-    pages and orders. A page holds at most MAX_PER_PAGE runs, whatever the exporter
-    tracks: four views of 10,000 runs cost four pages, not four copies of every run."""
-    runs = [run_to_dict(s) for s in snapshots]
-    table = runs_table(runs, lambda r: run_path(r["namespace"], r["pod"]), ordered=True)
+def _nav(page: Page, total: int) -> str:
+    """Which page of how many, links to the pages beside it and to the other orders."""
     pages = max(1, -(-total // page.size))
-    counts = ", ".join(f"{states[d.name]} {escape(d.name)}" for d in STATES if states.get(d.name))
     nav = [f"page {page.number} of {pages}"]
     if page.number > 1:
         nav.append(f'<a href="{escape(page.link(page.number - 1))}">previous</a>')
@@ -288,16 +280,40 @@ def index_page(
         else f'<a href="{escape(Page(1, page.size, name).link(1))}">{name}</a>'
         for name in SORTS
     )
+    return f"<p class=sub>{' · '.join(nav)} · sorted by {orders}</p>"
+
+
+def dict_sort_key(run: dict[str, Any], sort: str) -> tuple[Any, ...]:
+    """:func:`sort_key` for a run in its JSON form (the cluster page's runs)."""
+    name = (str(run["namespace"]), str(run["pod"]), str(run["job_name"]))
+    eta, progress = _number(run.get("eta_seconds")), _number(run.get("progress_ratio"))
+    if sort == "name":
+        return name
+    if sort == "eta":
+        return (eta is None, eta or 0.0, *name)
+    if sort == "progress":
+        return (-(progress or 0.0), *name)
+    if sort == "gpus":
+        return (-(_number(run.get("gpus")) or 0.0), *name)
+    return (severity(str(run["state"])), *name)
+
+
+def index_page(
+    snapshots: list[RunSnapshot], now: float, page: Page, total: int, states: dict[str, int]
+) -> str:
+    """The status page: one ``page`` of the runs (``snapshots``, in order), with the totals
+    of all ``total`` runs (``states``: how many are in each state) and links to the other
+    pages and orders. A page holds at most MAX_PER_PAGE runs, whatever the exporter
+    tracks: four views of 10,000 runs cost four pages, not four copies of every run."""
+    runs = [run_to_dict(s) for s in snapshots]
+    table = runs_table(runs, lambda r: run_path(r["namespace"], r["pod"]), ordered=True)
+    counts = ", ".join(f"{states[d.name]} {escape(d.name)}" for d in STATES if states.get(d.name))
     body = (
         f"<h1>Training runs</h1><p class=sub>{total} runs"
         + (f" ({counts})" if counts else "")
         + f", as of {stamp(now)} · "
         '<a href="metrics">metrics</a> · <a href="api/v1/runs">JSON</a></p>'
-        + (
-            f"<p class=sub>{' · '.join(nav)} · sorted by {orders}</p>"
-            if total > len(runs) or page.sort != SORTS[0]
-            else ""
-        )
+        + _nav(page, total)
         + table
     )
     return _page("Training runs", body)
@@ -483,13 +499,20 @@ def cluster_index(
     exporters: list[tuple[str, str]],
     now: float,
     problems: list[str],
+    page: Page | None = None,
 ) -> str:
-    """The cluster page: every run of every node, as the node page lists them, with a Node
-    column; above them, every exporter that could not be read and why (``problems``), so a
-    missing node is seen, never silently left out. ``exporters`` is (name, status) of each
-    exporter asked."""
+    """The cluster page: a ``page`` of every node's runs (all of them when None), as the node
+    page lists them, with a Node column; above them, every exporter that could not be read
+    and why (``problems``), so a missing node is seen, never silently left out.
+    ``exporters`` is (name, status) of each exporter asked."""
+    page = page or Page(1, max(1, len(runs)), SORTS[0])
+    ordered = sorted(runs, key=lambda r: dict_sort_key(r, page.sort))
+    shown = ordered[(page.number - 1) * page.size : page.number * page.size]
     table = runs_table(
-        runs, lambda r: node_run_path(r["exporter_node"], r["namespace"], r["pod"]), True
+        shown,
+        lambda r: node_run_path(r["exporter_node"], r["namespace"], r["pod"]),
+        True,
+        ordered=True,
     )
     failing = (
         "<div class=failures><strong>Not every exporter could be read; runs on these are "
@@ -503,6 +526,6 @@ def cluster_index(
     body = (
         f"<h1>Training runs in the cluster</h1><p class=sub>{len(runs)} runs from "
         f"{answered} of {len(exporters)} exporters, as of {stamp(now)} · "
-        '<a href="api/v1/runs">JSON</a></p>' + failing + table
+        '<a href="api/v1/runs">JSON</a></p>' + failing + _nav(page, len(runs)) + table
     )
     return _page("Training runs in the cluster", body)
