@@ -522,13 +522,31 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             if self.path == "/apis/authorization.k8s.io/v1/subjectaccessreviews":
                 spec = body.get("spec") or {}
                 attrs = spec.get("resourceAttributes") or {}
-                who = [spec.get("user", ""), *(spec.get("groups") or [])]
-                allowed = any(
-                    (w, attrs.get("namespace", ""), attrs.get("verb"), attrs.get("resource"))
-                    in kube.grants
-                    for w in who
-                    if w
+                url = spec.get("nonResourceAttributes") or {}
+                # A non-resource URL is granted as ("", verb, "url:" + path), a path ending in
+                # "*" granting every path it starts (RBAC's nonResourceURLs).
+                asked: tuple[str, str, str] = (
+                    ("", str(url.get("verb")), "url:" + str(url.get("path", "")))
+                    if url
+                    else (
+                        str(attrs.get("namespace", "")),
+                        str(attrs.get("verb")),
+                        str(attrs.get("resource")),
+                    )
                 )
+                who = [spec.get("user", ""), *(spec.get("groups") or [])]
+
+                def granted(w: str) -> bool:
+                    for g in kube.grants:
+                        if g[0] != w or g[1:3] != asked[:2]:
+                            continue
+                        if g[3] == asked[2] or (
+                            g[3].endswith("*") and asked[2].startswith(g[3][:-1])
+                        ):
+                            return True
+                    return False
+
+                allowed = any(granted(w) for w in who if w)
                 self._json(201, {**body, "status": {"allowed": allowed}})
                 return
             if self.path != "/apis/authentication.k8s.io/v1/tokenreviews":

@@ -471,3 +471,41 @@ def test_stacks_of_many_ranks_stay_within_the_budget_and_64_ranks_a_run(
     newest = get_json(exp.url + "/api/v1/runs/default/r9/stacks")["stacks"]
     assert "79" in {s["rank"] for s in newest}
     assert grown_mib < 120, grown_mib
+
+
+def test_read_authorization_asks_who_may_get_each_path(kube: FakeKube, k8s_exporter: Any) -> None:
+    """#56 (optional): with ``read_authorization`` every read but the probes needs a bearer
+    token whose user may ``get`` its path (a SubjectAccessReview on the non-resource URL,
+    as kube-rbac-proxy asks): none is 401, a user without the grant 403, Prometheus' grant
+    of /metrics reads /metrics and nothing else, and a grant of /api/v1/runs* its runs."""
+    put_pod(kube, pod("ml", "llm-0", TRAINJOB, ip="127.0.0.1"))
+    kube.users.update(
+        {"prom-token": ("system:serviceaccount:monitoring:prometheus", []), "eve": ("eve", [])}
+    )
+    kube.users["ops-token"] = ("ops", ["ops"])
+    kube.grants.update(
+        {
+            ("system:serviceaccount:monitoring:prometheus", "", "get", "url:/metrics"),
+            ("ops", "", "get", "url:/api/v1/runs*"),
+        }
+    )
+    exp = k8s_exporter(FakeClock(T_START_TS + 3600), read_authorization=True)
+    wait(lambda: exp.ready()[0] or exp.poll_once() is not None)
+    assert http("GET", exp.url + "/healthz")[0] == 200
+    assert http("GET", exp.url + "/metrics")[0] == 401
+    assert http("GET", exp.url + "/metrics", headers={"Authorization": "Bearer eve"})[0] == 403
+    prom = {"Authorization": "Bearer prom-token"}
+    assert http("GET", exp.url + "/metrics", headers=prom)[0] == 200
+    assert http("GET", exp.url + "/api/v1/runs", headers=prom)[0] == 403
+    ops = {"Authorization": "Bearer ops-token"}
+    assert http("GET", exp.url + "/api/v1/runs", headers=ops)[0] == 200
+    assert http("GET", exp.url + "/", headers=ops)[0] == 403
+    # Pushes are authorized as before, by the pod's IP: the setting is about reads.
+    assert http("POST", exp.url + NATIVE.format(ns="ml", name="llm"), _native(3))[0] == 200
+
+
+def test_read_authorization_needs_kubernetes_mode(exporter_factory: Any) -> None:
+    from exporter.plumbing.discovery import DiscoveryError
+
+    with pytest.raises(DiscoveryError, match="Kubernetes mode only"):
+        exporter_factory(read_authorization=True)

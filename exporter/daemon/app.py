@@ -65,6 +65,7 @@ class Exporter:
                 ingestor=self.ingestor,
                 resolver=self.discovery.resolver,
                 reader=self.discovery.reader,
+                read_guard=self.discovery.read_guard,
                 clock=clock,
                 ready=self.ready,
                 stats=self.stats,

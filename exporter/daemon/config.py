@@ -54,7 +54,8 @@ class Config:
     push_idle_expiry: float = 86400.0
     max_custom_metrics: int = 32
     # A node runs at most a few hundred pods; 2,000 runs (with retained gone ones) at full
-    # history and 32 custom metrics fit the DaemonSet's 256Mi with six concurrent scrapes.
+    # history and 32 custom metrics: the DaemonSet's limit is the budgets' sum for it
+    # (exporter/core/budgets.py).
     max_runs: int = 2_000
     # HTTP server bounds (exporter/plumbing/httpd.py, docs/reliability.md#connections).
     http_max_connections: int = 256
@@ -81,6 +82,9 @@ class Config:
     # Kubernetes mode: also pull the metrics port of TrainJobs that OpenShift AI tracks
     # (its NetworkPolicy lets only its controller in; add one for the DaemonSet first).
     opendatahub_metrics_pull: bool = KubernetesSettings.opendatahub_metrics_pull
+    # Kubernetes mode: every read but /healthz and /readyz needs a bearer token whose user
+    # may `get` its path (nonResourceURLs), as kube-rbac-proxy in front of node exporters.
+    read_authorization: bool = KubernetesSettings.read_authorization
     # Kubernetes mode: report Katib trials' objective metrics to this DB manager (host:port;
     # true means Katib's default address), empty: off. exporter/sinks/katib/katib_reporter.py.
     katib_db_manager: str = ""
@@ -106,6 +110,7 @@ class Config:
             token_audience=self.token_audience,
             gpu_resources=self.gpu_resources,
             opendatahub_metrics_pull=self.opendatahub_metrics_pull,
+            read_authorization=self.read_authorization,
         )
 
     def listen_address(self, mode: str = "standalone") -> tuple[str, int]:
@@ -158,7 +163,7 @@ _STRINGS = {
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
-_BOOLS = {"opendatahub_metrics_pull"}
+_BOOLS = {"opendatahub_metrics_pull", "read_authorization"}
 SETTINGS = sorted(
     _DURATIONS
     | set(_INTS)

@@ -74,13 +74,17 @@ class ServerContext:
     ready: Callable[[], tuple[bool, str]]
     stats: ExporterStats
     forwarder: Forwarder | None = None  # Kubeflow pushes go on upstream (kubeflow_forward_url)
+    # read_authorization: (path, client IP, Authorization) -> a refusal's status, or None.
+    read_guard: Callable[[str, str, str | None], int | None] | None = None
     # Who may read a run's source lines (its stacks' code); standalone: this machine only.
     reader: CodeReader = field(default_factory=StandaloneCodeReader)
     # The status page's static files (exporter/views/assets.py), read once.
     assets: Mapping[str, tuple[bytes, str]] = field(default_factory=load_assets)
 
 
-def pool_of(request: Request, pushes_block: bool = True, forwarding: bool = False) -> str:
+def pool_of(
+    request: Request, pushes_block: bool = True, forwarding: bool = False, reads_block: bool = False
+) -> str:
     """Which worker pool answers ``request``: probes and 404s on the loop, views in their
     own pool, pushes in theirs, or on the loop when nothing in them waits on the network
     (standalone: a thread handoff would cost more than the push itself). Kubeflow pushes
@@ -90,6 +94,8 @@ def pool_of(request: Request, pushes_block: bool = True, forwarding: bool = Fals
             return POOL_FORWARD
         return POOL_PUSH if pushes_block else POOL_INLINE
     path = request.path
+    if reads_block and path not in PROBES:  # its read guard may ask the API server
+        return POOL_SCRAPE
     if path in PROBES or not (
         path in ("/", "/metrics", "/api/v1/runs") or path.startswith(("/runs/", "/api/v1/runs/"))
     ):
@@ -359,6 +365,12 @@ def _stacks(ctx: ServerContext, request: Request) -> Response:
 def route(ctx: ServerContext, request: Request) -> Response:
     """The answer to one complete request."""
     if request.method in ("GET", "HEAD"):
+        if ctx.read_guard is not None and request.path not in PROBES:
+            refused = ctx.read_guard(
+                request.path, request.client_ip, request.headers.get("authorization")
+            )
+            if refused is not None:
+                return _refused_read(refused)
         return _get(ctx, request)
     if request.method in ("POST", "PUT"):
         return _post(ctx, request)
@@ -368,6 +380,17 @@ def route(ctx: ServerContext, request: Request) -> Response:
         JSON,
         {"Allow": "GET, HEAD, POST, PUT"},
     )
+
+
+def _refused_read(status: int) -> Response:
+    """401 for a read without a bearer token, 403 for one whose user may not get it."""
+    if status == 401:
+        message = "this exporter answers reads with a bearer token (read_authorization)"
+        return Response(
+            401, status_body(401, "Unauthorized", message), JSON, {"WWW-Authenticate": "Bearer"}
+        )
+    message = "the token's user may not get this path (SubjectAccessReview)"
+    return Response(403, status_body(403, "Forbidden", message), JSON)
 
 
 def make_server(
@@ -382,7 +405,12 @@ def make_server(
     blocks = ctx.resolver.may_block
     forwarding = ctx.forwarder is not None
     return HTTPServer(
-        host, port, lambda r: route(ctx, r), lambda r: pool_of(r, blocks, forwarding), limits, stats
+        host,
+        port,
+        lambda r: route(ctx, r),
+        lambda r: pool_of(r, blocks, forwarding, ctx.read_guard is not None),
+        limits,
+        stats,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from ..plumbing.discovery import (
     Cluster,
     Discovery,
+    DiscoveryError,
     StandaloneCodeReader,
     StandaloneResolver,
     read_token,
@@ -36,6 +37,10 @@ def make_discovery(
     when it cannot start."""
     env = os.environ if environ is None else environ
     if resolve_mode(config.mode, env) == "standalone":
+        if config.read_authorization:
+            raise DiscoveryError(
+                "read_authorization asks the Kubernetes API who may read: Kubernetes mode only"
+            )
         token = read_token(config.push_token_file)
         return Discovery(
             mode="standalone",

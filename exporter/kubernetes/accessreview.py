@@ -54,8 +54,24 @@ class AccessReview:
         self._inflight = threading.BoundedSemaphore(max_concurrent)
 
     def __call__(self, token: str, namespace: str, client_ip: str = "") -> bool:
+        """May the token's user get pods in ``namespace``."""
+        attributes = {
+            "resourceAttributes": {"namespace": namespace, "verb": "get", "resource": "pods"}
+        }
+        return self._allowed(token, attributes, client_ip)
+
+    def may_get_path(self, token: str, path: str, client_ip: str = "") -> bool:
+        """May the token's user get the non-resource URL ``path`` (``/metrics``): what
+        kube-rbac-proxy asks before a read of a node exporter."""
+        return self._allowed(
+            token, {"nonResourceAttributes": {"path": path, "verb": "get"}}, client_ip
+        )
+
+    def _allowed(self, token: str, attributes: dict[str, Any], client_ip: str) -> bool:
         digest = hashlib.sha256(
-            token.encode("utf-8", "surrogateescape") + b"\0" + namespace.encode()
+            token.encode("utf-8", "surrogateescape")
+            + b"\0"
+            + json.dumps(attributes, sort_keys=True).encode()
         ).digest()
         now = self.clock()
         with self._lock:
@@ -68,7 +84,7 @@ class AccessReview:
             return False
         try:
             self.reviews += 1
-            allowed = self._review(token, namespace)
+            allowed = self._review(token, attributes)
         finally:
             self._inflight.release()
         if allowed is None:  # the API server could not answer: not cached
@@ -80,7 +96,7 @@ class AccessReview:
                 self._cache.popitem(last=False)
         return allowed
 
-    def _review(self, token: str, namespace: str) -> bool | None:
+    def _review(self, token: str, attributes: dict[str, Any]) -> bool | None:
         """True or False from the API server; None when it could not be asked."""
         try:
             resp = self.auth_api().create_token_review(
@@ -106,11 +122,7 @@ class AccessReview:
                         "groups": user.get("groups") or [],
                         "uid": user.get("uid", ""),
                         "extra": user.get("extra") or {},
-                        "resourceAttributes": {
-                            "namespace": namespace,
-                            "verb": "get",
-                            "resource": "pods",
-                        },
+                        **attributes,
                     },
                 },
                 _preload_content=False,
@@ -141,3 +153,19 @@ class KubernetesCodeReader:
             return False
         token = (authorization or "")[len("Bearer ") :].strip()
         return bool(token) and self.review(token, namespace, client_ip)
+
+
+class ReadGuard:
+    """``read_authorization``: every read but the probes needs a bearer token whose user may
+    get the path asked (a SubjectAccessReview on the non-resource URL, cached and
+    rate-limited as the reviews above). Returns the HTTP status to refuse with (401 without
+    a token, 403 when the API server says no or cannot say), or None to go on."""
+
+    def __init__(self, review: AccessReview) -> None:
+        self.review = review
+
+    def __call__(self, path: str, client_ip: str, authorization: str | None) -> int | None:
+        token = (authorization or "")[len("Bearer ") :].strip()
+        if not (authorization or "").startswith("Bearer ") or not token:
+            return 401
+        return None if self.review.may_get_path(token, path, client_ip) else 403

@@ -13,7 +13,8 @@ from ..core.annotations import DEFAULT_GPU_RESOURCES
 @dataclass(frozen=True)
 class KubernetesSettings:
     """What Kubernetes mode is told (the ``node_name``, ``pod_discovery``, ``kubelet_*``,
-    ``token_audience``, ``gpu_resources`` and ``opendatahub_metrics_pull`` settings)."""
+    ``token_audience``, ``gpu_resources``, ``opendatahub_metrics_pull`` and
+    ``read_authorization`` settings)."""
 
     node_name: str
     pod_discovery: str = "apiserver"
@@ -22,6 +23,9 @@ class KubernetesSettings:
     token_audience: str = "training-progress-exporter"
     gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES
     opendatahub_metrics_pull: bool = False  # pull pods OpenShift AI's NetworkPolicy fences
+    # Every read but the probes needs a bearer token whose user may get its path (a
+    # SubjectAccessReview on the non-resource URL, as kube-rbac-proxy asks).
+    read_authorization: bool = False
 
 
 POD_DISCOVERY = ("apiserver", "kubelet")

@@ -12,7 +12,7 @@ from ..core.annotations import DEFAULT_GPU_RESOURCES
 from ..core.model import RunMeta
 from ..plumbing.discovery import ApiFactory, Discovery, DiscoveryError, PodInfo
 from ..plumbing.ingest import Ingestor
-from .accessreview import AccessReview, KubernetesCodeReader
+from .accessreview import AccessReview, KubernetesCodeReader, ReadGuard
 from .client import apis
 from .kube_settings import POD_DISCOVERY, KubernetesSettings
 from .owners import OwnerLookup, PodReader
@@ -69,6 +69,7 @@ def kubernetes_discovery(
         )
     else:
         watcher = PodWatcher(api.core, settings.node_name, registry, reader)
+    review = AccessReview(api.auth, api.authz)
     return Discovery(
         mode="kubernetes",
         resolver=KubernetesResolver(registry, TokenReview(api.auth, settings.token_audience)),
@@ -77,5 +78,6 @@ def kubernetes_discovery(
         stop=watcher.stop,
         ready=watcher.ready,
         cluster=KubernetesCluster(settings.node_name, registry, api.custom, api.core),
-        reader=KubernetesCodeReader(registry, AccessReview(api.auth, api.authz)),
+        reader=KubernetesCodeReader(registry, review),
+        read_guard=ReadGuard(review) if settings.read_authorization else None,
     )

@@ -171,6 +171,9 @@ class Discovery:
     cluster: Cluster | None = None
     # Who may read source lines; standalone's default: this machine only.
     reader: CodeReader = field(default_factory=lambda: StandaloneCodeReader())
+    # read_authorization: (path, client IP, Authorization) -> the status refusing the read
+    # (401, 403), or None to answer it; None: every read is answered.
+    read_guard: Callable[[str, str, str | None], int | None] | None = None
 
 
 class CodeReader(Protocol):
