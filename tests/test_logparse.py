@@ -19,6 +19,7 @@ from exporter.core.model import ProgressReport
 from exporter.logs.bars import epoch_of, eval_bar
 from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
+from exporter.logs.formats.pairs import find_pairs
 from exporter.logs.lines import MAX_MESSAGE
 from exporter.logs.parse import parse_line, plain
 
@@ -759,3 +760,20 @@ def test_trainers_notebook_progress_printed_as_text_is_read() -> None:
     found = read_progress("[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]", NOW)
     assert found is not None
     assert (found.report.step, found.report.max_steps) == (22, 290)
+
+
+def test_a_date_is_no_value_and_loss_test_is_the_eval_loss() -> None:
+    """Cellpose's epoch line, behind a logger name and a date
+    (https://github.com/MouseLand/cellpose/issues/403): "cellpose: 2021-12-10" is no metric
+    of 2021, and "Loss Test" is the evaluation's loss, as "test loss" is."""
+    line = (
+        "INFO: cellpose: 2021-12-10 09:41:27,900 [INFO] Epoch 100, Time 40.8s, "
+        "Loss 1.2783, Loss Test 1.2959, LR 0.2000"
+    )
+    found = parse_line(line, NOW)
+    assert found is not None
+    r = found.report
+    assert (r.loss, r.eval_loss, r.learning_rate) == (1.2783, 1.2959, 0.2)
+    assert dict(r.metrics) == {"time": 40.8}
+    pairs = [p.key for p in find_pairs("step 5-10 of warmup, eta 2021-12-10, loss 0.5")]
+    assert pairs == ["loss"]

@@ -25,12 +25,12 @@ _KEY = (
 _SEP = r"(?:\s*[:=]\s*|\s+)"
 # A number as printed: thousands separators ("10,050"), exponents ("2.5E+00"), nan/inf; then
 # an optional percent sign or unit ("3961M", "66.91GiB", "561.94ms"); never the first part of
-# a clock ("4:44:04"), a ratio ("5092/261") or a longer word; a sentence's full stop may
-# follow it ("Loss is 0.53861904.").
+# a clock ("4:44:04"), a ratio ("5092/261"), a date ("cellpose: 2021-12-10") or a longer
+# word; a sentence's full stop may follow it ("Loss is 0.53861904.").
 _VALUE = (
     r"(?P<value>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
     r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))"
-    r"(?P<percent>%)?(?:[A-Za-z]{1,4})?(?![\w:/]|\.\w)"
+    r"(?P<percent>%)?(?:[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)"
 )
 PAIR = re.compile(_KEY + _SEP + _VALUE)
 MAX_PAIRS = 128

@@ -65,6 +65,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "eval/loss",
         "loss_val",
         "test_loss",
+        "loss_test",  # Cellpose ("Loss 1.2783, Loss Test 1.2959")
         "val",  # LitGPT: "loss train: 2.846, val: 2.861"
     ),
     "learning_rate": ("learning_rate", "lr", "actor/lr", "train/learning_rate"),
