@@ -317,11 +317,6 @@ class Tracker:
             evicted += 1
         return evicted
 
-    def stacks_bytes(self) -> int:
-        """What every run's stacks cost together (the stacks budget's use)."""
-        with self._lock:
-            return sum(r.stall.bytes for r in self._runs.values())
-
     def memory_used(self) -> dict[str, int]:
         """What each kind of thing held uses now, in bytes as exporter.core.budgets counts
         them: runs at RUN_BYTES each, timelines by their arrays and changes of state,

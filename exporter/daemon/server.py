@@ -103,9 +103,9 @@ def pool_of(
     return POOL_SCRAPE
 
 
-def _runs(ctx: ServerContext, now: float, history: bool = False) -> list[RunSnapshot]:
+def _runs(ctx: ServerContext, now: float) -> list[RunSnapshot]:
     """Every run a view can render (one that cannot is left out and counted)."""
-    snapshots, skipped = renderable(ctx.tracker.snapshot(now, history=history))
+    snapshots, skipped = renderable(ctx.tracker.snapshot(now))
     ctx.stats.set_unrenderable(skipped + ctx.tracker.failed_last_pass)
     return snapshots
 
