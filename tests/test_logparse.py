@@ -777,3 +777,21 @@ def test_a_date_is_no_value_and_loss_test_is_the_eval_loss() -> None:
     assert dict(r.metrics) == {"time": 40.8}
     pairs = [p.key for p in find_pairs("step 5-10 of warmup, eta 2021-12-10, loss 0.5")]
     assert pairs == ["loss"]
+
+
+def test_camel_case_keys_are_looked_up_as_their_words() -> None:
+    """AUTOMAP's Keras loop prints ``ValLoss`` (https://github.com/MattRosenLab/AUTOMAP/issues/4):
+    the eval loss, as ``val_loss`` is; a camel-case key the vocabulary does not know stays a
+    custom metric under its own name."""
+    from exporter.logs.formats.vocabulary import field_of, metric_name
+
+    assert field_of("ValLoss") == field_of("val_loss") == ("eval_loss", 1)
+    assert field_of("trainLoss") == ("loss", 1)
+    assert field_of("PeakMem") is None and metric_name("PeakMem") == "peakmem"
+    found = parse_line("Epoch 99, Loss: 0.000111, ValLoss: 9.5e-05", NOW)
+    assert found is not None
+    assert (found.report.loss, found.report.eval_loss, found.report.step) == (
+        0.000111,
+        9.5e-05,
+        None,
+    )

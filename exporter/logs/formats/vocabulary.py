@@ -55,6 +55,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train/crossentropyloss",  # OLMo ("train/CrossEntropyLoss=12.18")
         "cross_entropy_loss",  # pith-train ("cross-entropy-loss 2.6636")
         "avr_loss",  # kohya-ss sd-scripts' bar postfix, the loss it shows
+        "closs",  # LLaMA2-Accessory and its SPHINX / LLaMA-Adapter kin: the cross-entropy loss
     ),
     "eval_loss": (
         "eval_loss",
@@ -120,10 +121,19 @@ def _index() -> dict[str, tuple[str, int]]:
 _INDEX = _index()
 
 
+# "ValLoss", "trainLoss": words run together in camel case, split where a capital follows a
+# small letter.
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+@lru_cache(maxsize=4096)
 def field_of(key: str) -> tuple[str, int] | None:
     """The field ``key`` names and its rank among that field's keys (lower wins), or None
-    for a custom metric."""
-    return _INDEX.get(normalize(key))
+    for a custom metric. A key in camel case (``ValLoss``) is looked up as its words too."""
+    found = _INDEX.get(normalize(key))
+    if found is None and _CAMEL.search(key):
+        found = _INDEX.get(normalize(_CAMEL.sub("_", key)))
+    return found
 
 
 _METRIC_CHARS = re.compile(r"[^A-Za-z0-9_:]+")
