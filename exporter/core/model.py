@@ -368,6 +368,10 @@ class RunMeta:
     deadline_timestamp: float | None = None
     gpu_seconds_budget: float | None = None
     thresholds: Overrides = ()  # from annotations; beat the report's own overrides
+    # When Kubernetes kills the job (the earliest activeDeadlineSeconds of the pod and its
+    # owners, exporter.core.deadlines) and the kind whose field it is; None where none is set.
+    kill_deadline_timestamp: float | None = None
+    kill_deadline_kind: str = ""
     # When the pod got its GPUs (Kubernetes mode): GPU-seconds are then derived from it, so
     # they survive an exporter restart without double counting.
     gpu_start_timestamp: float | None = None

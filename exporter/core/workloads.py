@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .annotations import JOB_LABELS, KATIB_TRIAL_LABEL, OWNER_ANNOTATIONS
+from .deadlines import kill_deadline
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,9 @@ class Ref:
     # Of the object it names, once read: the annotations pod discovery needs
     # (:data:`~exporter.core.annotations.OWNER_ANNOTATIONS`), values cut to MAX_ANNOTATION chars.
     annotations: tuple[tuple[str, str], ...] = ()
+    # Of the object it names, once read: when its own activeDeadlineSeconds kills it
+    # (exporter.core.deadlines.kill_deadline), None where it states none.
+    kill_deadline: float | None = None
 
     def annotation(self, name: str) -> str | None:
         """The owner's annotation ``name`` (one of OWNER_ANNOTATIONS), if it has it."""
@@ -198,8 +202,9 @@ def chain(meta: Mapping[str, Any], get: Getter) -> tuple[Ref, ...]:
         if obj is None or str(owner_meta.get("uid") or "") != ref.uid:
             raise OwnerMissing(f"{ref.kind}/{ref.name} (uid {ref.uid or '?'}) does not exist")
         kept = owner_annotations(owner_meta)
-        if kept:
-            refs[-1] = replace(ref, annotations=kept)
+        killed = kill_deadline(ref.kind, obj)
+        if kept or killed is not None:
+            refs[-1] = replace(ref, annotations=kept, kill_deadline=killed)
         current = owner_meta
     return tuple(refs)
 

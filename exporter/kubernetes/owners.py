@@ -3,7 +3,9 @@ server (:func:`exporter.core.workloads.chain`), cached, and the pod identified b
 
 Owners are few (one Job per rank group, one JobSet, one TrainJob) and their controller
 references never change, so each is read once per :data:`TTL` whatever the number of pods
-and events; a missing one is remembered for :data:`MISSING_TTL`. RBAC: ``get`` on the kinds
+and events; a missing one is remembered for :data:`MISSING_TTL`. An owner's kill deadline
+(exporter.core.deadlines) is as fresh as its read: a Job resumed after a suspension, whose
+startTime the Job controller resets, has its new deadline within one TTL. RBAC: ``get`` on the kinds
 of :data:`exporter.core.workloads.KINDS` (deploy/base/rbac.yaml).
 """
 
@@ -23,6 +25,7 @@ from ..core.annotations import (
     JOB_LABELS,
     KATIB_TRIAL_LABEL,
 )
+from ..core.deadlines import kept as deadline_fields
 from ..core.workloads import Kind, OwnerMissing, Refused, chain, owner_annotations
 from ..plumbing.discovery import ApiFactory, PodInfo
 from .client import api_status
@@ -73,21 +76,21 @@ class OwnerLookup:
             if api_status(exc) != 404:
                 raise
             doc = None
-        # Only what identity needs is kept: the UID and the controller reference, and the
-        # few annotations discovery reads from an owner (OpenShift AI's, on the TrainJob).
+        # Only what identity needs is kept: the UID and the controller reference, the few
+        # annotations discovery reads from an owner (OpenShift AI's, on the TrainJob), and
+        # the fields of its kill deadline (activeDeadlineSeconds and its start).
         meta = (doc or {}).get("metadata") or {}
-        kept = (
-            None
-            if doc is None
-            else {
-                "metadata": {
+        kept: dict[str, Any] | None = None
+        if doc is not None:
+            kept = deadline_fields(kind.kind, doc)
+            kept.setdefault("metadata", {}).update(
+                {
                     "name": meta.get("name"),
                     "uid": meta.get("uid"),
                     "ownerReferences": meta.get("ownerReferences") or [],
                     "annotations": dict(owner_annotations(meta)),
                 }
-            }
-        )
+            )
         with self._lock:
             self._cache[key] = (now + (self.ttl if kept is not None else MISSING_TTL), kept)
             self._cache.move_to_end(key)

@@ -36,6 +36,7 @@ from ..core.annotations import (
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
 )
+from ..core.deadlines import earliest, kill_deadline
 from ..core.model import clean_label
 from ..core.thresholds import BOUNDS, parse_overrides
 from ..core.workloads import Ref, Refused, identify
@@ -209,6 +210,10 @@ def training_pod(
     http_url, http_interval = _http_target(
         str(status.get("podIP") or ""), annotations, owners, pull_fenced
     )
+    # Whatever kills first: the pod's own activeDeadlineSeconds or an owner's.
+    killed, killer = earliest(
+        (kill_deadline("Pod", pod), "Pod"), *((r.kill_deadline, r.kind) for r in owners)
+    )
     overrides = {
         k[len(ANNOTATION_THRESHOLD) :]: v
         for k, v in annotations.items()
@@ -239,6 +244,8 @@ def training_pod(
         failed=status.get("phase") == "Failed",
         end_timestamp=end,
         deadline_timestamp=_time(annotations.get(ANNOTATION_DEADLINE)),
+        kill_deadline_timestamp=killed,
+        kill_deadline_kind=killer,
         gpu_seconds_budget=budget,
         thresholds=parse_overrides(overrides, lambda _reason: None),
         http_url=http_url,

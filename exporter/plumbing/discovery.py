@@ -120,6 +120,10 @@ class PodInfo:
     stacks_request: str | None = None  # the stacks annotation's value
     log_format: str = ""  # the log-format annotation: a configured format tried first
     status_file: tuple[str, str] | None = None  # (emptyDir volume, file name), if any
+    # The earliest activeDeadlineSeconds of the pod and its owners (exporter.core.deadlines),
+    # and the kind that states it.
+    kill_deadline_timestamp: float | None = None
+    kill_deadline_kind: str = ""
 
 
 def reporting_pods(

@@ -47,6 +47,7 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "gpu_seconds": s.gpu_seconds,
         "stalled_gpu_seconds": s.stalled_gpu_seconds,
         "deadline_timestamp_seconds": s.deadline_timestamp,
+        "kill_deadline_timestamp_seconds": s.meta.kill_deadline_timestamp,
         "gpu_seconds_budget": s.gpu_seconds_budget,
         "last_checkpoint_step": s.last_checkpoint_step,
         "last_checkpoint_timestamp_seconds": s.last_checkpoint_timestamp,
@@ -87,6 +88,12 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "stall": [stall_to_dict(d) for d in s.stall],
         "stall_summary": summary(s.stall),
         "stall_gpu_seconds": {cause: json_number(v) for cause, v in s.stall_gpu_seconds},
+        # The kind whose activeDeadlineSeconds kills first, and the chance of missing each
+        # deadline (docs/kubernetes.md#kill-deadlines).
+        "kill_deadline_kind": s.meta.kill_deadline_kind or None,
+        "deadline_miss_probability": {
+            kind: json_number(p) for kind, p in s.deadline_miss_probability
+        },
     }
 
 

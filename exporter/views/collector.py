@@ -177,6 +177,15 @@ def _stall_seconds(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...]
     return (((("stall_cause", cause),), value) for cause, value in s.stall_gpu_seconds)
 
 
+def _kill_deadline(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    at = s.meta.kill_deadline_timestamp
+    return () if at is None else (((("kind", s.meta.kill_deadline_kind),), at),)
+
+
+def _miss(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (((("deadline", kind),), p) for kind, p in s.deadline_miss_probability)
+
+
 def _custom(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
     return (((("metric", name),), value) for name, value in s.metrics)
 
@@ -254,6 +263,14 @@ RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_deadline_timestamp_seconds", "gauge",
            "Unix time by which the run should finish, from its annotation.",
            *_value(attrgetter("deadline_timestamp"))),
+    Family("training_kill_deadline_timestamp_seconds", "gauge",
+           "Unix time Kubernetes kills the run's job: the earliest activeDeadlineSeconds of its "
+           "pod and owners, from their start (kind: whose field; "
+           "docs/kubernetes.md#kill-deadlines).",
+           _kill_deadline),
+    Family("training_deadline_miss_probability", "gauge",
+           "Probability the run finishes after its deadline (deadline: user or kill), from the "
+           "ETA's calibrated band (docs/eta.md#the-chance-of-missing-a-deadline).", _miss),
     Family("training_gpu_seconds_budget", "gauge",
            "GPU-seconds the run may use (its GPU-hour budget annotation x 3600).",
            *_value(attrgetter("gpu_seconds_budget"))),

@@ -71,6 +71,14 @@ class RunSnapshot:
     model_flops_utilization: float | None = None
     # What ended it, where its log ended in a traceback: "Type: message" (bounded).
     failure: str | None = None
+    # The chance of finishing after each deadline it has, by kind (exporter.core.deadlines:
+    # "user", "kill"), while it has an ETA and its band.
+    deadline_miss_probability: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def kill_deadline_timestamp(self) -> float | None:
+        """When Kubernetes kills the run's job (its meta, from discovery)."""
+        return self.meta.kill_deadline_timestamp
 
 
 def timeline_values(s: RunSnapshot) -> dict[str, float | int | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..deadlines import KILL, USER, miss_probabilities
 from ..directives import CHECKPOINT, STACKS, Facts, due, reasons
 from ..estimate import Throughput
 from ..gpus import peak_flops
@@ -145,6 +146,16 @@ def snapshot(
         gpu_peak_flops=peak,
         model_flops_utilization=utilization(run, rate, peak, verdict.state in TRAINING),
         failure=run.failure if verdict.state == "failed" else None,
+        deadline_miss_probability=miss_probabilities(
+            eta,
+            lower,
+            upper,
+            now,
+            (
+                (USER, first_of(run.meta.deadline_timestamp, run.deadline)),
+                (KILL, run.meta.kill_deadline_timestamp),
+            ),
+        ),
     )
     _sample(run.timeline, snap, now)
     return snap
