@@ -177,3 +177,39 @@ def test_the_miss_probability_is_calibrated_on_the_held_out_runs() -> None:
     for d in rows:
         gap = 100 * (d.missed - d.said)
         assert -11 <= gap <= 2, (d.low, d.said, d.missed)
+
+
+def test_a_save_is_asked_once_before_the_kill_leaving_the_runs_own_save_time() -> None:
+    """A run that reports its saves take 600 s, killed at t0 + 3000: the checkpoint
+    directive comes once, from kill - 600 - 120 s, not before; a run whose band ends before
+    the kill is never asked; one that never said how long it saves gets 300 s."""
+    from exporter.core.directives import KILL_MARGIN_SECONDS, Facts, reasons, save_before_kill
+
+    t0 = 1_800_000_000.0
+    kill = t0 + 3000
+    base = Facts(None, None, False, None, kill_deadline_timestamp=kill, save_seconds=600.0)
+    first = kill - 600 - KILL_MARGIN_SECONDS
+    assert not save_before_kill(Facts(**{**base.__dict__, "now": first - 1}))
+    assert "kill_deadline" in reasons(Facts(**{**base.__dict__, "now": first}))
+    assert not save_before_kill(Facts(**{**base.__dict__, "now": kill}))  # too late: killed
+    sure = Facts(**{**base.__dict__, "now": first, "eta_upper_timestamp": kill - 10})
+    assert not save_before_kill(sure)
+    unsaid = Facts(**{**base.__dict__, "save_seconds": None, "now": kill - 300 - 120})
+    assert save_before_kill(unsaid) and not save_before_kill(
+        Facts(**{**unsaid.__dict__, "now": kill - 421})
+    )
+
+    # Through the tracker and a native push's answer: once, with the run's own save time.
+    tracker = Tracker()
+    key = RunKey("ml", "llm-0", "llm")
+    meta = RunMeta(source="push", kill_deadline_timestamp=kill, kill_deadline_kind="Job")
+    said: list[float] = []
+    for i in range(0, 3000, 10):
+        report = ProgressReport(
+            step=i, max_steps=100_000, checkpoint_step=0, checkpoint_timestamp=t0,
+            checkpoint_seconds=600.0,
+        )  # fmt: skip
+        tracker.apply(key, report, t0 + i, meta)
+        if "checkpoint" in tracker.directives(key, t0 + i):
+            said.append(i)
+    assert said == [int(first - t0)]

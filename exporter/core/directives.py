@@ -2,7 +2,9 @@
 
 Why the exporter and not the job: it sees what the job cannot, that even the optimistic end
 of its ETA (the lower bound of its 80 % band) has passed its deadline, that its pod is being
-deleted (an eviction, a node drain) or its node cordoned (the start of a drain), that more
+deleted (an eviction, a node drain) or its node cordoned (the start of a drain), that
+Kubernetes will kill it at its activeDeadlineSeconds before it finishes (and no later than
+its save takes, plus a margin), that more
 GPU-hours of training than its threshold would be lost to a preemption now, or that
 someone asked (``kubectl annotate trainjob/X`` or ``pod/X training-progress.io/checkpoint=<any
 new value>``). A directive is edge-triggered: each reason is delivered once when it starts to
@@ -17,6 +19,11 @@ from dataclasses import dataclass
 CHECKPOINT = "checkpoint"
 # Send every thread's stack (exporter.core.stall decides when: a stall, or a person asked).
 STACKS = "stacks"
+# Before a kill deadline: what a save takes where the run never said (it reports each save's
+# seconds as last_checkpoint_seconds), and the margin on top, for the directive to reach the
+# run (its next push) and the save to start (the end of the step under way).
+DEFAULT_SAVE_SECONDS = 300.0
+KILL_MARGIN_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,24 @@ class Facts:
     # GPU-seconds of training since its last checkpoint, and how many it may risk
     at_risk_gpu_seconds: float = 0.0
     risk_threshold_gpu_seconds: float = float("inf")
+    # When Kubernetes kills it (its activeDeadlineSeconds), the latest completion its band
+    # allows (the upper bound: a run sure to finish first is left alone), how long its saves
+    # take (None: DEFAULT_SAVE_SECONDS), and the time now.
+    kill_deadline_timestamp: float | None = None
+    eta_upper_timestamp: float | None = None
+    save_seconds: float | None = None
+    now: float = 0.0
+
+
+def save_before_kill(f: Facts) -> bool:
+    """Whether the kill deadline is now within the run's save time plus the margin, with the
+    run not sure to finish before it: a save started later would not end before the kill."""
+    if f.kill_deadline_timestamp is None or f.now >= f.kill_deadline_timestamp:
+        return False
+    if f.eta_upper_timestamp is not None and f.eta_upper_timestamp < f.kill_deadline_timestamp:
+        return False
+    save = DEFAULT_SAVE_SECONDS if f.save_seconds is None else f.save_seconds
+    return f.now >= f.kill_deadline_timestamp - save - KILL_MARGIN_SECONDS
 
 
 def reasons(f: Facts) -> frozenset[str]:
@@ -45,6 +70,8 @@ def reasons(f: Facts) -> frozenset[str]:
         and f.eta_lower_timestamp > f.deadline_timestamp
     ):
         out.add("deadline")
+    if save_before_kill(f):
+        out.add("kill_deadline")
     if f.deleting:
         out.add("deleting")
     if f.draining:

@@ -117,6 +117,9 @@ class ProgressReport:
     # log says it (docs/report-format.md; exporter.core.run keeps the newest).
     checkpoint_step: int | None = None
     checkpoint_timestamp: float | None = None
+    # How long that save took (seconds), where the run measures it: what a checkpoint before
+    # a kill deadline must leave time for (exporter.core.directives).
+    checkpoint_seconds: float | None = None
     # Tokens the run has trained on so far (Transformers' num_input_tokens_seen), the model's
     # training FLOPs per token, and the GPU it runs on, as the run says (for MFU).
     tokens: int | None = None
@@ -244,6 +247,7 @@ VALUE_FIELDS = (*NATIVE_FIELDS, "progress", "eta_seconds")
 CHECKPOINT_FIELDS = (
     "last_checkpoint_step",
     "last_checkpoint_timestamp",
+    "last_checkpoint_seconds",
     "tokens",
     "model_flops_per_token",
 )
@@ -286,6 +290,9 @@ GPUS = Bound("number", 0.0, MAX_GPUS)
 GPU_HOURS_BUDGET = Bound("number", 1e-9, MAX_GPU_HOURS_BUDGET)
 TIMESTAMP = Bound("number", 0.0, 1e11)
 FLOPS_PER_TOKEN = Bound("number", 0.0, MAX_FLOPS_PER_TOKEN)
+# A save that takes more than a day is a mistake, not a checkpoint.
+MAX_CHECKPOINT_SECONDS = 86_400.0
+CHECKPOINT_SECONDS = Bound("number", 0.0, MAX_CHECKPOINT_SECONDS)
 LOSS = Bound("loss")
 # What a report's fields may be, and the reason a value outside is dropped under.
 REPORT_BOUNDS: dict[str, tuple[Bound, str]] = {
@@ -304,6 +311,7 @@ REPORT_BOUNDS: dict[str, tuple[Bound, str]] = {
     "eval_loss": (LOSS, "invalid_eval_loss"),
     "learning_rate": (LOSS, "invalid_learning_rate"),
     "grad_norm": (LOSS, "invalid_grad_norm"),
+    "checkpoint_seconds": (CHECKPOINT_SECONDS, "invalid_checkpoint_seconds"),
 }
 
 

@@ -23,6 +23,7 @@ from .model import (
     KUBEFLOW_MAX_BODY_BYTES,
     KUBEFLOW_MAX_FIELD_CHARS,
     KUBEFLOW_MAX_METRICS,
+    MAX_CHECKPOINT_SECONDS,
     MAX_CLOCK_SKEW_SECONDS,
     MAX_EPOCHS,
     MAX_ETA_SECONDS,
@@ -65,6 +66,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm",),
     "checkpoint_step": ("last_checkpoint_step", "checkpoint_step"),
     "checkpoint_timestamp": ("last_checkpoint_timestamp", "last_checkpoint_time"),
+    "checkpoint_seconds": ("last_checkpoint_seconds", "checkpoint_seconds"),
     "tokens": ("num_input_tokens_seen", "tokens"),
     "flops_per_token": ("model_flops_per_token", "flops_per_token"),
 }
@@ -159,6 +161,11 @@ def _convert(fld: str, raw: Any, problem: Any) -> Any:
         return None
     if fld == "checkpoint_timestamp":
         if not 0 < number < MAX_TIMESTAMP:
+            problem(f"invalid_{fld}")
+            return None
+        return number
+    if fld == "checkpoint_seconds":
+        if not 0 < number <= MAX_CHECKPOINT_SECONDS:
             problem(f"invalid_{fld}")
             return None
         return number

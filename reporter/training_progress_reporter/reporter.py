@@ -265,10 +265,12 @@ class ProgressReporter:
         except Exception:
             return
 
-    def checkpointed(self, step: int | None = None) -> None:
+    def checkpointed(self, step: int | None = None, seconds: float | None = None) -> None:
         """Record that the run saved a checkpoint now, at ``step`` (default: the latest step
-        given to update()). The exporter then counts the work at risk from here
-        (``training_progress_at_risk_gpu_seconds``). Cheap and non-blocking; never raises."""
+        given to update()), the save having taken ``seconds`` where the caller timed it. The
+        exporter then counts the work at risk from here
+        (``training_progress_at_risk_gpu_seconds``) and, before a kill deadline, asks for a
+        save early enough for one that long. Cheap and non-blocking; never raises."""
         if not self.enabled:
             return
         try:
@@ -278,6 +280,8 @@ class ProgressReporter:
                 if saved is not None:
                     values["last_checkpoint_step"] = saved
                 values["last_checkpoint_timestamp"] = time.time()
+                if seconds is not None and 0 < float(seconds) <= 86_400:
+                    values["last_checkpoint_seconds"] = float(seconds)
                 self._state.version += 1
             self._flush.set()  # said at once: what is at risk just dropped
             self._wake.set()

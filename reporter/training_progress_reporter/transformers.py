@@ -12,6 +12,7 @@ it leaves the Kubeflow channel to it and reports only through the other channels
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
@@ -28,6 +29,10 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
     def __init__(self, **reporter_kwargs: Any) -> None:
         self.reporter_kwargs = reporter_kwargs
         self.reporter: ProgressReporter | None = None
+        # The step that ended last and when (monotonic): Trainer saves after on_step_end and
+        # calls on_save when done, so the time between is the save's (an evaluation due at
+        # the same step counts too: an overestimate, which asks for the save earlier).
+        self._step_ended: tuple[int, float] | None = None
 
     def _channels(self, args: TrainingArguments) -> list[str] | None:
         report_to = args.report_to or []
@@ -97,6 +102,7 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         if self.reporter is not None:
+            self._step_ended = (state.global_step, time.monotonic())
             tokens = getattr(state, "num_input_tokens_seen", 0) or None  # include_num_input_...
             self.reporter.update(step=state.global_step, epoch=state.epoch, tokens=tokens)
             if self.reporter.should_checkpoint():
@@ -108,7 +114,13 @@ class ProgressCallback(TrainerCallback):  # type: ignore[misc]
     ) -> None:
         """Trainer saved ``checkpoint-N`` (its save strategy, or a directive)."""
         if self.reporter is not None:
-            self.reporter.checkpointed(step=state.global_step)
+            ended = self._step_ended
+            took = (
+                time.monotonic() - ended[1]
+                if ended is not None and ended[0] == state.global_step
+                else None
+            )
+            self.reporter.checkpointed(step=state.global_step, seconds=took)
 
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any

@@ -43,6 +43,8 @@ def _merge_checkpoint(run: RunState, r: ProgressReport, now: float) -> None:
     what is at risk. Reports restate the last checkpoint; only a new one counts. One
     stated as saved a while ago keeps the work since at risk, at most the run's GPUs times
     that while (it may have stalled since)."""
+    if r.checkpoint_seconds is not None:
+        run.checkpoint_seconds = max(run.checkpoint_seconds or 0.0, r.checkpoint_seconds)
     if r.checkpoint_step is None and r.checkpoint_timestamp is None:
         return
     at = min(now, r.checkpoint_timestamp if r.checkpoint_timestamp is not None else now)

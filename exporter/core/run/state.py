@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ..estimate import FORECASTS_KEPT, Estimate, EstimatorConfig, Throughput
 from ..model import (
+    CHECKPOINT_SECONDS,
     COUNT,
     EPOCHS,
     ETA_SECONDS,
@@ -107,6 +108,8 @@ class RunState:
     # would lose is what was productive since (at_risk).
     checkpoint_step: int | None = field(default=None, metadata=saved(COUNT))
     checkpoint_timestamp: float | None = field(default=None, metadata=saved(NON_NEGATIVE))
+    # The longest save the run reported taking this attempt (seconds), None where it says none.
+    checkpoint_seconds: float | None = field(default=None, metadata=saved(CHECKPOINT_SECONDS))
     productive_mark: float = field(default=0.0, metadata=saved(FINITE))
     # Tokens trained on so far, with (time, tokens) points for their rate; the model's
     # training FLOPs per token; the GPU model the run says it has, and its node's label.

@@ -195,15 +195,18 @@ def directives(
     ``draining``: its node is cordoned; ``judged``: the run's judgement as of ``now``, made
     once for the whole push (the snapshot and the stacks request read it too)."""
     deadline = first_of(run.meta.deadline_timestamp, run.deadline)
+    kill = run.meta.kill_deadline_timestamp
     # A snapshot (state, ETA) only for a run with a deadline: this is on every push.
-    lower = (
+    snap = (
         None
-        if deadline is None
-        else snapshot(config, key, run, now, False, judged).eta_lower_seconds
+        if deadline is None and kill is None
+        else snapshot(config, key, run, now, False, judged)
     )
+    lower = None if snap is None else snap.eta_lower_seconds
+    upper = None if snap is None else snap.eta_upper_seconds
     holding = reasons(
         Facts(
-            eta_lower_timestamp=None if lower is None else now + lower,
+            eta_lower_timestamp=None if lower is None or deadline is None else now + lower,
             deadline_timestamp=deadline,
             deleting=run.meta.deleting,
             request=run.meta.checkpoint_request,
@@ -212,6 +215,11 @@ def directives(
             # Only a run seen to checkpoint is told to (one that saves unseen is left alone).
             at_risk_gpu_seconds=at_risk(run) if run.checkpoint_timestamp is not None else 0.0,
             risk_threshold_gpu_seconds=thresholds_of(config, run).checkpoint_risk_gpu_seconds,
+            # A finished run has no ETA and is not saved for a kill (nothing is left to lose).
+            kill_deadline_timestamp=kill if snap is not None and not snap.finished else None,
+            eta_upper_timestamp=None if upper is None else now + upper,
+            save_seconds=run.checkpoint_seconds,
+            now=now,
         )
     )
     fire = due(holding, run.directed)
