@@ -213,3 +213,92 @@ def test_a_save_is_asked_once_before_the_kill_leaving_the_runs_own_save_time() -
         if "checkpoint" in tracker.directives(key, t0 + i):
             said.append(i)
     assert said == [int(first - t0)]
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_each_kinds_node_count_is_read_from_its_spec(path: Path) -> None:
+    """Where a fixture states the nodes its spec runs on, node_count reads them, also from
+    what the owner cache keeps (pod templates left out)."""
+    from exporter.core.scaling import node_count
+    from exporter.core.workloads import kept_fields
+
+    case = json.loads(path.read_text())
+    if "nodes" not in case:
+        return
+    kind, obj = case["kind"], case["object"]
+    assert node_count(kind, obj) == case["nodes"]
+    slim = kept_fields(kind, obj)
+    assert node_count(kind, slim) == case["nodes"]
+    assert "containers" not in json.dumps(slim)  # the cache holds no pod template
+
+
+def test_fewest_nodes_follow_the_pace_per_node_and_the_restart() -> None:
+    """An hour left at 2 nodes, a deadline in 40 minutes: more nodes make it (paying the
+    restart), fewer never; a deadline in 3 hours leaves headroom (1 node makes it)."""
+    from exporter.core.scaling import RESTART_SECONDS, eta_at, exponent_from_history, fewest_units
+
+    eta, lower, upper = 3600.0, 3000.0, 4300.0
+    needed = fewest_units(eta, lower, upper, 2400, 2, 0.9, 0.8)
+    assert needed is not None and needed > 2
+    e, lo, hi = eta_at(eta, lower, upper, 2, needed, 0.9)
+    assert e >= RESTART_SECONDS and 1 - miss_probability(e, lo, hi, 2400) >= 0.8
+    e, lo, hi = eta_at(eta, lower, upper, 2, needed - 1, 0.9)
+    assert 1 - miss_probability(e, lo, hi, 2400) < 0.8
+    assert fewest_units(eta, lower, upper, 3 * 3600, 2, 0.9, 0.8) == 1
+    assert fewest_units(eta, lower, upper, 60, 2, 0.9, 0.8) is None  # out of reach
+    # The run's own sizes: 2 nodes at 1 step/s, 4 nodes at 1.8: 0.848.
+    assert exponent_from_history([(2, 1.0), (4, 1.8)]) == pytest.approx(math.log(1.8) / math.log(2))
+    assert exponent_from_history([(2, 1.0), (2, 1.1)]) is None
+    assert exponent_from_history([(2, 1.0), (4, 9.0)]) == 1.0  # superlinear: kept at 1
+
+
+def test_a_run_states_the_nodes_its_deadline_needs_with_the_basis() -> None:
+    """Through the tracker: a run on 2 nodes that will miss its deadline at this pace needs
+    more, on the default scaling; after an attempt at 4 nodes ran 1.8x as fast, the basis
+    is its history; a run with no node count is sized in GPUs; /metrics shows the series."""
+    from exporter.views.collector import iter_runs_text
+
+    tracker = Tracker()
+    t0 = 1_800_000_000.0
+    key = RunKey("ml", "llm-0", "llm")
+    meta = RunMeta(source="push", nodes=2, gpus=16, deadline_timestamp=t0 + 900, pod_uid="a")
+    for i in range(
+        120
+    ):  # 2 steps/s, 2,000 steps: ~ 1,000 s left at t0 + 119, 781 s to the deadline
+        tracker.apply(key, ProgressReport(step=2 * i, max_steps=2240), t0 + i, meta)
+    (snap,) = tracker.snapshot(t0 + 119)
+    assert snap.size == 2 and snap.size_unit == "nodes" and snap.scaling_basis == "default"
+    needed = dict(snap.deadline_size_needed)["user"]
+    assert needed >= 3, snap
+    text = "".join(iter_runs_text([snap]))
+    assert 'training_deadline_nodes_needed{basis="default",deadline="user"' in text
+    assert "training_nodes{" in text and "training_deadline_gpus_needed{" not in text
+
+    # A second attempt (a new pod) on 4 nodes runs 1.8x as fast: the exponent is its own.
+    bigger = RunMeta(source="push", nodes=4, gpus=32, deadline_timestamp=t0 + 900, pod_uid="b")
+    for i in range(120):
+        step = 238 + round(3.6 * i)
+        tracker.apply(key, ProgressReport(step=step, max_steps=2240), t0 + 130 + i, bigger)
+    (snap,) = [s for s in tracker.snapshot(t0 + 249) if s.key == key]
+    assert snap.attempt == 2 and snap.size == 4, snap
+    assert snap.scaling_basis == "history", snap
+
+    bare = RunKey("ml", "solo", "solo")
+    solo = RunMeta(source="push", gpus=4, deadline_timestamp=t0 + 100_000)
+    for i in range(120):
+        tracker.apply(bare, ProgressReport(step=2 * i, max_steps=2240), t0 + i, solo)
+    (one,) = [s for s in tracker.snapshot(t0 + 119) if s.key == bare]
+    assert one.size_unit == "gpus" and dict(one.deadline_size_needed)["user"] == 1
+    assert "training_deadline_gpus_needed{" in "".join(iter_runs_text([one]))
+
+
+def test_the_deadline_probability_setting_is_bounded_and_reaches_the_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from exporter.daemon.config import ConfigError, load
+
+    monkeypatch.setenv("TPE_DEADLINE_PROBABILITY", "0.3")
+    with pytest.raises(ConfigError, match=r"deadline_probability must be from 0\.5 to 0\.99"):
+        load({})
+    monkeypatch.setenv("TPE_DEADLINE_PROBABILITY", "0.95")
+    assert load({}).tracker_config().run.deadline_probability == 0.95

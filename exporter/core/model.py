@@ -380,6 +380,9 @@ class RunMeta:
     # owners, exporter.core.deadlines) and the kind whose field it is; None where none is set.
     kill_deadline_timestamp: float | None = None
     kill_deadline_kind: str = ""
+    # The nodes the run's job runs on, as its spec states (exporter.core.scaling.node_count);
+    # None where nothing says (standalone, a bare pod): sizes are then counted in GPUs.
+    nodes: int | None = None
     # When the pod got its GPUs (Kubernetes mode): GPU-seconds are then derived from it, so
     # they survive an exporter restart without double counting.
     gpu_start_timestamp: float | None = None

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import deadlines, scaling
 from .annotations import JOB_LABELS, KATIB_TRIAL_LABEL, OWNER_ANNOTATIONS
 from .deadlines import kill_deadline
 
@@ -135,8 +136,10 @@ class Ref:
     # (:data:`~exporter.core.annotations.OWNER_ANNOTATIONS`), values cut to MAX_ANNOTATION chars.
     annotations: tuple[tuple[str, str], ...] = ()
     # Of the object it names, once read: when its own activeDeadlineSeconds kills it
-    # (exporter.core.deadlines.kill_deadline), None where it states none.
+    # (exporter.core.deadlines.kill_deadline), and the nodes its spec runs on
+    # (exporter.core.scaling.node_count), None where it states none.
     kill_deadline: float | None = None
+    nodes: int | None = None
 
     def annotation(self, name: str) -> str | None:
         """The owner's annotation ``name`` (one of OWNER_ANNOTATIONS), if it has it."""
@@ -203,13 +206,29 @@ def chain(meta: Mapping[str, Any], get: Getter) -> tuple[Ref, ...]:
             raise OwnerMissing(f"{ref.kind}/{ref.name} (uid {ref.uid or '?'}) does not exist")
         kept = owner_annotations(owner_meta)
         killed = kill_deadline(ref.kind, obj)
-        if kept or killed is not None:
-            refs[-1] = replace(ref, annotations=kept, kill_deadline=killed)
+        nodes = scaling.node_count(ref.kind, obj)
+        if kept or killed is not None or nodes is not None:
+            refs[-1] = replace(ref, annotations=kept, kill_deadline=killed, nodes=nodes)
         current = owner_meta
     return tuple(refs)
 
 
 MAX_ANNOTATION = 64
+
+
+def _merge(into: dict[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in other.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def kept_fields(kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What of an owner ``obj`` (a ``kind``) the chain reads beyond its identity: the fields
+    of its kill deadline and of its node count, and nothing else (a cache keeps this)."""
+    return _merge(deadlines.kept(kind, obj), scaling.kept(kind, obj))
 
 
 def owner_annotations(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

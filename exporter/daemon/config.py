@@ -53,6 +53,9 @@ class Config:
     retention: float = 600.0
     push_idle_expiry: float = 86400.0
     max_custom_metrics: int = 32
+    # The chance of finishing by a deadline a size must give to be the one the run needs
+    # (training_deadline_nodes_needed, exporter.core.scaling).
+    deadline_probability: float = 0.8
     # A node runs at most a few hundred pods; 2,000 runs (with retained gone ones) at full
     # history and 32 custom metrics: the DaemonSet's limit is the budgets' sum for it
     # (exporter/core/budgets.py).
@@ -97,6 +100,7 @@ class Config:
             retention=self.retention,
             max_custom_metrics=self.max_custom_metrics,
             max_runs=self.max_runs,
+            deadline_probability=self.deadline_probability,
         )
 
     push_token_file: str | None = None  # standalone: pushes must carry this bearer token
@@ -141,6 +145,8 @@ _INTS = {
     "max_runs": (1, 10_000),
     "http_max_connections": (8, 65_536),
 }
+# Probability settings and their bounds.
+_FRACTIONS = {"deadline_probability": (0.5, 0.99)}
 _THRESHOLDS = {s.name: s for s in SPECS}
 _STRINGS = {
     "listen",
@@ -167,6 +173,7 @@ _BOOLS = {"opendatahub_metrics_pull", "read_authorization"}
 SETTINGS = sorted(
     _DURATIONS
     | set(_INTS)
+    | set(_FRACTIONS)
     | set(_THRESHOLDS)
     | _STRINGS
     | set(_LISTS)
@@ -237,6 +244,8 @@ def apply(config: Config, values: Mapping[str, Any], origin: str) -> Config:
             if not low <= number <= high:
                 raise ConfigError(f"{origin}: {key} must be between {low} and {high}")
             changes[key] = number
+        elif key in _FRACTIONS:
+            changes[key] = _threshold(key, "number", _FRACTIONS[key], value, origin)
         elif key in _BOOLS:
             changes[key] = _bool(value, f"{origin}: {key} must be true or false, not {value!r}")
         elif key in _LISTS:

@@ -25,8 +25,7 @@ from ..core.annotations import (
     JOB_LABELS,
     KATIB_TRIAL_LABEL,
 )
-from ..core.deadlines import kept as deadline_fields
-from ..core.workloads import Kind, OwnerMissing, Refused, chain, owner_annotations
+from ..core.workloads import Kind, OwnerMissing, Refused, chain, kept_fields, owner_annotations
 from ..plumbing.discovery import ApiFactory, PodInfo
 from .client import api_status
 from .pods import training_pod
@@ -78,11 +77,11 @@ class OwnerLookup:
             doc = None
         # Only what identity needs is kept: the UID and the controller reference, the few
         # annotations discovery reads from an owner (OpenShift AI's, on the TrainJob), and
-        # the fields of its kill deadline (activeDeadlineSeconds and its start).
+        # the fields of its kill deadline and node count (exporter.core.workloads.kept_fields).
         meta = (doc or {}).get("metadata") or {}
         kept: dict[str, Any] | None = None
         if doc is not None:
-            kept = deadline_fields(kind.kind, doc)
+            kept = kept_fields(kind.kind, doc)
             kept.setdefault("metadata", {}).update(
                 {
                     "name": meta.get("name"),

@@ -246,6 +246,9 @@ def training_pod(
         deadline_timestamp=_time(annotations.get(ANNOTATION_DEADLINE)),
         kill_deadline_timestamp=killed,
         kill_deadline_kind=killer,
+        # The highest owner that states a count: a TrainJob's numNodes, else the JobSet below
+        # it (one Job per node has parallelism 1: the Job alone would say 1).
+        nodes=next((r.nodes for r in reversed(owners) if r.nodes is not None), None),
         gpu_seconds_budget=budget,
         thresholds=parse_overrides(overrides, lambda _reason: None),
         http_url=http_url,

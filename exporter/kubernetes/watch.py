@@ -39,6 +39,7 @@ def run_meta(pod: PodInfo, node: str, source: str = "") -> RunMeta:
         deadline_timestamp=pod.deadline_timestamp,
         kill_deadline_timestamp=pod.kill_deadline_timestamp,
         kill_deadline_kind=pod.kill_deadline_kind,
+        nodes=pod.nodes,
         gpu_seconds_budget=pod.gpu_seconds_budget,
         thresholds=pod.thresholds,
         gpu_start_timestamp=pod.start_timestamp,

@@ -124,6 +124,7 @@ class PodInfo:
     # and the kind that states it.
     kill_deadline_timestamp: float | None = None
     kill_deadline_kind: str = ""
+    nodes: int | None = None  # the nodes its job runs on, as the job's spec states
 
 
 def reporting_pods(

@@ -186,6 +186,20 @@ def _miss(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]
     return (((("deadline", kind),), p) for kind, p in s.deadline_miss_probability)
 
 
+def _needed(unit: str) -> Samples:
+    """The sizes needed for each deadline, where the run's size is counted in ``unit``."""
+
+    def samples(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+        if s.size_unit != unit:
+            return ()
+        return (
+            ((("deadline", kind), ("basis", s.scaling_basis)), float(n))
+            for kind, n in s.deadline_size_needed
+        )
+
+    return samples
+
+
 def _custom(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
     return (((("metric", name),), value) for name, value in s.metrics)
 
@@ -271,6 +285,17 @@ RUN_FAMILIES: tuple[Family, ...] = (
     Family("training_deadline_miss_probability", "gauge",
            "Probability the run finishes after its deadline (deadline: user or kill), from the "
            "ETA's calibrated band (docs/eta.md#the-chance-of-missing-a-deadline).", _miss),
+    Family("training_nodes", "gauge",
+           "Nodes the run's job runs on, as its spec states (a TrainJob's numNodes, a "
+           "PyTorchJob's replicas...; docs/kubernetes.md#nodes-needed).",
+           *_value(attrgetter("meta.nodes"))),
+    Family("training_deadline_nodes_needed", "gauge",
+           "Fewest nodes that finish the run by its deadline (deadline: user or kill) with the "
+           "configured probability, from its pace per node (basis: history or default "
+           "scaling); fewer than training_nodes is headroom.", _needed("nodes")),
+    Family("training_deadline_gpus_needed", "gauge",
+           "The same in GPUs, for a run with no node count (standalone, a bare pod).",
+           _needed("gpus")),
     Family("training_gpu_seconds_budget", "gauge",
            "GPU-seconds the run may use (its GPU-hour budget annotation x 3600).",
            *_value(attrgetter("gpu_seconds_budget"))),

@@ -4,6 +4,7 @@ their samples, loss and plateau, checkpoints, tokens, custom metrics, Katib obse
 from __future__ import annotations
 
 import math
+import statistics
 import sys
 from collections import deque
 from dataclasses import replace
@@ -66,6 +67,11 @@ def new_attempt(run: RunState, now: float, keep_best: bool) -> None:
     """Start a new attempt of ``run``: its own finished flag, pace and typical pace, and,
     unless it resumes from a checkpoint (``keep_best``), its own best loss and plateau
     history. What the job spent (GPU-seconds, waste by cause) carries over."""
+    paces = [v for _, v in run.pace]
+    if run.attempt_size is not None and len(paces) >= 3:
+        # The attempt that ends: its size and its median pace, for the scaling it shows.
+        run.sizes.append((run.attempt_size, statistics.median(paces)))
+    run.attempt_size = None
     run.attempt += 1
     run.attempt_start = now
     run.failure = run.failure_at = None

@@ -111,6 +111,8 @@ def record_pace(config: RunConfig, run: RunState, now: float) -> None:
         run.pace_reference = typical if slow else None
     if run.pace_reference is None:
         run.pace.append(now, tp.steps_per_second)
+        if run.attempt_size is None and run.size is not None:
+            run.attempt_size = run.size[0]
 
 
 def progress_of(run: RunState) -> float | None:

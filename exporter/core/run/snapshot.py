@@ -74,6 +74,14 @@ class RunSnapshot:
     # The chance of finishing after each deadline it has, by kind (exporter.core.deadlines:
     # "user", "kill"), while it has an ETA and its band.
     deadline_miss_probability: tuple[tuple[str, float], ...] = ()
+    # Its size (its job's nodes, else its GPUs: size_unit says which) and, for each deadline
+    # it has, the fewest of that unit that make it at the configured probability
+    # (exporter.core.scaling; a deadline out of reach by scaling has none), the scaling
+    # exponent being the run's own ("history") or the default.
+    size: float | None = None
+    size_unit: str = ""
+    deadline_size_needed: tuple[tuple[str, int], ...] = ()
+    scaling_basis: str = ""
 
     @property
     def kill_deadline_timestamp(self) -> float | None:

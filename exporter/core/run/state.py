@@ -22,6 +22,7 @@ from ..model import (
     Observed,
     RunMeta,
 )
+from ..scaling import DEFAULT_LEVEL
 from ..series import Series, Triples
 from ..stall import StallRecord
 from ..thresholds import Thresholds, effective
@@ -62,6 +63,8 @@ class RunConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
     max_custom_metrics: int = 32
+    # The chance of making a deadline a size must give (exporter.core.scaling.fewest_units).
+    deadline_probability: float = DEFAULT_LEVEL
 
 
 @dataclass
@@ -175,6 +178,20 @@ class RunState:
     # failed (states.classify), and this is why.
     failure: str | None = None
     failure_at: float | None = None
+    # Its size this attempt (nodes, else GPUs: size_of) when its pace was first sampled, and
+    # (size, steps/s) of its earlier attempts: the scaling it showed (exporter.core.scaling).
+    attempt_size: float | None = None
+    sizes: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=8))
+
+    @property
+    def size(self) -> tuple[float, str] | None:
+        """The run's size and its unit: its job's nodes, else its GPUs; None when neither
+        is known."""
+        if self.meta.nodes:
+            return float(self.meta.nodes), "nodes"
+        if self.gpus > 0:
+            return self.gpus, "gpus"
+        return None
 
     @property
     def gpus(self) -> float:

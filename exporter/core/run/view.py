@@ -3,6 +3,7 @@ what it is told to do now (directives: checkpoint, stacks)."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from ..deadlines import KILL, USER, miss_probabilities
@@ -10,6 +11,7 @@ from ..directives import CHECKPOINT, STACKS, Facts, due, reasons
 from ..estimate import Throughput
 from ..gpus import peak_flops
 from ..model import RunKey
+from ..scaling import DEFAULT, DEFAULT_EXPONENT, HISTORY, exponent_from_history, fewest_units
 from ..states import NO_ETA, TRAINING, Observation, Verdict, classify, done, entered, reason
 from ..thresholds import Thresholds
 from ..timeline import Timeline
@@ -88,6 +90,12 @@ def snapshot(
     if rate is not None and verdict.state not in TRAINING:
         rate = 0.0
     peak = peak_flops(run.gpu_model or run.node_gpu_model)
+    deadlines = (
+        (USER, first_of(run.meta.deadline_timestamp, run.deadline)),
+        (KILL, run.meta.kill_deadline_timestamp),
+    )
+    size = run.size
+    needed, basis = sizes_needed(config, run, eta, lower, upper, now, deadlines)
     snap = RunSnapshot(
         key=key,
         meta=run.meta,
@@ -146,19 +154,49 @@ def snapshot(
         gpu_peak_flops=peak,
         model_flops_utilization=utilization(run, rate, peak, verdict.state in TRAINING),
         failure=run.failure if verdict.state == "failed" else None,
-        deadline_miss_probability=miss_probabilities(
-            eta,
-            lower,
-            upper,
-            now,
-            (
-                (USER, first_of(run.meta.deadline_timestamp, run.deadline)),
-                (KILL, run.meta.kill_deadline_timestamp),
-            ),
-        ),
+        deadline_miss_probability=miss_probabilities(eta, lower, upper, now, deadlines),
+        size=None if size is None else size[0],
+        size_unit="" if size is None else size[1],
+        deadline_size_needed=needed,
+        scaling_basis=basis if needed else "",
     )
     _sample(run.timeline, snap, now)
     return snap
+
+
+def sizes_needed(
+    config: RunConfig,
+    run: RunState,
+    eta: float | None,
+    lower: float | None,
+    upper: float | None,
+    now: float,
+    deadlines: tuple[tuple[str, float | None], ...],
+) -> tuple[tuple[tuple[str, int], ...], str]:
+    """For each deadline the run has, the fewest nodes (or GPUs) that make it with the
+    configured probability (exporter.core.scaling.fewest_units), and the basis of the
+    scaling exponent: the run's own sizes ("history") or the default."""
+    size = run.size
+    if eta is None or lower is None or upper is None or size is None:
+        return (), ""
+    current = max(1, round(size[0]))
+    paces = [v for _, v in run.pace]
+    history = list(run.sizes)
+    if run.attempt_size is not None and len(paces) >= 3:
+        history.append((run.attempt_size, statistics.median(paces)))
+    exponent = exponent_from_history(history)
+    basis = HISTORY if exponent is not None else DEFAULT
+    exponent = DEFAULT_EXPONENT if exponent is None else exponent
+    out = []
+    for kind, at in deadlines:
+        if at is None:
+            continue
+        found = fewest_units(
+            eta, lower, upper, at - now, current, exponent, config.deadline_probability
+        )
+        if found is not None:
+            out.append((kind, found))
+    return tuple(out), basis
 
 
 def _sample(timeline: Timeline, s: RunSnapshot, now: float) -> None:
