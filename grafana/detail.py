@@ -287,6 +287,49 @@ def detail_dashboard() -> dict[str, Any]:
             (12, 56, 12, 8),
             defaults={"min": 0},
         ),
+        timeseries(
+            21,
+            "Chance of missing each deadline",
+            "The probability the job finishes after its own deadline (user) and after "
+            "Kubernetes' kill deadline, its activeDeadlineSeconds (kill), from the ETA's band "
+            "(docs/eta.md#the-chance-of-missing-a-deadline). Above 0.5 for the kill, "
+            "TrainingWillBeKilledByDeadline fires.",
+            "percentunit",
+            [
+                target(
+                    "max by (deadline) "
+                    f"(training_deadline_miss_probability{{{JOB}}})",
+                    legend="{{deadline}}",
+                )
+            ],
+            (0, 64, 12, 8),
+            defaults={"min": 0, "max": 1},
+        ),
+        timeseries(
+            22,
+            "Nodes (or GPUs) needed for each deadline",
+            "The fewest nodes that finish the job by each deadline with the configured "
+            "probability (default 80 %), from its pace per node, beside the nodes it has: "
+            "fewer needed than it has is headroom (docs/kubernetes.md#nodes-needed). A job "
+            "with no node count (standalone, a bare pod) is sized in GPUs.",
+            "none",
+            [
+                target(
+                    "max by (deadline) "
+                    f"(training_deadline_nodes_needed{{{JOB}}})",
+                    legend="nodes needed: {{deadline}}",
+                ),
+                target(f"max(training_nodes{{{JOB}}})", "B", "nodes it has"),
+                target(
+                    "max by (deadline) "
+                    f"(training_deadline_gpus_needed{{{JOB}}})",
+                    "C",
+                    "GPUs needed: {{deadline}}",
+                ),
+            ],
+            (12, 64, 12, 8),
+            defaults={"min": 0},
+        ),
         stat(
             18,
             "Since the last checkpoint",

@@ -302,3 +302,43 @@ def test_the_deadline_probability_setting_is_bounded_and_reaches_the_runs(
         load({})
     monkeypatch.setenv("TPE_DEADLINE_PROBABILITY", "0.95")
     assert load({}).tracker_config().run.deadline_probability == 0.95
+
+
+def test_the_views_show_the_deadlines_their_chance_and_the_nodes_needed() -> None:
+    """The detail page, ``top`` (from the exporter's JSON) and ``kubectl progress`` (from a
+    TrainJob with activeDeadlineSeconds) all say when, how likely missed, what size makes it."""
+    from exporter.commands.kubectl_progress import render, trainjob_row
+    from exporter.commands.top import render as top_render
+    from exporter.commands.toprows import rows_from_exporter
+    from exporter.core.model import json_safe
+    from exporter.views.api import runs_document
+    from exporter.views.statuspage import run_detail
+
+    tracker = Tracker()
+    t0 = 1_800_000_000.0
+    key = RunKey("ml", "llm-0", "llm")
+    meta = RunMeta(
+        source="push", nodes=2, gpus=16, deadline_timestamp=t0 + 900,
+        kill_deadline_timestamp=t0 + 5000, kill_deadline_kind="Job",
+    )  # fmt: skip
+    for i in range(120):
+        tracker.apply(key, ProgressReport(step=2 * i, max_steps=2240), t0 + i, meta)
+    now = t0 + 119
+    (snap,) = tracker.snapshot(now)
+    page = run_detail(snap, now)
+    assert "deadline in 13m" in page and "% chance to miss" in page and "nodes make it" in page
+    assert "kill (Job) in 1h21m, 0% chance to miss, 1 node makes it" in page, page
+    doc = json_safe(runs_document(tracker.snapshot(now), now))
+    (row,) = rows_from_exporter(doc)
+    assert [d.kind for d in row.deadlines] == ["user", "kill"]
+    text = top_render([row], width=200, now=now)
+    assert "└ deadline in 13m" in text and "kill (Job) in 1h21m" in text, text
+
+    trainjob = {
+        "metadata": {"namespace": "ml", "name": "llm", "creationTimestamp": "2026-11-29T09:58:00Z"},
+        "spec": {"activeDeadlineSeconds": 10**6},
+        "status": {"trainerStatus": {"progressPercentage": 40, "estimatedRemainingSeconds": 600}},
+    }
+    tj_row, age = trainjob_row(trainjob, T_START_TS)
+    out = render([(tj_row, age)], all_namespaces=False)
+    assert "DEADLINE" in out.splitlines()[0] and "kill " in out.splitlines()[1], out

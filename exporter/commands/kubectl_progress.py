@@ -30,12 +30,27 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from ..core.deadlines import kill_deadline
 from ..core.humanize import duration, format_loss
 from ..core.model import json_safe
 from ..core.states import severity
+from ..views.deadlineviews import Deadline
 from .toprows import Row, fetch_json, from_prometheus
 
-COLUMNS = ("NAME", "STATE", "PROGRESS%", "ETA", "LOSS", "GPU-HOURS", "STUCK-RANK", "AGE")
+COLUMNS = (
+    "NAME", "STATE", "PROGRESS%", "ETA", "DEADLINE", "LOSS", "GPU-HOURS", "STUCK-RANK", "AGE"
+)  # fmt: skip
+
+
+def deadline_cell(r: Row, now: float) -> str:
+    """The soonest deadline: "3h (34%)" (time left, chance to miss), "kill 3h" for
+    Kubernetes' own, "-" without one."""
+    if not r.deadlines:
+        return "-"
+    d = r.deadlines[0]
+    left = duration(d.at - now) if d.at > now else "passed"
+    chance = f" ({d.miss_probability:.0%})" if d.miss_probability is not None else ""
+    return ("kill " if d.kind == "kill" else "") + left + chance
 
 
 def _age(created: str | None, now: float) -> float | None:
@@ -85,6 +100,13 @@ def trainjob_row(obj: dict[str, Any], now: float) -> tuple[Row, float | None]:
         loss_trend=None,
         gpus=None,
         gpu_hours=None,
+        # Kubernetes' own kill deadline, the TrainJob's activeDeadlineSeconds (no chance to
+        # miss without the exporter's ETA band).
+        deadlines=tuple(
+            Deadline("kill", at, owner="TrainJob")
+            for at in (kill_deadline("TrainJob", obj),)
+            if at is not None
+        ),
     )
     return row, _age(meta.get("creationTimestamp"), now)
 
@@ -102,12 +124,14 @@ def render(rows: list[tuple[Row, float | None]], all_namespaces: bool) -> str:
     """kubectl-style columns, separated by three spaces, no borders."""
     header = (("NAMESPACE",) if all_namespaces else ()) + COLUMNS
     table = [list(header)]
+    now = time.time()
     for r, age in rows:
         cells = [
             r.job_name,
             r.state,
             "-" if r.progress is None else f"{r.progress * 100:.0f}",
             duration(r.eta_seconds) if r.eta_seconds is not None else "-",
+            deadline_cell(r, now),
             format_loss(r.loss),
             "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}",
             r.stuck_rank_short or "-",

@@ -124,10 +124,13 @@ def _layout(widths: dict[str, int], width: int) -> tuple[list[Column], int, int]
     return shown, bar_width, name
 
 
-def render(rows: list[Row], width: int = 120, color: bool = False) -> str:
+def render(
+    rows: list[Row], width: int = 120, color: bool = False, now: float | None = None
+) -> str:
     """The table as text fitting ``width`` columns: the job names get the room, the other
-    columns go by priority as the terminal narrows, the progress bar takes what is left."""
-    header, body = table(rows, width, color)
+    columns go by priority as the terminal narrows, the progress bar takes what is left.
+    ``now``: what deadlines are counted from (default: the clock)."""
+    header, body = table(rows, width, color, now)
     lines = [header, *(line for block in body for line in block)]
     return "\n".join(lines) + "\n"
 
@@ -136,7 +139,9 @@ def _fit(text: str, w: int) -> str:
     return text if len(text) <= w else text[: w - 1] + "…"
 
 
-def table(rows: list[Row], width: int, color: bool = False) -> tuple[str, list[list[str]]]:
+def table(
+    rows: list[Row], width: int, color: bool = False, now: float | None = None
+) -> tuple[str, list[list[str]]]:
     """The header line and, per row, its lines (the row, and under it why it needs
     attention and which rank is stuck), each fitting ``width``."""
     short = width < 100  # the one long state name takes a short form on narrow terminals
@@ -173,6 +178,9 @@ def table(rows: list[Row], width: int, color: bool = False) -> tuple[str, list[l
             block.append(_fit("  └ stuck: " + r.stuck_rank, width))
         if r.why:
             block.append(_fit("  └ why: " + r.why, width))
+        if r.deadlines and r.state not in ("finished", "failed", "gone"):
+            at = time.time() if now is None else now
+            block.append(_fit("  └ " + "; ".join(d.text(at) for d in r.deadlines), width))
         blocks.append(block)
     if not rows:
         blocks.append(["(no training jobs)"])

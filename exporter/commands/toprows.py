@@ -17,6 +17,7 @@ from ..core.stacks import Diagnosis
 from ..core.states import BY_CODE, Observation, reason, severity, state_code_promql
 from ..core.thresholds import Thresholds
 from ..plumbing.fetch import get
+from ..views.deadlineviews import Deadline, deadlines_of
 from ..views.stackviews import diagnosis_from_labels
 from ..views.stackviews import summary as stall_summary
 
@@ -46,6 +47,7 @@ class Row:
     eta_lower_seconds: float | None = None
     eta_upper_seconds: float | None = None
     why: str = ""  # why a stalled job is stuck, from its ranks' stacks (exporter.core.stacks)
+    deadlines: tuple[Deadline, ...] = ()  # soonest first
 
 
 def _num(value: Any) -> float | None:
@@ -121,6 +123,7 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 / 3600,
                 stuck_rank=laggard.describe() if laggard else "",
                 stuck_rank_short=laggard.short() if laggard else "",
+                deadlines=deadlines_of(lead),
                 why=stall_summary(
                     [
                         diagnosis_from_labels(d)
@@ -160,6 +163,14 @@ PROMETHEUS_QUERIES = {
     "age": "time() - min by (namespace, job_name) (training_start_timestamp_seconds)",
     "wasted": "sum by (namespace, job_name) "
     "(increase(training_stalled_gpu_seconds_total[24h])) / 3600",
+    "deadline": "min by (namespace, job_name) (training_deadline_timestamp_seconds)",
+    "kill_deadline": "min by (namespace, job_name) (training_kill_deadline_timestamp_seconds)",
+    "miss_user": "max by (namespace, job_name) "
+    '(training_deadline_miss_probability{deadline="user"})',
+    "miss_kill": "max by (namespace, job_name) "
+    '(training_deadline_miss_probability{deadline="kill"})',
+    "nodes_user": 'max by (namespace, job_name) (training_deadline_nodes_needed{deadline="user"})',
+    "nodes_kill": 'max by (namespace, job_name) (training_deadline_nodes_needed{deadline="kill"})',
 }
 
 
@@ -321,9 +332,28 @@ def rows_from_prometheus(
                 stuck_rank=laggard.describe() if laggard else "",
                 stuck_rank_short=laggard.short() if laggard else "",
                 why=(why or {}).get((namespace, job), ""),
+                deadlines=_deadlines_from(v),
             )
         )
     return sort_rows(rows)
+
+
+def _deadlines_from(v: dict[str, float | None]) -> tuple[Deadline, ...]:
+    out = []
+    for kind, at in (("user", v.get("deadline")), ("kill", v.get("kill_deadline"))):
+        if at is None or math.isnan(at):
+            continue
+        needed = v.get(f"nodes_{kind}")
+        out.append(
+            Deadline(
+                kind=kind,
+                at=at,
+                miss_probability=v.get(f"miss_{kind}"),
+                size_needed=needed,
+                unit="nodes" if needed is not None else "",
+            )
+        )
+    return tuple(sorted(out, key=lambda d: d.at))
 
 
 def _last(value: float | None) -> float:

@@ -94,6 +94,12 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         "deadline_miss_probability": {
             kind: json_number(p) for kind, p in s.deadline_miss_probability
         },
+        # Its size (nodes, else GPUs) and what each deadline needs
+        # (docs/kubernetes.md#nodes-needed).
+        "nodes": s.meta.nodes,
+        "size_unit": s.size_unit or None,
+        "deadline_size_needed": dict(s.deadline_size_needed),
+        "scaling_basis": s.scaling_basis or None,
     }
 
 

@@ -26,6 +26,7 @@ from ..core.model import json_safe
 from ..core.run.snapshot import RunSnapshot
 from ..core.states import BY_NAME, STATES, severity
 from .api import run_to_dict
+from .deadlineviews import deadlines_of
 
 _UNKNOWN_COLOR = "#6e7781"
 _CSS = """
@@ -440,6 +441,8 @@ def detail(run: dict[str, Any], now: float) -> str:
         ("Learning rate", _num(run.get("learning_rate"))),
         ("Grad norm", _num(run.get("grad_norm"))),
         ("GPUs", _num(run.get("gpus"), "{:g}")),
+        ("Nodes", _num(run.get("nodes"), "{:g}")),
+        ("Deadlines", escape("; ".join(d.text(now) for d in deadlines_of(run)) or "-")),
         ("GPU-hours", _hours(run.get("gpu_seconds"))),
         ("GPU-hours stalled", _hours(run.get("stalled_gpu_seconds"))),
         (
