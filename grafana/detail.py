@@ -297,8 +297,7 @@ def detail_dashboard() -> dict[str, Any]:
             "percentunit",
             [
                 target(
-                    "max by (deadline) "
-                    f"(training_deadline_miss_probability{{{JOB}}})",
+                    f"max by (deadline) (training_deadline_miss_probability{{{JOB}}})",
                     legend="{{deadline}}",
                 )
             ],
@@ -315,14 +314,12 @@ def detail_dashboard() -> dict[str, Any]:
             "none",
             [
                 target(
-                    "max by (deadline) "
-                    f"(training_deadline_nodes_needed{{{JOB}}})",
+                    f"max by (deadline) (training_deadline_nodes_needed{{{JOB}}})",
                     legend="nodes needed: {{deadline}}",
                 ),
                 target(f"max(training_nodes{{{JOB}}})", "B", "nodes it has"),
                 target(
-                    "max by (deadline) "
-                    f"(training_deadline_gpus_needed{{{JOB}}})",
+                    f"max by (deadline) (training_deadline_gpus_needed{{{JOB}}})",
                     "C",
                     "GPUs needed: {{deadline}}",
                 ),

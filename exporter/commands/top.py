@@ -124,9 +124,7 @@ def _layout(widths: dict[str, int], width: int) -> tuple[list[Column], int, int]
     return shown, bar_width, name
 
 
-def render(
-    rows: list[Row], width: int = 120, color: bool = False, now: float | None = None
-) -> str:
+def render(rows: list[Row], width: int = 120, color: bool = False, now: float | None = None) -> str:
     """The table as text fitting ``width`` columns: the job names get the room, the other
     columns go by priority as the terminal narrows, the progress bar takes what is left.
     ``now``: what deadlines are counted from (default: the clock)."""
