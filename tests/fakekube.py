@@ -29,7 +29,7 @@ from .apischema import check, prune, trainjob_status_schema
 
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
-    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)(?:/(?P<name>[^/]+)(?P<sub>/status)?)?$"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)(?:/(?P<name>[^/]+)(?P<sub>/status|/scale)?)?$"
 )
 
 
@@ -56,6 +56,17 @@ class FakeKube:
         self.users: dict[str, tuple[str, list[str]]] = {}
         self.grants: set[tuple[str, str, str, str]] = set()
         self.writes: list[tuple[str, str, Any]] = []  # (method, path, body) of each write
+        # The scale subresources of CRDs: (api, plural) -> specReplicasPath, as their CRD
+        # declares it (the training-operator's PyTorchJob: its Worker replicas); and each scale.
+        self.scale_paths: dict[tuple[str, str], tuple[str, ...]] = {
+            ("kubeflow.org/v1", "pytorchjobs"): (
+                "spec",
+                "pytorchReplicaSpecs",
+                "Worker",
+                "replicas",
+            )
+        }
+        self.scaled: list[tuple[str, str, int, dict[str, Any]]] = []
         self.write_times: list[float] = []  # time.time() of each write, in the same order
         self.bytes_sent = 0  # response bytes (JSON answers and watch chunks), for benchmarks
         self.names = 0  # for generateName
@@ -148,16 +159,23 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def json_patch(target: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """RFC 6902 ``add`` and ``replace`` of object members."""
+    """RFC 6902 ``add``, ``replace`` and ``test`` of object members and list items (by
+    index); a failed ``test`` raises ValueError, and the object is left as it was."""
     out = json.loads(json.dumps(target))
     for op in ops:
-        if op.get("op") not in ("add", "replace"):
+        if op.get("op") not in ("add", "replace", "test"):
             raise ValueError(f"unsupported op {op.get('op')}")
         parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        node = out
+        node: Any = out
         for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = op["value"]
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        last: Any = int(parts[-1]) if isinstance(node, list) else parts[-1]
+        if op["op"] == "test":
+            current = node[last] if isinstance(node, list) else node.get(last)
+            if current != op["value"]:
+                raise ValueError(f"test failed at {op['path']}: {current!r} != {op['value']!r}")
+            continue
+        node[last] = op["value"]
     return dict(out)
 
 
@@ -306,7 +324,11 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
 
         def _status_subresource(self) -> bool:
             m = _PATH.match(urlparse(self.path).path)
-            return bool(m and m["sub"])
+            return bool(m and m["sub"] == "/status")
+
+        def _scale_subresource(self) -> bool:
+            m = _PATH.match(urlparse(self.path).path)
+            return bool(m and m["sub"] == "/scale")
 
         def _discovery(self, path: str) -> dict[str, Any] | None:
             """The legacy discovery documents kubectl reads before ``kubectl get``."""
@@ -405,6 +427,30 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                         },
                     )
                     return
+                if self._scale_subresource():
+                    # A CRD's scale subresource: spec.replicas lands at its specReplicasPath.
+                    path = kube.scale_paths.get((target[0], target[1]))
+                    replicas = ((body or {}).get("spec") or {}).get("replicas")
+                    if path is None or not isinstance(replicas, int):
+                        self._not_found()
+                        return
+                    patch: dict[str, Any] = {}
+                    node = patch
+                    for part in path[:-1]:
+                        node = node.setdefault(part, {})
+                    node[path[-1]] = replicas
+                    updated = kube.put(target[0], target[1], merge_patch(obj, patch))
+                    self._json(
+                        200,
+                        {
+                            "kind": "Scale",
+                            "apiVersion": "autoscaling/v1",
+                            "metadata": {"name": target[3], "namespace": target[2]},
+                            "spec": {"replicas": replicas},
+                        },
+                    )
+                    kube.scaled.append((target[1], target[3] or "", replicas, updated))
+                    return
                 if self._status_subresource():
                     # The status subresource changes status only, whatever else is sent.
                     body = {"status": body.get("status")} if isinstance(body, dict) else body
@@ -461,11 +507,19 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                         )
                         return
                     body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
-                patched = (
-                    json_patch(obj, body)
-                    if "json-patch" in content_type
-                    else merge_patch(obj, body)
-                )
+                try:
+                    patched = (
+                        json_patch(obj, body)
+                        if "json-patch" in content_type
+                        else merge_patch(obj, body)
+                    )
+                except ValueError as err:  # a failed "test", as the API server answers it
+                    self._json(
+                        422,
+                        {"kind": "Status", "status": "Failure", "code": 422,
+                         "reason": "Invalid", "message": str(err)},
+                    )  # fmt: skip
+                    return
                 dropped = managed_fields(
                     patched,
                     manager,

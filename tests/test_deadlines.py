@@ -341,4 +341,4 @@ def test_the_views_show_the_deadlines_their_chance_and_the_nodes_needed() -> Non
     }
     tj_row, age = trainjob_row(trainjob, T_START_TS)
     out = render([(tj_row, age)], all_namespaces=False)
-    assert "DEADLINE" in out.splitlines()[0] and "kill " in out.splitlines()[1], out
+    assert "DEADLINE" in out.splitlines()[0] and "kill:" in out.splitlines()[1], out

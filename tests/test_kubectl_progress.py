@@ -89,13 +89,14 @@ def test_plugin_reads_trainjob_status_through_the_api(tmp_path: Path) -> None:
         "STATE",
         "PROGRESS%",
         "ETA",
+        "DEADLINE",
         "LOSS",
         "GPU-HOURS",
         "STUCK-RANK",
         "AGE",
     ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    assert rows["llm"][1:6] == ["running", "45", "1h00m", "0.2347", "-"]
+    assert rows["llm"][1:7] == ["running", "45", "1h00m", "-", "0.2347", "-"]
     assert rows["done"][1:3] == ["finished", "100"]
     assert rows["new"][1:3] == ["waiting", "-"]
     assert "bert" not in rows  # the kubeconfig context's namespace only

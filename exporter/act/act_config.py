@@ -10,6 +10,8 @@ defaults:                      # per alert annotation: the action for opted-in n
 max_actions_per_hour: 20
 max_actions_per_hour_per_namespace: 5
 cooldown: 15m                  # per job and alert
+prometheus_url: http://prometheus:9090   # where act sees a job's checkpoints before a resize
+checkpoint_wait: 10m           # how long a resize waits for the checkpoint it asked for
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ KEYS = frozenset(
         "max_actions_per_hour",
         "max_actions_per_hour_per_namespace",
         "cooldown",
+        "prometheus_url",
+        "checkpoint_wait",
     }
 )
 MAX_ACTIONS = 10_000
@@ -60,6 +64,10 @@ def parse(doc: Mapping[str, Any]) -> ActConfig:
         raise ConfigError("defaults must map on-stalled (and the like) to an action")
     rules = {r.annotation: r for r in RULES.values()}
     for key, value in defaults.items():
+        if key in rules and rules[key].job_only:
+            raise ConfigError(
+                f"defaults: {key} has no default: only a job's own annotation sets it"
+            )
         if key not in rules:
             raise ConfigError(f"defaults: unknown key {key!r} (one of {', '.join(rules)})")
         if value not in rules[key].actions:
@@ -80,10 +88,22 @@ def parse(doc: Mapping[str, Any]) -> ActConfig:
         )
     if "cooldown" in doc:
         limits = replace(limits, cooldown_seconds=parse_duration(doc["cooldown"], "cooldown"))
+    prometheus = doc.get("prometheus_url", "")
+    if not isinstance(prometheus, str) or (
+        prometheus and not prometheus.startswith(("http://", "https://"))
+    ):
+        raise ConfigError("prometheus_url must be an http(s) URL")
+    wait = cfg.checkpoint_wait
+    if "checkpoint_wait" in doc:
+        wait = parse_duration(doc["checkpoint_wait"], "checkpoint_wait")
+        if not 10 <= wait <= 6 * 3600:
+            raise ConfigError("checkpoint_wait must be from 10s to 6h")
     return replace(
         cfg,
         policy=Policy(tuple(namespaces), dict(defaults)),
         limits=limits,
+        prometheus_url=prometheus,
+        checkpoint_wait=wait,
     )
 
 

@@ -12,29 +12,35 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..core.model import valid_kubernetes_names
 from ..core.workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
+from .checkpoints import newest_checkpoint
 from .guard import ActionLimits, Guard
 from .job_owners import Owner, owner_of, reference, running
 from .policy import (
     DELETE,
     NONE,
     NOTIFY,
+    RECOMMEND,
     RESTART,
     RULES,
+    SCALE,
     SUSPEND,
     Policy,
     decide,
     event_reason,
     short_of_sure,
 )
+from .resize import CHECKPOINT_ANNOTATION, RECOMMENDED_NODES, Change, NoChange, plan
+from .resizer import ResizeSteps, run_resize
 from .webhook import Alert
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,13 @@ JOB_LOCKS = 64
 # many): a notification about a job's eight ranks reads its owners once.
 OWNER_CACHE_SECONDS = 30.0
 OWNER_CACHE_MAX = 4096
+RESIZE_WORKERS = 4
+MAX_NODES = 4096
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
 
 # Outcomes (the label values of training_exporter_actions_total{outcome}); a bounded set.
 TAKEN, DRY_RUN = "taken", "dry_run"
@@ -59,6 +72,12 @@ SKIPPED = (
     "not_found",
     "unsupported_owner",
     "failed",
+    # Resizes (exporter.act.resize): the checkpoint is asked for and the resize follows in
+    # the background ("started", then "taken" or "no_checkpoint"), or it is not possible.
+    "started",
+    "no_checkpoint",
+    "beyond_bounds",
+    "no_change",
 )
 
 
@@ -70,6 +89,11 @@ class ClusterOps(Protocol):
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None: ...
     def suspend(self, owner: Owner) -> None: ...
     def delete_pod(self, namespace: str, name: str) -> None: ...
+    def annotate(
+        self, kind: Kind | None, namespace: str, name: str, values: dict[str, str]
+    ) -> None: ...
+    def scale(self, owner: Owner, body: Any) -> None: ...
+    def json_patch(self, owner: Owner, ops: list[dict[str, Any]]) -> None: ...
     def event(
         self, involved: dict[str, Any], reason: str, message: str, warning: bool = False
     ) -> None: ...
@@ -82,6 +106,10 @@ class ActConfig:
     dry_run: bool = True
     policy: Policy = field(default_factory=Policy)
     limits: ActionLimits = field(default_factory=ActionLimits)
+    # Resizes (exporter.act.resize): where the job's checkpoints are seen, and how long to
+    # wait for the one asked for before giving the resize up.
+    prometheus_url: str = ""
+    checkpoint_wait: float = 600.0
 
 
 class ActStats:
@@ -160,6 +188,11 @@ class Actor:
         self._owners: dict[tuple[str, str, str], tuple[float, dict[str, Any] | None]] = {}
         self._cache_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(ALERT_WORKERS, "act-alert")
+        # Resizes wait for a checkpoint: apart from the webhook, one at a time per job.
+        self._resize_pool = ThreadPoolExecutor(RESIZE_WORKERS, "act-resize")
+        self._resizing: set[str] = set()
+        self.resizes: list[Future[str]] = []  # the latest ones, for whoever waits on them
+        self.sleep: Callable[[float], None] = time.sleep
 
     def handle(self, alerts: list[Alert]) -> list[Outcome]:
         """Every alert's outcome, in order; alerts are handled ``ALERT_WORKERS`` at a time.
@@ -277,6 +310,8 @@ class Actor:
             return self._done(alert, job.key, NONE, "invalid_policy", decision.why)
         if decision.outcome != "act":
             return self._done(alert, job.key, NONE, decision.outcome, decision.why)
+        if action in (SCALE, RECOMMEND):
+            return self._resize(alert, job, action, decision.why, now)
         weaker = short_of_sure(alert.name, action, dict(alert.labels))
         if weaker is not None:
             action, decision = NOTIFY, replace(decision, action=NOTIFY, why=weaker)
@@ -313,6 +348,98 @@ class Actor:
         message = f"{what} ({decision.why})"
         self._event(job, alert.name, action, message, warning=action != NOTIFY)
         return self._done(alert, job.key, action, TAKEN, message)
+
+    def _resize(self, alert: Alert, job: _Job, action: str, why: str, now: float) -> Outcome:
+        """A TrainingDeadlineNeedsResize alert about an opted-in job: recommend the size, or
+        scale where the API allows it within the job's bounds, after a fresh checkpoint."""
+        ns = alert.label("namespace")
+        try:
+            needed = int(alert.label("nodes_needed"))
+        except ValueError:
+            needed = 0
+        if not 1 <= needed <= MAX_NODES:
+            message = f"the alert names no valid nodes_needed ({alert.label('nodes_needed')!r})"
+            return self._done(alert, job.key, action, "not_actionable", message)
+        change = plan(job.kind, job.obj, needed) if action == SCALE else None
+        if isinstance(change, NoChange) and change.reason in ("beyond_bounds", "no_change"):
+            self._event(job, alert.name, action, change.message, warning=True, suffix="Skipped")
+            return self._done(alert, job.key, action, change.reason, change.message)
+        refused = self.guard.admit(ns, job.key, alert.name, now)
+        if refused is not None:
+            return self._done(alert, job.key, action, refused, f"{refused}: not resized now")
+        if not isinstance(change, Change):
+            # A recommendation: the size on the job, and an Event.
+            reason = change.message if change is not None else f"{needed} nodes recommended"
+            if self.config.dry_run:
+                message = (
+                    f"dry run: would annotate {job.key} {RECOMMENDED_NODES}={needed} ({reason})"
+                )
+                self._event(job, alert.name, RECOMMEND, message, suffix="DryRun")
+                return self._done(alert, job.key, RECOMMEND, DRY_RUN, message)
+            try:
+                self.cluster.annotate(
+                    KINDS.get(job.kind), ns, _name(job.obj), {RECOMMENDED_NODES: str(needed)}
+                )
+            except Exception as err:
+                self.guard.undo(ns, job.key, alert.name)
+                message = f"could not annotate {job.key}: {err}"
+                self._event(job, alert.name, RECOMMEND, message, warning=True, suffix="Failed")
+                return self._done(alert, job.key, RECOMMEND, "failed", message)
+            self._event(job, alert.name, RECOMMEND, f"{reason} ({why})")
+            return self._done(alert, job.key, RECOMMEND, TAKEN, reason)
+        what = f"resize {job.key} from {change.nodes_from} to {change.nodes_to} nodes"
+        if not self.config.prometheus_url:
+            message = f"{what} needs prometheus_url to see its checkpoint: not resized"
+            self.guard.undo(ns, job.key, alert.name)
+            self._event(job, alert.name, SCALE, message, warning=True, suffix="Skipped")
+            return self._done(alert, job.key, SCALE, "no_checkpoint", message)
+        if self.config.dry_run:
+            message = f"dry run: would ask for a checkpoint, wait for it, then {what} ({why})"
+            self._event(job, alert.name, SCALE, message, suffix="DryRun")
+            return self._done(alert, job.key, SCALE, DRY_RUN, message)
+        with self._cache_lock:
+            if job.key in self._resizing:
+                return self._done(alert, job.key, SCALE, "duplicate", "a resize is under way")
+            self._resizing.add(job.key)
+        steps = self._resize_steps(alert, job, change)
+        future = self._resize_pool.submit(self._run_resize, job.key, steps, what)
+        self.resizes = [*self.resizes[-15:], future]
+        message = f"asked for a checkpoint; then {what} ({why})"
+        self._event(job, alert.name, SCALE, message, suffix="Started")
+        return self._done(alert, job.key, SCALE, "started", message)
+
+    def _resize_steps(self, alert: Alert, job: _Job, change: Change) -> ResizeSteps:
+        ns, job_name, pod = alert.label("namespace"), alert.label("job_name"), _name(job.pod)
+        owner = job.owner
+        assert owner is not None  # only an owner's kind plans a change
+
+        def record(outcome: str, message: str, warning: bool) -> None:
+            suffix = {"taken": "", "no_checkpoint": "NoCheckpoint", "failed": "Failed"}[outcome]
+            self._event(job, alert.name, SCALE, message, warning=warning, suffix=suffix)
+            self._done(alert, job.key, SCALE, outcome, message)
+
+        def apply() -> None:
+            if change.how == "scale":
+                self.cluster.scale(owner, change.body)
+            else:
+                self.cluster.json_patch(owner, change.body)
+
+        return ResizeSteps(
+            # The run's rank-0 pod (the alert's): the exporter reads it and tells the run.
+            ask_checkpoint=lambda value: self.cluster.annotate(
+                None, ns, pod, {CHECKPOINT_ANNOTATION: value}
+            ),
+            newest_checkpoint=lambda: newest_checkpoint(self.config.prometheus_url, ns, job_name),
+            apply=apply,
+            record=record,
+        )
+
+    def _run_resize(self, key: str, steps: ResizeSteps, what: str) -> str:
+        try:
+            return run_resize(steps, what, self.config.checkpoint_wait, self.clock, self.sleep)
+        finally:
+            with self._cache_lock:
+                self._resizing.discard(key)
 
     def _targets(self, job: _Job) -> list[dict[str, Any]]:
         """The job's pods that still hold resources: listed by the label its controller

@@ -24,6 +24,9 @@ class ClusterError(Exception):
     """An API call failed (the server refused it, or could not be reached)."""
 
 
+MERGE_PATCH = "application/merge-patch+json"
+
+
 class KubernetesOps:
     """One API client's worth of calls; every method raises ClusterError on failure."""
 
@@ -99,6 +102,64 @@ class KubernetesOps:
             owner.plural,
             owner.name,
             owner.suspend_patch(),
+            _preload_content=False,
+        )
+
+    def annotate(
+        self, kind: Kind | None, namespace: str, name: str, values: dict[str, str]
+    ) -> None:
+        """Set annotations on a pod (``kind`` None) or on a workload object (merge patch)."""
+        body = {"metadata": {"annotations": values}}
+        if kind is None:
+            self._call(
+                f"annotate pod {namespace}/{name}",
+                self._core.patch_namespaced_pod,
+                name,
+                namespace,
+                body,
+                _content_type=MERGE_PATCH,  # the client's default for pods is a JSON patch
+                _preload_content=False,
+            )
+            return
+        self._call(
+            f"annotate {kind.kind} {namespace}/{name}",
+            self._custom.patch_namespaced_custom_object,
+            *kind.locate(namespace, name),
+            body,
+            _content_type=MERGE_PATCH,
+            _preload_content=False,
+        )
+
+    def scale(self, owner: Owner, body: Any) -> None:
+        """Patch the owner's ``/scale`` subresource (a PyTorchJob's Worker replicas)."""
+        group, version = _group_version(owner.api_version)
+        self._call(
+            f"scale {owner.kind} {owner.namespace}/{owner.name}",
+            self._custom.patch_namespaced_custom_object_scale,
+            group,
+            version,
+            owner.namespace,
+            owner.plural,
+            owner.name,
+            body,
+            _content_type=MERGE_PATCH,
+            _preload_content=False,
+        )
+
+    def json_patch(self, owner: Owner, ops: list[dict[str, Any]]) -> None:
+        """A JSON patch on the owner; its ``test`` operation makes it fail if the object
+        changed since it was read."""
+        group, version = _group_version(owner.api_version)
+        self._call(
+            f"patch {owner.kind} {owner.namespace}/{owner.name}",
+            self._custom.patch_namespaced_custom_object,
+            group,
+            version,
+            owner.namespace,
+            owner.plural,
+            owner.name,
+            ops,
+            _content_type="application/json-patch+json",
             _preload_content=False,
         )
 

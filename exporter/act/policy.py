@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from ..core.annotations import PREFIX
 
 RESTART, SUSPEND, DELETE, NOTIFY, NONE = "restart", "suspend", "delete", "notify", "none"
-ACTIONS = (RESTART, SUSPEND, DELETE, NOTIFY, NONE)
+# Resizing for a deadline (exporter.act.resize): scale where the API allows it, else say so.
+SCALE, RECOMMEND = "scale", "recommend"
+ACTIONS = (RESTART, SUSPEND, DELETE, NOTIFY, SCALE, RECOMMEND, NONE)
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,9 @@ class Rule:
     annotation: str  # without the prefix: "on-stalled"
     actions: tuple[str, ...]  # what the annotation may say
     event_reason: str  # Event reason prefix; the action is appended
+    # Only the job's own annotation opts it in (no namespace default): resizing a job is
+    # its owner's call alone.
+    job_only: bool = False
 
 
 RULES: dict[str, Rule] = {
@@ -38,6 +43,12 @@ RULES: dict[str, Rule] = {
     ),
     "TrainingWillMissDeadline": Rule(
         "on-deadline", (SUSPEND, NOTIFY, NONE), "TrainingProgressWillMissDeadline"
+    ),
+    "TrainingDeadlineNeedsResize": Rule(
+        "on-deadline-resize",
+        (SCALE, RECOMMEND, NONE),
+        "TrainingProgressDeadlineResize",
+        job_only=True,
     ),
 }
 
@@ -102,6 +113,8 @@ def decide(
             )
         outcome = "act" if value != NONE else "not_opted_in"
         return Decision(value, outcome, f"the job's annotation {key}={value}")
+    if rule.job_only:
+        return Decision(NONE, "not_opted_in", f"only the job's own annotation {key} opts it in")
     if namespace_opted_in(namespace, policy):
         value = policy.defaults.get(rule.annotation, NONE)
         if value not in rule.actions:

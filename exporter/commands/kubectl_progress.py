@@ -43,14 +43,14 @@ COLUMNS = (
 
 
 def deadline_cell(r: Row, now: float) -> str:
-    """The soonest deadline: "3h (34%)" (time left, chance to miss), "kill 3h" for
-    Kubernetes' own, "-" without one."""
+    """The soonest deadline, one word as kubectl's cells are: "3h(34%)" (time left, chance
+    to miss), "kill:3h" for Kubernetes' own, "-" without one."""
     if not r.deadlines:
         return "-"
     d = r.deadlines[0]
     left = duration(d.at - now) if d.at > now else "passed"
-    chance = f" ({d.miss_probability:.0%})" if d.miss_probability is not None else ""
-    return ("kill " if d.kind == "kill" else "") + left + chance
+    chance = f"({d.miss_probability:.0%})" if d.miss_probability is not None else ""
+    return ("kill:" if d.kind == "kill" else "") + left + chance
 
 
 def _age(created: str | None, now: float) -> float | None:

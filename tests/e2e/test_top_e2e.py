@@ -99,6 +99,7 @@ def test_kubectl_progress_reads_prometheus(live_stack: LiveStack) -> None:
         "STATE",
         "PROGRESS%",
         "ETA",
+        "DEADLINE",
         "LOSS",
         "GPU-HOURS",
         "STUCK-RANK",
@@ -106,8 +107,10 @@ def test_kubectl_progress_reads_prometheus(live_stack: LiveStack) -> None:
     ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["hung"][1] == "stalled" and rows["finished"][1:3] == ["finished-but-running", "100"]
-    assert rows["diverging"][4] == "NaN"
-    assert rows["healthy"][7] != "<unknown>"  # age from training_start_timestamp_seconds
+    assert rows["diverging"][5] == "NaN"
+    assert rows["healthy"][8] != "<unknown>"  # age from training_start_timestamp_seconds
     _, rank, node = RANKS[RANKED_STUCK]
-    assert rows["ranked"][6] == f"{rank}@{node}" and rows["healthy"][6] == "-"
-    assert float(rows["healthy"][5]) >= 0
+    assert rows["ranked"][7] == f"{rank}@{node}" and rows["healthy"][7] == "-"
+    assert float(rows["healthy"][6]) >= 0
+    # healthy's deadline is a day after its start, met with room; the others have none.
+    assert rows["healthy"][4].endswith("(0%)") and rows["hung"][4] == "-", rows["healthy"]
