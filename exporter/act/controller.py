@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ..core.model import valid_kubernetes_names
 from ..core.workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
-from .checkpoints import newest_checkpoint
+from .checkpoint_seen import newest_checkpoint
 from .guard import ActionLimits, Guard
 from .job_owners import Owner, owner_of, reference, running
 from .policy import (
