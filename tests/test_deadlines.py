@@ -342,3 +342,26 @@ def test_the_views_show_the_deadlines_their_chance_and_the_nodes_needed() -> Non
     tj_row, age = trainjob_row(trainjob, T_START_TS)
     out = render([(tj_row, age)], all_namespaces=False)
     assert "DEADLINE" in out.splitlines()[0] and "kill:" in out.splitlines()[1], out
+
+
+def test_the_restart_cost_of_a_resize_is_a_setting_that_moves_the_nodes_needed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A short job behind its deadline: with the default 5-minute restart no size makes it;
+    with a 5 s restart (resize_restart_seconds), more nodes do."""
+    from exporter.core.tracker import TrackerConfig
+    from exporter.daemon.config import load
+
+    monkeypatch.setenv("TPE_RESIZE_RESTART_SECONDS", "5s")
+    assert load({}).tracker_config().run.resize_restart_seconds == 5.0
+    t0 = 1_800_000_000.0
+    key = RunKey("ml", "e-0", "e")
+    meta = RunMeta(source="push", nodes=2, deadline_timestamp=t0 + 150)
+    needed = {}
+    for restart in (300.0, 5.0):
+        tracker = Tracker(TrackerConfig(resize_restart_seconds=restart))
+        for i in range(30):  # 10 steps/s, 2,000 steps: 170 s left at t0 + 29, 121 s to go
+            tracker.apply(key, ProgressReport(step=10 * i, max_steps=2000), t0 + i, meta)
+        (snap,) = tracker.snapshot(t0 + 29)
+        needed[restart] = dict(snap.deadline_size_needed).get("user")
+    assert needed[300.0] is None and needed[5.0] is not None and needed[5.0] > 2, needed

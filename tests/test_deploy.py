@@ -598,6 +598,8 @@ COMPONENTS_DIR = ROOT / "deploy" / "components"
 KUBEFLOW_JOBS = ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs")
 # Components that cannot be combined, and why: both set the write-back mode (one env var,
 # two different grants).
+# A component that only adds to another: rendered with it, never alone.
+REQUIRES = {"act-resize": "act"}
 EXCLUSIVE = [
     frozenset({"trainjob-writeback", "trainjob-writeback-annotation"}),
     # OpenShift's SCC is for the hostPath DaemonSet; the restricted one needs none.
@@ -633,6 +635,14 @@ GRANTS: dict[str, set[tuple[str, ...]]] = {
     "trainjob-writeback-annotation": {("trainer.kubeflow.org", "trainjobs", "patch")},
     "cluster-page": {
         ("discovery.k8s.io", "endpointslices", v, "ns") for v in ("get", "list", "watch")
+    },
+    # Resizing for deadlines: act's writes of a resize, bound per namespace by the user.
+    "act-resize": {
+        ("", "pods", "patch", "per-namespace"),
+        ("kubeflow.org", "pytorchjobs/scale", "get", "per-namespace"),
+        ("kubeflow.org", "pytorchjobs/scale", "patch", "per-namespace"),
+        ("jobset.x-k8s.io", "jobsets", "patch", "per-namespace"),
+        ("trainer.kubeflow.org", "trainjobs", "patch", "per-namespace"),
     },
     # Cluster-wide reads; the writes in a ClusterRole bound per namespace by the user.
     "act": {
@@ -741,6 +751,7 @@ def test_every_allowed_combination_renders_once_each_and_validates(tmp_path: Pat
         for n in range(len(names) + 1)
         for c in itertools.combinations(names, n)
         if not any(pair <= set(c) for pair in EXCLUSIVE)
+        and all(REQUIRES[r] in c for r in c if r in REQUIRES)
     ]
     with ThreadPoolExecutor(4) as pool:
         rendered = list(pool.map(lambda c: (c, render_components(c, tmp_path)), combos))
@@ -772,8 +783,14 @@ def test_every_allowed_combination_renders_once_each_and_validates(tmp_path: Pat
         for d in docs:
             if d["kind"] not in OPERATOR_KINDS and d["kind"] != "SecurityContextConstraints":
                 distinct.setdefault(json.dumps(d, sort_keys=True), d)
-    # Each exclusive pair (disjoint) rules out a quarter of the sets.
-    assert len(combos) == 2 ** len(names) * 3 ** len(EXCLUSIVE) // 4 ** len(EXCLUSIVE)
+    # Each exclusive pair (disjoint) rules out a quarter of the sets, each requirement (of a
+    # component in no pair) another quarter (the sets with it and without what it needs).
+    assert len(combos) == (
+        2 ** len(names)
+        * 3 ** len(EXCLUSIVE)
+        * 3 ** len(REQUIRES)
+        // 4 ** (len(EXCLUSIVE) + len(REQUIRES))
+    )
     path = tmp_path / "distinct.yaml"
     path.write_text(yaml.safe_dump_all(list(distinct.values())))
     assert_valid_for_1_31(path)

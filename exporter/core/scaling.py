@@ -9,8 +9,9 @@ least a given probability (exporter.core.deadlines.miss_probability), on this mo
   (m / n) ** exponent. The exponent is the run's own where it ran at two sizes (its
   attempts: :func:`exponent_from_history`, ``basis="history"``), else
   :data:`DEFAULT_EXPONENT` (``basis="default"``): 0.9, a 2x larger job 1.87x as fast.
-- **A resize restarts the job** from its last checkpoint: :data:`RESTART_SECONDS` added to
-  any size but the current one (scaling without a fresh checkpoint is never done:
+- **A resize restarts the job** from its last checkpoint: the restart's seconds
+  (the ``resize_restart_seconds`` setting, :data:`RESTART_SECONDS` by default) added to any
+  size but the current one (scaling without a fresh checkpoint is never done:
   exporter/act, which asks for one first).
 - The band scales with the ETA (its width is a spread in log space).
 
@@ -54,18 +55,20 @@ def exponent_from_history(sizes: Sequence[tuple[float, float]]) -> float | None:
 
 
 def eta_at(
-    eta: float, lower: float, upper: float, current: float, size: float, exponent: float
+    eta: float,
+    lower: float,
+    upper: float,
+    current: float,
+    size: float,
+    exponent: float,
+    restart: float = RESTART_SECONDS,
 ) -> tuple[float, float, float]:
     """The ETA and its band at ``size`` units, the run now at ``current``: the time left
-    scaled by (current / size) ** exponent, plus RESTART_SECONDS for a resize."""
+    scaled by (current / size) ** exponent, plus ``restart`` seconds for a resize."""
     if size == current:
         return eta, lower, upper
     factor = (current / size) ** exponent
-    return (
-        RESTART_SECONDS + eta * factor,
-        RESTART_SECONDS + lower * factor,
-        RESTART_SECONDS + upper * factor,
-    )
+    return restart + eta * factor, restart + lower * factor, restart + upper * factor
 
 
 def fewest_units(
@@ -77,6 +80,7 @@ def fewest_units(
     exponent: float,
     level: float = DEFAULT_LEVEL,
     step: int = 1,
+    restart: float = RESTART_SECONDS,
 ) -> int | None:
     """The fewest units (multiples of ``step``, from ``step`` to MAX_FACTOR times
     ``current``) at which the run finishes within ``seconds_left`` with probability at least
@@ -85,7 +89,7 @@ def fewest_units(
         return None
     top = min(MAX_UNITS, current * MAX_FACTOR)
     for size in range(step, top + 1, step):
-        e, lo, hi = eta_at(eta, lower, upper, current, size, exponent)
+        e, lo, hi = eta_at(eta, lower, upper, current, size, exponent, restart)
         if 1.0 - miss_probability(e, lo, hi, seconds_left) >= level:
             return size
     return None

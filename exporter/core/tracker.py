@@ -23,7 +23,7 @@ from .run.merge import merge, observations, update_meta
 from .run.snapshot import RunSnapshot
 from .run.state import Problem, RunConfig, RunState, new_run
 from .run.view import directives, judge, snapshot, wants_stacks
-from .scaling import DEFAULT_LEVEL
+from .scaling import DEFAULT_LEVEL, RESTART_SECONDS
 from .stacks import STACKS_BUDGET_BYTES, Diagnosis, RankStacks, stacks_bytes
 from .thresholds import Thresholds
 from .timeline import TimelineView
@@ -48,12 +48,17 @@ class TrackerConfig:
     max_runs: int = 2_000
     estimator: EstimatorConfig = field(default_factory=EstimatorConfig)
     deadline_probability: float = DEFAULT_LEVEL
+    resize_restart_seconds: float = RESTART_SECONDS
 
     @cached_property
     def run(self) -> RunConfig:
         """What rules each run (exporter.core.run)."""
         return RunConfig(
-            self.thresholds, self.estimator, self.max_custom_metrics, self.deadline_probability
+            self.thresholds,
+            self.estimator,
+            self.max_custom_metrics,
+            self.deadline_probability,
+            self.resize_restart_seconds,
         )
 
 

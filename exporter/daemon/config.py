@@ -56,6 +56,8 @@ class Config:
     # The chance of finishing by a deadline a size must give to be the one the run needs
     # (training_deadline_nodes_needed, exporter.core.scaling).
     deadline_probability: float = 0.8
+    # What a resize costs the run: the seconds its restart at a new size takes.
+    resize_restart_seconds: float = 300.0
     # A node runs at most a few hundred pods; 2,000 runs (with retained gone ones) at full
     # history and 32 custom metrics: the DaemonSet's limit is the budgets' sum for it
     # (exporter/core/budgets.py).
@@ -101,6 +103,7 @@ class Config:
             max_custom_metrics=self.max_custom_metrics,
             max_runs=self.max_runs,
             deadline_probability=self.deadline_probability,
+            resize_restart_seconds=self.resize_restart_seconds,
         )
 
     push_token_file: str | None = None  # standalone: pushes must carry this bearer token
@@ -129,6 +132,7 @@ class Config:
 
 
 _DURATIONS = {
+    "resize_restart_seconds",
     "http_timeout",
     "http_read_timeout",
     "state_interval",

@@ -14,8 +14,7 @@ their node count from the PyTorchJob, states the nodes the deadline needs, and
 - ``stubborn`` never saves: act waits its ``checkpoint_wait`` and does not resize it, with
   the reason in an Event.
 
-What is not here: torchrun agents re-forming the job at the new size (a fake API server
-has no controller to start the third worker).
+torchrun agents re-forming a real job at the new size: tests/e2e/test_elastic_e2e.py.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from ..model import (
     Observed,
     RunMeta,
 )
-from ..scaling import DEFAULT_LEVEL
+from ..scaling import DEFAULT_LEVEL, RESTART_SECONDS
 from ..series import Series, Triples
 from ..stall import StallRecord
 from ..thresholds import Thresholds, effective
@@ -65,6 +65,8 @@ class RunConfig:
     max_custom_metrics: int = 32
     # The chance of making a deadline a size must give (exporter.core.scaling.fewest_units).
     deadline_probability: float = DEFAULT_LEVEL
+    # What a resize costs: the seconds a restart at a new size takes (scaling.eta_at).
+    resize_restart_seconds: float = RESTART_SECONDS
 
 
 @dataclass

@@ -192,7 +192,14 @@ def sizes_needed(
         if at is None:
             continue
         found = fewest_units(
-            eta, lower, upper, at - now, current, exponent, config.deadline_probability
+            eta,
+            lower,
+            upper,
+            at - now,
+            current,
+            exponent,
+            config.deadline_probability,
+            restart=config.resize_restart_seconds,
         )
         if found is not None:
             out.append((kind, found))
