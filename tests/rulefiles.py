@@ -27,3 +27,16 @@ def rules() -> list[dict[str, Any]]:
 def text() -> str:
     """All the rule files' text, one after the other (for searches across them)."""
     return "\n".join(path.read_text() for path in RULE_FILES)
+
+
+def short_rules(directory: Path) -> Path:
+    """The shipped rules with every alert's ``for:`` cut to 2 s, written to a file in
+    ``directory`` (end-to-end tests; promtool tests the shipped ``for:`` on both sides)."""
+    doc = {"groups": groups()}
+    for group in doc["groups"]:
+        for rule in group["rules"]:
+            if "alert" in rule and "for" in rule:
+                rule["for"] = "2s"
+    path = directory / "short.rules.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import config as kube_config
 
 from exporter.act.controller import ActConfig, Actor
@@ -40,9 +39,9 @@ from exporter.daemon.app import Exporter
 from exporter.daemon.config import Config
 from exporter.plumbing.httpd import serve_in_thread
 
-from .. import rulefiles
 from ..fakekube import FakeKube, fake_kube
 from ..kube import put_pod
+from ..rulefiles import short_rules
 from .stack import alertmanager, prometheus, query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -139,17 +138,6 @@ def populate(kube: FakeKube) -> None:
                 "status": {"phase": "Running"},
             },
         )
-
-
-def short_rules(tmp: Path) -> Path:
-    doc = {"groups": rulefiles.groups()}
-    for group in doc["groups"]:
-        for rule in group["rules"]:
-            if "alert" in rule and "for" in rule:
-                rule["for"] = "2s"
-    path = tmp / "short.rules.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
 
 
 def am_config(live: str, dry: str) -> dict[str, Any]:

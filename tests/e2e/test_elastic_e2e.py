@@ -43,8 +43,9 @@ from exporter.plumbing.httpd import serve_in_thread
 from ..conftest import K8S_NODE
 from ..fakekube import fake_kube
 from ..kube import pod, put_pod
+from ..rulefiles import short_rules
 from .stack import alertmanager, free_port, prometheus, query
-from .test_resize_e2e import TOKEN, am_config, short_rules
+from .test_resize_e2e import TOKEN, am_config, pytorchjob
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial]
 
@@ -57,24 +58,6 @@ WORK = 0.1  # seconds of work per step, shared by the world: 20 steps/s on 2 age
 EVERY = 500  # the job's own checkpoint interval, in steps
 DEADLINE_AFTER = 90.0  # seconds after the first step: 2 agents need at least 100
 WITHIN = 240.0
-
-
-def pytorchjob() -> dict[str, Any]:
-    worker = {"replicas": 2, "template": {"spec": {"containers": [{"name": "pytorch"}]}}}
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {
-            "namespace": NAMESPACE,
-            "name": JOB,
-            "uid": f"uid-pytorchjob-{JOB}",
-            "annotations": {"training-progress.io/on-deadline-resize": "scale"},
-        },
-        "spec": {
-            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 4, "rdzvBackend": "c10d"},
-            "pytorchReplicaSpecs": {"Worker": worker},
-        },
-    }
 
 
 class Agents:
@@ -140,7 +123,7 @@ def result() -> Iterator[Result]:
     with ExitStack() as es, tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         kube, kubeconfig = es.enter_context(fake_kube(tmp))
-        kube.put("kubeflow.org/v1", "pytorchjobs", pytorchjob())
+        kube.put("kubeflow.org/v1", "pytorchjobs", pytorchjob(JOB, NAMESPACE, low=2))
         labels = {
             "training.kubeflow.org/job-name": JOB,
             "training.kubeflow.org/replica-type": "worker",

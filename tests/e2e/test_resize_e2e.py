@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import config as kube_config
 
 from exporter.act.controller import ActConfig, Actor
@@ -41,10 +40,10 @@ from exporter.daemon.app import Exporter
 from exporter.daemon.config import Config
 from exporter.plumbing.httpd import serve_in_thread
 
-from .. import rulefiles
 from ..conftest import K8S_NODE
 from ..fakekube import FakeKube, fake_kube
 from ..kube import pod, put_pod
+from ..rulefiles import short_rules
 from .stack import alertmanager, prometheus, query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -58,7 +57,10 @@ WAIT = 12.0  # act's checkpoint_wait
 WITHIN = 120.0
 
 
-def pytorchjob(name: str) -> dict[str, Any]:
+def pytorchjob(
+    name: str, namespace: str = NAMESPACE, low: int = 1, high: int = 4
+) -> dict[str, Any]:
+    """An elastic PyTorchJob of 2 workers (``low``..``high``) that opted in to resizes."""
     worker = {
         "replicas": 2,
         "restartPolicy": "OnFailure",
@@ -68,13 +70,13 @@ def pytorchjob(name: str) -> dict[str, Any]:
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {
-            "namespace": NAMESPACE,
+            "namespace": namespace,
             "name": name,
             "uid": f"uid-pytorchjob-{name}",
             "annotations": {"training-progress.io/on-deadline-resize": "scale"},
         },
         "spec": {
-            "elasticPolicy": {"minReplicas": 1, "maxReplicas": 4, "rdzvBackend": "c10d"},
+            "elasticPolicy": {"minReplicas": low, "maxReplicas": high, "rdzvBackend": "c10d"},
             "pytorchReplicaSpecs": {"Worker": worker},
         },
     }
@@ -87,17 +89,6 @@ class Run:
     ip: str  # its pod's IP: pushes are matched to their pod by source address
     checkpoint_at: float = 0.0
     told_at: float | None = None
-
-
-def short_rules(tmp: Path) -> Path:
-    doc = {"groups": rulefiles.groups()}
-    for group in doc["groups"]:
-        for rule in group["rules"]:
-            if "alert" in rule and "for" in rule:
-                rule["for"] = "2s"
-    path = tmp / "short.rules.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
 
 
 @dataclass
