@@ -47,7 +47,7 @@ from ..rulefiles import short_rules
 from .stack import alertmanager, free_port, prometheus, query
 from .test_resize_e2e import TOKEN, am_config, pytorchjob
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "fixtures" / "elastic" / "train.py"
