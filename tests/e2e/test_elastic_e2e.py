@@ -12,6 +12,9 @@ before the patch, the new agents joining (the job re-formed at the new world siz
 rising, the run finishing before its deadline (which the pace on two agents would have
 missed), and no more steps redone than since the last checkpoint.
 
+Serial: its five torch processes, run beside the other end-to-end stacks, starved their
+1-second scrapes (the alerts end-to-end test saw its firing alerts resolve).
+
 ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` and one loopback address per agent are what let a
 third agent join two running ones here (without them the re-rendezvous times out; #57).
 """
@@ -47,7 +50,7 @@ from ..rulefiles import short_rules
 from .stack import alertmanager, free_port, prometheus, query
 from .test_resize_e2e import TOKEN, am_config, pytorchjob
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "fixtures" / "elastic" / "train.py"
