@@ -365,3 +365,33 @@ def test_the_restart_cost_of_a_resize_is_a_setting_that_moves_the_nodes_needed(
         (snap,) = tracker.snapshot(t0 + 29)
         needed[restart] = dict(snap.deadline_size_needed).get("user")
     assert needed[300.0] is None and needed[5.0] is not None and needed[5.0] > 2, needed
+
+
+@given(
+    eta=st.floats(1, 1e6),
+    low=st.floats(0.3, 1.0),
+    high=st.floats(1.0, 4.0),
+    left=st.floats(1, 2e6),
+    current=st.integers(1, 64),
+    exponent=st.floats(0.3, 1.0),
+    level=st.floats(0.5, 0.99),
+    restart=st.floats(0, 3600),
+)
+def test_the_bisection_finds_what_trying_every_size_finds(
+    eta: float, low: float, high: float, left: float, current: int,
+    exponent: float, level: float, restart: float,
+) -> None:  # fmt: skip
+    """fewest_units bisects each side of the current size; trying every size in order,
+    as it once did, gives the same answer."""
+    from exporter.core.scaling import MAX_FACTOR, eta_at, fewest_units
+
+    lower, upper = eta * low, eta * high
+    linear = None
+    for size in range(1, current * MAX_FACTOR + 1):
+        e, lo, hi = eta_at(lower=lower, upper=upper, eta=eta, current=current, size=size,
+                           exponent=exponent, restart=restart)  # fmt: skip
+        if 1.0 - miss_probability(e, lo, hi, left) >= level:
+            linear = size
+            break
+    found = fewest_units(eta, lower, upper, left, current, exponent, level, restart=restart)
+    assert found == linear

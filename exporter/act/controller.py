@@ -364,6 +364,12 @@ class Actor:
         if isinstance(change, NoChange) and change.reason in ("beyond_bounds", "no_change"):
             self._event(job, alert.name, action, change.message, warning=True, suffix="Skipped")
             return self._done(alert, job.key, action, change.reason, change.message)
+        if isinstance(change, Change):
+            what = f"resize {job.key} from {change.nodes_from} to {change.nodes_to} nodes"
+            if not self.config.prometheus_url:
+                message = f"{what} needs prometheus_url to see its checkpoint: not resized"
+                self._event(job, alert.name, SCALE, message, warning=True, suffix="Skipped")
+                return self._done(alert, job.key, SCALE, "no_checkpoint", message)
         refused = self.guard.admit(ns, job.key, alert.name, now)
         if refused is not None:
             return self._done(alert, job.key, action, refused, f"{refused}: not resized now")
@@ -387,12 +393,6 @@ class Actor:
                 return self._done(alert, job.key, RECOMMEND, "failed", message)
             self._event(job, alert.name, RECOMMEND, f"{reason} ({why})")
             return self._done(alert, job.key, RECOMMEND, TAKEN, reason)
-        what = f"resize {job.key} from {change.nodes_from} to {change.nodes_to} nodes"
-        if not self.config.prometheus_url:
-            message = f"{what} needs prometheus_url to see its checkpoint: not resized"
-            self.guard.undo(ns, job.key, alert.name)
-            self._event(job, alert.name, SCALE, message, warning=True, suffix="Skipped")
-            return self._done(alert, job.key, SCALE, "no_checkpoint", message)
         if self.config.dry_run:
             message = f"dry run: would ask for a checkpoint, wait for it, then {what} ({why})"
             self._event(job, alert.name, SCALE, message, suffix="DryRun")

@@ -91,19 +91,31 @@ class KubernetesOps:
         )
         return None if r is None else self._json(r)
 
-    def suspend(self, owner: Owner) -> None:
+    def _patch_owner(
+        self, verb: str, owner: Owner, body: Any, content_type: str, scale: bool = False
+    ) -> None:
+        """One patch of an owner object (or of its ``/scale`` subresource)."""
         group, version = _group_version(owner.api_version)
+        fn = (
+            self._custom.patch_namespaced_custom_object_scale
+            if scale
+            else self._custom.patch_namespaced_custom_object
+        )
         self._call(
-            f"suspend {owner.kind} {owner.namespace}/{owner.name}",
-            self._custom.patch_namespaced_custom_object,
+            f"{verb} {owner.kind} {owner.namespace}/{owner.name}",
+            fn,
             group,
             version,
             owner.namespace,
             owner.plural,
             owner.name,
-            owner.suspend_patch(),
+            body,
+            _content_type=content_type,
             _preload_content=False,
         )
+
+    def suspend(self, owner: Owner) -> None:
+        self._patch_owner("suspend", owner, owner.suspend_patch(), MERGE_PATCH)
 
     def annotate(
         self, kind: Kind | None, namespace: str, name: str, values: dict[str, str]
@@ -132,36 +144,12 @@ class KubernetesOps:
 
     def scale(self, owner: Owner, body: Any) -> None:
         """Patch the owner's ``/scale`` subresource (a PyTorchJob's Worker replicas)."""
-        group, version = _group_version(owner.api_version)
-        self._call(
-            f"scale {owner.kind} {owner.namespace}/{owner.name}",
-            self._custom.patch_namespaced_custom_object_scale,
-            group,
-            version,
-            owner.namespace,
-            owner.plural,
-            owner.name,
-            body,
-            _content_type=MERGE_PATCH,
-            _preload_content=False,
-        )
+        self._patch_owner("scale", owner, body, MERGE_PATCH, scale=True)
 
     def json_patch(self, owner: Owner, ops: list[dict[str, Any]]) -> None:
         """A JSON patch on the owner; its ``test`` operation makes it fail if the object
         changed since it was read."""
-        group, version = _group_version(owner.api_version)
-        self._call(
-            f"patch {owner.kind} {owner.namespace}/{owner.name}",
-            self._custom.patch_namespaced_custom_object,
-            group,
-            version,
-            owner.namespace,
-            owner.plural,
-            owner.name,
-            ops,
-            _content_type="application/json-patch+json",
-            _preload_content=False,
-        )
+        self._patch_owner("patch", owner, ops, "application/json-patch+json")
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self._call(

@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
+
+from .model import rfc3339_seconds
 
 USER = "user"
 KILL = "kill"
@@ -88,15 +89,6 @@ def _at(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
     return found
 
 
-def _instant(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def kill_deadline(kind: str, obj: Mapping[str, Any]) -> float | None:
     """When ``obj`` (a ``kind`` as the API server serves it) is killed by its own
     ``activeDeadlineSeconds``: its start plus those seconds. None when the kind states
@@ -106,7 +98,7 @@ def kill_deadline(kind: str, obj: Mapping[str, Any]) -> float | None:
     if field is None:
         return None
     seconds = _at(obj, field.seconds)
-    start = _instant(_at(obj, field.start))
+    start = rfc3339_seconds(_at(obj, field.start))
     if (
         isinstance(seconds, bool)
         or not isinstance(seconds, int)

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 from .thresholds import Overrides, Thresholds
@@ -189,6 +190,17 @@ def as_float(value: int | float) -> float:
     if isinstance(value, int) and abs(value) >= 2**1023:
         return math.inf if value > 0 else -math.inf
     return float(value)
+
+
+def rfc3339_seconds(value: Any) -> float | None:
+    """An RFC 3339 time as the API server and the reporters write it (``Z`` or an offset)
+    in Unix seconds; None for anything else."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def non_finite_name(value: float) -> str:

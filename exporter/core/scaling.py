@@ -21,6 +21,7 @@ as distributed training runs them): :func:`node_count` reads it from an owner.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -79,20 +80,32 @@ def fewest_units(
     current: int,
     exponent: float,
     level: float = DEFAULT_LEVEL,
-    step: int = 1,
     restart: float = RESTART_SECONDS,
 ) -> int | None:
-    """The fewest units (multiples of ``step``, from ``step`` to MAX_FACTOR times
-    ``current``) at which the run finishes within ``seconds_left`` with probability at least
-    ``level``; None when no size does (the deadline is out of reach by scaling)."""
+    """The fewest units (from 1 to MAX_FACTOR times ``current``) at which the run finishes
+    within ``seconds_left`` with probability at least ``level`` (0.5 or more, as the
+    setting's bounds say); None when no size does (the deadline is out of reach by scaling).
+
+    Searched by bisection, on each side of the current size: every other size pays the
+    restart, and on either side a larger size finishes sooner, with a chance of making the
+    deadline that only grows once it is past one half (exporter.core.deadlines)."""
     if current <= 0 or seconds_left <= 0:
         return None
-    top = min(MAX_UNITS, current * MAX_FACTOR)
-    for size in range(step, top + 1, step):
+    level = max(level, 0.5)
+
+    def makes_it(size: int) -> bool:
         e, lo, hi = eta_at(eta, lower, upper, current, size, exponent, restart)
-        if 1.0 - miss_probability(e, lo, hi, seconds_left) >= level:
-            return size
-    return None
+        return 1.0 - miss_probability(e, lo, hi, seconds_left) >= level
+
+    below = range(1, current)
+    found = bisect.bisect_left(below, True, key=makes_it)
+    if found < len(below):
+        return below[found]
+    if makes_it(current):
+        return current
+    above = range(current + 1, min(MAX_UNITS, current * MAX_FACTOR) + 1)
+    found = bisect.bisect_left(above, True, key=makes_it)
+    return above[found] if found < len(above) else None
 
 
 def _int(value: Any, default: int | None = None) -> int | None:

@@ -37,7 +37,7 @@ from ..core.annotations import (
     REPLICA_TYPE_LABEL,
 )
 from ..core.deadlines import earliest, kill_deadline
-from ..core.model import clean_label
+from ..core.model import clean_label, rfc3339_seconds
 from ..core.thresholds import BOUNDS, parse_overrides
 from ..core.workloads import Ref, Refused, identify
 from ..plumbing.discovery import PodInfo
@@ -123,12 +123,7 @@ def _status_file(annotations: Mapping[str, Any]) -> tuple[str, str] | None:
 def _time(value: Any) -> float | None:
     if isinstance(value, datetime):
         return value.timestamp()
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
+    return rfc3339_seconds(value)
 
 
 def _quantity(value: Any) -> float:
