@@ -15,6 +15,11 @@ probability; each decile's mean probability is set beside its observed miss rate
     python -m bench.deadline_calibration            # the held-out runs
     python -m bench.deadline_calibration --all      # every run of the corpus
     python -m bench.deadline_calibration --json
+    python -m bench.deadline_calibration --tails    # where the truth fell outside the band
+
+``--tails`` measures, over every run of the corpus, how often the truth fell past each end
+of the band at the same instants; the high end's share is what
+:data:`exporter.core.deadlines.Z_UPPER_END` is set from.
 
 Measures, asserts nothing (tests/test_deadlines.py asserts the goal on a subset).
 """
@@ -26,6 +31,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from bench.eta_accuracy import Instant, corpus_runs, replay
@@ -60,6 +66,42 @@ def judgements(run: dict[str, Any], instants: Sequence[Instant]) -> list[tuple[f
                 continue
             out.append((miss_probability(i.ours, i.lower, i.upper, deadline - i.t), end > deadline))
     return out
+
+
+@dataclass(frozen=True)
+class Tails:
+    """How often the truth fell outside the band: below its low end, above its high end,
+    over ``count`` instants, and the standard normal quantile each share makes of its end."""
+
+    count: int
+    below: float
+    above: float
+
+    @property
+    def z_lower(self) -> float:
+        return NormalDist().inv_cdf(1 - self.below) if 0 < self.below < 1 else float("inf")
+
+    @property
+    def z_upper(self) -> float:
+        return NormalDist().inv_cdf(1 - self.above) if 0 < self.above < 1 else float("inf")
+
+
+def tails(runs: Sequence[dict[str, Any]]) -> Tails:
+    """Where the truth fell against the band, at the instants :func:`judgements` judges."""
+    count = below = above = 0
+    for run in runs:
+        instants = replay(run)
+        begin = float(run["truth"]["begin"])
+        end = float(run["truth"]["steps"][-1][0])
+        for factor in DEADLINES:
+            deadline = begin + factor * (end - begin)
+            for i in instants:
+                if i.t >= deadline or i.ours is None or i.lower is None or i.upper is None:
+                    continue
+                count += 1
+                below += i.true < i.lower
+                above += i.true > i.upper
+    return Tails(count, below / max(count, 1), above / max(count, 1))
 
 
 def deciles(pairs: Sequence[tuple[float, bool]]) -> list[Decile]:
@@ -114,7 +156,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--all", action="store_true", help="every run, not only held-out")
     parser.add_argument("--run", action="append", default=[], help="only this run")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--tails", action="store_true", help="the band's tails, every run")
     args = parser.parse_args(argv)
+    if args.tails:
+        t = tails(corpus_runs(args.run))
+        print(
+            f"{t.count} instants: below the low end {100 * t.below:.2f} % (z {t.z_lower:.2f}),"
+            f" above the high end {100 * t.above:.2f} % (z {t.z_upper:.2f})"
+        )
+        return 0
     rows = measure(args.run, held_out_only=not args.all)
     if args.json:
         print(json.dumps([d.__dict__ for d in rows]))

@@ -65,10 +65,11 @@ def test_an_invalid_active_deadline_is_no_deadline(seconds: Any) -> None:
 
 
 def test_the_band_maps_to_the_probability_exactly() -> None:
-    """0.5 at the ETA, 0.1 at the upper bound, 0.9 at the lower bound, 1 once passed."""
+    """0.5 at the ETA, 1.44 % at the upper bound (where the corpus' truth lands past it),
+    0.9 at the lower bound, 1 once passed."""
     eta, lower, upper = 1000.0, 600.0, 1800.0
     assert miss_probability(eta, lower, upper, eta) == pytest.approx(0.5)
-    assert miss_probability(eta, lower, upper, upper) == pytest.approx(0.1)
+    assert miss_probability(eta, lower, upper, upper) == pytest.approx(0.0143, abs=1e-4)
     assert miss_probability(eta, lower, upper, lower) == pytest.approx(0.9)
     assert miss_probability(eta, lower, upper, 0) == 1.0
     assert miss_probability(eta, lower, upper, -5) == 1.0
@@ -166,17 +167,20 @@ def test_kill_deadlines_reach_metrics_through_the_fake_api(
 
 @pytest.mark.slow
 def test_the_miss_probability_is_calibrated_on_the_held_out_runs() -> None:
-    """bench.deadline_calibration over the ETA corpus' held-out runs: every decile errs
-    on the side of caution (it never says safe when it is not: observed at most 2 points
-    above stated), and within 11 points of its miss rate (measured 2026-12-05: 10.2 at
-    worst, in the 0.1-0.2 decile; the goal is 10, docs/eta.md)."""
-    from bench.deadline_calibration import measure
+    """bench.deadline_calibration over the ETA corpus' held-out runs: every decile within
+    10 points of its miss rate (the goal, docs/eta.md; measured 2026-12-05: 6.6 at worst),
+    and the high end's constant is the share of the corpus' truth that fell past it (so
+    a change of the estimator that moves it shows here, not as a silent drift)."""
+    from bench.deadline_calibration import measure, tails
+    from bench.eta_accuracy import corpus_runs
+    from exporter.core.deadlines import Z_UPPER_END
 
     rows = [d for d in measure() if d.count]
     assert len(rows) == 10 and sum(d.count for d in rows) > 50_000
     for d in rows:
         gap = 100 * (d.missed - d.said)
-        assert -11 <= gap <= 2, (d.low, d.said, d.missed)
+        assert -10 <= gap <= 10, (d.low, d.said, d.missed)
+    assert tails(corpus_runs()).z_upper == pytest.approx(Z_UPPER_END, abs=0.05)
 
 
 def test_a_save_is_asked_once_before_the_kill_leaving_the_runs_own_save_time() -> None:

@@ -529,3 +529,26 @@ def test_a_run_read_only_from_its_log_survives_a_restart() -> None:
     runs, skipped = decode_file(encode_file([encode_run(KEY, tracker._runs[KEY])], T0 + 1))
     assert skipped == 0 and len(runs) == 1 and runs[0][1].step == 7
     assert runs[0][1].last_structured == float("-inf") and b"-Infinity" in line
+
+
+def test_the_sizes_a_run_ran_at_outlive_a_restart_and_hostile_ones_are_refused() -> None:
+    """The scaling a run showed (its (size, steps/s) per attempt, exporter.core.scaling)
+    is kept, so a restart does not fall back to the default exponent; sizes out of bounds,
+    a pace of 0, NaN or a list longer than kept skip that run alone."""
+    tracker = _busy_tracker()
+    tracker._runs[KEY].sizes.extend([(2.0, 1.5), (3.0, 2.1)])
+    tracker._runs[KEY].attempt_size = 3.0
+    runs, skipped = decode_file(encode_file(tracker.save(T0 + 1000, encode_run), T0 + 1000))
+    restored = dict(runs)[KEY]
+    assert skipped == 0 and list(restored.sizes) == [(2.0, 1.5), (3.0, 2.1)]
+    assert restored.attempt_size == 3.0 and restored.sizes.maxlen == 8
+    header, first, second = encode_file(tracker.save(T0 + 1000, encode_run), T0 + 1000).splitlines()
+    for bad in ([[2, 0]], [[0, 1.0]], [[2, "NaN"]], [[1e12, 1.0]], [[1, 1]] * 9, {"a": 1}, [[1]]):
+        doc = json.loads(first)
+        doc["sizes"] = bad
+        runs, skipped = decode_file(b"\n".join([header, json.dumps(doc).encode(), second]))
+        assert skipped == 1 and len(runs) == 1, bad
+    old = json.loads(first)
+    del old["sizes"]  # a file written before sizes were kept
+    runs, skipped = decode_file(b"\n".join([header, json.dumps(old).encode()]))
+    assert skipped == 0 and not dict(runs)[KEY].sizes

@@ -31,13 +31,23 @@ import re
 import stat
 import sys
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, Field, asdict, fields
 from typing import Any, BinaryIO
 
 from ..core.estimate import FORECASTS_KEPT
 from ..core.goodput import EXPORTED_CAUSES
-from ..core.model import MAX_GPUS, MAX_STEP, METRIC_NAME_RE, Clock, RunKey, RunMeta, clean_label
+from ..core.model import (
+    GPUS,
+    MAX_GPUS,
+    MAX_STEP,
+    METRIC_NAME_RE,
+    Clock,
+    RunKey,
+    RunMeta,
+    clean_label,
+)
 from ..core.run.state import HISTORY_POINTS, NON_NEGATIVE, PACE_POINTS, SAVED, RunState
 from ..core.series import Series, Triples
 from ..core.stacks import STALL_CAUSES
@@ -149,7 +159,26 @@ def encode_run(key: RunKey, run: RunState) -> dict[str, Any]:
     # The ETA band's record (estimate.Forecast): a restart keeps what the run taught it.
     doc["forecasts"] = _b64(run.forecasts.to_bytes())
     doc["pace_forecasts"] = _b64(run.pace_forecasts.to_bytes())
+    # The sizes it ran at and its pace at each: the scaling it showed outlives a restart.
+    doc["sizes"] = [list(s) for s in run.sizes]
     return doc
+
+
+def _sizes(raw: Any, kept: int) -> deque[tuple[float, float]]:
+    """The saved (size, steps per second) of a run's earlier attempts (absent in files
+    written before them: none): at most ``kept``, each a size within the GPU bound and a
+    positive, finite pace."""
+    if not isinstance(raw, list) or len(raw) > kept:
+        raise StateError("sizes: not a short list")
+    out: deque[tuple[float, float]] = deque(maxlen=kept)
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 2):
+            raise StateError("sizes: not [size, steps per second]")
+        size, pace = _number(item[0], "sizes"), _number(item[1], "sizes")
+        if not (GPUS.holds(size) and size > 0 and math.isfinite(pace) and 0 < pace <= 1e9):
+            raise StateError("sizes: a value out of range")
+        out.append((float(size), float(pace)))
+    return out
 
 
 def _number(value: Any, name: str, optional: bool = False, integer: bool = False) -> Any:
@@ -263,6 +292,7 @@ def decode_run(
         except ValueError as e:
             raise StateError(f"timeline: {e}") from None
     run = cls(**values)
+    run.sizes = _sizes(doc.get("sizes", []), run.sizes.maxlen or 8)
     run.stall = stall
     if run.metrics:
         run.metrics_view = tuple(sorted(run.metrics.items()))

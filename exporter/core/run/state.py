@@ -182,7 +182,7 @@ class RunState:
     failure_at: float | None = None
     # Its size this attempt (nodes, else GPUs: size_of) when its pace was first sampled, and
     # (size, steps/s) of its earlier attempts: the scaling it showed (exporter.core.scaling).
-    attempt_size: float | None = None
+    attempt_size: float | None = field(default=None, metadata=saved(GPUS))
     sizes: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=8))
 
     @property
