@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from exporter.commands.cli import _parser
 from exporter.commands.demo import RUNS, Demo
 from exporter.core.humanize import setting
 from exporter.core.states import NAMES
@@ -167,10 +168,13 @@ def test_cli_run_standalone_with_status_dir_and_sigterm(tmp_path: Any) -> None:
         assert 'training_step{job_name="my-run",namespace="laptop",pod="my-run"} 12.0' in body
         proc.send_signal(signal.SIGTERM)
         # A clean stop: sources, the server and the state file each have a few seconds.
-        _, stderr = proc.communicate(timeout=30)
+        stdout, stderr = proc.communicate(timeout=30)
     finally:
         proc.kill()
     assert proc.returncode == 0, stderr
+    # Where to look, both: what Prometheus scrapes and what a person opens.
+    url = f"http://127.0.0.1:{port}"
+    assert f"serving {url}/metrics, status page {url}/" in stdout.splitlines()[0], stdout
 
 
 def test_cli_reports_bad_config_clearly(tmp_path: Any) -> None:
@@ -271,8 +275,12 @@ def test_run_help_prints_the_real_defaults() -> None:
         after = options[options.index(flag + " ") :]
         shown = re.search(r"\(default ([^)]+)\)", after)
         assert shown is not None and shown.group(1) == default, (flag, after[:200])
-    for spec in SPECS:  # the old flag names still work
-        assert f"--{spec.alias.replace('_', '-')}" in text
+    for spec in SPECS:  # one spelling per option in the help; the old one still works
+        old = f"--{spec.alias.replace('_', '-')}"
+        shown_old = re.search(re.escape(old) + r"(?![\w-])", text) is not None
+        assert shown_old == (spec.alias == spec.name), old
+        parsed = _parser().parse_args(["run", old, "7"])
+        assert getattr(parsed, spec.name) == "7"
     # What help prints parses back to the same default.
     assert parse_duration(setting(th.plateau_seconds), "x") == th.plateau_seconds == 7200
 

@@ -411,7 +411,24 @@ def test_a_closed_port_is_said_once_on_stderr(tmp_path: Path) -> None:
     assert int(proc.stdout.split()[-1]) >= 2  # retried more than once
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert "exporter channel fail (URLError" in lines[0] and "refused" in lines[0]
+    assert "exporter channel fail (SendError: POST http://127.0.0.1:9/api/v1/" in lines[0]
+    assert "refused" in lines[0]
+
+
+def test_a_typo_in_the_url_is_named_in_the_warning(
+    exporter_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real exporter answers 404 to a misspelt path: the one warning names the URL
+    that was wrong and the status, not only "HTTP Error 404"."""
+    exp = exporter_factory()
+    typo = f"{exp.url}/api/v1/namespace/ml/runs/bert/report"  # "namespace", not "namespaces"
+    r = ProgressReporter(total_steps=10, environ={"TPE_REPORT_URL": typo}, interval=0.05)
+    with caplog.at_level("WARNING", logger="training_progress_reporter"):
+        r.update(step=1)
+        r.finish(timeout=2)
+    warnings = [rec.getMessage() for rec in caplog.records if "channel fail" in rec.getMessage()]
+    assert len(warnings) == 1 and f"POST {typo} answered 404" in warnings[0], warnings
+    assert r.errors >= 1
 
 
 @pytest.mark.slow

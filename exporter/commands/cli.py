@@ -19,15 +19,16 @@ from .. import __version__
 from ..core.humanize import setting
 from ..core.thresholds import SPECS
 from ..daemon.config import MODES, Config
+from .unix import Parser, quiet_on_closed_pipe
 
 if TYPE_CHECKING:
     from ..plumbing.httpd import HTTPServer
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> Parser:
     from .toprows import SORTS
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="training-progress-exporter",
         description="Prometheus exporter for ML training progress.",
     )
@@ -76,19 +77,21 @@ def _parser() -> argparse.ArgumentParser:
         "--namespace", help=f"standalone: namespace label for runs (default {d.namespace})"
     )
     # Each run's own thresholds (overridable per run), what its state and alerts use: one
-    # flag per threshold, named as everywhere else, and its old name.
+    # flag per threshold, named as everywhere else, and its old name, accepted but not shown
+    # (one spelling per option in the help).
     for spec in SPECS:
         default = getattr(d.thresholds, spec.name)
-        flags = [f"--{spec.name.replace('_', '-')}"]
-        if spec.alias != spec.name:
-            flags.append(f"--{spec.alias.replace('_', '-')}")
         shown = setting(default) if spec.kind == "duration" else f"{default:g}"
         run.add_argument(
-            *flags,
+            f"--{spec.name.replace('_', '-')}",
             dest=spec.name,
             metavar={"duration": "DURATION", "ratio": "RATIO"}.get(spec.kind, "GPU_HOURS"),
             help=f"{spec.help} (default {shown})",
         )
+        if spec.alias != spec.name:
+            run.add_argument(
+                f"--{spec.alias.replace('_', '-')}", dest=spec.name, help=argparse.SUPPRESS
+            )
     run.add_argument(
         "--retention",
         metavar="DURATION",
@@ -124,8 +127,16 @@ def _parser() -> argparse.ArgumentParser:
         help="order of the rows (default: what needs attention first); s cycles it live",
     )
 
-    insp = sub.add_parser("inspect", help="show what the exporter reads from log or status files")
+    insp = sub.add_parser(
+        "inspect",
+        help="show what the exporter reads from log or status files",
+        description="Read each PATH as the exporter would (a status file, else a log) and "
+        "print what it finds: one JSON object for one path, an array for several.",
+    )
     insp.add_argument("paths", nargs="+", metavar="PATH")
+    insp.add_argument(
+        "-o", "--output", choices=["json", "text"], default="json", help="(default json)"
+    )
     insp.add_argument(
         "--config",
         metavar="FILE",
@@ -162,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
 
     cluster = sub.add_parser(
         "cluster",
-        help="serve one page of every run of every node (docs/status-page.md#cluster-page)",
+        help="serve one page of every run of every node (docs/cli.md#the-cluster-page)",
         description="Find the exporters through their Service's EndpointSlices (or the "
         "--exporter URLs), merge their /api/v1/runs, and serve the cluster page.",
     )
@@ -257,7 +268,7 @@ def _run(args: argparse.Namespace) -> int:
     exporter.start()
     print(
         f"training-progress-exporter {__version__} ({exporter.discovery.mode}) serving "
-        f"{exporter.url}/metrics",
+        f"{exporter.url}/metrics, status page {exporter.url}/",
         flush=True,
     )
     _wait(stop, None)
@@ -403,24 +414,22 @@ def _inspect(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"training-progress-exporter: {err}", file=sys.stderr)
         return 2
-    return inspect_main(args.paths, config.log_formats, args.format)
+    return inspect_main(args.paths, config.log_formats, args.format, args.output)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("run", "act", "demo", "cluster"):
         _logging()
-    if args.command == "run":
-        return _run(args)
-    if args.command == "top":
-        return _top(args)
-    if args.command == "inspect":
-        return _inspect(args)
-    if args.command == "act":
-        return _act(args)
-    if args.command == "cluster":
-        return _cluster(args)
-    return _demo(args)
+    commands = {
+        "run": _run,
+        "top": _top,
+        "inspect": _inspect,
+        "act": _act,
+        "cluster": _cluster,
+        "demo": _demo,
+    }
+    return quiet_on_closed_pipe(lambda: commands[args.command](args))
 
 
 if __name__ == "__main__":

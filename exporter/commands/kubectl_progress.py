@@ -36,6 +36,7 @@ from ..core.model import json_safe
 from ..core.states import severity
 from ..views.deadlineviews import Deadline
 from .toprows import Row, fetch_json, from_prometheus
+from .unix import Parser, quiet_on_closed_pipe
 
 COLUMNS = (
     "NAME", "STATE", "PROGRESS%", "ETA", "DEADLINE", "LOSS", "GPU-HOURS", "STUCK-RANK", "AGE"
@@ -214,9 +215,7 @@ def _where_and_how(
 
 def stacks_main(argv: Sequence[str]) -> int:
     """``kubectl progress stacks JOB``: see :func:`format_stacks`."""
-    p = argparse.ArgumentParser(
-        prog="kubectl progress stacks", description="Where each rank of a job is, and why."
-    )
+    p = Parser(prog="kubectl progress stacks", description="Where each rank of a job is, and why.")
     p.add_argument("job", help="the job's name (the job_name label)")
     p.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's)")
     _where_and_how(p, "--url", "TPE_EXPORTER_URL", "a node's exporter or the cluster page")
@@ -253,12 +252,15 @@ def stacks_main(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """``kubectl progress [stacks] ...``: its exit status (141 when its reader went away)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return quiet_on_closed_pipe(lambda: _main(args))
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["stacks"]:
         return stacks_main(argv[1:])
-    p = argparse.ArgumentParser(
-        prog="kubectl progress", description="Training jobs with their progress."
-    )
+    p = Parser(prog="kubectl progress", description="Training jobs with their progress.")
     scope = p.add_mutually_exclusive_group()
     scope.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's)")
     scope.add_argument("-A", "--all-namespaces", action="store_true")

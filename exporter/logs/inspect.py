@@ -147,8 +147,39 @@ def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -
     }
 
 
-def main(paths: list[str], formats: tuple[Format, ...] = (), first: str | None = None) -> int:
-    """Print one JSON document per path; exit 1 if any path could not be read, 2 if
+def as_text(doc: dict[str, Any]) -> str:
+    """One path's findings for a person: where, what kind, what matched, and the values
+    read (the JSON's content, on a few lines)."""
+    head = f"{doc['path']}: "
+    if "error" in doc:
+        return head + f"cannot read: {doc['error']}"
+    if doc["kind"] == "status-file":
+        lines = [head + f"status file, {doc['format']} format"]
+        if doc["dropped"]:
+            lines.append("  dropped: " + ", ".join(map(str, doc["dropped"])))
+    else:
+        matched = ", ".join(f"{k} {v}" for k, v in doc["matched"].items()) or "nothing"
+        lines = [head + f"log, {doc['lines']} lines, matched: {matched}"]
+        bar = doc["training_bar"]
+        if bar:
+            lines.append(f"  training bar: {bar['prefix']!r} {bar['n']}/{bar['total']}")
+    report = doc["report"]
+    values = [f"{k} {v}" for k, v in report.items() if k != "metrics"]
+    lines.append("  read: " + (", ".join(values) if values else "no progress"))
+    if report.get("metrics"):
+        lines.append("  metrics: " + ", ".join(f"{k} {v}" for k, v in report["metrics"].items()))
+    return "\n".join(lines)
+
+
+def main(
+    paths: list[str],
+    formats: tuple[Format, ...] = (),
+    first: str | None = None,
+    output: str = "json",
+) -> int:
+    """Print what each path yields: one JSON value (the path's object, or an array of them
+    for several paths, so the output is always one document a JSON reader takes), or with
+    ``output="text"`` a few lines per path. Exit 1 if any path could not be read, 2 if
     ``first`` names no format in ``formats``."""
     extra = Extra(after=formats) if formats else NO_EXTRA
     if first is not None:
@@ -159,11 +190,16 @@ def main(paths: list[str], formats: tuple[Format, ...] = (), first: str | None =
             return 2
         extra = Extra(first=(chosen[0],), after=formats)
     status = 0
+    docs = []
     for path in paths:
         try:
             doc = inspect_path(path, extra=extra)
         except OSError as exc:
             doc = {"path": path, "error": exc.strerror or str(exc)}
             status = 1
-        print(json.dumps(json_safe(doc), indent=2, allow_nan=False))
+        if output == "text":
+            print(as_text(json_safe(doc)), flush=True)  # each path as soon as it is read
+        docs.append(json_safe(doc))
+    if output == "json":
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, allow_nan=False))
     return status

@@ -6,11 +6,13 @@ directives the exporter answers with. Standard library only; no state: the repor
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import ssl
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
@@ -111,16 +113,29 @@ class _KubeflowSender:
         )
 
 
+class SendError(OSError):
+    """A POST that did not go through, its message naming the URL (a typo in it must be
+    seen in the warning, not only "HTTP Error 404")."""
+
+
 def _post(
     url: str, body: bytes, headers: dict[str, str], timeout: float, context: ssl.SSLContext | None
 ) -> bytes:
+    """The answer's body (at most MAX_ANSWER_BYTES) to POSTing ``body`` to ``url``; a
+    :class:`SendError` naming the URL when it does not go through."""
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url!r}")
     req = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
     )
-    with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
-        return bytes(resp.read(MAX_ANSWER_BYTES))
+    try:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
+            return bytes(resp.read(MAX_ANSWER_BYTES))
+    except urllib.error.HTTPError as exc:
+        raise SendError(f"POST {url} answered {exc.code} {exc.reason}") from None
+    except (OSError, http.client.HTTPException) as exc:
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        raise SendError(f"POST {url}: {reason}") from None
 
 
 def directives_of(answer: bytes) -> list[str]:
