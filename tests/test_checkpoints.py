@@ -159,3 +159,41 @@ def test_checkpoint_values_that_no_run_could_state_are_dropped(exporter_factory:
     }
     (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
     assert run["last_checkpoint_step"] is None and run["step"] == 5
+
+
+SHAPES = json.loads((CAPTURES / "shapes.json").read_text())
+
+
+@pytest.mark.parametrize("case", SHAPES["saves"], ids=lambda c: c["line"][:48])
+def test_the_save_lines_people_and_tools_print_are_read(case: dict[str, Any]) -> None:
+    """The general rule (exporter/logs/formats/checkpoints.py): each line of
+    fixtures/logs/checkpoints/shapes.json is a save at the line's time, with the step it
+    names (or none) and the seconds it says the save took (or none)."""
+    from exporter.logs.parse import parse_line
+
+    found = parse_line(case["line"], T0)
+    assert found is not None and found.parser == "checkpoints", case
+    assert found.report.checkpoint_timestamp == T0
+    assert found.report.checkpoint_step == case["step"]
+    assert found.report.checkpoint_seconds == case["seconds"]
+    assert found.report.step is None  # a save's step is no progress
+
+
+@pytest.mark.parametrize("case", SHAPES["not_saves"], ids=lambda c: c["line"][:48])
+def test_lines_about_saves_that_are_none_are_not_read_as_saves(case: dict[str, Any]) -> None:
+    from exporter.logs.parse import parse_line
+
+    found = parse_line(case["line"], T0)
+    assert found is None or found.report.checkpoint_timestamp is None, (case, found)
+
+
+def test_a_torchtitan_save_is_at_the_runs_step_and_gives_its_save_time(tmp_path: Path) -> None:
+    """torchtitan names no step in its save line: the save is at the step read so far (21,
+    the last of the real excerpt), and its "in 4.21 seconds" is the run's save time, what
+    the kill-deadline directive leaves room for (exporter.core.directives)."""
+    world = Path(__file__).parent / "fixtures" / "world" / "torchtitan-checkpoint.log"
+    log = tmp_path / "titan.log"
+    log.write_text(world.read_text() + SHAPES["saves"][1]["line"] + "\n")
+    report = inspect_path(str(log))["report"]
+    assert (report["step"], report["checkpoint_step"]) == (21, 21)
+    assert report["checkpoint_seconds"] == 4.21

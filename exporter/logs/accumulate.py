@@ -135,6 +135,8 @@ class LogAccumulator:
                     self.values["checkpoint_step"] = step
                 else:
                     self.values.pop("checkpoint_step", None)
+            if r.checkpoint_seconds is not None:  # how long the save took (torchtitan's)
+                self.values["checkpoint_seconds"] = r.checkpoint_seconds
             if r.step is not None:  # a printed step (bars count in Bar.n, never here)
                 self.structured_step = True
             if r.metrics:

@@ -29,7 +29,7 @@ from .tail import FileTail
 def report_dict(r: ProgressReport) -> dict[str, Any]:
     out: dict[str, Any] = {
         k: json_number(getattr(r, k))
-        for k in (*VALUE_FIELDS, "checkpoint_step", "checkpoint_timestamp")
+        for k in (*VALUE_FIELDS, "checkpoint_step", "checkpoint_timestamp", "checkpoint_seconds")
         if getattr(r, k) is not None
     }
     if r.metrics:

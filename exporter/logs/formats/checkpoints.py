@@ -21,6 +21,20 @@
   (after the third epoch, ``runner.epoch + 1``): the epochs done, whose step the accumulator
   gives where the log printed the epoch's size.
 
+* torchtitan ``components/checkpoint.py`` (@0128b99b): ``Finished saving the checkpoint (or
+  staging if async is enabled)in 4.21 seconds.`` (no step: the run's, at the line; the
+  seconds it took are the save time);
+* Megatron-LM's start of a save, ``saving checkpoint at iteration     500 to /ckpt in
+  torch_dist format`` (``checkpointing.py``; older versions and Megatron-DeepSpeed prefix
+  ``global rank 0 is``);
+* and the lines people print themselves, read by one general rule: "saving" or "saved" (or
+  "wrote", "writing"), then "checkpoint", optionally "a", "the", "model" or "new" between:
+  ``Saved checkpoint at step 50 to ckpt/ckpt-50.pt``, ``Saving checkpoint to ckpt/``,
+  ``[INFO] saved the checkpoint for iteration 1200``. The step is the one the line names
+  (``step 50``, ``iteration 1200``, ``global_step50``, ``iter_0001200``, ``ckpt-50``); a
+  line that says a save will come, was skipped or failed (``will``, ``every``, ``not``,
+  ``skipping``, ``failed``, ``error``...) is no save.
+
 Each gives the checkpoint's step where the line names one, and its time is the line's.
 """
 
@@ -39,6 +53,23 @@ _NANOGPT = re.compile(r"^saving checkpoint to \S")
 _MEGATRON = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d{1,15})\b")
 _FAIRSEQ = re.compile(r"saved checkpoint \S+ \(epoch \d+ @ (\d{1,15}) updates")
 _MMENGINE = re.compile(r"Saving checkpoint at (\d{1,15}) (iterations|epochs)\b")
+# "checkpoint" in either case of its first letter only, as the hint "heckpoint" lets through.
+_SAVE = re.compile(
+    r"(?i:\b(?:sav(?:ing|ed)|wr(?:ote|iting))\s+(?:(?:a|the|model|new)\s+)?)[Cc]heckpoint\b"
+    r"|\b[Cc]heckpoint\s+(?i:saved|written)\b"
+)
+# What makes a line about a save no save: a plan, a schedule, a refusal, a failure.
+_NO_SAVE = re.compile(
+    r"(?i)\b(?:not|no|skip\w*|fail\w*|error|unable|cannot|could\s*n[o']t|won't|will|would|"
+    r"every|interval|disabled?)\b"
+)
+_STEP = re.compile(
+    r"(?i)(?:(?<![A-Za-z])(?:global[ _]?step|step|iteration|iter)(?:\s*[=:#]?\s*|_)"
+    r"|\b(?:checkpoint|ckpt)[-_])(\d{1,15})\b"
+)
+_SAVE_SECONDS = re.compile(
+    r"(?i)(?:finished|saved|done|completed?)\b.*\bin\s+(\d{1,7}(?:\.\d+)?)\s*(?:s|secs?|seconds)\b"
+)
 
 
 def parse_checkpoint(msg: str, now: float) -> LineReport | None:
@@ -57,12 +88,25 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
         else:
             epochs = int(m.group(1))
     elif _ACCELERATE.search(msg) is None and _NANOGPT.search(msg) is None:
-        return None
+        return _general(msg, now)
     doc: dict[str, object] = {"last_checkpoint_timestamp": now}
     if step is not None:
         doc["last_checkpoint_step"] = step
     if epochs is not None:
         doc["epoch"] = float(epochs)
+    return native(doc, now, "checkpoints")
+
+
+def _general(msg: str, now: float) -> LineReport | None:
+    """A save line no tool's own shape matched, by the general rule (module docstring)."""
+    found = _SAVE.search(msg)
+    if found is None or _NO_SAVE.search(msg) is not None:
+        return None
+    doc: dict[str, object] = {"last_checkpoint_timestamp": now}
+    if (m := _STEP.search(msg, found.end())) is not None or (m := _STEP.search(msg)) is not None:
+        doc["last_checkpoint_step"] = int(m.group(1))
+    if (m := _SAVE_SECONDS.search(msg)) is not None:
+        doc["last_checkpoint_seconds"] = float(m.group(1))
     return native(doc, now, "checkpoints")
 
 
@@ -76,6 +120,8 @@ FORMAT = Format(
         "saving checkpoint to ",
         "saved checkpoint ",
         "Saving checkpoint at ",
+        # The general rule's: "checkpoint" and "Checkpoint" both hold it.
+        "heckpoint",
     ),
     parse_checkpoint,
 )
