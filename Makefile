@@ -11,10 +11,11 @@ test-deps:
 check: lint types test
 
 lint:
-	$(PYTHON) -m ruff check exporter reporter tests bench alerts grafana
-	$(PYTHON) -m ruff format --check exporter reporter tests bench alerts grafana
+	$(PYTHON) -m ruff check exporter reporter tests bench alerts grafana docs
+	$(PYTHON) -m ruff format --check exporter reporter tests bench alerts grafana docs
 	$(PYTHON) alerts/generate.py --check
 	$(PYTHON) grafana/build.py --check
+	$(PYTHON) docs/readme.py --check
 
 types:
 	$(PYTHON) -m mypy

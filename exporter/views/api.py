@@ -84,7 +84,8 @@ def run_to_dict(s: RunSnapshot) -> dict[str, Any]:
         # The run's effective thresholds (defaults, its own overrides, annotations).
         "thresholds": json_safe(asdict(s.thresholds)),
         "loss_history": [[t, json_number(v)] for t, v in s.loss_history],
-        # Why a stalled run is stuck (docs/cli.md#stacks): each rank's cause and frame.
+        # Why a stalled run is stuck (docs/cli.md#kubectl-progress-stacks): each rank's cause
+        # and frame.
         "stall": [stall_to_dict(d) for d in s.stall],
         "stall_summary": summary(s.stall),
         "stall_gpu_seconds": {cause: json_number(v) for cause, v in s.stall_gpu_seconds},

@@ -2,7 +2,7 @@
 
 Pure: a snapshot and a copy of the run's timeline in, a JSON-safe dict out. The status
 page's script (exporter/views/web/charts.js) draws it with uPlot; anything else may read it too
-(docs/api.md). Everything a chart needs to be honest is decided here, where it is tested,
+(docs/cli.md#charts). Everything a chart needs to be honest is decided here, where it is tested,
 not in the browser: the loss axis's range (noise is not magnified), where each state began
 and ended (the band under the time axis), and what a chart says instead of a line when
 there is nothing to draw (a stalled run, a run with one report).

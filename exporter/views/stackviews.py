@@ -125,7 +125,7 @@ def stacks_to_dict(stacks: RankStacks, diagnosis: Diagnosis) -> dict[str, Any]:
 
 def without_code(snapshot: RunSnapshot) -> RunSnapshot:
     """``snapshot`` with no source line in its stall (what a caller who may not read the
-    run's code is shown: file, line and function only, docs/status-page.md)."""
+    run's code is shown: file, line and function only, docs/cli.md#status-page)."""
     if not any(d.code for d in snapshot.stall):
         return snapshot
     return replace(snapshot, stall=tuple(replace(d, code="") for d in snapshot.stall))
