@@ -50,6 +50,8 @@ def test_demo_runs_show_their_states_within_two_minutes_through_real_sources() -
                 seen[r["job_name"]].append(r["state"])
             if t == 119:
                 last = {r["job_name"]: r for r in doc["runs"]}
+            if t == 30:
+                seen_early = {r["job_name"]: r for r in doc["runs"]}
     finally:
         demo.stop()
     assert demo.errors == 0
@@ -61,7 +63,7 @@ def test_demo_runs_show_their_states_within_two_minutes_through_real_sources() -
     assert seen["healthy-llm"] == ["running"] * 121
     assert {name: r["info"]["source"] for name, r in last.items()} == {
         "healthy-llm": "push",
-        "hung-nccl": "file",
+        "hung-save": "push",
         "plateau-bert": "http",
         "diverging-gpt": "push",
         "finished-vit": "file",
@@ -70,12 +72,27 @@ def test_demo_runs_show_their_states_within_two_minutes_through_real_sources() -
         "straggler-sd": "push",
         "deleted-bart": "file",
     }
-    assert last["hung-nccl"]["stalled_gpu_seconds"] > 0
-    assert last["hung-nccl"]["state_reason"].startswith("stalled for ")
+    assert last["hung-save"]["stalled_gpu_seconds"] > 0
+    assert last["hung-save"]["state_reason"].startswith("stalled for ")
+    # Why it is stuck, from the real stack of its stuck thread, asked for and sent.
+    hung = last["hung-save"]
+    said = r"rank 0 is saving a checkpoint at demo\.py:\d+ in save_checkpoint"
+    assert re.fullmatch(said, hung["stall_summary"]), hung["stall_summary"]
+    # It saved at 10 s. At risk: its 16 GPUs from then to the stall's onset (50 s: the last
+    # step at 20 s plus the 30 s threshold), as goodput charges a stall from its onset.
+    assert hung["last_checkpoint_step"] == 21
+    assert hung["progress_at_risk_gpu_seconds"] == pytest.approx(16 * 40, rel=0.05)
+    # Tokens, MFU and a deadline: met while it ran at 5 steps/s, missed at 2.
+    straggler = last["straggler-sd"]
+    assert straggler["model_flops_utilization"] == pytest.approx(0.129, abs=0.01)
+    assert straggler["tokens_per_second"] == pytest.approx(2 * 65_536, rel=0.01)
+    assert straggler["deadline_miss_probability"]["user"] > 0.7
+    assert seen_early["straggler-sd"]["deadline_miss_probability"]["user"] < 0.1
+    assert seen_early["straggler-sd"]["model_flops_utilization"] == pytest.approx(0.323, abs=0.01)
     assert last["healthy-llm"]["gpus"] == 8
     assert 0 < last["healthy-llm"]["eta_seconds"] < 200_000
     # No stale promises: runs that will not finish by themselves have no ETA.
-    for name in ("hung-nccl", "diverging-gpt", "crashed-whisper", "finished-vit"):
+    for name in ("hung-save", "diverging-gpt", "crashed-whisper", "finished-vit"):
         assert last[name]["eta_seconds"] is None, name
 
 

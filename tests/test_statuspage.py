@@ -109,7 +109,7 @@ def test_status_page_in_headless_chromium() -> None:
         SCREENSHOTS.mkdir(exist_ok=True)
         shot = SCREENSHOTS / "status-page.png"
         chromium(f"--screenshot={shot}", "--window-size=1400,600", url)
-        detail_url = demo.exporter.url + "/runs/demo/hung-nccl"
+        detail_url = demo.exporter.url + "/runs/demo/hung-save"
         detail_dom = chromium("--dump-dom", detail_url, console=console)
         detail_shot = SCREENSHOTS / "run-detail-stalled.png"
         chromium(f"--screenshot={detail_shot}", "--window-size=1400,1000", detail_url)
@@ -132,8 +132,8 @@ def test_status_page_in_headless_chromium() -> None:
     assert "pwned" not in dom.split("<title>")[1].split("</title>")[0]
     assert "&lt;script&gt;" in dom
     # The detail view opens, from a relative link that works behind port-forward too.
-    assert 'href="runs/demo/hung-nccl"' in dom
-    assert "demo/hung-nccl" in detail_dom and ">stalled</span>" in detail_dom
+    assert 'href="runs/demo/hung-save"' in dom
+    assert "demo/hung-save" in detail_dom and ">stalled</span>" in detail_dom
     assert shot.exists() and shot.stat().st_size > 10_000
     # The charts were drawn by the vendored uPlot from the timeline (the script marks the
     # section when it drew), one canvas per chart, and the stalled run's charts say so.

@@ -7,7 +7,12 @@ reaches one state of the exporter's state table (exporter/core/states.py):
 run             state it shows (at)      behaviour                              through
 =============== ======================== ====================================== ===========
 healthy-llm     running (always)         loss keeps improving, steady pace      Kubeflow push
-hung-nccl       stalled (~50 s)          step freezes at 20 s, file rewritten   status file
+hung-save       stalled (~50 s)          checkpoints every 10 s; its save at    native push
+                                         20 s hangs: a real thread blocked on
+                                         a FIFO nobody reads (its real stack
+                                         answers the exporter's request: cause
+                                         checkpoint); the work since its last
+                                         save is at risk
 plateau-bert    plateaued (~75 s)        loss stops improving at 15 s           HTTP pull
 diverging-gpt   diverged (~20 s)         loss climbs from 10 s, NaN from 40 s   native push
 finished-vit    finished, then           reported completion; its "pod" keeps   status file
@@ -15,7 +20,10 @@ finished-vit    finished, then           reported completion; its "pod" keeps   
                 (~45 s)
 loading-t5      waiting (always)         reports, no step yet (loading data)    native push
 crashed-whisper silent (~50 s)           stops reporting at 20 s                native push
-straggler-sd    degraded (~60 s)         throughput falls to 40 % at 40 s       native push
+straggler-sd    degraded (~60 s)         throughput falls to 40 % at 40 s;      native push
+                                         counts tokens on 8 H100s (MFU 32 %,
+                                         then 13 %); its deadline, met at
+                                         first, will be missed
 deleted-bart    gone (~30 s)             its status file is deleted at 30 s     status file
 =============== ======================== ====================================== ===========
 
@@ -32,6 +40,7 @@ import math
 import os
 import random
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -40,6 +49,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from training_progress_reporter.channels import STACKS_DIRECTIVE
+from training_progress_reporter.stackcapture import capture
 
 from ..core.model import Clock, RunKey, RunMeta
 from ..daemon.app import Exporter
@@ -88,16 +100,69 @@ def healthy(t: float, rng: random.Random) -> dict[str, Any]:
     }
 
 
+# Keys of a curve's report whose values are seconds since the run began, made Unix times
+# when sent (the curves are pure functions of elapsed time).
+SINCE_START = "_since_start"
+SAVE_EVERY = 10.0  # seconds between the hung run's checkpoints
+
+
 def hung(t: float, rng: random.Random) -> dict[str, Any]:
-    """Advances for 20 s, then the step freezes (a NCCL deadlock) while a heartbeat goes on."""
+    """Trains at 2 steps/s and saves a checkpoint every 10 s (1.5 s each); its save at 20 s
+    never returns (:class:`StuckSave`). The step freezes while its heartbeat goes on, and
+    what it trained since its last save (at 10 s) is at risk."""
     step = int(min(t, 20.0) * 2) + 1
-    return {
+    body: dict[str, Any] = {
         "step": step,
         "max_steps": 5000,
         "loss": 1.9 - step * 0.002,
         "gpus": 16,
         "framework": "pytorch",
     }
+    if t >= SAVE_EVERY:
+        body["last_checkpoint_step"] = int(SAVE_EVERY * 2) + 1
+        body["last_checkpoint_seconds"] = 1.5
+        body[SINCE_START] = {"last_checkpoint_timestamp": SAVE_EVERY}
+    return body
+
+
+def save_checkpoint(path: str, step: int) -> None:
+    """Write the checkpoint of ``step`` to ``path``: a FIFO nobody reads, so opening it
+    blocks in the kernel, as a write to a hung NFS mount does."""
+    with open(path, "wb") as fh:
+        fh.write(b"step %d" % step)
+
+
+def train_until_the_save_hangs(path: str) -> None:
+    """The hung run's training thread, at the save that never returns."""
+    with contextlib.suppress(OSError):  # released when the demo stops
+        save_checkpoint(path, 41)
+
+
+class StuckSave:
+    """A real thread stuck in a checkpoint save (:func:`save_checkpoint`). Asked for its
+    stacks, the hung run sends this thread's, captured by the reporter's own code: the
+    exporter finds the cause (``checkpoint``) and the frame in a real stack, as it would
+    in a training process."""
+
+    def __init__(self, directory: str) -> None:
+        self.path = os.path.join(directory, "ckpt-41.pt")
+        os.mkfifo(self.path, 0o600)
+        self.thread = threading.Thread(
+            target=train_until_the_save_hangs, args=(self.path,), name="MainThread", daemon=True
+        )
+        self.thread.start()
+
+    def stacks(self) -> bytes:
+        """The stacks body (docs/report-format.md#stacks) of the stuck thread alone."""
+        others = {i for i in sys._current_frames() if i != self.thread.ident}
+        return capture(0, exclude=others)
+
+    def release(self) -> None:
+        """Let the save finish: open the FIFO's other end, so the thread's open returns."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+            self.thread.join(timeout=5)
+            os.close(fd)
 
 
 def plateau(t: float, rng: random.Random) -> dict[str, Any]:
@@ -143,8 +208,16 @@ def crashed(t: float, rng: random.Random) -> dict[str, Any] | None:
     return {"step": step, "max_steps": 9000, "loss": 3.0 - t * 0.01, "gpus": 2}
 
 
+STRAGGLER_TOKENS_PER_STEP = 65_536  # 32 sequences of 2,048 tokens
+STRAGGLER_FLOPS_PER_TOKEN = 7.8e9  # 6 x 1.3 B parameters
+STRAGGLER_DEADLINE = 5 * 3600.0  # seconds after it began: 3.3 h of work at 5 steps/s
+
+
 def straggler(t: float, rng: random.Random) -> dict[str, Any]:
-    """5 steps/s for 40 s, then 2 steps/s (a slow node): 40 % of its typical pace."""
+    """5 steps/s for 40 s, then 2 steps/s (a slow node): 40 % of its typical pace. It counts
+    the tokens it trains on, with its model's FLOPs per token and its 8 H100s: MFU 32 %,
+    then 13 %. Its deadline, 5 h after it began, is met at 5 steps/s (3.3 h) and missed at
+    2 (8.3 h)."""
     step = int(t * 5) if t <= 40 else 200 + int((t - 40) * 2)
     return {
         "step": step + 1,
@@ -152,6 +225,10 @@ def straggler(t: float, rng: random.Random) -> dict[str, Any]:
         "loss": 1.2 + 1.5 * math.exp(-t / 300),
         "gpus": 8,
         "framework": "pytorch",
+        "tokens": (step + 1) * STRAGGLER_TOKENS_PER_STEP,
+        "model_flops_per_token": STRAGGLER_FLOPS_PER_TOKEN,
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        SINCE_START: {"deadline": STRAGGLER_DEADLINE},
     }
 
 
@@ -190,7 +267,7 @@ class DemoRun:
 
 RUNS = (
     DemoRun("healthy-llm", healthy, "kubeflow", ("running",)),
-    DemoRun("hung-nccl", hung, "file", ("running", "stalled")),
+    DemoRun("hung-save", hung, "native", ("running", "stalled")),
     DemoRun("plateau-bert", plateau, "http", ("running", "plateaued")),
     DemoRun("diverging-gpt", diverging, "native", ("running", "diverged")),
     DemoRun("finished-vit", finished, "file", ("finished", "finished-but-running")),
@@ -206,7 +283,8 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj, allow_nan=True).encode()
 
 
-def post(url: str, body: bytes) -> int:
+def post(url: str, body: bytes) -> bytes:
+    """The exporter's answer to POSTing ``body`` to ``url``."""
     req = urllib.request.Request(
         url,
         data=body,
@@ -214,7 +292,16 @@ def post(url: str, body: bytes) -> int:
         headers={"Content-Type": "application/json", "Authorization": "Bearer demo"},
     )
     with direct_opener().open(req, timeout=5) as resp:  # loopback: never through a user's proxy
-        return int(resp.status)
+        return bytes(resp.read(1 << 16))
+
+
+def directives(answer: bytes) -> list[str]:
+    """What the exporter asks of the run in its answer to a native push."""
+    with contextlib.suppress(ValueError):
+        doc = json.loads(answer)
+        if isinstance(doc, dict) and isinstance(doc.get("directives"), list):
+            return [d for d in doc["directives"] if isinstance(d, str)]
+    return []
 
 
 def write_atomic(directory: str, name: str, body: bytes) -> None:
@@ -293,6 +380,10 @@ class Demo:
         )
         self.config = apply_settings(base, DEMO_THRESHOLDS, "demo")
         self.exporter = Exporter(self.config, clock=clock)
+        self.clock = clock
+        checkpoints = os.path.join(self.status_dir, "checkpoints")  # no *.json: not read
+        os.mkdir(checkpoints, 0o700)
+        self.stuck = StuckSave(checkpoints)
         self.rng = random.Random(seed)
         self._stop = threading.Event()
         self.started = time.time()
@@ -301,6 +392,7 @@ class Demo:
     def tick(self, t: float) -> None:
         """Send every run's report for elapsed time ``t`` through its channel."""
         base = self.exporter.url
+        began = self.clock() - t
         for run in RUNS:
             report = run.curve(t, self.rng)
             if report is None:
@@ -308,6 +400,8 @@ class Demo:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(self.status_dir, f"{run.name}.json"))
                 continue
+            for key, seconds in report.pop(SINCE_START, {}).items():
+                report[key] = began + seconds
             body = _json(report)
             try:
                 if run.channel == "kubeflow":
@@ -322,7 +416,12 @@ class Demo:
                             _json({"gpus": 8, "framework": "transformers"}),
                         )
                 elif run.channel == "native":
-                    post(f"{base}/api/v1/namespaces/{DEMO_NAMESPACE}/runs/{run.name}/report", body)
+                    path = f"{base}/api/v1/namespaces/{DEMO_NAMESPACE}/runs/{run.name}"
+                    answer = post(f"{path}/report", body)
+                    # Asked for its stacks, the hung run sends its stuck thread's, as the
+                    # reporter would from a training process.
+                    if run.curve is hung and STACKS_DIRECTIVE in directives(answer):
+                        post(f"{path}/stacks", self.stuck.stacks())
                 elif run.channel == "file":
                     write_atomic(self.status_dir, f"{run.name}.json", body)
                 else:
@@ -352,6 +451,7 @@ class Demo:
         directory the demo made: it leaves nothing behind, however it was stopped."""
         self._stop.set()
         try:
+            self.stuck.release()
             self.exporter.stop()
             self.progression.httpd.shutdown()
             self.progression.httpd.server_close()
