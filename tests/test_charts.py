@@ -147,7 +147,7 @@ def test_a_stalled_runs_charts_say_so_and_end_now() -> None:
     snap, view = found
     doc = strict_json(json.dumps(chart_document(snap, view, now), allow_nan=False))
     assert doc["state"] == "stalled"
-    assert doc["notice"].startswith("Stalled: no step for 6m (threshold 2m)")
+    assert doc["notice"].startswith("Stalled: no step for 6m36s (threshold 2m)")
     rows = doc["rows"]
     assert rows["time"][-1] == now and rows["time"] == sorted(rows["time"])
     assert rows["step"][-1] == 2390 and all(isinstance(s, int) for s in rows["step"])

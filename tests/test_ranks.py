@@ -54,7 +54,7 @@ def test_top_names_the_stuck_rank_from_one_exporters_runs() -> None:
     doc = {"time": 2000.0, "runs": [run("0", 1990), run("1", 1700), run("2", 1985)]}
     (row,) = rows_from_exporter(doc)
     assert row.stuck_rank.startswith(
-        "rank 1 (pod llm-1 on node-a) stopped 4m before the newest rank"
+        "rank 1 (pod llm-1 on node-a) stopped 4m50s before the newest rank"
     )
     assert "└ stuck: rank 1" in render([row], width=120)
     doc["runs"][1]["last_step_timestamp_seconds"] = 1950  # within its 60 s

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -113,8 +116,33 @@ def test_status_page_in_headless_chromium() -> None:
         detail_dom = chromium("--dump-dom", detail_url, console=console)
         detail_shot = SCREENSHOTS / "run-detail-stalled.png"
         chromium(f"--screenshot={detail_shot}", "--window-size=1400,1000", detail_url)
+        # The three run pages a user meets first: stalled, healthy, finished. Each is
+        # screenshotted (for a person to look at) and measured by the browser itself.
+        pages = {}
+        for kind, name in (
+            ("stalled", "hung-save"),
+            ("healthy", "healthy-llm"),
+            ("finished", "finished-vit"),
+        ):
+            page_url = f"{demo.exporter.url}/runs/demo/{name}"
+            pages[kind] = chromium("--dump-dom", "--window-size=1400,1000", page_url)
+            chromium(
+                f"--screenshot={SCREENSHOTS / f'charts-{kind}.png'}",
+                "--window-size=1400,1900",  # the whole page, charts included
+                page_url,
+            )
     finally:
         demo.stop()
+    for kind, page in pages.items():
+        charts = page.split('id="charts"')[1].split("</section>")[0]
+        assert "data-drawn=" in charts, kind
+        # No notice, caption or legend over any plot area, as the browser laid them out.
+        assert 'data-text-over-plot="0"' in charts, (kind, charts[:400])
+        # The state band lies below the time axis's labels, not over the plot.
+        gaps = [int(g) for g in re.findall(r'data-band-gap="(-?\d+)"', charts)]
+        assert len(gaps) == 2 and min(gaps) >= 20, (kind, gaps)
+        assert (SCREENSHOTS / f"charts-{kind}.png").stat().st_size > 30_000
+        assert "Shaded: " in page and "stalled, since its last step" in page
     # The page lists the demo's runs, each in the state it ends in, most urgent first (as
     # the browser built the DOM), each bar in its state's color.
     rows = [line for line in dom.split("<tr>") if "</a></td>" in line]
@@ -149,6 +177,27 @@ def test_status_page_in_headless_chromium() -> None:
     assert detail_shot.exists() and detail_shot.stat().st_size > 30_000
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is installed by the test command")
+def test_the_charts_format_durations_as_the_exporter_does(tmp_path: Path) -> None:
+    """charts.js holds a copy of exporter.core.humanize.duration (a browser cannot call
+    Python): the same text for the same seconds, at every boundary of the format."""
+    values = [0, 0.9, 1, 59, 59.99, 60, 76, 107, 120, 599, 600, 601, 3599, 3600, 3661,
+              86399, 86400, 90061, 999 * 86400, 1000 * 86400, 1e12, -5]  # fmt: skip
+    charts_js = Path(__file__).parent.parent / "exporter" / "views" / "web" / "charts.js"
+    page = tmp_path / "durations.html"
+    page.write_text(
+        f'<!doctype html><body><script src="{charts_js.as_uri()}"></script><script>'
+        f"document.body.textContent = JSON.stringify({json.dumps(values)}.map(tpeDuration));"
+        "</script></body>"
+    )
+    dom = chromium("--allow-file-access-from-files", "--dump-dom", page.as_uri())
+    body = re.search(r"<body>(.*)</body>", dom, re.S)
+    assert body is not None, dom[:300]
+    shown = json.loads(html.unescape(body.group(1)))
+    assert shown == [duration(v) for v in values]
+    assert shown[6:8] == ["1m16s", "1m47s"]  # an ETA and its upper bound, told apart
+
+
 def test_state_colors_the_bar_and_says_why_in_severity_order() -> None:
     tracker = Tracker(TrackerConfig(thresholds=Thresholds(stall_seconds=1800)))
     ok, hung = RunKey("ml", "ok-0", "ok"), RunKey("ml", "hung-0", "hung")
@@ -169,7 +218,24 @@ def test_state_colors_the_bar_and_says_why_in_severity_order() -> None:
     # How long it is stalled counts from its last step, as the reason does (not from when
     # the threshold was crossed, which read "12m ago" beside "stalled for 42m").
     assert "<dt>Stalled since its last step</dt><dd>42m ago</dd>" in detail
-    assert "Best loss (smoothed)" in detail  # best is a moving average: the label says so
+    # Best is a moving average: the label says so, and over how long (a tenth of the
+    # default 2 h plateau window).
+    assert "<dt>Best loss (smoothed over 12m)</dt>" in detail
+
+
+def test_a_smoothed_best_above_the_latest_loss_says_why() -> None:
+    """A short run whose loss fell from 17.9 to 0.13 in two minutes: its smoothed best
+    lags. The page states the average's span and why the best is above the latest."""
+    from exporter.views.statuspage import _best_loss
+
+    run = {"loss": 0.1331, "best_loss": 17.87, "thresholds": {"plateau_seconds": 7200.0}}
+    label, value = _best_loss(run)
+    assert label == "Best loss (smoothed over 12m)"
+    assert value == "17.87 (above the latest, 0.1331: the average lags a falling loss)"
+    below = _best_loss({**run, "best_loss": 0.12})
+    assert below[1] == "0.12"  # no note where nothing contradicts
+    evaluated = _best_loss({**run, "eval_loss": 0.2, "best_loss": 0.19})
+    assert evaluated == ("Best eval loss", "0.19")
 
 
 def test_detail_shows_the_eta_with_its_bounds() -> None:

@@ -12,8 +12,12 @@ LONGEST_SHOWN = 1000 * 86400.0
 
 
 def duration(seconds: float | None) -> str:
-    """A short human duration: 45s, 12m, 3h05m, 2d04h, ">999d" from 1000 days on (and
-    for infinity); "-" when unknown. Never longer than seven characters, never raises."""
+    """A short human duration: 45s, 1m16s, 2m, 12m, 3h05m, 2d04h, ">999d" from 1000 days on
+    (and for infinity); "-" when unknown. Seconds are kept under ten minutes, where a
+    minute is a large share (an ETA of 1m16s and its bound of 1m47s are not both "1m").
+    The one format of the pages, ``top``, ``kubectl progress`` and the charts (whose
+    script holds a copy, checked against this). Never longer than seven characters,
+    never raises."""
     if seconds is None or math.isnan(seconds):
         return "-"
     if seconds >= LONGEST_SHOWN:
@@ -21,6 +25,8 @@ def duration(seconds: float | None) -> str:
     s = int(max(0.0, seconds))
     if s < 60:
         return f"{s}s"
+    if s < 600 and s % 60:
+        return f"{s // 60}m{s % 60:02d}s"
     if s < 3600:
         return f"{s // 60}m"
     if s < 86400:

@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, quote
 
 from ..core.humanize import duration
 from ..core.model import json_safe
+from ..core.run.merge import LOSS_SMOOTHING_FRACTION
 from ..core.run.snapshot import RunSnapshot
 from ..core.states import BY_NAME, STATES, severity
 from .api import run_to_dict
@@ -50,8 +51,9 @@ a{color:#0969da;text-decoration:none}
 #charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1em;margin:1em 0}
 #charts figure{margin:0;position:relative;border:1px solid #d0d7de;border-radius:6px;padding:.5em}
 #charts figcaption{font-weight:600;margin:0 0 .3em}
-.notice{position:absolute;left:4em;right:2em;top:40%;text-align:center;color:#1f2328;
- background:rgba(255,255,255,.85);border:1px solid #d0d7de;border-radius:4px;padding:.4em}
+.notice{margin:0 0 .4em;color:#1f2328;background:#fff8c5;border:1px solid #d4a72c;
+ border-radius:4px;padding:.3em .6em;font-size:.9em}
+.k-stall{background:rgba(207,34,46,.25)} .k-eta{background:rgba(130,80,223,.25)}
 .legend-states span{display:inline-block;margin-right:1em;font-size:.85em}
 .legend-states i{display:inline-block;width:.8em;height:.8em;border-radius:2px;
  margin-right:.3em;vertical-align:middle}
@@ -329,10 +331,32 @@ def _eta(run: dict[str, Any]) -> str:
     return text
 
 
-def _best_loss_label(run: dict[str, Any]) -> str:
-    """Best loss follows the eval loss once there is one, the smoothed train loss before:
-    the label says which, so a best above the latest loss reads as what it is."""
-    return "Best eval loss" if _number(run.get("eval_loss")) is not None else "Best loss (smoothed)"
+def _best_loss(run: dict[str, Any]) -> tuple[str, str]:
+    """The best loss's label and value. It follows the eval loss once there is one, else
+    the train loss averaged over a time constant of a tenth of the run's plateau window
+    (exporter.core.run.merge): the label says which and over how long, and a smoothed best
+    above the latest loss says why (the average lags a loss that falls fast)."""
+    best = _number(run.get("best_loss"))
+    if _number(run.get("eval_loss")) is not None:
+        return "Best eval loss", _num(best)
+    plateau = _number(_mapping(run.get("thresholds")).get("plateau_seconds"))
+    over = f" over {duration(plateau * LOSS_SMOOTHING_FRACTION)}" if plateau else ""
+    value = _num(best)
+    latest = _number(run.get("loss"))
+    if best is not None and latest is not None and best > latest:
+        value += escape(f" (above the latest, {_num(latest)}: the average lags a falling loss)")
+    return f"Best loss (smoothed{over})", value
+
+
+def _per_second(value: Any) -> str:
+    """A rate with thousands grouped (tokens per second): ``327,680``."""
+    number = _number(value)
+    return "-" if number is None else escape(f"{number:,.0f}")
+
+
+def _percent(value: Any) -> str:
+    number = _number(value)
+    return "-" if number is None else escape(f"{100 * number:.1f} %")
 
 
 def _charts(namespace: str, pod: str) -> str:
@@ -352,6 +376,9 @@ def _charts(namespace: str, pod: str) -> str:
         '<link rel="stylesheet" href="../../static/uPlot.min.css">'
         f'<section id="charts" data-timeline="{escape(timeline)}">{figures}</section>'
         f'<p class="legend-states">State band under each time axis: {legend}</p>'
+        '<p class="legend-states">Shaded: <span><i class="k-stall"></i>stalled, since its'
+        ' last step</span><span><i class="k-eta"></i>the ETA\'s 80 % band</span>'
+        " (eval losses are dots: measured at those steps only)</p>"
         '<script src="../../static/uPlot.iife.min.js"></script>'
         '<script src="../../static/charts.js"></script>'
     )
@@ -437,9 +464,11 @@ def detail(run: dict[str, Any], now: float) -> str:
         ("Typical steps per second", _num(run.get("typical_steps_per_second"))),
         ("Loss", _num(_finite_or_named(run, "loss"))),
         ("Eval loss", _num(_finite_or_named(run, "eval_loss"))),
-        (_best_loss_label(run), _num(run.get("best_loss"))),
+        _best_loss(run),
         ("Learning rate", _num(run.get("learning_rate"))),
         ("Grad norm", _num(run.get("grad_norm"))),
+        ("Tokens per second", _per_second(run.get("tokens_per_second"))),
+        ("Model FLOPs utilization (MFU)", _percent(run.get("model_flops_utilization"))),
         ("GPUs", _num(run.get("gpus"), "{:g}")),
         ("Nodes", _num(run.get("nodes"), "{:g}")),
         ("Deadlines", escape("; ".join(d.text(now) for d in deadlines_of(run)) or "-")),
