@@ -509,3 +509,17 @@ def test_read_authorization_needs_kubernetes_mode(exporter_factory: Any) -> None
 
     with pytest.raises(DiscoveryError, match="Kubernetes mode only"):
         exporter_factory(read_authorization=True)
+
+
+def test_a_process_that_names_no_rank_is_the_process_never_rank_question_mark() -> None:
+    """A single-process run's faulthandler dump says no rank: "the process is at ...", not
+    "rank ? is at ..."; a rank missing among named ones, and a stuck rank with no number,
+    are said in words too."""
+    from exporter.core.ranks import Laggard
+    from exporter.views.stackviews import summary
+
+    alone = Diagnosis("", "unknown", "", None, "train.py:36 in main", "", "", "log", 1.0)
+    assert summary([alone]) == "the process is at train.py:36 in main"
+    laggard = Laggard(rank="", pod="llm-1", node="node-a", behind_seconds=76)
+    assert laggard.describe() == "a rank (pod llm-1 on node-a) stopped 1m16s before the newest rank"
+    assert laggard.short() == "llm-1@node-a"

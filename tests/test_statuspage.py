@@ -298,3 +298,11 @@ def test_the_index_shows_a_page_of_runs_with_the_totals_and_four_views_stay_smal
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert answers == [200] * 4
     assert grown_mib < 64, grown_mib
+
+
+def test_a_run_with_no_typical_pace_yet_says_why() -> None:
+    from exporter.views.statuspage import _typical
+
+    assert _typical({"state": "running", "typical_steps_per_second": 2.0}) == "2"
+    assert _typical({"state": "running"}).startswith("- (not yet: it is the 90th percentile")
+    assert _typical({"state": "finished"}) == "-"

@@ -44,13 +44,13 @@ class Laggard:
         """One line for a person: which rank, where, and by how much."""
         where = f"pod {self.pod}" + (f" on {self.node}" if self.node else "")
         return (
-            f"rank {self.rank or '?'} ({where}) stopped "
+            f"{f'rank {self.rank}' if self.rank else 'a rank'} ({where}) stopped "
             f"{duration(self.behind_seconds)} before the newest rank"
         )
 
     def short(self) -> str:
         """For a table cell: the rank and its node."""
-        return f"{self.rank or '?'}" + (f"@{self.node}" if self.node else "")
+        return (self.rank or self.pod) + (f"@{self.node}" if self.node else "")
 
 
 def stuck_rank(ranks: Sequence[RankView]) -> Laggard | None:

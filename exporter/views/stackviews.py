@@ -30,7 +30,9 @@ def _ranks(ranks: Sequence[str]) -> str:
         return (int(r), "") if r.isdigit() else (MAX_RANK, r)
 
     names = sorted(ranks, key=order)
-    shown = ", ".join(n or "?" for n in names[:8])
+    if names == [""]:
+        return "the process"  # one process that says no rank (a single-process run's dump)
+    shown = ", ".join(n or "one of unknown rank" for n in names[:8])
     more = f" and {len(names) - 8} more" if len(names) > 8 else ""
     return f"rank{'s' if len(names) > 1 else ''} {shown}{more}"
 

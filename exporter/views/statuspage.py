@@ -348,6 +348,19 @@ def _best_loss(run: dict[str, Any]) -> tuple[str, str]:
     return f"Best loss (smoothed{over})", value
 
 
+def _typical(run: dict[str, Any]) -> str:
+    """The run's typical pace, or why there is none yet."""
+    typical = _number(run.get("typical_steps_per_second"))
+    if typical is not None:
+        return _num(typical)
+    if run.get("state") in ("finished", "gone", "failed"):
+        return "-"
+    return escape(
+        "- (not yet: it is the 90th percentile of its pace, sampled every tenth of the rate "
+        "window once it steps, from the third sample on)"
+    )
+
+
 def _per_second(value: Any) -> str:
     """A rate with thousands grouped (tokens per second): ``327,680``."""
     number = _number(value)
@@ -461,7 +474,7 @@ def detail(run: dict[str, Any], now: float) -> str:
         ("Epoch", escape(f"{_num(run.get('epoch'))} / {_num(run.get('max_epochs'))}")),
         ("ETA", escape(_eta(run))),
         ("Steps per second", _num(run.get("steps_per_second"))),
-        ("Typical steps per second", _num(run.get("typical_steps_per_second"))),
+        ("Typical steps per second", _typical(run)),
         ("Loss", _num(_finite_or_named(run, "loss"))),
         ("Eval loss", _num(_finite_or_named(run, "eval_loss"))),
         _best_loss(run),

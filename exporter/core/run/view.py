@@ -16,7 +16,14 @@ from ..states import NO_ETA, TRAINING, Observation, Verdict, classify, done, ent
 from ..thresholds import Thresholds
 from ..timeline import Timeline
 from .accrual import at_risk, gpu_seconds_until, stall_since, wasted_by_cause
-from .pace import current_pace, observe, progress_of, run_estimate, run_throughput
+from .pace import (
+    current_pace,
+    observe,
+    progress_of,
+    run_estimate,
+    run_throughput,
+    typical_pace,
+)
 from .snapshot import RunSnapshot, timeline_values
 from .state import RunConfig, RunState, first_of, thresholds_of
 from .tokens import printed_tokens_per_second, tokens_per_second, utilization
@@ -112,7 +119,12 @@ def snapshot(
         eta_lower_seconds=lower,
         eta_upper_seconds=upper,
         steps_per_second=current_pace(run, tp, now),
-        typical_steps_per_second=observation.typical_steps_per_second,
+        # The classifier skips it without a throughput; a person reads it whenever known.
+        typical_steps_per_second=(
+            observation.typical_steps_per_second
+            if observation.typical_steps_per_second is not None
+            else typical_pace(config, run, now)
+        ),
         attempt=run.attempt,
         attempt_start=run.first_report if run.attempt_start is None else run.attempt_start,
         loss=run.loss,
