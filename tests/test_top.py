@@ -450,3 +450,44 @@ def test_an_absurd_eta_and_band_keep_the_table_whole() -> None:
     screen = render([absurd, row("b", "running")], width=120)
     assert all(len(line) <= 120 for line in screen.splitlines())
     assert ">999d (>999d->999d)" in screen
+
+
+def test_tokens_mfu_checkpoint_age_and_risk_show_where_known_and_room_allows() -> None:
+    """From an exporter's /api/v1/runs: a job counting tokens with a checkpoint gets TOK/S,
+    MFU, CKPT and RISK-GPU-H on a wide terminal; they are the first to go as it narrows;
+    a fleet where no job has them gives them no room at all."""
+    now = 1_800_000_000.0
+    doc = {
+        "time": now,
+        "runs": [
+            {
+                "namespace": "ml",
+                "job_name": "llm",
+                "pod": f"llm-{rank}",
+                "state": "running",
+                "progress_ratio": 0.4,
+                "step": 400,
+                "max_steps": 1000,
+                "gpus": 8,
+                "tokens_per_second": 327_680.0 if rank == 0 else None,
+                "model_flops_utilization": 0.323 if rank == 0 else None,
+                "last_checkpoint_timestamp_seconds": now - 76 - rank,
+                "progress_at_risk_gpu_seconds": 3600.0 * 1.5,
+                "info": {"rank": str(rank)},
+            }
+            for rank in (0, 1)
+        ],
+    }
+    (row,) = rows_from_exporter(doc)
+    assert (row.tokens_per_second, row.mfu) == (327_680.0, 0.323)
+    assert row.checkpoint_age_seconds == 76 and row.at_risk_gpu_hours == 3.0
+    wide = render([row], width=200)
+    header, line = wide.splitlines()[:2]
+    for column, value in (("TOK/S", "327680"), ("MFU", "32%"), ("CKPT", "1m16s")):
+        assert column in header and value in line, (column, wide)
+    assert "RISK-GPU-H" in header and line.rstrip().endswith("3.0")
+    narrow = render([row], width=90).splitlines()[0]
+    assert "TOK/S" not in narrow and "RISK-GPU-H" not in narrow and "ETA" in narrow
+    plain = [Row("ml", "bert", "running", 0.5, 5, 10, 60.0, 1.0, None, 1.0, 0.1)]
+    header = render(plain, width=200).splitlines()[0]
+    assert not {"TOK/S", "MFU", "CKPT", "RISK-GPU-H"} & set(header.split())

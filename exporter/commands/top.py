@@ -69,20 +69,36 @@ def eta_text(r: Row) -> str:
     return text
 
 
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _hours(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 PROGRESS = "PROGRESS"
 COLUMNS = (
-    Column("NAMESPACE", lambda r: r.namespace, 6),
+    Column("NAMESPACE", lambda r: r.namespace, 10),
     Column("JOB", lambda r: r.job_name, 0),
     Column("STATE", lambda r: r.state, 0),
     Column(PROGRESS, lambda r: "", 0),
-    Column("STEP", _step, 1, right=True),
-    Column("STEPS/S", lambda r: _rate(r.steps_per_second), 7, right=True),
-    Column("ETA", lambda r: eta_text(r), 9, right=True),
-    Column("AGE", lambda r: duration(r.age_seconds), 5, right=True),
-    Column("LOSS", lambda r: f"{format_loss(r.loss)} {ARROWS[r.loss_trend]}", 8, right=True),
-    Column("GPUS", lambda r: "-" if r.gpus is None else f"{r.gpus:g}", 4, right=True),
-    Column("GPU-H", lambda r: "-" if r.gpu_hours is None else f"{r.gpu_hours:.1f}", 2, right=True),
+    Column("STEP", _step, 5, right=True),
+    Column("STEPS/S", lambda r: _rate(r.steps_per_second), 11, right=True),
+    Column("ETA", lambda r: eta_text(r), 13, right=True),
+    Column("AGE", lambda r: duration(r.age_seconds), 9, right=True),
+    Column("LOSS", lambda r: f"{format_loss(r.loss)} {ARROWS[r.loss_trend]}", 12, right=True),
+    Column("GPUS", lambda r: "-" if r.gpus is None else f"{r.gpus:g}", 8, right=True),
+    Column("GPU-H", lambda r: _hours(r.gpu_hours), 6, right=True),
+    # Where the width allows (they go first as it narrows), and only where some job has
+    # them: tokens, utilization, the last checkpoint's age and the work it leaves at risk.
+    Column("TOK/S", lambda r: _rate(r.tokens_per_second), 4, right=True),
+    Column("MFU", lambda r: _percent(r.mfu), 3, right=True),
+    Column("CKPT", lambda r: duration(r.checkpoint_age_seconds), 2, right=True),
+    Column("RISK-GPU-H", lambda r: _hours(r.at_risk_gpu_hours), 1, right=True),
 )
+# Shown only where some row has a value: a fleet that counts no tokens gives them no room.
+WHEN_KNOWN = frozenset({"TOK/S", "MFU", "CKPT", "RISK-GPU-H"})
 MIN_BAR, MAX_BAR = 10, 30
 NAME_ROOM = 40  # a job name of up to this many characters is never cut while a column can go
 
@@ -108,14 +124,14 @@ def _layout(widths: dict[str, int], width: int) -> tuple[list[Column], int, int]
     """The columns that fit ``width``, the progress bar's width and the job names' width.
     Names get the room: optional columns go, in their ``drop`` order, until a name of up to
     NAME_ROOM characters fits whole; only then is a name cut."""
-    shown = list(COLUMNS)
+    shown = [c for c in COLUMNS if c.header not in WHEN_KNOWN or widths.get(c.header)]
 
     def need(name_width: int) -> int:
         others = sum(widths[c.header] for c in shown if c.header not in ("JOB", PROGRESS))
         return others + name_width + MIN_BAR + 2 * (len(shown) - 1)
 
     room = min(widths["JOB"], NAME_ROOM)
-    for column in sorted((c for c in COLUMNS if c.drop), key=lambda c: c.drop):
+    for column in sorted((c for c in shown if c.drop), key=lambda c: c.drop):
         if need(room) <= width:
             break
         shown.remove(column)
@@ -153,6 +169,10 @@ def table(
         for r in rows
     ]
     widths = {c.header: max([len(c.header)] + [len(t[c.header]) for t in texts]) for c in COLUMNS}
+    # A column of dashes only says nothing: those that show only when known get no room.
+    for header in WHEN_KNOWN:
+        if all(t[header] == "-" for t in texts):
+            widths[header] = 0
     shown, bar_width, name_width = _layout(widths, width)
     widths[PROGRESS], widths["JOB"] = bar_width, name_width
 

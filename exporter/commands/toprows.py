@@ -48,6 +48,10 @@ class Row:
     eta_upper_seconds: float | None = None
     why: str = ""  # why a stalled job is stuck, from its ranks' stacks (exporter.core.stacks)
     deadlines: tuple[Deadline, ...] = ()  # soonest first
+    tokens_per_second: float | None = None  # the job's (its ranks' largest: rank 0 counts)
+    mfu: float | None = None  # model FLOPs utilization, 0..1
+    checkpoint_age_seconds: float | None = None  # since the newest checkpoint of any rank
+    at_risk_gpu_hours: float | None = None  # trained since the last checkpoint (all ranks)
 
 
 def _num(value: Any) -> float | None:
@@ -124,6 +128,14 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 stuck_rank=laggard.describe() if laggard else "",
                 stuck_rank_short=laggard.short() if laggard else "",
                 deadlines=deadlines_of(lead),
+                tokens_per_second=_max(_num(r.get("tokens_per_second")) for r in runs),
+                mfu=_max(_num(r.get("model_flops_utilization")) for r in runs),
+                checkpoint_age_seconds=_since(
+                    now, _max(_num(r.get("last_checkpoint_timestamp_seconds")) for r in runs)
+                ),
+                at_risk_gpu_hours=_total(
+                    _num(r.get("progress_at_risk_gpu_seconds")) for r in runs
+                ),
                 why=stall_summary(
                     [
                         diagnosis_from_labels(d)
@@ -140,6 +152,21 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
 def _min(values: Any) -> float | None:
     present = [v for v in values if v is not None]
     return min(present) if present else None
+
+
+def _max(values: Any) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _total(values: Any) -> float | None:
+    """The sum of the known values in GPU-hours (they are GPU-seconds); None if none is."""
+    present = [v for v in values if v is not None]
+    return sum(present) / 3600 if present else None
+
+
+def _since(now: float, at: float | None) -> float | None:
+    return None if at is None else max(0.0, now - at)
 
 
 def _age(now: float, starts: list[float | None]) -> float | None:
