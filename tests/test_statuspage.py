@@ -306,3 +306,53 @@ def test_a_run_with_no_typical_pace_yet_says_why() -> None:
     assert _typical({"state": "running", "typical_steps_per_second": 2.0}) == "2"
     assert _typical({"state": "running"}).startswith("- (not yet: it is the 90th percentile")
     assert _typical({"state": "finished"}) == "-"
+
+
+def test_the_index_sorts_by_any_column_and_both_pages_sort_alike() -> None:
+    """Every column's header links to the index sorted by it; the node page (snapshots)
+    and the cluster page (their JSON) put runs in the same order for every column; a run
+    without the value goes last; ETA bounds and the checkpoint's age are in the table."""
+    from exporter.views.api import run_to_dict
+
+    tracker = Tracker(TrackerConfig(thresholds=Thresholds()))
+    now = T0 + 600
+    for i, (step, gpus, loss) in enumerate([(50, 8, 2.0), (10, 1, 0.5), (90, 4, None)]):
+        key = RunKey("ml", f"run-{i}", f"job-{'cab'[i]}")
+        for t in range(0, 300, 30):
+            tracker.apply(
+                key,
+                ProgressReport(
+                    step=step * (t + 30) // 300, max_steps=100, loss=loss, gpus=gpus,
+                    checkpoint_step=1 if i != 2 else None,
+                    checkpoint_timestamp=T0 + 100 * i if i != 2 else None,
+                ),
+                T0 + t,
+            )  # fmt: skip
+    snaps = list(tracker.iter_snapshots(now))
+    for order in statuspage.ORDERS:
+        by_snapshot = [
+            s.key.pod for s in sorted(snaps, key=lambda s: statuspage.sort_key(s, order.name))
+        ]
+        dicts = [run_to_dict(s) for s in snaps]
+        by_dict = [
+            r["pod"] for r in sorted(dicts, key=lambda r: statuspage.dict_sort_key(r, order.name))
+        ]
+        assert by_snapshot == by_dict, order.name
+    ordered = sorted(snaps, key=lambda s: statuspage.sort_key(s, "step"))
+    assert [s.step for s in ordered] == [90, 50, 10]  # furthest first
+    ordered = sorted(snaps, key=lambda s: statuspage.sort_key(s, "loss"))
+    assert [s.loss for s in ordered] == [0.5, 2.0, None]  # lowest first, none last
+    ordered = sorted(snaps, key=lambda s: statuspage.sort_key(s, "checkpoint"))
+    assert [s.key.pod for s in ordered] == ["run-0", "run-1", "run-2"]  # oldest first
+    page = statuspage.Page.of("sort=gpus&per_page=50")
+    html_ = statuspage.index_page(
+        sorted(snaps, key=lambda s: statuspage.sort_key(s, "gpus")), now, page, 3, {}
+    )
+    for order in statuspage.ORDERS:
+        if order.name != "node":  # the cluster page's column
+            assert f'href="?page=1&amp;per_page=50&amp;sort={order.name}"' in html_, order.name
+    assert "GPUs</a> ▾" in html_
+    assert "ago</td>" in html_  # the checkpoint's age
+    assert re.search(r'<td class="num">[0-9hms]+ \([0-9hms]+-[0-9hms]+\)</td>', html_)  # ETA band
+    body = html_.split("<tbody>")[1]
+    assert body.index(">job-c<") < body.index(">job-b<") < body.index(">job-a<")  # 8, 4, 1

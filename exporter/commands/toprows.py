@@ -133,9 +133,7 @@ def rows_from_exporter(doc: dict[str, Any]) -> list[Row]:
                 checkpoint_age_seconds=_since(
                     now, _max(_num(r.get("last_checkpoint_timestamp_seconds")) for r in runs)
                 ),
-                at_risk_gpu_hours=_total(
-                    _num(r.get("progress_at_risk_gpu_seconds")) for r in runs
-                ),
+                at_risk_gpu_hours=_total(_num(r.get("progress_at_risk_gpu_seconds")) for r in runs),
                 why=stall_summary(
                     [
                         diagnosis_from_labels(d)

@@ -172,9 +172,13 @@ def runs_table(
     link: Callable[[dict[str, Any]], str],
     node_column: bool = False,
     ordered: bool = False,
+    page: Page | None = None,
+    now: float | None = None,
 ) -> str:
     """The table of runs (the ``/api/v1/runs`` form of each), most urgent first (or in the
-    order given, ``ordered``): the node page's and the cluster page's one definition."""
+    order given, ``ordered``): the node page's and the cluster page's one definition. With
+    ``page``, each column's header links to the index sorted by it."""
+    now = time.time() if now is None else now
     rows = []
     if not ordered:
         runs = sorted(
@@ -192,17 +196,19 @@ def runs_table(
             + f"<td>{_state(str(r['state']), _why(r))}</td>"
             f'<td class="progress">{_progress(r.get("progress_ratio"), r["state"])}</td>'
             f'<td class="num">{escape(_step(r))}</td>'
-            f'<td class="num">{escape(duration(_number(r.get("eta_seconds"))))}</td>'
+            f'<td class="num">{escape(_eta(r, short=True))}</td>'
+            f'<td class="num">{escape(_checkpoint_age(r, now))}</td>'
             f'<td class="num">{_num(r.get("loss"))}</td>'
             f'<td class="num">{_num(gpus, "{:g}")}</td>'
             f'<td class="num">{(_number(r.get("gpu_seconds")) or 0.0) / 3600:.1f}</td>'
             "</tr>"
         )
-    head = "<th>Namespace</th><th>Job</th><th>Pod</th>" + ("<th>Node</th>" if node_column else "")
-    columns = 10 + node_column
+    names = ["namespace", "name", "pod", *(["node"] if node_column else [])]
+    names += ["urgency", "progress", "step", "eta", "checkpoint", "loss", "gpus", "gpu_hours"]
+    head = "".join(_header(BY_ORDER[n], page) for n in names)
+    columns = len(names)
     return (
-        f"<table><thead><tr>{head}<th>State</th><th>Progress</th><th>Step</th><th>ETA</th>"
-        "<th>Loss</th><th>GPUs</th><th>GPU-hours</th></tr></thead><tbody>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>"
         + ("".join(rows) or f"<tr><td colspan={columns}>No training runs reported yet.</td></tr>")
         + "</tbody></table>"
     )
@@ -219,8 +225,70 @@ def index(snapshots: list[RunSnapshot], now: float) -> str:
     return index_page(ordered, now, Page(1, max(1, len(ordered)), SORTS[0]), len(ordered), {})
 
 
-# How the index may be ordered (?sort=): the first is the default.
-SORTS = ("urgency", "name", "eta", "progress", "gpus")
+@dataclass(frozen=True)
+class Order:
+    """One way the index may be ordered (``?sort=name``), by one of its columns: the value
+    a run sorts by, from its snapshot (the node page sorts thousands before it renders a
+    page) and from its JSON form (the cluster page's runs), and which way. A run without
+    the value goes last either way; ties go by namespace, pod and job."""
+
+    name: str
+    header: str
+    of_snapshot: Callable[[RunSnapshot], Any]
+    of_dict: Callable[[dict[str, Any]], Any]
+    descending: bool = False
+
+
+def _checkpoint_of(run: dict[str, Any]) -> Any:
+    return _number(run.get("last_checkpoint_timestamp_seconds"))
+
+
+# Every column of the index, in its order; the first is the default (what needs attention
+# first). The Node column (the cluster page's) sorts by the node.
+ORDERS: tuple[Order, ...] = (
+    Order("urgency", "State", lambda s: severity(s.state), lambda r: severity(str(r["state"]))),
+    Order("namespace", "Namespace", lambda s: s.key.namespace, lambda r: str(r["namespace"])),
+    Order("name", "Job", lambda s: s.key.job_name, lambda r: str(r["job_name"])),
+    Order("pod", "Pod", lambda s: s.key.pod, lambda r: str(r["pod"])),
+    Order(
+        "node",
+        "Node",
+        lambda s: s.meta.node or None,
+        lambda r: r.get("exporter_node") or (r.get("info") or {}).get("node") or None,
+    ),
+    Order(
+        "progress", "Progress", lambda s: s.progress,
+        lambda r: _number(r.get("progress_ratio")), descending=True,
+    ),
+    Order("step", "Step", lambda s: s.step, lambda r: _number(r.get("step")), descending=True),
+    Order("eta", "ETA", lambda s: s.eta_seconds, lambda r: _number(r.get("eta_seconds"))),
+    # The oldest checkpoint first: the run with the most to lose.
+    Order(
+        "checkpoint", "Last checkpoint", lambda s: s.last_checkpoint_timestamp, _checkpoint_of
+    ),
+    Order("loss", "Loss", lambda s: _finite(s.loss), lambda r: _finite(_number(r.get("loss")))),
+    Order("gpus", "GPUs", lambda s: s.gpus, lambda r: _number(r.get("gpus")), descending=True),
+    Order(
+        "gpu_hours", "GPU-hours", lambda s: s.gpu_seconds,
+        lambda r: _number(r.get("gpu_seconds")), descending=True,
+    ),
+)  # fmt: skip
+BY_ORDER: dict[str, Order] = {o.name: o for o in ORDERS}
+SORTS: tuple[str, ...] = tuple(BY_ORDER)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _place(value: Any, descending: bool, name: tuple[str, ...]) -> tuple[Any, ...]:
+    if value is None:
+        return (1, 0, *name)
+    if descending and not isinstance(value, str):
+        value = -value
+    return (0, value, *name)
+
+
 PER_PAGE = 200
 MAX_PER_PAGE = 1000
 
@@ -256,17 +324,10 @@ class Page:
 
 
 def sort_key(s: RunSnapshot, sort: str) -> tuple[Any, ...]:
-    """Where ``s`` goes on the index sorted by ``sort`` (one of SORTS); ties by name."""
+    """Where ``s`` goes on the index sorted by ``sort`` (one of SORTS)."""
+    order = BY_ORDER.get(sort, ORDERS[0])
     name = (s.key.namespace, s.key.pod, s.key.job_name)
-    if sort == "name":
-        return name
-    if sort == "eta":  # soonest first; runs with no ETA last
-        return (s.eta_seconds is None, s.eta_seconds or 0.0, *name)
-    if sort == "progress":  # furthest first
-        return (-(s.progress or 0.0), *name)
-    if sort == "gpus":  # most first
-        return (-(s.gpus or 0.0), *name)
-    return (severity(s.state), *name)
+    return _place(order.of_snapshot(s), order.descending, name)
 
 
 def _nav(page: Page, total: int) -> str:
@@ -277,28 +338,15 @@ def _nav(page: Page, total: int) -> str:
         nav.append(f'<a href="{escape(page.link(page.number - 1))}">previous</a>')
     if page.number < pages:
         nav.append(f'<a href="{escape(page.link(page.number + 1))}">next</a>')
-    orders = " ".join(
-        f"<strong>{name}</strong>"
-        if name == page.sort
-        else f'<a href="{escape(Page(1, page.size, name).link(1))}">{name}</a>'
-        for name in SORTS
-    )
-    return f"<p class=sub>{' · '.join(nav)} · sorted by {orders}</p>"
+    header = BY_ORDER[page.sort].header if page.sort in BY_ORDER else ORDERS[0].header
+    return f"<p class=sub>{' · '.join(nav)} · sorted by {escape(header)} (click a column)</p>"
 
 
 def dict_sort_key(run: dict[str, Any], sort: str) -> tuple[Any, ...]:
     """:func:`sort_key` for a run in its JSON form (the cluster page's runs)."""
+    order = BY_ORDER.get(sort, ORDERS[0])
     name = (str(run["namespace"]), str(run["pod"]), str(run["job_name"]))
-    eta, progress = _number(run.get("eta_seconds")), _number(run.get("progress_ratio"))
-    if sort == "name":
-        return name
-    if sort == "eta":
-        return (eta is None, eta or 0.0, *name)
-    if sort == "progress":
-        return (-(progress or 0.0), *name)
-    if sort == "gpus":
-        return (-(_number(run.get("gpus")) or 0.0), *name)
-    return (severity(str(run["state"])), *name)
+    return _place(order.of_dict(run), order.descending, name)
 
 
 def index_page(
@@ -309,7 +357,9 @@ def index_page(
     pages and orders. A page holds at most MAX_PER_PAGE runs, whatever the exporter
     tracks: four views of 10,000 runs cost four pages, not four copies of every run."""
     runs = [run_to_dict(s) for s in snapshots]
-    table = runs_table(runs, lambda r: run_path(r["namespace"], r["pod"]), ordered=True)
+    table = runs_table(
+        runs, lambda r: run_path(r["namespace"], r["pod"]), ordered=True, page=page, now=now
+    )
     counts = ", ".join(f"{states[d.name]} {escape(d.name)}" for d in STATES if states.get(d.name))
     body = (
         f"<h1>Training runs</h1><p class=sub>{total} runs"
@@ -322,13 +372,34 @@ def index_page(
     return _page("Training runs", body)
 
 
-def _eta(run: dict[str, Any]) -> str:
-    """The ETA, with its bounds when the exporter has them: ``4m (3m to 6m)``."""
-    text = duration(_number(run.get("eta_seconds")))
+def _eta(run: dict[str, Any], short: bool = False) -> str:
+    """The ETA, with its bounds when the exporter has them: ``4m (3m to 6m)``, or in a
+    table cell (``short``) ``4m (3m-6m)``, as ``top`` shows it."""
+    eta = _number(run.get("eta_seconds"))
+    text = duration(eta)
     lower, upper = _number(run.get("eta_lower_seconds")), _number(run.get("eta_upper_seconds"))
-    if lower is not None and upper is not None:
-        text += f" ({duration(lower)} to {duration(upper)})"
+    if eta is not None and lower is not None and upper is not None:
+        text += (
+            f" ({duration(lower)}-{duration(upper)})"
+            if short
+            else (f" ({duration(lower)} to {duration(upper)})")
+        )
     return text
+
+
+def _checkpoint_age(run: dict[str, Any], now: float) -> str:
+    """How long ago the run's last checkpoint was (``-`` where none was seen)."""
+    at = _number(run.get("last_checkpoint_timestamp_seconds"))
+    return "-" if at is None else f"{duration(now - at)} ago"
+
+
+def _header(order: Order, page: Page | None) -> str:
+    """A column's header: a link to the index sorted by it (the current order marked)."""
+    if page is None:
+        return f"<th>{escape(order.header)}</th>"
+    mark = " ▾" if order.name == page.sort else ""
+    target = escape(Page(1, page.size, order.name).link(1))
+    return f'<th><a href="{target}">{escape(order.header)}</a>{mark}</th>'
 
 
 def _best_loss(run: dict[str, Any]) -> tuple[str, str]:
@@ -558,6 +629,8 @@ def cluster_index(
         lambda r: node_run_path(r["exporter_node"], r["namespace"], r["pod"]),
         True,
         ordered=True,
+        page=page,
+        now=now,
     )
     failing = (
         "<div class=failures><strong>Not every exporter could be read; runs on these are "
