@@ -356,3 +356,13 @@ def test_the_index_sorts_by_any_column_and_both_pages_sort_alike() -> None:
     assert re.search(r'<td class="num">[0-9hms]+ \([0-9hms]+-[0-9hms]+\)</td>', html_)  # ETA band
     body = html_.split("<tbody>")[1]
     assert body.index(">job-c<") < body.index(">job-b<") < body.index(">job-a<")  # 8, 4, 1
+
+
+def test_an_mfu_above_the_peak_is_shown_dropped_with_why() -> None:
+    from exporter.views.statuspage import _mfu
+
+    run = {"tokens_per_second": 327_680.0, "model_flops_per_token": 8.35e10,
+           "gpu_peak_flops": 989e12, "gpus": 8}  # fmt: skip
+    assert _mfu(run).startswith("- (dropped: 3.46x its GPUs&#x27; peak")
+    assert _mfu({**run, "model_flops_utilization": 0.323}) == "32.3 %"
+    assert _mfu({"gpus": 8}) == "-"

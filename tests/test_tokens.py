@@ -119,3 +119,50 @@ def test_the_node_label_is_read_and_bounded() -> None:
     assert gpu_product(node) == "NVIDIA-H100-80GB-HBM3"
     assert gpu_product({"metadata": {"labels": {"nvidia.com/gpu.product": "x" * 500}}}) == "x" * 64
     assert gpu_product({}) is None
+
+
+def test_rates_and_utilizations_no_hardware_reaches_are_dropped_with_their_reason() -> None:
+    """A FLOPs per token that puts 8 H100s at 3.46x their peak, a token count that grows
+    faster than any GPU trains, and a printed "mfu: 346%": none reaches /metrics, each is
+    counted with its reason, and a sane run beside them keeps its values."""
+    from exporter.core.run.tokens import MFU_ABOVE_PEAK, MFU_OUT_OF_RANGE, TOKENS_ABOVE_PEAK
+
+    tracker = Tracker()
+    reasons: list[str] = []
+    t0 = 1_800_000_000.0
+    wrong_fpt = RunKey("ml", "wrong-fpt", "wrong-fpt")
+    too_fast = RunKey("ml", "too-fast", "too-fast")
+    printed = RunKey("ml", "printed", "printed")
+    sane = RunKey("ml", "sane", "sane")
+    for i in range(1, 8):
+        now = t0 + 10 * i
+        rate = 327_680  # tokens/s: MFU 0.323 on 8 H100s at 7.8e9 FLOPs per token
+        common = {"step": i, "gpus": 8, "gpu_model": "NVIDIA H100 80GB HBM3"}
+        tracker.apply(
+            sane, ProgressReport(**common, tokens=rate * 10 * i, flops_per_token=7.8e9), now
+        )
+        tracker.apply(
+            wrong_fpt,
+            ProgressReport(**common, tokens=rate * 10 * i, flops_per_token=7.8e9 * 10.7),
+            now,
+            problem=reasons.append,
+        )
+        tracker.apply(
+            too_fast, ProgressReport(**common, tokens=10**10 * i), now, problem=reasons.append
+        )
+        tracker.apply(
+            printed,
+            ProgressReport(**common, metrics=(("model_flops_utilization", 3.46),)),
+            now,
+            problem=reasons.append,
+        )
+    snaps = {s.key.pod: s for s in tracker.iter_snapshots(t0 + 71)}
+    assert snaps["sane"].model_flops_utilization == pytest.approx(0.323, abs=0.005)
+    assert snaps["wrong-fpt"].model_flops_utilization is None
+    assert snaps["wrong-fpt"].tokens_per_second == pytest.approx(rate)  # the count is fine
+    assert snaps["too-fast"].tokens_per_second is None
+    assert snaps["printed"].model_flops_utilization is None
+    assert "model_flops_utilization" not in dict(snaps["printed"].metrics)
+    assert reasons.count(MFU_OUT_OF_RANGE) == 7
+    assert reasons.count(TOKENS_ABOVE_PEAK) == 6  # from the second count on: a rate needs two
+    assert reasons.count(MFU_ABOVE_PEAK) == 6

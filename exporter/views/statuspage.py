@@ -438,6 +438,23 @@ def _per_second(value: Any) -> str:
     return "-" if number is None else escape(f"{number:,.0f}")
 
 
+def _mfu(run: dict[str, Any]) -> str:
+    """The run's MFU, or why it has none although its parts are known (the product of its
+    token rate and FLOPs per token is above its GPUs' peak: one of them is wrong)."""
+    value = _number(run.get("model_flops_utilization"))
+    if value is not None:
+        return _percent(value)
+    rate, fpt = _number(run.get("tokens_per_second")), _number(run.get("model_flops_per_token"))
+    peak, gpus = _number(run.get("gpu_peak_flops")), _number(run.get("gpus"))
+    if rate and fpt and peak and gpus and rate * fpt > gpus * peak:
+        times = rate * fpt / (gpus * peak)
+        return escape(
+            f"- (dropped: {times:.3g}x its GPUs' peak; the FLOPs per token, the GPU count "
+            "or the token count is wrong)"
+        )
+    return "-"
+
+
 def _percent(value: Any) -> str:
     number = _number(value)
     return "-" if number is None else escape(f"{100 * number:.1f} %")
@@ -552,7 +569,7 @@ def detail(run: dict[str, Any], now: float) -> str:
         ("Learning rate", _num(run.get("learning_rate"))),
         ("Grad norm", _num(run.get("grad_norm"))),
         ("Tokens per second", _per_second(run.get("tokens_per_second"))),
-        ("Model FLOPs utilization (MFU)", _percent(run.get("model_flops_utilization"))),
+        ("Model FLOPs utilization (MFU)", _mfu(run)),
         ("GPUs", _num(run.get("gpus"), "{:g}")),
         ("Nodes", _num(run.get("nodes"), "{:g}")),
         ("Deadlines", escape("; ".join(d.text(now) for d in deadlines_of(run)) or "-")),

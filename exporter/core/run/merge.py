@@ -13,7 +13,7 @@ from ..model import SECONDARY_SOURCES, Observed, ProgressReport, RunMeta
 from .accrual import at_risk, charge_pause, lost_since_checkpoint, productive
 from .pace import add_sample, record_pace
 from .state import Problem, RunConfig, RunState, thresholds_of
-from .tokens import merge_tokens
+from .tokens import MFU_OUT_OF_RANGE, PRINTED_MFU, check_tokens, merge_tokens
 
 # The best training loss is taken on a moving average, not on raw values: the minimum of a
 # noisy series mostly records one lucky batch, and then stops improving long before
@@ -235,6 +235,8 @@ def merge(
         run.reported_eta_at = now
     _merge_checkpoint(run, r, now)
     merge_tokens(run, r, now)
+    if r.tokens is not None or r.flops_per_token is not None:
+        check_tokens(run, config.estimator.short_window, problem)
     if advanced:
         run.last_step = now
         record_pace(config, run, now)
@@ -251,6 +253,9 @@ def merge(
     for name, value in r.metrics:
         if name not in run.metrics and len(run.metrics) >= config.max_custom_metrics:
             problem("metric_cap")
+            continue
+        if name == PRINTED_MFU and not 0.0 <= value <= 1.0:
+            problem(MFU_OUT_OF_RANGE)  # a ratio: a log's "mfu: 346%" is misread or wrong
             continue
         # The same few names recur in every run: one string for all of them.
         run.metrics[sys.intern(name)] = value

@@ -3,12 +3,47 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-from ..gpus import mfu
+from ..gpus import mfu, peak_flops
 from ..model import ProgressReport
 from .state import RunState
 
 TOKEN_POINT_SPACING = 2.0  # seconds between kept (time, tokens) points
+# No accelerator trains more tokens than this a second: its peak (H100: 1e15 FLOP/s dense)
+# over the fewest FLOPs a token can take (6 x a 1.6 M-parameter model's). A rate above it
+# per GPU (or per process, without GPUs) is a wrong count, not a fast run.
+MAX_TOKENS_PER_SECOND_PER_GPU = 1e8
+# Why a derived value is not exported (training_exporter_drops_total{reason}).
+TOKENS_ABOVE_PEAK = "tokens_per_second_above_peak"
+MFU_ABOVE_PEAK = "mfu_above_peak"
+MFU_OUT_OF_RANGE = "mfu_out_of_range"
+
+
+def physical(rate: float | None, gpus: float) -> float | None:
+    """``rate`` (tokens/s) if a run on ``gpus`` GPUs could train that fast, else None."""
+    if rate is None or rate > MAX_TOKENS_PER_SECOND_PER_GPU * max(1.0, gpus):
+        return None
+    return rate
+
+
+def check_tokens(
+    run: RunState, window: float, problem: Callable[[str], None] = lambda _: None
+) -> None:
+    """At a report: a token rate no hardware reaches, or one that with the run's FLOPs per
+    token would put its GPUs above their peak (MFU over 1: the FLOPs per token, the GPU
+    count or the count is wrong), is said once per report with its reason. The snapshot
+    then exports neither (tokens_rate, utilization)."""
+    rate = tokens_per_second(run, window)
+    if rate is None:
+        return
+    if physical(rate, run.gpus) is None:
+        problem(TOKENS_ABOVE_PEAK)
+        return
+    peak = peak_flops(run.gpu_model or run.node_gpu_model)
+    fpt, gpus = run.flops_per_token, run.gpus
+    if fpt is not None and peak is not None and gpus > 0 and rate * fpt > gpus * peak:
+        problem(MFU_ABOVE_PEAK)
 
 
 def merge_tokens(run: RunState, r: ProgressReport, now: float) -> None:
@@ -55,11 +90,18 @@ def printed_tokens_per_second(run: RunState) -> float | None:
     """The rate the run prints, for the run (per GPU ones times its GPUs); None if none."""
     rate = run.metrics.get(PRINTED_RATE)
     if rate is not None and math.isfinite(rate) and rate >= 0:
-        return rate
+        return physical(rate, run.gpus)
     per_gpu = run.metrics.get(PRINTED_RATE_PER_GPU)
     if per_gpu is not None and math.isfinite(per_gpu) and per_gpu >= 0 and run.gpus > 0:
-        return per_gpu * run.gpus
+        return physical(per_gpu * run.gpus, run.gpus)
     return None
+
+
+def tokens_rate(run: RunState, window: float) -> float | None:
+    """The run's token rate as exported: counted over ``window``, else as it prints it;
+    None where neither is, or where no hardware trains that fast (:func:`physical`)."""
+    rate = physical(tokens_per_second(run, window), run.gpus)
+    return rate if rate is not None else printed_tokens_per_second(run)
 
 
 # The utilisation a run prints (torchtitan's "mfu: 34.33%", verl's perf/mfu/actor), a ratio

@@ -26,7 +26,7 @@ from .pace import (
 )
 from .snapshot import RunSnapshot, timeline_values
 from .state import RunConfig, RunState, first_of, thresholds_of
-from .tokens import printed_tokens_per_second, tokens_per_second, utilization
+from .tokens import tokens_rate, utilization
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +91,7 @@ def snapshot(
         if completion is not None:
             eta = max(0.0, completion - now)
     # Tokens per second, 0 once the run does not train (a hung job keeps no rate).
-    rate = tokens_per_second(run, config.estimator.short_window)
-    if rate is None:
-        rate = printed_tokens_per_second(run)
+    rate = tokens_rate(run, config.estimator.short_window)
     if rate is not None and verdict.state not in TRAINING:
         rate = 0.0
     peak = peak_flops(run.gpu_model or run.node_gpu_model)
