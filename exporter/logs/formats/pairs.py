@@ -86,6 +86,18 @@ def _ratio(p: Pair) -> float:
     return p.value / 100 if p.percent or p.value > 1 else p.value
 
 
+# A custom metric named as a loss, and not an evaluation's (val_, eval_, test_, valid_).
+_TRAINING_LOSS = re.compile(r"(?!(?:val|eval|valid|validation|test|dev)_)[a-z0-9]+_loss")
+
+
+def sole_loss(metrics: dict[str, float]) -> float | None:
+    """The value of the one custom metric named as a training loss ("Mask_Loss 1.55":
+    ClearerVoice's one loss), or None where there is none, or two or more ("ctc_loss",
+    "att_loss": parts, none of them the loss)."""
+    named = [k for k in metrics if _TRAINING_LOSS.fullmatch(k)]
+    return metrics[named[0]] if len(named) == 1 else None
+
+
 def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
     """Pairs by field. In an evaluation line (``evaluation``) the loss keys are the eval
     loss: fairseq's "valid on 'valid' subset | loss 1.94" is no training loss."""

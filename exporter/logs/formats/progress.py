@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..lines import Format, LineReport, native
-from .pairs import find_pairs, to_fields
+from .pairs import find_pairs, sole_loss, to_fields
 
 MAX_LINE = 4096
 # Text one of which every line this reader reads contains (the quick scan's, and its own).
@@ -272,6 +272,10 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _epoch_of_n,
     ),
     (re.compile(r"\bEpoch\s+(?P<e>\d{1,9}),\s+(?P<i>\d{1,12})/\s*(?P<n>\d{1,12});"), _onmt_epoch),
+    # icefall's "Epoch 0, batch 500, loss[...]": the batch's index within an epoch whose
+    # size it does not print (train.py's enumerate(train_dl)); its epochs count from 0 in
+    # older recipes and from 1 in newer ones, so only epoch 0 is surely the first.
+    (re.compile(r"\bEpoch (?P<e>\d{1,9}), batch (?P<i>\d{1,15}),"), _train_step_in_epoch),
     # PaddleClas' "epoch:4   train step:6": the batch's index within an epoch of unknown size.
     (
         re.compile(
@@ -369,6 +373,11 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         return None  # an evaluation still counting its batches: its result comes later
     fields = to_fields(pairs, evaluation=evaluation)
     values = fields.values
+    if found is not None and not evaluation and "loss" not in values:
+        # A counted line whose only loss-named value is one the vocabulary does not know.
+        loss = sole_loss(fields.metrics)
+        if loss is not None:
+            values = {**values, "loss": loss}
     if evaluation:
         # Its counter is the evaluation's; the global step keys still are the run's.
         count = Count()

@@ -50,6 +50,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "actor/loss",  # verl
         "actor/pg_loss",  # verl before it printed actor/loss
         "policy_loss",  # OpenRLHF's PPO bar postfix
+        "actor_loss",  # RLHF loops: the policy's loss
+        "act_loss",  # DeepSpeed-Chat step 3 ("act_loss: 30.92|cri_loss: ...")
         "xent",  # OpenNMT-py's cross-entropy
         "step_loss",  # NVIDIA DeepLearningExamples' BERT through DLLogger
         "train/crossentropyloss",  # OLMo ("train/CrossEntropyLoss=12.18")
