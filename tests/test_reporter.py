@@ -376,7 +376,8 @@ def test_failing_exporter_is_retried_with_backoff_until_it_recovers(
     assert capture.requests[-1][2]["step"] == 2
     said = [rec.getMessage() for rec in caplog.records if rec.name == "training_progress_reporter"]
     assert len(said) == 2, said
-    assert "exporter channel fail (HTTPError: HTTP Error 500" in said[0]
+    assert "exporter channel fail (SendError: POST " in said[0]
+    assert "/report answered 500 Internal Server Error" in said[0]
     assert said[1] == "progress reports on the exporter channel go through again"
     # Backoff: after the first failure the next try waits at least 1 s, not the 0.05 s interval.
     assert len(capture.requests) <= 4

@@ -351,7 +351,7 @@ def test_the_index_sorts_by_any_column_and_both_pages_sort_alike() -> None:
     for order in statuspage.ORDERS:
         if order.name != "node":  # the cluster page's column
             assert f'href="?page=1&amp;per_page=50&amp;sort={order.name}"' in html_, order.name
-    assert "GPUs</a> ▾" in html_
+    assert "GPUs</a> &#9662;" in html_
     assert "ago</td>" in html_  # the checkpoint's age
     assert re.search(r'<td class="num">[0-9hms]+ \([0-9hms]+-[0-9hms]+\)</td>', html_)  # ETA band
     body = html_.split("<tbody>")[1]

@@ -397,7 +397,7 @@ def _header(order: Order, page: Page | None) -> str:
     """A column's header: a link to the index sorted by it (the current order marked)."""
     if page is None:
         return f"<th>{escape(order.header)}</th>"
-    mark = " ▾" if order.name == page.sort else ""
+    mark = " &#9662;" if order.name == page.sort else ""  # an entity: the page stays Latin-1
     target = escape(Page(1, page.size, order.name).link(1))
     return f'<th><a href="{target}">{escape(order.header)}</a>{mark}</th>'
 
