@@ -4,6 +4,8 @@
     python alerts/generate.py --check    # exit 1 if the committed file is out of date
     python alerts/generate.py --grafana-url https://grafana.example.com \
         --rules-out my.rules.yaml --out my-prometheusrule.yaml   # your Grafana in the links
+    python alerts/generate.py --cluster-label cluster --rules-out many.rules.yaml \
+        --out many-prometheusrule.yaml   # many clusters under one ruler
 
 Every alert's ``dashboard_url`` is absolute, so the link works from Alertmanager, Slack or a
 pager, not only inside Grafana. The rule files point at Grafana's default address
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,86 @@ DEFAULT_RUNBOOK_BASE = (
 # training-progress-links, which a user sets once (docs/kubernetes.md#links-from-alerts).
 GRAFANA_URL_PLACEHOLDER = "GRAFANA_URL"
 RUNBOOK_BASE_PLACEHOLDER = "RUNBOOK_BASE"
+
+
+# Many clusters under one ruler (Thanos, Mimir, a central Prometheus): every by, on and
+# ignoring clause, every fleet-wide aggregation and every template query also names the
+# cluster, so two clusters' jobs of one name never share a series or an alert (as
+# kubernetes-mixin's clusterLabel). Empty: one cluster, the rules as written.
+CLUSTER_LABEL_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+_CLAUSE = re.compile(r"\b(by|on|ignoring) \(")
+# An aggregation over everything (neither by nor without): per cluster, it needs a by.
+_WHOLE = re.compile(r"\b(sum|max|min|count|avg|stddev|stdvar|group) ?\((?!\))")
+_PRINTF = re.compile(r'(printf ")([^"]*)(")((?: \$labels\.\w+)+)')
+
+
+@dataclass(frozen=True)
+class ClusterParts:
+    """What each place gets for the cluster: the first name of a clause (``cluster, ``),
+    the by of a fleet-wide aggregation (`` by (cluster) ``), the first matcher of a
+    template query (``cluster=%q,``) and its argument (``$labels.cluster ``). The mixin's
+    rules.json carries MARKERS instead, which its _config.clusterLabel fills."""
+
+    first: str
+    aggregate: str
+    match: str
+    arg: str
+    prose: str  # before the job's name in a summary or description: which cluster
+
+    @classmethod
+    def of(cls, label: str) -> ClusterParts:
+        if not CLUSTER_LABEL_RE.match(label):
+            raise ValueError(f"--cluster-label must be a label name, not {label!r}")
+        return cls(
+            f"{label}, ",
+            f" by ({label}) ",
+            f"{label}=%q,",
+            f"$labels.{label} ",
+            f"{{{{ $labels.{label} }}}}: ",
+        )
+
+
+MARKERS = ClusterParts(
+    "__cluster_first__",
+    "__cluster_aggregate__",
+    "__cluster_match__",
+    "__cluster_arg__",
+    "__cluster_prose__",
+)
+_JOB = "{{ $labels.namespace }}/{{ $labels.job_name }}"
+
+
+def _promql(text: str, parts: ClusterParts) -> str:
+    text = _CLAUSE.sub(lambda m: f"{m.group(1)} ({parts.first}", text)
+    return _WHOLE.sub(lambda m: f"{m.group(1)}{parts.aggregate}(", text)
+
+
+def _template(text: str, parts: ClusterParts) -> str:
+    """An annotation with each printf query (and its arguments) naming the cluster."""
+
+    def one(m: re.Match[str]) -> str:
+        query = _promql(m.group(2), parts)
+        query = query.replace("{namespace=%q", "{" + parts.match + "namespace=%q")
+        args = m.group(4).replace(" $labels.namespace", f" {parts.arg}$labels.namespace")
+        return m.group(1) + query + m.group(3) + args
+
+    return _PRINTF.sub(one, text).replace(_JOB, parts.prose + _JOB)
+
+
+def with_cluster(groups: list[Any], parts: ClusterParts) -> list[Any]:
+    """The groups with the cluster named wherever two clusters could otherwise meet."""
+    out = []
+    for group in groups:
+        rules = []
+        for rule in group["rules"]:
+            rule = {**rule, "expr": _promql(rule["expr"], parts)}
+            if "annotations" in rule:
+                rule["annotations"] = {
+                    k: _template(v, parts) for k, v in rule["annotations"].items()
+                }
+            rules.append(rule)
+        out.append({**group, "rules": rules})
+    return out
 
 
 class _Literal(str):
@@ -113,26 +197,35 @@ def with_placeholders(groups: list[Any]) -> list[Any]:
     return out
 
 
-def load_groups(grafana_url: str = DEFAULT_GRAFANA_URL) -> list[Any]:
-    """Every group of every rule file, with dashboard links to ``grafana_url``."""
+def load_groups(grafana_url: str = DEFAULT_GRAFANA_URL, cluster_label: str = "") -> list[Any]:
+    """Every group of every rule file, with dashboard links to ``grafana_url``, and with
+    ``cluster_label`` named wherever clusters could meet (none: one cluster)."""
     groups: list[Any] = []
     for path in SOURCES:
         groups += yaml.safe_load(path.read_text())["groups"]
-    return with_grafana_url(groups, grafana_url)
+    groups = with_grafana_url(groups, grafana_url)
+    return with_cluster(groups, ClusterParts.of(cluster_label)) if cluster_label else groups
 
 
-def render_rules(grafana_url: str = DEFAULT_GRAFANA_URL) -> str:
+def render_rules(grafana_url: str = DEFAULT_GRAFANA_URL, cluster_label: str = "") -> str:
     """A plain Prometheus rule file (``rule_files:``) with links to ``grafana_url``."""
     body = yaml.dump(
-        _blocks({"groups": load_groups(grafana_url)}), Dumper=_Dumper, sort_keys=False, width=1000
+        _blocks({"groups": load_groups(grafana_url, cluster_label)}),
+        Dumper=_Dumper,
+        sort_keys=False,
+        width=1000,
     )
     return HEADER + body
 
 
-def render(grafana_url: str | None = None) -> str:
+def render(grafana_url: str | None = None, cluster_label: str = "") -> str:
     """The PrometheusRule manifest for every group of every rule file, as YAML text: links
     to ``grafana_url``, or, without one, the placeholders the component fills."""
-    groups = load_groups(grafana_url) if grafana_url else with_placeholders(load_groups())
+    groups = (
+        load_groups(grafana_url, cluster_label)
+        if grafana_url
+        else with_placeholders(load_groups(cluster_label=cluster_label))
+    )
     manifest = {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
@@ -151,8 +244,9 @@ def render(grafana_url: str | None = None) -> str:
 
 def render_mixin_rules() -> str:
     """The rule groups as JSON, with the default Grafana URL (the mixin's _config sets its
-    own)."""
-    return json.dumps({"groups": load_groups()}, indent=2) + "\n"
+    own) and MARKERS where the cluster goes (its _config.clusterLabel fills them, or
+    removes them for one cluster)."""
+    return json.dumps({"groups": with_cluster(load_groups(), MARKERS)}, indent=2) + "\n"
 
 
 def main() -> int:
@@ -169,10 +263,24 @@ def main() -> int:
     parser.add_argument(
         "--rules-out", type=Path, help="also write a plain Prometheus rule file here"
     )
+    parser.add_argument(
+        "--cluster-label",
+        default="",
+        metavar="NAME",
+        help="many clusters under one ruler: name the cluster label (e.g. cluster) in every "
+        "clause, aggregation and template query (default: none, one cluster)",
+    )
     args = parser.parse_args()
+    if args.cluster_label and (args.check or args.out == TARGET):
+        # The committed files are for one cluster: a clustered copy goes elsewhere.
+        parser.error("--cluster-label needs --out elsewhere than the committed files")
     try:
-        text = render(args.grafana_url)
-        rules_text = render_rules(args.grafana_url or DEFAULT_GRAFANA_URL) if args.rules_out else ""
+        text = render(args.grafana_url, args.cluster_label)
+        rules_text = (
+            render_rules(args.grafana_url or DEFAULT_GRAFANA_URL, args.cluster_label)
+            if args.rules_out
+            else ""
+        )
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -188,7 +296,8 @@ def main() -> int:
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    MIXIN_RULES.write_text(mixin)
+    if not args.cluster_label:
+        MIXIN_RULES.write_text(mixin)
     return 0
 
 

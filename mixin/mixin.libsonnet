@@ -30,6 +30,10 @@ local dashboards = {
     exporterSelector: 'job=~".*training-progress-exporter.*"',
     // Alert name -> its `for:`, for the alerts to debounce longer or shorter.
     alertFor: {},
+    // Many clusters under one ruler (Thanos, Mimir): the label that tells them apart, named
+    // in every by, on and ignoring clause, every fleet-wide aggregation and every template
+    // query (as kubernetes-mixin's clusterLabel). Empty: one cluster, the rules as shipped.
+    clusterLabel: '',
   },
 
   local config = self._config,
@@ -38,8 +42,21 @@ local dashboards = {
     runbookUrlBase: 'https://github.com/training-progress-exporter/training-progress-exporter/blob/v0.1.0/docs',
     exporterSelector: 'job=~".*training-progress-exporter.*"',
   },
+  // rules.json marks where the cluster goes (alerts/generate.py MARKERS).
+  local label = config.clusterLabel,
+  local clustered(text) = std.foldl(
+    function(t, pair) std.strReplace(t, pair[0], pair[1]),
+    [
+      ['__cluster_first__', if label == '' then '' else label + ', '],
+      ['__cluster_aggregate__', if label == '' then '' else ' by (' + label + ') '],
+      ['__cluster_match__', if label == '' then '' else label + '=%q,'],
+      ['__cluster_arg__', if label == '' then '' else '$labels.' + label + ' '],
+      ['__cluster_prose__', if label == '' then '' else '{{ $labels.' + label + ' }}: '],
+    ],
+    text
+  ),
   local configured(text) =
-    std.strReplace(
+    clustered(std.strReplace(
       std.strReplace(
         std.strReplace(text, defaults.grafanaUrl, config.grafanaUrl),
         defaults.runbookUrlBase,
@@ -47,7 +64,7 @@ local dashboards = {
       ),
       defaults.exporterSelector,
       config.exporterSelector
-    ),
+    )),
   local alert(rule) =
     rule {
       expr: configured(rule.expr),
@@ -56,7 +73,7 @@ local dashboards = {
       annotations: std.mapWithKey(function(_, v) configured(v), rule.annotations),
     },
   local groups(keep) = [
-    group { rules: [if keep == 'alert' then alert(r) else r for r in group.rules if std.objectHas(r, keep)] }
+    group { rules: [if keep == 'alert' then alert(r) else r { expr: clustered(r.expr) } for r in group.rules if std.objectHas(r, keep)] }
     for group in source.groups
     if std.length([r for r in group.rules if std.objectHas(r, keep)]) > 0
   ],
