@@ -73,6 +73,7 @@ class ClusterParts:
     match: str
     arg: str
     prose: str  # before the job's name in a summary or description: which cluster
+    link: str  # after a dashboard link's variables: the dashboards' cluster variable
 
     @classmethod
     def of(cls, label: str) -> ClusterParts:
@@ -84,6 +85,7 @@ class ClusterParts:
             f"{label}=%q,",
             f"$labels.{label} ",
             f"{{{{ $labels.{label} }}}}: ",
+            f"&var-cluster={{{{ $labels.{label} }}}}",
         )
 
 
@@ -93,6 +95,7 @@ MARKERS = ClusterParts(
     "__cluster_match__",
     "__cluster_arg__",
     "__cluster_prose__",
+    "__cluster_link__",
 )
 _JOB = "{{ $labels.namespace }}/{{ $labels.job_name }}"
 
@@ -123,7 +126,8 @@ def with_cluster(groups: list[Any], parts: ClusterParts) -> list[Any]:
             rule = {**rule, "expr": _promql(rule["expr"], parts)}
             if "annotations" in rule:
                 rule["annotations"] = {
-                    k: _template(v, parts) for k, v in rule["annotations"].items()
+                    k: _template(v, parts) + (parts.link if k == "dashboard_url" else "")
+                    for k, v in rule["annotations"].items()
                 }
             rules.append(rule)
         out.append({**group, "rules": rules})

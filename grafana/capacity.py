@@ -7,11 +7,12 @@ from typing import Any
 
 from panels import (
     NS,
+    cluster_var,
     dashboard,
     datasource_var,
+    namespace_var,
     panel,
     price_var,
-    query_var,
     stat,
     target,
     timeseries,
@@ -180,7 +181,8 @@ def capacity_dashboard() -> dict[str, Any]:
         panels,
         [
             datasource_var(),
-            query_var("namespace", "Namespace", "label_values(training_run_info, namespace)", True),
+            cluster_var(),
+            namespace_var(True),
             price_var(),
         ],
         links=[{"title": "Training jobs", "type": "link", "url": "/d/training-jobs/training-jobs"}],

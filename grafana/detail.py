@@ -9,8 +9,10 @@ from panels import (
     JOB,
     JOB_STATE_EXPR,
     alerts_table,
+    cluster_var,
     dashboard,
     datasource_var,
+    namespace_var,
     panel,
     query_var,
     stat,
@@ -390,13 +392,12 @@ def detail_dashboard() -> dict[str, Any]:
         panels,
         [
             datasource_var(),
-            query_var(
-                "namespace", "Namespace", "label_values(training_run_info, namespace)", False
-            ),
+            cluster_var(),
+            namespace_var(False),
             query_var(
                 "job_name",
                 "Job",
-                'label_values(training_run_info{namespace="$namespace"}, job_name)',
+                'label_values(training_run_info{cluster=~"$cluster", namespace="$namespace"}, job_name)',
                 False,
             ),
         ],

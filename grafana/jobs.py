@@ -11,11 +11,12 @@ from panels import (
     STATE_EXPR,
     TRAINING,
     alerts_table,
+    cluster_var,
     dashboard,
     datasource_var,
+    namespace_var,
     panel,
     price_var,
-    query_var,
     stat,
     state_mappings,
     target,
@@ -223,7 +224,8 @@ def jobs_dashboard() -> dict[str, Any]:
         panels,
         [
             datasource_var(),
-            query_var("namespace", "Namespace", "label_values(training_run_info, namespace)", True),
+            cluster_var(),
+            namespace_var(True),
             price_var(),
         ],
         links=[

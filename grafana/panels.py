@@ -12,8 +12,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_VERSION = 41
 DS = {"type": "prometheus", "uid": "${datasource}"}
-NS = 'namespace=~"$namespace"'
-JOB = 'namespace="$namespace", job_name="$job_name"'
+# Every selector names the cluster too (#59): one cluster has no such label, the hidden
+# variable finds no value and `cluster=~""` matches every series; many clusters under one
+# Prometheus-compatible store (the mixin's clusterLabel) show the variable and never mix.
+CLUSTER = 'cluster=~"$cluster"'
+NS = CLUSTER + ', namespace=~"$namespace"'
+JOB = CLUSTER + ', namespace="$namespace", job_name="$job_name"'
 DETAIL = "/d/training-job-detail/training-job-detail"
 
 # Job states, their order and colors live in one table in the package, shared with `top`,
@@ -230,6 +234,21 @@ def query_var(name: str, label: str, query: str, multi: bool) -> dict[str, Any]:
     if multi:
         v["allValue"] = ".*"
     return v
+
+
+def cluster_var() -> dict[str, Any]:
+    """The cluster, hidden: with one cluster there is none to choose (as kubernetes-mixin
+    hides it); the mixin's clusterLabel shows it."""
+    v = query_var("cluster", "Cluster", "label_values(training_run_info, cluster)", False)
+    v["hide"] = 2
+    return v
+
+
+def namespace_var(multi: bool) -> dict[str, Any]:
+    """The namespaces of the chosen cluster."""
+    return query_var(
+        "namespace", "Namespace", f"label_values(training_run_info{{{CLUSTER}}}, namespace)", multi
+    )
 
 
 def price_var() -> dict[str, Any]:

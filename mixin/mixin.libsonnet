@@ -52,6 +52,7 @@ local dashboards = {
       ['__cluster_match__', if label == '' then '' else label + '=%q,'],
       ['__cluster_arg__', if label == '' then '' else '$labels.' + label + ' '],
       ['__cluster_prose__', if label == '' then '' else '{{ $labels.' + label + ' }}: '],
+      ['__cluster_link__', if label == '' then '' else '&var-cluster={{ $labels.' + label + ' }}'],
     ],
     text
   ),
@@ -78,7 +79,17 @@ local dashboards = {
     if std.length([r for r in group.rules if std.objectHas(r, keep)]) > 0
   ],
 
+  // Many clusters: the dashboards' cluster variable is shown, and reads the label named.
+  local clusterDashboard(d) =
+    local text = std.strReplace(
+      std.strReplace(std.manifestJsonMinified(d), 'cluster=~\\"$cluster\\"', label + '=~\\"$cluster\\"'),
+      'label_values(training_run_info, cluster)',
+      'label_values(training_run_info, ' + label + ')'
+    );
+    local parsed = std.parseJson(text);
+    parsed { templating+: { list: [if v.name == 'cluster' then v { hide: 0 } else v for v in parsed.templating.list] } },
+
   prometheusAlerts+:: { groups+: groups('alert') },
   prometheusRules+:: { groups+: groups('record') },
-  grafanaDashboards+:: dashboards,
+  grafanaDashboards+:: if label == '' then dashboards else std.mapWithKey(function(_, d) clusterDashboard(d), dashboards),
 }

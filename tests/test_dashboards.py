@@ -230,6 +230,7 @@ def test_grafana_container_loads_the_provisioning_and_runs_every_query(tmp_path:
                         "datasource": {"type": "prometheus", "uid": "prometheus"},
                         "expr": t["expr"]
                         .replace("$namespace", ".*")
+                        .replace("$cluster", "")  # one cluster: no value, matches all
                         .replace("$job_name", "x")
                         .replace("$__rate_interval", "1m")
                         .replace("$gpu_hour_price", "2.5"),

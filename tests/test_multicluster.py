@@ -113,3 +113,34 @@ def test_a_cluster_label_that_is_no_label_name_or_overwrites_the_shipped_file_is
          "--out", str(tmp_path / "x.yaml")],
         capture_output=True, text=True, timeout=60,
     ).stderr  # fmt: skip
+
+
+def test_every_dashboard_query_names_the_cluster_and_the_mixin_shows_the_variable() -> None:
+    """The dashboards as shipped: every query matches ``cluster=~"$cluster"`` (one cluster:
+    no value, every series), the variable hidden; with the mixin's clusterLabel it is shown
+    and reads that label, and the alerts' dashboard links carry it."""
+    shipped = {
+        p.name: json.loads(p.read_text()) for p in (ROOT / "grafana" / "dashboards").glob("*.json")
+    }
+    rendered = render(json.dumps({"clusterLabel": "k8s_cluster"}))
+    assert rendered["dashboards"].keys() == shipped.keys()
+    for name, doc in shipped.items():
+        exprs = [t["expr"] for p in doc["panels"] for t in p.get("targets", []) if "expr" in t]
+        assert exprs and all('cluster=~"$cluster"' in e for e in exprs), name
+        (var,) = [v for v in doc["templating"]["list"] if v["name"] == "cluster"]
+        assert var["hide"] == 2 and var["definition"] == "label_values(training_run_info, cluster)"
+        many = rendered["dashboards"][name]
+        (shown,) = [v for v in many["templating"]["list"] if v["name"] == "cluster"]
+        assert shown["hide"] == 0
+        assert shown["definition"] == "label_values(training_run_info, k8s_cluster)"
+        many_exprs = [
+            t["expr"] for p in many["panels"] for t in p.get("targets", []) if "expr" in t
+        ]
+        assert all('k8s_cluster=~"$cluster"' in e for e in many_exprs), name
+    links = [
+        r["annotations"]["dashboard_url"]
+        for g in rendered["alerts"]["groups"]
+        for r in g["rules"]
+        if "dashboard_url" in r.get("annotations", {})
+    ]
+    assert links and all(u.endswith("&var-cluster={{ $labels.k8s_cluster }}") for u in links)
