@@ -222,7 +222,8 @@ def test_capacity_rules_and_dashboards_use_the_tables_sets() -> None:
     jobs = json.loads((ROOT / "grafana" / "dashboards" / "training-jobs.json").read_text())
     exprs = [t["expr"] for p in jobs["panels"] for t in p.get("targets", [])]
     assert any(f'state=~"{"|".join(TRAINING)}"' in e for e in exprs)
-    assert any(e == state_code_promql('namespace=~"$namespace"') for e in exprs)
+    selector = 'cluster=~"$cluster", namespace=~"$namespace"'
+    assert any(e == state_code_promql(selector) for e in exprs)
     state_panel = next(p for p in jobs["panels"] if p["title"] == "Training jobs")
     mapping = next(
         prop["value"][0]["options"]
