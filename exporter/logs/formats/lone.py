@@ -7,6 +7,8 @@ Some tools print one value per line rather than a counter with its pairs:
         train/CrossEntropyLoss=0.0                                    OLMo's block, under its
                                                                       "[step=3/739328,epoch=0]"
     |    loss                 | 20.1        |                         Stable-Baselines3
+     | policy_loss              | -0.011813248  |                     Stable Baselines 2
+                        Mean surrogate loss: -0.0076                  rsl_rl (Isaac Lab)
 
 The line is the pair and nothing else (after a date and time, or a table's borders), and
 only the vocabulary's losses are read from it: a lone ``Total params: 9`` or ``lr: 0.01``
@@ -25,8 +27,9 @@ from .pairs import PAIR, Pair, number, to_fields
 MAX_LINE = 256
 # A date and time before the pair ("2024-04-23 15:23:41.803760: "), as loggers stamp lines.
 _STAMP = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?\s+")
-# SB3's row: "|    loss                 | 20.1        |".
-_ROW = re.compile(r"^\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{1,40})\s+\|$")
+# SB3's row: "|    loss                 | 20.1        |" (Stable Baselines 2 indents its table:
+# " | policy_loss              | -0.011813248  |").
+_ROW = re.compile(r"^\s*\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{1,40})\s+\|$")
 _READ = ("loss", "eval_loss")
 _TABLE_STEP = "total_timesteps"
 

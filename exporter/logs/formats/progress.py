@@ -188,6 +188,11 @@ def _step_of(m: re.Match[str]) -> Count:
     return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")))
 
 
+def _after_index(m: re.Match[str]) -> Count:
+    """A 0-based index of the iteration just done, of ``n``: ``i + 1`` are done."""
+    return Count(step=int(m["i"]) + 1, total=int(m["n"]))
+
+
 def _eval_count(m: re.Match[str]) -> Count:
     return Count(evaluation=True)
 
@@ -262,6 +267,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"^\s*(?:Validation|Testing|Sanity checking)\b[^:]{0,40}: iteration \d"),
         _eval_count,
     ),
+    # rsl_rl (Isaac Lab, legged_gym): "Learning iteration 1/10", the 0-based index of the
+    # iteration just learned (on_policy_runner.py: for it in range(start, tot_iter)).
+    (re.compile(r"\bLearning iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _after_index),
     (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
     (
         re.compile(

@@ -52,6 +52,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "policy_loss",  # OpenRLHF's PPO bar postfix
         "actor_loss",  # RLHF loops: the policy's loss
         "act_loss",  # DeepSpeed-Chat step 3 ("act_loss: 30.92|cri_loss: ...")
+        "mean_surrogate_loss",  # rsl_rl (Isaac Lab): PPO's policy loss, on a line of its own
+        "surrogate_loss",  # rsl_rl's later versions
         "xent",  # OpenNMT-py's cross-entropy
         "step_loss",  # NVIDIA DeepLearningExamples' BERT through DLLogger
         "train/crossentropyloss",  # OLMo ("train/CrossEntropyLoss=12.18")
