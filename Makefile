@@ -24,8 +24,8 @@ types:
 # Prometheus), then, alone, the tests that measure real time (the attacks, real training
 # scripts against real-time thresholds): a neighbouring test would be part of what they measure.
 test:
-	$(PYTHON) -m pytest -q -n 2 --dist loadfile -m "not serial"
-	$(PYTHON) -m pytest -q -m serial
+	$(PYTHON) -m pytest -q -n 2 --dist loadfile -m "not serial" --durations=15
+	$(PYTHON) -m pytest -q -m serial --durations=10
 
 # The inner loop: everything but the tests marked slow (a second or more each: real
 # training, browsers, pip installs, the detection corpus, e2e, big inputs, real waits), two
