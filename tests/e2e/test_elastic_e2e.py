@@ -29,26 +29,16 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import config as kube_config
 
-from exporter.act.controller import ActConfig, Actor
-from exporter.act.kube import KubernetesOps
-from exporter.act.webhook_server import make_server
-from exporter.daemon.app import Exporter
-from exporter.daemon.config import Config
-from exporter.plumbing.httpd import serve_in_thread
-
-from ..conftest import K8S_NODE
 from ..fakekube import fake_kube
 from ..kube import pod, put_pod
-from ..rulefiles import short_rules
-from .stack import alertmanager, free_port, prometheus, query
-from .test_resize_e2e import TOKEN, am_config, pytorchjob
+from .stack import free_port, query
+from .test_resize_e2e import act_stack, pytorchjob
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.serial]
 
@@ -133,27 +123,10 @@ def result() -> Iterator[Result]:
             "training.kubeflow.org/replica-index": "0",
         }
         put_pod(kube, pod(NAMESPACE, f"{JOB}-worker-0", labels, ip="127.0.0.1", gpus="1"))
-        os.environ["KUBECONFIG"] = str(kubeconfig)
-        es.callback(os.environ.pop, "KUBECONFIG", None)
-        settings = {"listen": "127.0.0.1:0", "mode": "kubernetes", "node_name": K8S_NODE}
         # A restart at a new size costs this job seconds, not the default 5 minutes.
-        exporter = Exporter(
-            replace(Config(), poll_interval=0.5, resize_restart_seconds=10.0, **settings)
+        exporter, _, prom = act_stack(
+            es, tmp, kubeconfig, checkpoint_wait=60.0, resize_restart_seconds=10.0
         )
-        exporter.start()
-        es.callback(exporter.stop)
-        client = kube_config.new_client_from_config(config_file=str(kubeconfig))
-        actor = Actor(KubernetesOps(client), ActConfig(dry_run=False), time.time)
-        server = make_server("127.0.0.1", 0, actor, TOKEN)
-        serve_in_thread(server)
-        es.callback(server.server_close)
-        es.callback(server.shutdown)
-        url = f"http://127.0.0.1:{server.server_address[1]}/api/v1/alerts"
-        am = es.enter_context(alertmanager(tmp, url, am_config(url)))
-        prom = es.enter_context(
-            prometheus(tmp, exporter.url.removeprefix("http://"), am, rule_files=[short_rules(tmp)])
-        )
-        actor.config = replace(actor.config, prometheus_url=prom, checkpoint_wait=60.0)
         report_url = f"{exporter.url}/api/v1/namespaces/{NAMESPACE}/runs/{JOB}/report"
         directory = tmp / "job"
         directory.mkdir()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import tempfile
 import threading
 import time
@@ -117,28 +118,7 @@ def stack() -> Iterator[Stack]:
                 "training.kubeflow.org/replica-index": "0",
             }
             put_pod(kube, pod(NAMESPACE, f"{name}-worker-0", labels, ip=run.ip, gpus="8"))
-        client = kube_config.new_client_from_config(config_file=str(kubeconfig))
-        prom_box: list[str] = []
-        actor = Actor(KubernetesOps(client), ActConfig(dry_run=False), time.time)
-        server = make_server("127.0.0.1", 0, actor, TOKEN)
-        serve_in_thread(server)
-        es.callback(server.server_close)
-        es.callback(server.shutdown)
-        url = f"http://127.0.0.1:{server.server_address[1]}/api/v1/alerts"
-        import os
-
-        os.environ["KUBECONFIG"] = str(kubeconfig)
-        es.callback(os.environ.pop, "KUBECONFIG", None)
-        settings = {"listen": "127.0.0.1:0", "mode": "kubernetes", "node_name": K8S_NODE}
-        exporter = Exporter(replace(Config(), poll_interval=0.5, **settings))
-        exporter.start()
-        es.callback(exporter.stop)
-        am = es.enter_context(alertmanager(tmp, url, am_config(url)))
-        prom = es.enter_context(
-            prometheus(tmp, exporter.url.removeprefix("http://"), am, rule_files=[short_rules(tmp)])
-        )
-        prom_box.append(prom)
-        actor.config = replace(actor.config, prometheus_url=prom, checkpoint_wait=WAIT)
+        exporter, actor, prom = act_stack(es, tmp, kubeconfig, checkpoint_wait=WAIT)
         start = time.time()
         for run in runs.values():
             run.checkpoint_at = start
@@ -184,6 +164,34 @@ def push(url: str, run: Run, body: dict[str, Any]) -> dict[str, Any]:
         return dict(json.loads(raw or b"{}"))
     finally:
         conn.close()
+
+
+def act_stack(
+    es: ExitStack, tmp: Path, kubeconfig: Path, checkpoint_wait: float, **exporter: Any
+) -> tuple[Exporter, Actor, str]:
+    """The resize loop on loopback, stopped with ``es``: an exporter in Kubernetes mode on
+    the fake API (``exporter``: its settings beyond the defaults), act acting for real, and
+    Alertmanager routing the short rules' alerts from a real Prometheus to it. Returns the
+    exporter, the actor and Prometheus' URL."""
+    os.environ["KUBECONFIG"] = str(kubeconfig)
+    es.callback(os.environ.pop, "KUBECONFIG", None)
+    settings = {"listen": "127.0.0.1:0", "mode": "kubernetes", "node_name": K8S_NODE}
+    running = Exporter(replace(Config(), poll_interval=0.5, **settings, **exporter))
+    running.start()
+    es.callback(running.stop)
+    client = kube_config.new_client_from_config(config_file=str(kubeconfig))
+    actor = Actor(KubernetesOps(client), ActConfig(dry_run=False), time.time)
+    server = make_server("127.0.0.1", 0, actor, TOKEN)
+    serve_in_thread(server)
+    es.callback(server.server_close)
+    es.callback(server.shutdown)
+    url = f"http://127.0.0.1:{server.server_address[1]}/api/v1/alerts"
+    am = es.enter_context(alertmanager(tmp, url, am_config(url)))
+    prom = es.enter_context(
+        prometheus(tmp, running.url.removeprefix("http://"), am, rule_files=[short_rules(tmp)])
+    )
+    actor.config = replace(actor.config, prometheus_url=prom, checkpoint_wait=checkpoint_wait)
+    return running, actor, prom
 
 
 def am_config(url: str) -> dict[str, Any]:
