@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from training_progress_reporter.channels import STACKS_DIRECTIVE
+from training_progress_reporter.channels import STACKS_DIRECTIVE, directives_of
 from training_progress_reporter.stackcapture import capture
 
 from ..core.model import Clock, RunKey, RunMeta
@@ -295,15 +295,6 @@ def post(url: str, body: bytes) -> bytes:
         return bytes(resp.read(1 << 16))
 
 
-def directives(answer: bytes) -> list[str]:
-    """What the exporter asks of the run in its answer to a native push."""
-    with contextlib.suppress(ValueError):
-        doc = json.loads(answer)
-        if isinstance(doc, dict) and isinstance(doc.get("directives"), list):
-            return [d for d in doc["directives"] if isinstance(d, str)]
-    return []
-
-
 def write_atomic(directory: str, name: str, body: bytes) -> None:
     """Write a status file the way training code should: temp file, fsync, rename."""
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
@@ -420,7 +411,7 @@ class Demo:
                     answer = post(f"{path}/report", body)
                     # Asked for its stacks, the hung run sends its stuck thread's, as the
                     # reporter would from a training process.
-                    if run.curve is hung and STACKS_DIRECTIVE in directives(answer):
+                    if run.curve is hung and STACKS_DIRECTIVE in directives_of(answer):
                         post(f"{path}/stacks", self.stuck.stacks())
                 elif run.channel == "file":
                     write_atomic(self.status_dir, f"{run.name}.json", body)

@@ -179,6 +179,8 @@ NAMES: tuple[str, ...] = tuple(s.name for s in STATES)
 NO_ETA: tuple[str, ...] = tuple(s.name for s in STATES if not s.has_eta)
 # A job with a run in one of these states will not finish by itself: no ETA counts for it.
 BLOCKS_COMPLETION: tuple[str, ...] = tuple(n for n in NO_ETA if n not in ("finished", "gone"))
+# States of a run whose training is over, one way or another: no pace to speak of.
+ENDED: tuple[str, ...] = ("finished", "failed", "gone")
 # States of a run that is training (or about to): the "running jobs" count.
 TRAINING: tuple[str, ...] = tuple(s.name for s in STATES if s.has_eta)
 

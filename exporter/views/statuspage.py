@@ -25,7 +25,7 @@ from ..core.humanize import duration
 from ..core.model import json_safe
 from ..core.run.merge import LOSS_SMOOTHING_FRACTION
 from ..core.run.snapshot import RunSnapshot
-from ..core.states import BY_NAME, STATES, severity
+from ..core.states import BY_NAME, ENDED, STATES, severity
 from .api import run_to_dict
 from .deadlineviews import deadlines_of
 
@@ -424,7 +424,7 @@ def _typical(run: dict[str, Any]) -> str:
     typical = _number(run.get("typical_steps_per_second"))
     if typical is not None:
         return _num(typical)
-    if run.get("state") in ("finished", "gone", "failed"):
+    if run.get("state") in ENDED:
         return "-"
     return escape(
         "- (not yet: it is the 90th percentile of its pace, sampled every tenth of the rate "

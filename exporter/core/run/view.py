@@ -12,7 +12,7 @@ from ..estimate import Throughput
 from ..gpus import peak_flops
 from ..model import RunKey
 from ..scaling import DEFAULT, DEFAULT_EXPONENT, HISTORY, exponent_from_history, fewest_units
-from ..states import NO_ETA, TRAINING, Observation, Verdict, classify, done, entered, reason
+from ..states import ENDED, NO_ETA, TRAINING, Observation, Verdict, classify, done, entered, reason
 from ..thresholds import Thresholds
 from ..timeline import Timeline
 from .accrual import at_risk, gpu_seconds_until, stall_since, wasted_by_cause
@@ -117,10 +117,11 @@ def snapshot(
         eta_lower_seconds=lower,
         eta_upper_seconds=upper,
         steps_per_second=current_pace(run, tp, now),
-        # The classifier skips it without a throughput; a person reads it whenever known.
+        # The classifier skips it without a throughput; a person reads it whenever known,
+        # but for a run that ended (no quantile for those at every scrape).
         typical_steps_per_second=(
             observation.typical_steps_per_second
-            if observation.typical_steps_per_second is not None
+            if observation.typical_steps_per_second is not None or verdict.state in ENDED
             else typical_pace(config, run, now)
         ),
         attempt=run.attempt,
