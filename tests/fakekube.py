@@ -2,8 +2,10 @@
 ``kubernetes`` client: list with ``resourceVersion``, chunked watch streams of
 ADDED/MODIFIED/DELETED events (and BOOKMARK when asked), 410 Gone for a resourceVersion
 older than what it keeps, filtering by namespace, ``fieldSelector`` and equality
-``labelSelector``; GET of one object, POST to create (``generateName`` too), PATCH (merge,
-strategic merge and JSON patch ``replace``/``add``) and DELETE. Every write is recorded in
+``labelSelector``; GET of one object, POST to create (``generateName`` too; 409
+AlreadyExists for a name taken), PUT to replace (409 Conflict for a stale
+``resourceVersion``), PATCH (merge, strategic merge and JSON patch ``replace``/``add``) and
+DELETE (with a UID precondition). Every write is recorded in
 ``writes`` as (method, path, body).
 
 Resources are addressed as the API does: ``/api/v1/namespaces/NS/pods``,
@@ -553,9 +555,24 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 updated = kube.put(target[0], target[1], patched)
             self._json(200, updated)
 
-        def do_DELETE(self) -> None:
-            kube.requests.append("DELETE " + self.path)
-            kube.writes.append(("DELETE", self.path, None))
+        def _conflict(self, message: str, reason: str = "Conflict") -> None:
+            self._json(
+                409,
+                {
+                    "kind": "Status",
+                    "status": "Failure",
+                    "code": 409,
+                    "reason": reason,
+                    "message": message,
+                },
+            )
+
+        def do_PUT(self) -> None:
+            """Replace an object: optimistic concurrency on ``metadata.resourceVersion`` (409
+            Conflict when it is stale), as the API server does it."""
+            kube.requests.append("PUT " + self.path)
+            body = self._body()
+            kube.writes.append(("PUT", self.path, body))
             kube.write_times.append(time.time())
             target = self._target()
             with kube.lock:
@@ -566,6 +583,41 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 obj = kube.objects.get((api, plural), {}).get((ns, name))
                 if obj is None:
                     self._not_found()
+                    return
+                wanted = (body.get("metadata") or {}).get("resourceVersion")
+                if wanted is not None and wanted != obj["metadata"].get("resourceVersion"):
+                    self._conflict(
+                        f"Operation cannot be fulfilled on {plural} {name!r}: the object has "
+                        "been modified; please apply your changes to the latest version"
+                    )
+                    return
+                meta = body.setdefault("metadata", {})
+                meta.update(name=name, namespace=ns, uid=obj["metadata"].get("uid", ""))
+                updated = kube.put(api, plural, body)
+            self._json(200, updated)
+
+        def do_DELETE(self) -> None:
+            kube.requests.append("DELETE " + self.path)
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+            options = json.loads(raw) if raw.strip() else {}
+            kube.writes.append(("DELETE", self.path, options or None))
+            kube.write_times.append(time.time())
+            target = self._target()
+            with kube.lock:
+                if target is None or (name := target[3]) is None:
+                    self._not_found()
+                    return
+                api, plural, ns, _ = target
+                obj = kube.objects.get((api, plural), {}).get((ns, name))
+                if obj is None:
+                    self._not_found()
+                    return
+                uid = ((options or {}).get("preconditions") or {}).get("uid")
+                if uid is not None and uid != obj["metadata"].get("uid"):
+                    self._conflict(
+                        f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                        f"{obj['metadata'].get('uid')}"
+                    )
                     return
                 kube.delete(api, plural, ns, name)
             self._json(200, obj)
@@ -618,7 +670,13 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                         meta["name"] = f"{meta.get('generateName', 'obj-')}{kube.names:05d}"
                 if ns:
                     meta["namespace"] = ns
-                self._json(201, kube.put(api, plural, body))
+                with kube.lock:
+                    if (ns, meta["name"]) in kube.objects.get((api, plural), {}):
+                        self._conflict(f"{plural} {meta['name']!r} already exists", "AlreadyExists")
+                        return
+                    meta.setdefault("uid", f"uid-{plural}-{ns}-{meta['name']}")
+                    created = kube.put(api, plural, body)
+                self._json(201, created)
                 return
             spec = body.get("spec") or {}
             known = kube.tokens.get(spec.get("token", ""))

@@ -577,6 +577,7 @@ def test_act_metrics_are_documented(act_factory: Any) -> None:
     assert families == {
         "training_exporter_actions_total",
         "training_exporter_act_notifications_total",
+        "training_exporter_act_leader",
         "training_exporter_act_dry_run",
     }
     docs = (Path(__file__).parent.parent / "docs" / "act.md").read_text()

@@ -140,12 +140,12 @@ def test_overlay_validates(overlay: str, tmp_path: Path) -> None:
         ]
     elif overlay == "act":
         act = ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment"]
-        act += ["Service"]
+        act += ["PodDisruptionBudget", "Role", "RoleBinding", "Service"]
         assert kinds == sorted([*base, *act, "ServiceAccount"])
     elif overlay == "kube-prometheus-stack-full":
         extra = ["PodMonitor", "PrometheusRule", "ConfigMap", "ConfigMap", "ConfigMap"]
         act = ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment"]
-        act += ["Service"]
+        act += ["PodDisruptionBudget", "Role", "RoleBinding", "Service"]
         page = ["Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"]
         writeback = ["ClusterRole", "ClusterRoleBinding"]
         assert kinds == sorted([*base, *extra, *act, "ServiceAccount", *page, *writeback])
@@ -501,7 +501,30 @@ def test_act_overlay_is_least_privilege_and_starts_in_dry_run(tmp_path: Path) ->
     (dep,) = [d for d in docs if d["kind"] == "Deployment"]
     assert ds["spec"]["template"]["spec"]["serviceAccountName"] == "training-progress-exporter"
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "training-progress-act"
-    assert dep["spec"]["replicas"] == 1
+    # Highly available: two replicas, one leader by Lease, one kept through a drain; in its
+    # own namespace it may touch only its Lease and its journal.
+    assert dep["spec"]["replicas"] == 2
+    assert "--leader-elect" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    (pdb,) = [d for d in docs if d["kind"] == "PodDisruptionBudget"]
+    assert pdb["spec"]["minAvailable"] == 1
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    (leader,) = [d for d in docs if d["kind"] == "Role"]
+    assert leader["metadata"]["namespace"] == dep["metadata"]["namespace"]
+    assert {
+        (res, name, verb)
+        for r in leader["rules"]
+        for res in r["resources"]
+        for name in r.get("resourceNames", ["*"])
+        for verb in r["verbs"]
+    } == {
+        ("leases", "*", "create"),
+        ("leases", "training-progress-act", "get"),
+        ("leases", "training-progress-act", "update"),
+        ("configmaps", "*", "create"),
+        ("configmaps", "training-progress-act-journal", "get"),
+        ("configmaps", "training-progress-act-journal", "update"),
+    }
     bindings = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRoleBinding"}
     assert bindings["training-progress-act"]["subjects"][0]["name"] == "training-progress-act"
     (c,) = dep["spec"]["template"]["spec"]["containers"]
@@ -667,6 +690,13 @@ GRANTS: dict[str, set[tuple[str, ...]]] = {
         ("kubeflow.org", "trials", "get"),
         ("kubeflow.org", "experiments", "get"),
         ("ray.io", "rayclusters", "get"),
+        # Leader election and the journal, in act's own namespace (get and update of the
+        # two objects by name).
+        *{
+            (g, r, v, "ns")
+            for g, r in (("coordination.k8s.io", "leases"), ("", "configmaps"))
+            for v in ("create", "get", "update")
+        },
     },
 }  # fmt: skip
 

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..core.model import valid_kubernetes_names
-from ..core.workloads import KINDS, Kind, OwnerMissing, Refused, chain, identify
+from ..core.workloads import KINDS, Kind, OwnerMissing, Ref, Refused, chain, identify
 from .checkpoint_seen import newest_checkpoint
 from .guard import ActionLimits, Guard
 from .job_owners import Owner, owner_of, reference, running
+from .journal import Entry, Journal
 from .policy import (
     DELETE,
     NONE,
@@ -88,7 +89,7 @@ class ClusterOps(Protocol):
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None: ...
     def suspend(self, owner: Owner) -> None: ...
-    def delete_pod(self, namespace: str, name: str) -> None: ...
+    def delete_pod(self, namespace: str, name: str, uid: str = "") -> None: ...
     def annotate(
         self, kind: Kind | None, namespace: str, name: str, values: dict[str, str]
     ) -> None: ...
@@ -131,6 +132,10 @@ class ActStats:
     def snapshot(self) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
         with self._lock:
             return dict(self._actions), dict(self._notifications)
+
+
+class NotLeader(Exception):
+    """This replica does not lead: the notification goes to the leader (or is retried)."""
 
 
 @dataclass(frozen=True)
@@ -193,12 +198,19 @@ class Actor:
         self._resizing: set[str] = set()
         self.resizes: list[Future[str]] = []  # the latest ones, for whoever waits on them
         self.sleep: Callable[[float], None] = time.sleep
+        # With more than one replica (exporter.act.leader): whether this one leads now, and
+        # the journal its actions are written to before they are taken.
+        self.leading: Callable[[], bool] = lambda: True
+        self.journal: Journal | None = None
 
     def handle(self, alerts: list[Alert]) -> list[Outcome]:
         """Every alert's outcome, in order; alerts are handled ``ALERT_WORKERS`` at a time.
         Raises ClusterError if the cluster could not be read for an alert (Alertmanager then
         retries the notification; the alerts handled to their end are remembered, the
-        others are not)."""
+        others are not). Raises NotLeader, before anything is done, on a replica that does
+        not lead."""
+        if not self.leading():
+            raise NotLeader("this act replica is not the leader")
         futures = [self._pool.submit(self._one, a) for a in alerts]
         outcomes: list[Outcome] = []
         failure: Exception | None = None
@@ -321,7 +333,10 @@ class Actor:
             return self._done(alert, job.key, action, "unsupported_owner", why)
         # What the action would touch, read before anything is recorded: a failed read
         # raises ClusterError with no cooldown and no breaker place taken.
-        what = self._describe(job, action)
+        pods = self._targets(job) if action in (RESTART, DELETE) else []
+        what = self._describe(job, action, pods)
+        if not self.config.dry_run and not self.leading():
+            raise NotLeader(f"leadership lost before acting on {job.key}")
         refused = self.guard.admit(ns, job.key, alert.name, now)
         if refused == "cooldown":
             why = f"acted on {job.key} for {alert.name} less than the cooldown ago"
@@ -338,13 +353,24 @@ class Actor:
             message = f"dry run: would {what} ({decision.why})"
             self._event(job, alert.name, action, message, suffix="DryRun")
             return self._done(alert, job.key, action, DRY_RUN, message)
+        entry = self._entry(alert, job, action, pods, now)
+        if self.journal is not None:
+            try:
+                self.journal.begin(entry)
+            except Exception:
+                # Not written down, so not taken (a replica fenced off by a new leader
+                # ends here): the re-send of the notification goes to the leader.
+                self.guard.undo(ns, job.key, alert.name)
+                raise
         try:
-            self._apply(job, action)
+            self._apply(entry)
         except Exception as err:
             message = f"could not {what}: {err}"
             self._event(job, alert.name, action, message, warning=True, suffix="Failed")
             self.guard.undo(ns, job.key, alert.name)  # the next re-send of the alert tries again
+            self._unjournal(entry, done=False)
             return self._done(alert, job.key, action, "failed", message)
+        self._unjournal(entry, done=True)
         message = f"{what} ({decision.why})"
         self._event(job, alert.name, action, message, warning=action != NOTIFY)
         return self._done(alert, job.key, action, TAKEN, message)
@@ -451,23 +477,111 @@ class Actor:
         pods = self.cluster.pods(owner.namespace, owner.selector)
         return [p for p in pods if running(p) and self._owned_by(p, owner)]
 
-    def _describe(self, job: _Job, action: str) -> str:
+    def _describe(self, job: _Job, action: str, pods: list[dict[str, Any]]) -> str:
         if action == SUSPEND:
             return f"suspend {job.key}"
         if action in (RESTART, DELETE):
-            names = sorted((p.get("metadata") or {}).get("name", "") for p in self._targets(job))
+            names = sorted((p.get("metadata") or {}).get("name", "") for p in pods)
             verb = "delete" if action == DELETE else "restart (delete)"
             return f"{verb} {len(names)} pod(s) of {job.key}: {', '.join(names)}"
         return f"notify about {job.key}"
 
-    def _apply(self, job: _Job, action: str) -> None:
-        if action == SUSPEND:
-            assert job.owner is not None
-            self.cluster.suspend(job.owner)
-        elif action in (RESTART, DELETE):
-            for pod in self._targets(job):
-                meta = pod.get("metadata") or {}
-                self.cluster.delete_pod(meta.get("namespace", ""), meta.get("name", ""))
+    def _entry(
+        self, alert: Alert, job: _Job, action: str, pods: list[dict[str, Any]], now: float
+    ) -> Entry:
+        """The action as the journal records it: everything needed to take it again."""
+        owner = job.owner
+        return Entry(
+            identity=f"{alert.fingerprint}@{alert.starts_at}",
+            alert=alert.name,
+            namespace=alert.label("namespace"),
+            job=job.key,
+            action=action,
+            at=now,
+            done=False,
+            involved=reference(job.obj, job.kind, job.api_version),
+            owner=None
+            if owner is None
+            else {
+                "kind": owner.kind,
+                "apiVersion": owner.api_version,
+                "name": owner.name,
+                "uid": owner.uid,
+            },
+            pods=tuple(
+                (str(m.get("name", "")), str(m.get("uid", "")))
+                for m in ((p.get("metadata") or {}) for p in pods)
+            ),
+        )
+
+    def _apply(self, entry: Entry) -> None:
+        """Take the action ``entry`` records; taking it twice changes nothing more (the
+        suspend flag is set again; pods are deleted by UID, a new pod of the same name
+        is left alone)."""
+        if entry.action == SUSPEND:
+            assert entry.owner is not None
+            owner = owner_of(
+                Ref(
+                    entry.owner["kind"],
+                    entry.owner["apiVersion"],
+                    entry.owner["name"],
+                    entry.owner["uid"],
+                ),
+                entry.namespace,
+            )
+            if owner is None:
+                raise ValueError(f"{entry.owner['kind']} cannot be suspended")
+            self.cluster.suspend(owner)
+        elif entry.action in (RESTART, DELETE):
+            for name, uid in entry.pods:
+                self.cluster.delete_pod(entry.namespace, name, uid)
+
+    def _unjournal(self, entry: Entry, done: bool) -> None:
+        """The action ended: done, or failed (and then not pending any more). A failed write
+        leaves it pending; the next leader takes it again, harmlessly."""
+        if self.journal is None:
+            return
+        try:
+            if done:
+                self.journal.finish(entry.identity)
+            else:
+                self.journal.drop(entry.identity)
+        except Exception as err:
+            log.warning("act journal: %s %s: %s", entry.job, entry.identity, err)
+
+    def take_over(self) -> int:
+        """Become the leader: read the journal, start the guard from it (alerts handled are
+        duplicates, cooldowns and the breaker keep counting), and complete the actions the
+        last leader began and did not finish. Returns how many it completed; raises if the
+        journal cannot be read or written (then this replica does not lead yet)."""
+        if self.journal is None:
+            return 0
+        entries = self.journal.take_over()
+        self.guard = Guard(self.config.limits)  # what it remembered as a follower is stale
+        for e in entries:
+            self.guard.restore(e.identity, e.namespace, e.job, e.alert, e.at)
+        completed = 0
+        for e in entries:
+            if e.done:
+                continue
+            try:
+                self._apply(e)
+            except Exception as err:
+                log.warning("act: could not complete %s on %s: %s", e.action, e.job, err)
+                self.journal.drop(e.identity)
+                self.stats.action(e.action, "failed")
+                continue
+            self.journal.finish(e.identity)
+            completed += 1
+            message = f"{e.action} {e.job} for {e.alert}, completed after a change of leader"
+            self.stats.action(e.action, TAKEN)
+            log.info("act: %s", message)
+            try:
+                reason = event_reason(e.alert, e.action)
+                self.cluster.event(e.involved, reason, message, e.action != NOTIFY)
+            except Exception as err:
+                log.warning("event on %s: %s", e.job, err)
+        return completed
 
     def _event(
         self,

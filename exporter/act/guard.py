@@ -105,6 +105,14 @@ class Guard:
         with self._lock:
             self._acted.pop((namespace, job, alert), None)
 
+    def restore(self, identity: str, namespace: str, job: str, alert: str, at: float) -> None:
+        """An action a former leader took at ``at`` (oldest first): its alert is handled,
+        and it counts toward the cooldown and the breaker for as long as it would have."""
+        with self._lock:
+            self._seen[identity] = at
+            self._seen.move_to_end(identity)
+            self._record(namespace, job, alert, at)
+
     def record(self, namespace: str, job: str, alert: str, now: float) -> None:
         """An action was taken (or would have been, in dry-run) on the job."""
         with self._lock:

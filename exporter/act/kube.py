@@ -1,6 +1,6 @@
 """The Kubernetes calls ``act`` (exporter/act) makes, through the real ``kubernetes`` client:
 read a pod and its owner, list the owner's pods, delete pods, patch the suspend flag, create
-Events.
+Events; and, for running more than one replica, its Lease and its journal's ConfigMap.
 
 Objects are read as plain dicts (``_preload_content=False``), like the exporter's watch, so
 the pure parts (owners, policy) see exactly what the API server sent.
@@ -24,6 +24,10 @@ class ClusterError(Exception):
     """An API call failed (the server refused it, or could not be reached)."""
 
 
+class Conflict(ClusterError):
+    """409: someone changed the object first (or it already exists); read it again."""
+
+
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -38,6 +42,7 @@ class KubernetesOps:
         self.timeout = timeout
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
+        self._coordination = client.CoordinationV1Api(api_client)
         self._instance = socket.gethostname()
 
     @staticmethod
@@ -53,6 +58,8 @@ class KubernetesOps:
         except ApiException as err:
             if missing_ok and err.status == 404:
                 return None
+            if err.status == 409:
+                raise Conflict(f"{what}: {err.status} {err.reason}") from None
             raise ClusterError(f"{what}: {err.status} {err.reason}") from None
         except Exception as err:  # urllib3 errors: the server could not be reached
             raise ClusterError(f"{what}: {err}") from None
@@ -151,15 +158,92 @@ class KubernetesOps:
         changed since it was read."""
         self._patch_owner("patch", owner, ops, "application/json-patch+json")
 
-    def delete_pod(self, namespace: str, name: str) -> None:
-        self._call(
-            f"delete pod {namespace}/{name}",
-            self._core.delete_namespaced_pod,
+    def delete_pod(self, namespace: str, name: str, uid: str = "") -> None:
+        """Delete the pod (nothing when it is gone). With ``uid``, only that pod: one of the
+        same name made since (a restarted rank) is left alone, as if gone."""
+        from kubernetes import client
+
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid or None))
+        try:
+            self._call(
+                f"delete pod {namespace}/{name}",
+                self._core.delete_namespaced_pod,
+                name,
+                namespace,
+                body=body,
+                _preload_content=False,
+                missing_ok=True,
+            )
+        except Conflict:
+            if not uid:
+                raise
+
+    def lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ``coordination.k8s.io/v1`` Lease, or None if it does not exist."""
+        r = self._call(
+            f"read lease {namespace}/{name}",
+            self._coordination.read_namespaced_lease,
             name,
             namespace,
             _preload_content=False,
             missing_ok=True,
         )
+        return None if r is None else self._json(r)
+
+    def create_lease(self, namespace: str, body: dict[str, Any]) -> None:
+        self._call(
+            f"create lease {namespace}",
+            self._coordination.create_namespaced_lease,
+            namespace,
+            body,
+            _preload_content=False,
+        )
+
+    def replace_lease(self, namespace: str, name: str, body: dict[str, Any]) -> None:
+        """Replace the Lease; Conflict if it changed since ``body``'s resourceVersion."""
+        self._call(
+            f"replace lease {namespace}/{name}",
+            self._coordination.replace_namespaced_lease,
+            name,
+            namespace,
+            body,
+            _preload_content=False,
+        )
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ConfigMap, or None if it does not exist."""
+        r = self._call(
+            f"read configmap {namespace}/{name}",
+            self._core.read_namespaced_config_map,
+            name,
+            namespace,
+            _preload_content=False,
+            missing_ok=True,
+        )
+        return None if r is None else self._json(r)
+
+    def save_config_map(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the ConfigMap (no resourceVersion in ``body``) or replace it (Conflict if
+        it changed since that resourceVersion); the object as the server stored it."""
+        name = body["metadata"]["name"]
+        if body["metadata"].get("resourceVersion"):
+            r = self._call(
+                f"replace configmap {namespace}/{name}",
+                self._core.replace_namespaced_config_map,
+                name,
+                namespace,
+                body,
+                _preload_content=False,
+            )
+        else:
+            r = self._call(
+                f"create configmap {namespace}/{name}",
+                self._core.create_namespaced_config_map,
+                namespace,
+                body,
+                _preload_content=False,
+            )
+        return self._json(r)
 
     def event(
         self, involved: dict[str, Any], reason: str, message: str, warning: bool = False

@@ -1,6 +1,7 @@
 """``act``'s own metrics, collected by client_python from the controller's counters at each
 scrape (as the exporter's self-metrics are): actions by action and outcome, webhook
-notifications by outcome, and whether it only says what it would do."""
+notifications by outcome, whether this replica leads, and whether it only says what it
+would do."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .controller import Actor
 
 
 class ActCollector(Collector):
-    """The three families of ``act``, read from one :class:`Actor`."""
+    """The four families of ``act``, read from one :class:`Actor`."""
 
     def __init__(self, actor: Actor) -> None:
         self.actor = actor
@@ -37,6 +38,12 @@ class ActCollector(Collector):
         for outcome, n in sorted(notifications.items()):
             received.add_metric([outcome], n)
         yield received
+        yield GaugeMetricFamily(
+            "training_exporter_act_leader",
+            "1 while this replica may act: it holds the lease (always 1 without leader "
+            "election); 0 while it hands notifications to the leader.",
+            value=int(self.actor.leading()),
+        )
         yield GaugeMetricFamily(
             "training_exporter_act_dry_run",
             "1 while act only says what it would do.",

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hmac
 import json
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, generate_latest
 
 from ..plumbing.httpd import POOL_PUSH, POOL_SCRAPE, HTTPServer
 from ..plumbing.httpmessages import ConnectionLimits, Request, Response
-from .controller import TAKEN, Actor
+from .controller import TAKEN, Actor, NotLeader
+from .handoff import FORWARDED, hand_on
 from .kube import ClusterError
 from .metrics import act_registry
 from .webhook import MAX_BODY_BYTES, WebhookError, parse_notification
@@ -25,10 +27,14 @@ def _status(code: int, message: str) -> Response:
 
 
 def route(
-    actor: Actor, token: bytes, request: Request, registry: CollectorRegistry | None = None
+    actor: Actor,
+    token: bytes,
+    request: Request,
+    registry: CollectorRegistry | None = None,
+    leader_url: Callable[[], str] = lambda: "",
 ) -> Response:
     """The answer to one request (``registry``: act's metrics, built from ``actor`` when
-    not given)."""
+    not given; ``leader_url``: where a follower hands notifications on)."""
     path = request.path
     if request.method in ("GET", "HEAD"):
         if path == "/metrics":
@@ -57,6 +63,13 @@ def route(
         return _status(400, f"{err.reason}: {err}")
     try:
         outcomes = actor.handle(alerts)
+    except NotLeader as err:
+        if request.headers.get(FORWARDED):
+            actor.stats.notification("retry")
+            return _status(503, f"{err}; retry")
+        status, answer = hand_on(leader_url(), WEBHOOK, request.body, given.decode())
+        actor.stats.notification("handed_on" if status < 300 else "retry")
+        return Response(status, answer, JSON)
     except ClusterError as err:
         # Alertmanager retries a notification answered 5xx; nothing was remembered.
         actor.stats.notification("retry")
@@ -80,14 +93,21 @@ def route(
     return Response(200, json.dumps(body).encode(), JSON)
 
 
-def make_server(host: str, port: int, actor: Actor, token: str) -> HTTPServer:
+def make_server(
+    host: str,
+    port: int,
+    actor: Actor,
+    token: str,
+    leader_url: Callable[[], str] = lambda: "",
+    registry: CollectorRegistry | None = None,
+) -> HTTPServer:
     """Bind (port 0 picks a free port); call serve_forever to run."""
     secret = token.encode()
-    registry = act_registry(actor)
+    metrics = registry or act_registry(actor)
     return HTTPServer(
         host,
         port,
-        lambda r: route(actor, secret, r, registry),
+        lambda r: route(actor, secret, r, metrics, leader_url),
         lambda r: POOL_PUSH if r.method == "POST" else POOL_SCRAPE,
         ConnectionLimits(max_body_bytes=MAX_BODY_BYTES),
         server_name="training-progress-act",

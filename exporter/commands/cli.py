@@ -170,6 +170,32 @@ def _parser() -> Parser:
         default=None,
         help="only write Events saying what would be done (default: the config's, else on)",
     )
+    ha = act.add_argument_group(
+        "replicas", "run more than one act: a Lease elects the one that acts (docs/act.md#replicas)"
+    )
+    ha.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="take part in leader election; only the leader acts, the others hand it "
+        "notifications (default: off, a single act)",
+    )
+    ha.add_argument(
+        "--leader-elect-namespace",
+        metavar="NS",
+        help="the Lease's and the journal's namespace (default: $POD_NAMESPACE, else the "
+        "service account's)",
+    )
+    ha.add_argument("--leader-elect-lease-name", metavar="NAME", default="training-progress-act")
+    ha.add_argument("--leader-elect-lease-duration", metavar="SECONDS", type=float, default=15.0)
+    ha.add_argument("--leader-elect-renew-deadline", metavar="SECONDS", type=float, default=10.0)
+    ha.add_argument("--leader-elect-retry-period", metavar="SECONDS", type=float, default=2.0)
+    ha.add_argument(
+        "--advertise-url",
+        metavar="URL",
+        help="where the other replicas reach this one's webhook (default: "
+        "http://$POD_IP:<listen port>)",
+    )
 
     cluster = sub.add_parser(
         "cluster",
@@ -297,13 +323,76 @@ def _act(args: argparse.Namespace) -> int:
         if not token:
             raise ConfigError(f"{args.token_file} is empty: the webhook needs a token")
         host, _, port = args.listen.rpartition(":")
-        actor = Actor(KubernetesOps(api_client(retries=0)), config, time.time)
-        server = make_server(host.strip("[]") or "0.0.0.0", int(port), actor, token)
+        ops = KubernetesOps(api_client(retries=0))
+        actor = Actor(ops, config, time.time)
+        elector = _elector(args, actor, ops, int(port)) if args.leader_elect else None
+        server = make_server(
+            host.strip("[]") or "0.0.0.0",
+            int(port),
+            actor,
+            token,
+            elector.leader_url if elector is not None else lambda: "",
+        )
     except (ConfigError, DiscoveryError, OSError, ValueError) as exc:
         print(f"training-progress-exporter act: {exc}", file=sys.stderr)
         return 2
     mode = "dry run" if config.dry_run else "acting"
-    return _serve_until_stopped(server, f"act {__version__} ({mode})", "/api/v1/alerts")
+    if elector is None:
+        return _serve_until_stopped(server, f"act {__version__} ({mode})", "/api/v1/alerts")
+    stop = threading.Event()
+    electing = threading.Thread(target=elector.run, args=(stop,), name="act-leader")
+    electing.start()
+    try:
+        what = f"act {__version__} ({mode}, candidate {elector.identity})"
+        return _serve_until_stopped(server, what, "/api/v1/alerts")
+    finally:
+        stop.set()  # the lease is released, so the other replica takes over at once
+        electing.join(timeout=10)
+
+
+def _elector(args: argparse.Namespace, actor: Any, ops: Any, port: int) -> Any:
+    """The leader election of this act replica, wired to ``actor`` (its journal and its
+    test of leadership). Raises ConfigError when a setting is missing."""
+    import socket
+    import time
+    import uuid
+
+    from ..act.journal import Journal
+    from ..act.leader import Elector
+    from ..act.lease import Timing
+    from ..plumbing.settings import ConfigError
+
+    namespace = args.leader_elect_namespace or os.environ.get("POD_NAMESPACE", "")
+    if not namespace:
+        try:
+            with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                namespace = f.read().strip()
+        except OSError:
+            raise ConfigError("--leader-elect needs --leader-elect-namespace") from None
+    url = args.advertise_url or (
+        f"http://{os.environ['POD_IP']}:{port}" if os.environ.get("POD_IP") else ""
+    )
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError("--leader-elect needs --advertise-url (or $POD_IP)")
+    timing = Timing(
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+    )
+    try:
+        timing.check()
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    name = args.leader_elect_lease_name
+    actor.journal = Journal(
+        ops, namespace, f"{name}-journal", actor.config.limits.remember_seconds, time.time
+    )
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    elector = Elector(
+        ops, namespace, name, identity, url, timing, time.time, on_started=actor.take_over
+    )
+    actor.leading = elector.is_leader
+    return elector
 
 
 def _cluster(args: argparse.Namespace) -> int:
