@@ -565,3 +565,56 @@ def test_the_cluster_page_is_paged_like_a_nodes(cluster: dict[str, Any]) -> None
     rows = text.split("<tbody>")[1].split("</tbody>")[0].count("<tr>")
     assert rows == 2
     assert 'href="?page=3&amp;per_page=2&amp;sort=name">next</a>' in text
+
+
+def _series(name: str, value: str, **labels: str) -> dict[str, Any]:
+    return {"metric": {"__name__": name, **labels}, "value": [1.0, value]}
+
+
+def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escapes_labels() -> None:
+    from exporter.commands.cluster_prometheus import PrometheusView
+    from exporter.views.assets import load_assets
+
+    down = {"now": True}
+    run = {"namespace": "ml", "pod": EVIL, "job_name": "llm"}
+
+    def query(expr: str) -> list[dict[str, Any]]:
+        if down["now"]:
+            raise RuntimeError("Prometheus at http://prom:9090: no answer within 10 s")
+        if expr.startswith('{__name__=~"training_(run_state|run_info'):
+            return [
+                _series("training_run_state", "1", state="running", **run),
+                _series("training_run_state", "0", state="stalled", **run),
+                _series("training_run_info", "1", node="gpu-7", **run),
+                _series("training_step", "42", **run),
+                _series("training_loss", "NaN", **run),
+            ]
+        return []
+
+    view = PrometheusView("http://prom:9090", query, max_age=0, assets=load_assets())
+    server = make_server("127.0.0.1", 0, view)
+    serve_in_thread(server)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        status, page = http("GET", url + "/")
+        assert status == 200 and b"The runs could not be read:" in page
+        assert b"no answer within 10 s" in page
+        assert http("GET", url + "/readyz")[0] == 503
+        # Never the exporters' proxy in this mode: there is no exporter to go to.
+        assert http("GET", url + "/nodes/gpu-7/runs/ml/x")[0] == 404
+        down["now"] = False
+        status, page = http("GET", url + "/")
+        assert status == 200 and b"1 runs from Prometheus at http://prom:9090" in page
+        assert EVIL.encode() not in page and b"&lt;script&gt;" in page
+        doc = strict_json(http("GET", url + "/api/v1/runs")[1])
+        (got,) = doc["runs"]
+        assert (got["state"], got["step"], got["loss"], got["exporter_node"]) == (
+            "running",
+            42.0,
+            None,
+            "gpu-7",
+        )
+        assert http("GET", url + "/readyz")[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -219,6 +219,12 @@ def _parser() -> Parser:
     cluster.add_argument(
         "--timeout", type=float, default=5.0, help="seconds to wait for each exporter"
     )
+    cluster.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="read every run from this Prometheus (or Thanos Query, Mimir) with the rules "
+        "loaded, instead of asking each exporter (docs/cli.md#from-prometheus)",
+    )
 
     demo = sub.add_parser("demo", help="run the exporter with simulated runs (no cluster needed)")
     demo.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9465")
@@ -400,7 +406,20 @@ def _cluster(args: argparse.Namespace) -> int:
     from .cluster import ClusterView, make_server, static_endpoints
 
     try:
-        if args.exporter:
+        if args.prometheus:
+            from ..views.assets import load_assets
+            from .cluster_prometheus import PrometheusView, prometheus_query
+
+            if not args.prometheus.startswith(("http://", "https://")):
+                raise ValueError(f"--prometheus {args.prometheus}: not an http(s) URL")
+            pview = PrometheusView(
+                args.prometheus,
+                prometheus_query(args.prometheus, args.timeout),
+                assets=load_assets(),
+            )
+            view: Any = pview
+            where = f"runs from {pview.source}"
+        elif args.exporter:
             fixed = static_endpoints(args.exporter)
             view = ClusterView(lambda: fixed, timeout=args.timeout)
             where = f"{len(fixed)} exporters given"

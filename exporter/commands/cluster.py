@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, unquote
 
 from ..core.model import json_safe
@@ -196,14 +196,19 @@ class ExporterResult:
 
 @dataclass(frozen=True)
 class Gathered:
-    """Every exporter's answer at one time, and what stopped finding them (if anything)."""
+    """Every exporter's answer at one time, and what stopped finding them (if anything); or,
+    from Prometheus (exporter/commands/cluster_prometheus.py), the runs ``listed`` whole and
+    what stopped reading them."""
 
     time: float
     exporters: tuple[ExporterResult, ...]
     discovery_error: str | None = None
+    listed: tuple[dict[str, Any], ...] | None = None
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run of every exporter that answered, each with ``exporter_node``."""
+        if self.listed is not None:
+            return list(self.listed)
         return [
             {**run, "exporter_node": result.endpoint.name}
             for result in self.exporters
@@ -213,6 +218,8 @@ class Gathered:
     def problems(self) -> list[str]:
         """Why runs may be missing, one line per cause."""
         out = []
+        if self.listed is not None and self.discovery_error:
+            return [f"reading the runs failed: {self.discovery_error}"]
         if self.discovery_error:
             out.append(f"finding the exporters failed: {self.discovery_error}")
         for r in self.exporters:
@@ -271,6 +278,17 @@ class ClusterView:
         """The exporter named ``name`` in the last gather (the proxy goes only there)."""
         last = self._last or self.gather()
         return next((r.endpoint for r in last.exporters if r.endpoint.name == name), None)
+
+
+class RunsView(Protocol):
+    """What the page's server needs of where the runs come from: the exporters
+    (:class:`ClusterView`) or Prometheus (``cluster_prometheus.PrometheusView``, which also
+    has ``source``, the words the page says the runs come from, and ``run``, a run's page
+    data)."""
+
+    assets: Mapping[str, tuple[bytes, str]]
+
+    def gather(self) -> Gathered: ...
 
 
 def merged_document(g: Gathered) -> dict[str, Any]:
@@ -365,29 +383,50 @@ def _static(assets: Mapping[str, tuple[bytes, str]], name: str) -> Response:
     return Response(200, asset[0], asset[1], {"Cache-Control": "public, max-age=3600"})
 
 
-def route(view: ClusterView, request: Request) -> Response:
+def _prometheus_run(view: Any, rest: str) -> Response:
+    """``runs/{namespace}/{pod}`` from Prometheus: the run's page, rendered here from its
+    series (one query)."""
+    names = [unquote(p) for p in rest.split("/")]
+    if len(names) != 2 or not all(names):
+        return _not_found("a run's page is runs/{namespace}/{pod}")
+    try:
+        run = view.run(names[0], names[1])
+    except RuntimeError as exc:
+        return Response(502, f"{exc}\n".encode(), PLAIN, statuspage.page_headers())
+    if run is None:
+        return _not_found(f"Prometheus has no run {names[0]}/{names[1]}")
+    page = statuspage.detail(run, view.clock())
+    return Response(200, page.encode(), HTML, statuspage.page_headers())
+
+
+def route(view: RunsView, request: Request) -> Response:
     """The answer to one request to the cluster page's server."""
     if request.method not in ("GET", "HEAD"):
         return Response(405, b"only GET\n", PLAIN, {"Allow": "GET, HEAD"})
     path = request.path
     if path == "/healthz":
         return Response(200, b"ok\n", PLAIN)
+    source = getattr(view, "source", None)  # the Prometheus the runs come from, if any
     if path == "/readyz":
         g = view.gather()
         ok = g.discovery_error is None
-        detail = "ok" if ok else f"finding the exporters failed: {g.discovery_error}"
+        detail = "ok" if ok else "; ".join(g.problems())
         return Response(200 if ok else 503, f"{detail}; exporters={len(g.exporters)}\n".encode())
     if path == "/":
         g = view.gather()
         exporters = [(r.endpoint.name, r.status) for r in g.exporters]
         shown = statuspage.Page.of(request.target.partition("?")[2])
-        page = statuspage.cluster_index(g.runs(), exporters, g.time, g.problems(), shown)
+        page = statuspage.cluster_index(
+            g.runs(), exporters, g.time, g.problems(), shown, source=source
+        )
         return Response(200, page.encode(), HTML, statuspage.page_headers())
+    if source is not None and path.startswith("/runs/"):
+        return _prometheus_run(view, path[len("/runs/") :])
     if path == "/api/v1/runs":
         return _json(merged_document(view.gather()))
     if path.startswith("/static/"):
         return _static(view.assets, path[len("/static/") :])
-    if path.startswith("/nodes/"):
+    if path.startswith("/nodes/") and isinstance(view, ClusterView):
         node, _, rest = path[len("/nodes/") :].partition("/")
         return _proxy(view, unquote(node), rest.split("/") if rest else [])
     return _not_found(f"no route for {path}")
@@ -397,7 +436,7 @@ def _pool(request: Request) -> str:
     return POOL_INLINE if request.path == "/healthz" else POOL_SCRAPE
 
 
-def make_server(host: str, port: int, view: ClusterView) -> HTTPServer:
+def make_server(host: str, port: int, view: RunsView) -> HTTPServer:
     """The cluster page's server, bound (port 0 picks one); serve it with
     :func:`exporter.plumbing.httpd.serve_in_thread`."""
     return HTTPServer(

@@ -145,26 +145,9 @@ def render(rows: list[tuple[Row, float | None]], all_namespaces: bool) -> str:
 
 
 def from_prometheus_with_age(url: str) -> list[tuple[Row, float | None]]:
-    """Every job Prometheus sees, with its age from ``training_start_timestamp_seconds``."""
-    rows = from_prometheus(url)
-    query = urllib.parse.urlencode(
-        {"query": "min by (namespace, job_name) (training_start_timestamp_seconds)"}
-    )
-    doc = fetch_json(f"{url.rstrip('/')}/api/v1/query?{query}")
-    starts = {
-        (s["metric"].get("namespace"), s["metric"].get("job_name")): float(s["value"][1])
-        for s in doc.get("data", {}).get("result", [])
-    }
-    now = time.time()
-    return [
-        (
-            r,
-            now - starts[(r.namespace, r.job_name)]
-            if (r.namespace, r.job_name) in starts
-            else None,
-        )
-        for r in rows
-    ]
+    """Every job Prometheus sees, with its age (from its first run's start, which the views'
+    recording rules keep: no query of its own)."""
+    return [(r, r.age_seconds) for r in from_prometheus(url)]
 
 
 def format_stacks(job: str, docs: list[dict[str, Any]], now: float) -> str:

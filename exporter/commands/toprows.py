@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.ranks import DONE_STATES, Laggard, RankView, stuck_rank
 from ..core.stacks import Diagnosis
-from ..core.states import BY_CODE, Observation, reason, severity, state_code_promql
+from ..core.states import BY_CODE, Observation, reason, severity
 from ..core.thresholds import Thresholds
 from ..plumbing.fetch import get
 from ..views.deadlineviews import Deadline, deadlines_of
@@ -172,31 +172,58 @@ def _age(now: float, starts: list[float | None]) -> float | None:
     return None if first is None else max(0.0, now - first)
 
 
-PROMETHEUS_QUERIES = {
-    "state": state_code_promql(""),
-    "progress": "namespace_job_name:training_progress_ratio:min",
-    "step": "min by (namespace, job_name) (training_step)",
-    "max_steps": "max by (namespace, job_name) (training_max_steps)",
-    "eta": "namespace_job_name:training_eta_seconds:max",
-    "eta_lower": "max by (namespace, job_name) (training_eta_lower_seconds)",
-    "eta_upper": "max by (namespace, job_name) (training_eta_upper_seconds)",
-    "loss": "avg by (namespace, job_name) (training_loss)",
-    "loss_deriv": "avg by (namespace, job_name) (deriv(training_loss[10m]))",
-    "gpus": "namespace_job_name:training_gpus:sum",
-    "gpu_hours": "sum by (namespace, job_name) (training_gpu_seconds_total) / 3600",
-    "steps_per_second": "min by (namespace, job_name) (training_steps_per_second)",
-    "age": "time() - min by (namespace, job_name) (training_start_timestamp_seconds)",
-    "wasted": "sum by (namespace, job_name) "
-    "(increase(training_stalled_gpu_seconds_total[24h])) / 3600",
-    "deadline": "min by (namespace, job_name) (training_deadline_timestamp_seconds)",
-    "kill_deadline": "min by (namespace, job_name) (training_kill_deadline_timestamp_seconds)",
-    "miss_user": "max by (namespace, job_name) "
-    '(training_deadline_miss_probability{deadline="user"})',
-    "miss_kill": "max by (namespace, job_name) "
-    '(training_deadline_miss_probability{deadline="kill"})',
-    "nodes_user": 'max by (namespace, job_name) (training_deadline_nodes_needed{deadline="user"})',
-    "nodes_kill": 'max by (namespace, job_name) (training_deadline_nodes_needed{deadline="kill"})',
+# Every column of every job, as the recording rules of alerts/views.rules.yaml (and
+# capacity.rules.yaml) keep them: one selection, however many jobs and nodes. Each recorded
+# series -> (the column it fills, how its value becomes the column's).
+VIEWS_QUERY = '{__name__=~"namespace_job_name(_deadline)?:training_.+"}'
+_HOURS = 1 / 3600
+VIEW_COLUMNS: dict[str, tuple[str, str]] = {
+    "namespace_job_name:training_state_code:max": ("state", ""),
+    "namespace_job_name:training_progress_ratio:min": ("progress", ""),
+    "namespace_job_name:training_step:min": ("step", ""),
+    "namespace_job_name:training_max_steps:max": ("max_steps", ""),
+    "namespace_job_name:training_eta_seconds:max": ("eta", ""),
+    "namespace_job_name:training_eta_lower_seconds:max": ("eta_lower", ""),
+    "namespace_job_name:training_eta_upper_seconds:max": ("eta_upper", ""),
+    "namespace_job_name:training_loss:avg": ("loss", ""),
+    "namespace_job_name:training_loss:deriv10m": ("loss_deriv", ""),
+    "namespace_job_name:training_gpus:sum": ("gpus", ""),
+    "namespace_job_name:training_gpu_seconds_total:sum": ("gpu_hours", "hours"),
+    "namespace_job_name:training_steps_per_second:min": ("steps_per_second", ""),
+    "namespace_job_name:training_start_timestamp_seconds:min": ("age", "since"),
+    "namespace_job_name:training_stalled_gpu_seconds:increase24h": ("wasted", "hours"),
+    "namespace_job_name:training_deadline_timestamp_seconds:min": ("deadline", ""),
+    "namespace_job_name:training_kill_deadline_timestamp_seconds:min": ("kill_deadline", ""),
+    "namespace_job_name_deadline:training_deadline_miss_probability:max": ("miss", "deadline"),
+    "namespace_job_name_deadline:training_deadline_nodes_needed:max": ("nodes", "deadline"),
 }
+
+
+def results_from_views(series: list[dict[str, Any]], now: float) -> dict[str, list[dict[str, Any]]]:
+    """The columns of :func:`rows_from_prometheus` from one :data:`VIEWS_QUERY` answer: each
+    recorded series under its column's name, its value made the column's (GPU-seconds into
+    GPU-hours, a start time into an age, a deadline's kind into the column's name)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for s in series:
+        metric = s.get("metric") or {}
+        column = VIEW_COLUMNS.get(str(metric.get("__name__", "")))
+        if column is None:
+            continue
+        name, how = column
+        value = _num(s["value"][1])
+        if how == "deadline":
+            kind = metric.get("deadline")
+            if kind not in ("user", "kill"):
+                continue
+            name = f"{name}_{kind}"
+        elif value is not None and how == "hours":
+            value *= _HOURS
+        elif value is not None and how == "since":
+            value = max(0.0, now - value)
+        out.setdefault(name, []).append(
+            {"metric": metric, "value": [s["value"][0], "NaN" if value is None else repr(value)]}
+        )
+    return out
 
 
 # The rank TrainingRankStalled names per job (exporter.core.ranks in PromQL: the alert's own
@@ -244,6 +271,8 @@ def stuck_ranks_from_prometheus(
     return out
 
 
+RunKey = tuple[str, str, str]  # namespace, job_name, pod
+
 # Per run: what states.reason() needs, so that a job's reason reads exactly as the exporter
 # would write it (from the same series the exporter exports).
 REASON_QUERY = (
@@ -263,50 +292,69 @@ _THRESHOLD_SERIES = {
 }
 
 
-def reasons_from_prometheus(series: list[dict[str, Any]], now: float) -> dict[tuple[str, str], str]:
-    """(namespace, job_name) -> the reason of its most urgent run, from :data:`REASON_QUERY`
-    results (the typical pace is the exporter's own, ``training_typical_steps_per_second``:
-    one truth for the state, the alert and this view)."""
-    runs: dict[tuple[str, str, str], dict[str, float]] = {}
-    states: dict[tuple[str, str, str], str] = {}
+def runs_from_series(
+    series: list[dict[str, Any]],
+) -> tuple[dict[RunKey, dict[str, float]], dict[RunKey, str], dict[RunKey, dict[str, str]]]:
+    """Per run (namespace, job_name, pod), from an instant selection of raw series: each
+    series' value by its name, the state whose ``training_run_state`` is 1, and the labels of
+    its ``training_run_info``."""
+    runs: dict[RunKey, dict[str, float]] = {}
+    states: dict[RunKey, str] = {}
+    infos: dict[RunKey, dict[str, str]] = {}
     for s in series:
         m = s["metric"]
         key = (m.get("namespace", ""), m.get("job_name", ""), m.get("pod", ""))
         value = _num(s["value"][1])
         if value is None:
             continue
-        if m.get("__name__") == "training_run_state":
+        name = m.get("__name__", "")
+        if name == "training_run_state":
             if value == 1:
                 states[key] = m.get("state", "")
-            continue
-        runs.setdefault(key, {})[m.get("__name__", "")] = value
+        elif name == "training_run_info":
+            infos[key] = m
+        else:
+            runs.setdefault(key, {})[name] = value
+    return runs, states, infos
+
+
+def run_reason(state: str, v: dict[str, float], now: float) -> str:
+    """A run's reason, as the exporter writes it, from its series' values (``v``: by name,
+    from :data:`REASON_QUERY`; the typical pace is the exporter's own,
+    ``training_typical_steps_per_second``: one truth for the state, the alert and views)."""
+    th = Thresholds(**{f: v[name] for name, f in _THRESHOLD_SERIES.items() if name in v})
+    evaluated = v.get("training_eval_loss") is not None
+    obs = Observation(
+        now=now,
+        first_report=v.get("training_start_timestamp_seconds", now),
+        last_report=v.get("training_last_report_timestamp_seconds", now),
+        last_step=v.get("training_last_step_timestamp_seconds"),
+        last_improvement=v.get("training_last_improvement_timestamp_seconds"),
+        finished=state in ("finished", "finished-but-running"),
+        progress=None,
+        loss=v.get("training_loss"),
+        eval_loss=v.get("training_eval_loss"),
+        # training_best_loss is the eval loss's best once the run reports one, else the
+        # train loss's (Tracker): the train loss's own best only then.
+        best_train_loss=None if evaluated else v.get("training_best_loss"),
+        gpus=v.get("training_gpus", 0.0),
+        gone_since=None,
+        steps_per_second=v.get("training_steps_per_second"),
+        typical_steps_per_second=v.get("training_typical_steps_per_second"),
+    )
+    return reason(state, obs, th)
+
+
+def reasons_from_prometheus(series: list[dict[str, Any]], now: float) -> dict[tuple[str, str], str]:
+    """(namespace, job_name) -> the reason of its most urgent run, from :data:`REASON_QUERY`
+    results."""
+    runs, states, _ = runs_from_series(series)
     out: dict[tuple[str, str], tuple[int, str]] = {}
     for key, state in states.items():
-        v = runs.get(key, {})
-        th = Thresholds(**{f: v[name] for name, f in _THRESHOLD_SERIES.items() if name in v})
-        evaluated = v.get("training_eval_loss") is not None
-        obs = Observation(
-            now=now,
-            first_report=v.get("training_start_timestamp_seconds", now),
-            last_report=v.get("training_last_report_timestamp_seconds", now),
-            last_step=v.get("training_last_step_timestamp_seconds"),
-            last_improvement=v.get("training_last_improvement_timestamp_seconds"),
-            finished=state in ("finished", "finished-but-running"),
-            progress=None,
-            loss=v.get("training_loss"),
-            eval_loss=v.get("training_eval_loss"),
-            # training_best_loss is the eval loss's best once the run reports one, else the
-            # train loss's (Tracker): the train loss's own best only then.
-            best_train_loss=None if evaluated else v.get("training_best_loss"),
-            gpus=v.get("training_gpus", 0.0),
-            gone_since=None,
-            steps_per_second=v.get("training_steps_per_second"),
-            typical_steps_per_second=v.get("training_typical_steps_per_second"),
-        )
         rank = severity(state)
         job = key[:2]
         if job not in out or rank < out[job][0]:
-            out[job] = (rank, reason(state, obs, th))
+            out[job] = (rank, run_reason(state, runs.get(key, {}), now))
     return {job: text for job, (_, text) in out.items()}
 
 
@@ -424,8 +472,18 @@ def _query(url: str, name: str, expr: str) -> list[dict[str, Any]]:
 
 
 def from_prometheus(url: str) -> list[Row]:
-    results = {name: _query(url, name, expr) for name, expr in PROMETHEUS_QUERIES.items()}
-    reasons = reasons_from_prometheus(_query(url, "reason", REASON_QUERY), time.time())
+    """Every job's row from Prometheus (or Thanos Query, Mimir): four queries, whatever the
+    number of jobs and nodes. Raises RuntimeError when a query fails, or when the runs are
+    there but the views' recording rules are not."""
+    now = time.time()
+    results = results_from_views(_query(url, "views", VIEWS_QUERY), now)
+    runs = _query(url, "reason", REASON_QUERY)
+    if runs and "state" not in results:
+        raise RuntimeError(
+            f"{url} has training runs but not the recording rules of alerts/views.rules.yaml "
+            "(namespace_job_name:training_state_code:max): load alerts/*.rules.yaml"
+        )
+    reasons = reasons_from_prometheus(runs, now)
     stuck = stuck_ranks_from_prometheus(_query(url, "stuck rank", STUCK_RANK_QUERY))
     why = why_from_prometheus(_query(url, "why", WHY_QUERY))
     return rows_from_prometheus(results, reasons, stuck, why)

@@ -633,34 +633,45 @@ def cluster_index(
     now: float,
     problems: list[str],
     page: Page | None = None,
+    source: str | None = None,
 ) -> str:
     """The cluster page: a ``page`` of every node's runs (all of them when None), as the node
     page lists them, with a Node column; above them, every exporter that could not be read
     and why (``problems``), so a missing node is seen, never silently left out.
-    ``exporters`` is (name, status) of each exporter asked."""
+    ``exporters`` is (name, status) of each exporter asked; ``source``, when the runs were
+    read from Prometheus instead, says which (a run's link is then this server's own page of
+    it, not its node's)."""
     page = page or Page(1, max(1, len(runs)), SORTS[0])
     ordered = sorted(runs, key=lambda r: dict_sort_key(r, page.sort))
     shown = ordered[(page.number - 1) * page.size : page.number * page.size]
     table = runs_table(
         shown,
-        lambda r: node_run_path(r["exporter_node"], r["namespace"], r["pod"]),
+        (lambda r: run_path(r["namespace"], r["pod"]))
+        if source is not None
+        else (lambda r: node_run_path(r["exporter_node"], r["namespace"], r["pod"])),
         True,
         ordered=True,
         page=page,
         now=now,
     )
     failing = (
-        "<div class=failures><strong>Not every exporter could be read; runs on these are "
-        "missing below:</strong><ul>"
+        "<div class=failures><strong>"
+        + (
+            "The runs could not be read:"
+            if source is not None
+            else "Not every exporter could be read; runs on these are missing below:"
+        )
+        + "</strong><ul>"
         + "".join(f"<li>{escape(p)}</li>" for p in problems)
         + "</ul></div>"
         if problems
         else ""
     )
     answered = sum(1 for _, status in exporters if status == "ok")
+    origin = escape(source) if source is not None else f"{answered} of {len(exporters)} exporters"
     body = (
         f"<h1>Training runs in the cluster</h1><p class=sub>{len(runs)} runs from "
-        f"{answered} of {len(exporters)} exporters, as of {stamp(now)} · "
+        f"{origin}, as of {stamp(now)} · "
         '<a href="api/v1/runs">JSON</a></p>' + failing + _nav(page, len(runs)) + table
     )
     return _page("Training runs in the cluster", body)

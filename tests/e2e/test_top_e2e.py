@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -114,3 +116,57 @@ def test_kubectl_progress_reads_prometheus(live_stack: LiveStack) -> None:
     assert float(rows["healthy"][6]) >= 0
     # healthy's deadline is a day after its start, met with room; the others have none.
     assert rows["healthy"][4].endswith("(0%)") and rows["hung"][4] == "-", rows["healthy"]
+
+
+def test_the_cluster_page_reads_every_run_from_prometheus_in_three_queries(
+    live_stack: LiveStack,
+) -> None:
+    """``cluster --prometheus``: the same runs, states and reasons the exporter serves, from
+    three queries a view (not one request per node), and a run's page from its series."""
+    from exporter.commands.cluster import make_server
+    from exporter.commands.cluster_prometheus import PrometheusView, prometheus_query
+    from exporter.plumbing.httpd import serve_in_thread
+    from exporter.views.assets import load_assets
+
+    asked: list[str] = []
+    real = prometheus_query(live_stack.prometheus_url)
+
+    def counted(expr: str) -> list[dict[str, object]]:
+        asked.append(expr)
+        return real(expr)
+
+    view = PrometheusView(live_stack.prometheus_url, counted, max_age=0, assets=load_assets())
+    server = make_server("127.0.0.1", 0, view)
+    serve_in_thread(server)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        doc = get_json(url + "/api/v1/runs")
+        assert len(asked) == 3
+        page = urllib.request.urlopen(url + "/", timeout=30).read().decode()
+        assert len(asked) == 6
+        exporter_runs = get_json(live_stack.exporter.url + "/api/v1/runs")["runs"]
+        mine = {(r["namespace"], r["pod"]): r for r in doc["runs"]}
+        theirs = {(r["namespace"], r["pod"]): r for r in exporter_runs}
+        assert set(mine) == set(theirs)
+        assert {k: r["state"] for k, r in mine.items()} == {
+            k: r["state"] for k, r in theirs.items()
+        }
+        hung = next(k for k, r in theirs.items() if r["job_name"] == "hung")
+        # The reason reads as the exporter writes it (its time part moves on between reads).
+        assert (
+            mine[hung]["state_reason"].split(" (")[1] == theirs[hung]["state_reason"].split(" (")[1]
+        )
+        assert mine[hung]["step"] == theirs[hung]["step"]
+        healthy = next(k for k, r in theirs.items() if r["job_name"] == "healthy")
+        assert "state_reason" not in mine[healthy]  # a healthy run costs no reason query
+        assert mine[healthy]["exporter_node"] == theirs[healthy]["info"]["node"]
+        assert f"{len(theirs)} runs from Prometheus at {live_stack.prometheus_url}" in page
+        assert f'href="runs/{hung[0]}/{hung[1]}"' in page
+        detail = urllib.request.urlopen(url + f"/runs/{hung[0]}/{hung[1]}", timeout=30).read()
+        assert b"stalled" in detail and hung[1].encode() in detail
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(url + "/runs/e2e/no-such-pod", timeout=30)
+        assert err.value.code == 404
+    finally:
+        server.shutdown()
+        server.server_close()
