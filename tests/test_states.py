@@ -249,3 +249,20 @@ def test_state_code_promql_reads_only_the_state_series() -> None:
     for d in STATES:
         assert f'training_run_state{{state="{d.name}", namespace="a"}} * {d.code}' in expr
     assert BY_NAME["stalled"].code > BY_NAME["running"].code > BY_NAME["gone"].code
+
+
+def test_the_views_record_the_state_code_as_the_one_definition_writes_it() -> None:
+    """alerts/views.rules.yaml holds the state code top and kubectl progress read: the
+    expression exporter.core.states writes, not a copy that could drift from it."""
+    import yaml
+
+    from exporter.core.states import state_code_promql
+
+    doc = yaml.safe_load((ROOT / "alerts" / "views.rules.yaml").read_text())
+    (rule,) = [
+        r
+        for g in doc["groups"]
+        for r in g["rules"]
+        if r["record"] == "namespace_job_name:training_state_code:max"
+    ]
+    assert rule["expr"].strip() == state_code_promql("").strip()

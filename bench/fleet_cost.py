@@ -1,0 +1,171 @@
+"""What the exporters cost the Prometheus above them at fleet size (#59): a real Prometheus
+with every rule file loaded scrapes a real exporter holding 2,000, 10,000 and 20,000 runs
+(half of them ranks of 8-rank jobs) at the default 15 s, and reports series per run and per
+8-rank job, head series, Prometheus' memory, the scrape's duration and every rule group's
+evaluation time (``prometheus_rule_group_last_duration_seconds``), and the series per run
+of each family (the cardinality budget of docs/metrics.md).
+
+    python -m bench.fleet_cost [--sizes 2000,10000,20000] [--settle 150]
+
+The runs are restored from a state file (bench/scale.py's long template run, its custom
+metrics kept on one run in ten, as most runs report none); they are the exporter's own
+runs, exported by its own collector. The machine has 2 cores shared by the exporter and
+Prometheus: the durations are inflated, their ratio to the interval is what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from exporter.daemon.persist import encode_lines, write_atomically
+
+from .common import free_port, stop, wait_http
+from .scale import REPORTS, T0, template_run
+from .scale import start as start_exporter
+
+ROOT = Path(__file__).resolve().parent.parent
+INTERVAL = 15.0
+RANKS = 8
+# The groups with an interval of their own (alerts/goodput.rules.yaml, views.rules.yaml).
+GROUP_INTERVALS = {"training-progress.goodput": 60.0, "training-progress.views": 30.0}
+
+
+def state_file(path: Path, runs: int) -> int:
+    """``runs`` runs: the first half ranks of 8-rank jobs, the rest jobs of one run; 20
+    namespaces; custom metrics on one run in ten. Returns the file's size."""
+    template = template_run()
+    ranked = runs // 2 // RANKS * RANKS
+
+    def docs() -> Iterator[dict[str, Any]]:
+        for i in range(runs):
+            doc = copy.copy(template)
+            ns = f"team-{i % 20}"
+            if i < ranked:
+                job, rank = f"job-{i // RANKS}", i % RANKS
+                doc["key"] = [ns, f"{job}-worker-{rank}", job]
+                doc["meta"] = {**template["meta"], "rank": str(rank)}
+            else:
+                doc["key"] = [ns, f"single-{i}", f"single-{i}"]
+            if i % 10:
+                doc["metrics"] = {}
+            yield doc
+
+    return write_atomically(str(path), encode_lines(docs(), T0 + 5 * REPORTS))
+
+
+def query(url: str, expr: str) -> list[dict[str, Any]]:
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=300) as resp:
+        return list(json.loads(resp.read())["data"]["result"])
+
+
+def scalar(url: str, expr: str) -> float:
+    result = query(url, expr)
+    return float(result[0]["value"][1]) if result else float("nan")
+
+
+def prometheus(tmp: Path, target: str) -> tuple[subprocess.Popen[bytes], str]:
+    binary = shutil.which("prometheus")
+    if binary is None:
+        raise SystemExit("prometheus is not installed (make test-deps)")
+    rules = tmp / "rules"
+    rules.mkdir()
+    for path in sorted((ROOT / "alerts").glob("*.rules.yaml")):
+        shutil.copy(path, rules / path.name)
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": f"{INTERVAL:g}s", "evaluation_interval": f"{INTERVAL:g}s",
+                   "scrape_timeout": "14s"},
+        "rule_files": [str(rules / "*.rules.yaml")],
+        "scrape_configs": [
+            {"job_name": "training-progress-exporter", "static_configs": [{"targets": [target]}]},
+            {"job_name": "prometheus", "static_configs": [{"targets": ["PROMETHEUS"]}]},
+        ],
+    }  # fmt: skip
+    port = free_port()
+    config["scrape_configs"][1]["static_configs"][0]["targets"] = [f"127.0.0.1:{port}"]
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    proc = subprocess.Popen(
+        [binary, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    wait_http(url + "/-/ready", timeout=120)
+    return proc, url
+
+
+def measure(runs: int, settle: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        state_file(tmp / "state.jsonl", runs)
+        port = free_port()
+        exporter = start_exporter(port, tmp / "state.jsonl", runs)
+        prom = None
+        try:
+            prom, url = prometheus(tmp, f"127.0.0.1:{port}")
+            time.sleep(settle)  # every group evaluated several times (goodput: every minute)
+            job = 'job="training-progress-exporter"'
+            series = scalar(url, f'count({{__name__=~"training_.+",{job}}})')
+            families = {
+                r["metric"]["__name__"]: float(r["value"][1])
+                for r in query(url, f'count by (__name__) ({{__name__=~"training_.+",{job}}})')
+            }
+            groups = {
+                r["metric"]["rule_group"].rsplit(";", 1)[-1]: round(float(r["value"][1]), 3)
+                for r in query(url, "prometheus_rule_group_last_duration_seconds")
+            }
+            ranked_jobs = runs // 2 // RANKS
+            per_job = scalar(
+                url,
+                f'count({{__name__=~"training_.+",{job},job_name=~"job-.*"}})',
+            )
+            return {
+                "runs": runs,
+                "series_training": int(series),
+                "series_per_run": round(series / runs, 1),
+                "series_per_8_rank_job": round(per_job / ranked_jobs, 1) if ranked_jobs else None,
+                "head_series": int(scalar(url, "prometheus_tsdb_head_series")),
+                "prometheus_rss_mib": round(
+                    scalar(url, 'process_resident_memory_bytes{job="prometheus"}') / 2**20
+                ),
+                "scrape_seconds": round(scalar(url, f"scrape_duration_seconds{{{job}}}"), 2),
+                "rule_group_seconds": groups,
+                "rule_group_share_of_interval": {
+                    g: round(s / GROUP_INTERVALS.get(g, INTERVAL), 3) for g, s in groups.items()
+                },
+                "series_per_run_by_family": {
+                    k: round(v / runs, 2) for k, v in sorted(families.items(), key=lambda x: -x[1])
+                },
+            }
+        finally:
+            if prom is not None:
+                stop(prom)
+            stop(exporter)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="2000,10000,20000")
+    parser.add_argument("--settle", type=float, default=150.0)
+    args = parser.parse_args()
+    for size in (int(s) for s in args.sizes.split(",")):
+        print(json.dumps(measure(size, args.settle)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
