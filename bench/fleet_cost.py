@@ -5,7 +5,7 @@ with every rule file loaded scrapes a real exporter holding 2,000, 10,000 and 20
 evaluation time (``prometheus_rule_group_last_duration_seconds``), and the series per run
 of each family (the cardinality budget of docs/metrics.md).
 
-    python -m bench.fleet_cost [--sizes 2000,10000,20000] [--settle 150]
+    python -m bench.fleet_cost [--sizes 2000,10000,20000] [--settle 150] [--series full|lean|both]
 
 The runs are restored from a state file (bench/scale.py's long template run, its custom
 metrics kept on one run in ten, as most runs report none); they are the exporter's own
@@ -40,18 +40,20 @@ from .scale import start as start_exporter
 ROOT = Path(__file__).resolve().parent.parent
 INTERVAL = 15.0
 RANKS = 8
+PER_EXPORTER = 10_000
 # The groups with an interval of their own (alerts/goodput.rules.yaml, views.rules.yaml).
-GROUP_INTERVALS = {"training-progress.goodput": 60.0, "training-progress.views": 30.0}
+GROUP_INTERVALS = {"training-progress.goodput": 60.0, "training-progress.views": 60.0}
 
 
-def state_file(path: Path, runs: int) -> int:
-    """``runs`` runs: the first half ranks of 8-rank jobs, the rest jobs of one run; 20
-    namespaces; custom metrics on one run in ten. Returns the file's size."""
+def state_file(path: Path, runs: int, lo: int, hi: int) -> int:
+    """Runs ``lo`` to ``hi`` of a fleet of ``runs``: the first half ranks of 8-rank jobs, the
+    rest jobs of one run; 20 namespaces; custom metrics on one run in ten. Returns the
+    file's size."""
     template = template_run()
     ranked = runs // 2 // RANKS * RANKS
 
     def docs() -> Iterator[dict[str, Any]]:
-        for i in range(runs):
+        for i in range(lo, hi):
             doc = copy.copy(template)
             ns = f"team-{i % 20}"
             if i < ranked:
@@ -78,7 +80,7 @@ def scalar(url: str, expr: str) -> float:
     return float(result[0]["value"][1]) if result else float("nan")
 
 
-def prometheus(tmp: Path, target: str) -> tuple[subprocess.Popen[bytes], str]:
+def prometheus(tmp: Path, targets: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     binary = shutil.which("prometheus")
     if binary is None:
         raise SystemExit("prometheus is not installed (make test-deps)")
@@ -91,7 +93,7 @@ def prometheus(tmp: Path, target: str) -> tuple[subprocess.Popen[bytes], str]:
                    "scrape_timeout": "14s"},
         "rule_files": [str(rules / "*.rules.yaml")],
         "scrape_configs": [
-            {"job_name": "training-progress-exporter", "static_configs": [{"targets": [target]}]},
+            {"job_name": "training-progress-exporter", "static_configs": [{"targets": targets}]},
             {"job_name": "prometheus", "static_configs": [{"targets": ["PROMETHEUS"]}]},
         ],
     }  # fmt: skip
@@ -108,15 +110,23 @@ def prometheus(tmp: Path, target: str) -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-def measure(runs: int, settle: float) -> dict[str, Any]:
+def measure(runs: int, settle: float, lean: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        state_file(tmp / "state.jsonl", runs)
-        port = free_port()
-        exporter = start_exporter(port, tmp / "state.jsonl", runs)
+        env = {"TPE_LEAN_SERIES": "true"} if lean else {}
+        # An exporter holds at most 10,000 runs (max_runs): more are split over several,
+        # as a fleet's runs are over its nodes.
+        exporters, targets = [], []
+        for lo in range(0, runs, PER_EXPORTER):
+            hi = min(runs, lo + PER_EXPORTER)
+            state = tmp / f"state-{lo}.jsonl"
+            state_file(state, runs, lo, hi)
+            port = free_port()
+            exporters.append(start_exporter(port, state, hi - lo, env))
+            targets.append(f"127.0.0.1:{port}")
         prom = None
         try:
-            prom, url = prometheus(tmp, f"127.0.0.1:{port}")
+            prom, url = prometheus(tmp, targets)
             time.sleep(settle)  # every group evaluated several times (goodput: every minute)
             job = 'job="training-progress-exporter"'
             series = scalar(url, f'count({{__name__=~"training_.+",{job}}})')
@@ -128,6 +138,12 @@ def measure(runs: int, settle: float) -> dict[str, Any]:
                 r["metric"]["rule_group"].rsplit(";", 1)[-1]: round(float(r["value"][1]), 3)
                 for r in query(url, "prometheus_rule_group_last_duration_seconds")
             }
+            with urllib.request.urlopen(url + "/api/v1/rules", timeout=300) as resp:
+                rule_groups = json.loads(resp.read())["data"]["groups"]
+            slowest = sorted(
+                ((r["evaluationTime"], r["name"]) for g in rule_groups for r in g["rules"]),
+                reverse=True,
+            )[:8]
             ranked_jobs = runs // 2 // RANKS
             per_job = scalar(
                 url,
@@ -135,6 +151,7 @@ def measure(runs: int, settle: float) -> dict[str, Any]:
             )
             return {
                 "runs": runs,
+                "lean_series": lean,
                 "series_training": int(series),
                 "series_per_run": round(series / runs, 1),
                 "series_per_8_rank_job": round(per_job / ranked_jobs, 1) if ranked_jobs else None,
@@ -142,11 +159,12 @@ def measure(runs: int, settle: float) -> dict[str, Any]:
                 "prometheus_rss_mib": round(
                     scalar(url, 'process_resident_memory_bytes{job="prometheus"}') / 2**20
                 ),
-                "scrape_seconds": round(scalar(url, f"scrape_duration_seconds{{{job}}}"), 2),
+                "scrape_seconds": round(scalar(url, f"max(scrape_duration_seconds{{{job}}})"), 2),
                 "rule_group_seconds": groups,
                 "rule_group_share_of_interval": {
                     g: round(s / GROUP_INTERVALS.get(g, INTERVAL), 3) for g, s in groups.items()
                 },
+                "slowest_rules_seconds": {name: round(t, 3) for t, name in slowest},
                 "series_per_run_by_family": {
                     k: round(v / runs, 2) for k, v in sorted(families.items(), key=lambda x: -x[1])
                 },
@@ -154,16 +172,25 @@ def measure(runs: int, settle: float) -> dict[str, Any]:
         finally:
             if prom is not None:
                 stop(prom)
-            stop(exporter)
+            for exporter in exporters:
+                stop(exporter)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="2000,10000,20000")
     parser.add_argument("--settle", type=float, default=150.0)
+    parser.add_argument(
+        "--series",
+        choices=("full", "lean", "both"),
+        default="full",
+        help="the exporter's lean_series off, on, or each in turn",
+    )
     args = parser.parse_args()
+    modes = {"full": (False,), "lean": (True,), "both": (False, True)}[args.series]
     for size in (int(s) for s in args.sizes.split(",")):
-        print(json.dumps(measure(size, args.settle)), flush=True)
+        for lean in modes:
+            print(json.dumps(measure(size, args.settle, lean)), flush=True)
     return 0
 
 

@@ -78,8 +78,11 @@ def state_file(path: Path, runs: int) -> int:
     return write_atomically(str(path), encode_lines(docs(), T0 + 5 * REPORTS))
 
 
-def start(port: int, state: Path, runs: int) -> subprocess.Popen[bytes]:
+def start(
+    port: int, state: Path, runs: int, env_extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    env.update(env_extra or {})
     env["TPE_MAX_RUNS"] = str(runs)
     env["TPE_STATE_INTERVAL"] = "1h"  # measure serving, not saving
     proc = subprocess.Popen(

@@ -21,7 +21,7 @@ from ..plumbing.ingest import Ingestor
 from ..plumbing.schedule import Scheduler
 from ..plumbing.stats import ExporterStats
 from ..sources.forward import Forwarder
-from ..views.collector import ExporterCollector, TrainingCollector
+from ..views.collector import ExporterCollector, TrainingCollector, families
 from .config import Config
 from .persist import StateKeeper
 from .server import ServerContext, make_server
@@ -49,7 +49,8 @@ class Exporter:
         self.http_stats = HTTPStats()
         self_collector = ExporterCollector(self.tracker, self.stats, self.http_stats)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(TrainingCollector(self.tracker, clock, self.stats))
+        catalog = families(lean=config.lean_series)
+        self.registry.register(TrainingCollector(self.tracker, clock, self.stats, catalog))
         self.registry.register(self_collector)
         self.self_registry = CollectorRegistry(auto_describe=False)
         self.self_registry.register(self_collector)
@@ -69,6 +70,7 @@ class Exporter:
                 clock=clock,
                 ready=self.ready,
                 stats=self.stats,
+                catalog=catalog,
                 forwarder=Forwarder(config.kubeflow_forward_url, config.kubeflow_forward_ca)
                 if config.kubeflow_forward_url
                 else None,

@@ -90,6 +90,10 @@ class Config:
     # Kubernetes mode: every read but /healthz and /readyz needs a bearer token whose user
     # may `get` its path (nonResourceURLs), as kube-rbac-proxy in front of node exporters.
     read_authorization: bool = KubernetesSettings.read_authorization
+    # Fewer series per run for fleets (exporter/views/collector.py families(lean=True),
+    # docs/metrics.md#cardinality-budget): the current state's series only, and a waste or
+    # stall cause's counter from its first GPU-second.
+    lean_series: bool = False
     # Kubernetes mode: report Katib trials' objective metrics to this DB manager (host:port;
     # true means Katib's default address), empty: off. exporter/sinks/katib/katib_reporter.py.
     katib_db_manager: str = ""
@@ -173,7 +177,7 @@ _STRINGS = {
 }
 # List settings (a YAML list, or comma-separated in the environment): what their items are.
 _LISTS = {"log_paths": "paths or globs", "gpu_resources": "resource names"}
-_BOOLS = {"opendatahub_metrics_pull", "read_authorization"}
+_BOOLS = {"opendatahub_metrics_pull", "read_authorization", "lean_series"}
 SETTINGS = sorted(
     _DURATIONS
     | set(_INTS)

@@ -41,7 +41,7 @@ from ..views import statuspage
 from ..views.api import iter_runs_json, run_to_dict, stacks_document
 from ..views.assets import load_assets
 from ..views.charts import chart_document
-from ..views.collector import can_render, iter_runs_text, renderable
+from ..views.collector import RUN_FAMILIES, Family, can_render, iter_runs_text, renderable
 from ..views.stackviews import stacks_without_code, without_code
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -80,6 +80,8 @@ class ServerContext:
     reader: CodeReader = field(default_factory=StandaloneCodeReader)
     # The status page's static files (exporter/views/assets.py), read once.
     assets: Mapping[str, tuple[bytes, str]] = field(default_factory=load_assets)
+    # The per-run families as exported (collector.families: lean_series trims three).
+    catalog: tuple[Family, ...] = RUN_FAMILIES
 
 
 def pool_of(
@@ -131,7 +133,8 @@ def _chunks(parts: Iterator[str]) -> Iterator[bytes]:
 def _metrics_text(ctx: ServerContext, openmetrics: bool = False) -> Iterator[bytes]:
     """The exposition (text 0.0.4, or OpenMetrics) in chunks of about
     :data:`STREAM_CHUNK_BYTES`; the snapshot is taken on the first ``next``."""
-    yield from _chunks(iter_runs_text(_runs(ctx, ctx.clock()), openmetrics=openmetrics))
+    runs = _runs(ctx, ctx.clock())
+    yield from _chunks(iter_runs_text(runs, openmetrics=openmetrics, catalog=ctx.catalog))
     if openmetrics:
         yield openmetrics_latest(ctx.self_registry)  # type: ignore[no-untyped-call]
     else:

@@ -16,7 +16,7 @@ Nothing is kept between scrapes: a run that leaves the tracker leaves ``/metrics
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -141,6 +141,37 @@ def _run_state_text(
             f'{head}{state}"}} {"1.0" if state == s.state else "0.0"}\n' for state in STATE_NAMES
         ]
     return out
+
+
+def _run_state_lean(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (((("state", s.state),), 1.0),)
+
+
+def _run_state_text_lean(
+    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
+) -> list[str]:
+    return [
+        f'{name}{{job_name="{job}",namespace="{ns}",pod="{pod}",state="{s.state}"}} 1.0\n'
+        for s, (ns, pod, job) in zip(snapshots, escaped, strict=True)
+    ]
+
+
+def _wasted_lean(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (((("cause", cause),), value) for cause, value in s.wasted_gpu_seconds if value > 0)
+
+
+def _wasted_text_lean(
+    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
+) -> list[str]:
+    out: list[str] = []
+    for s, (ns, pod, job) in zip(snapshots, escaped, strict=True):
+        tail = f'",job_name="{job}",namespace="{ns}",pod="{pod}"}} '
+        out += [f'{name}{{cause="{c}{tail}{_fmt(v)}\n' for c, v in s.wasted_gpu_seconds if v > 0]
+    return out
+
+
+def _stall_seconds_lean(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (((("stall_cause", cause),), v) for cause, v in s.stall_gpu_seconds if v > 0)
 
 
 def _wasted(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
@@ -357,6 +388,28 @@ RUN_FAMILIES: tuple[Family, ...] = (
 )  # fmt: skip
 
 
+# What ``lean_series`` changes, family by family: (samples, text) in its place. The current
+# state alone (1), not every state (11, kube-state-metrics' way); each cause's counter from
+# its first GPU-second, not from 0 (a counter's first sample is where increase() starts, so
+# the GPU-seconds before it, at most one scrape's, are not counted).
+_LEAN: dict[str, tuple[Samples, TextWriter | None]] = {
+    "training_run_state": (_run_state_lean, _run_state_text_lean),
+    "training_wasted_gpu_seconds_total": (_wasted_lean, _wasted_text_lean),
+    "training_stall_gpu_seconds_total": (_stall_seconds_lean, None),
+}
+
+
+def families(lean: bool = False) -> tuple[Family, ...]:
+    """The per-run catalog as exported: :data:`RUN_FAMILIES`, or with ``lean`` (the
+    ``lean_series`` setting) the leaner form of the families in ``_LEAN``."""
+    if not lean:
+        return RUN_FAMILIES
+    return tuple(
+        replace(f, samples=_LEAN[f.name][0], text=_LEAN[f.name][1]) if f.name in _LEAN else f
+        for f in RUN_FAMILIES
+    )
+
+
 def _base(s: RunSnapshot) -> tuple[tuple[str, str], ...]:
     return (("namespace", s.key.namespace), ("pod", s.key.pod), ("job_name", s.key.job_name))
 
@@ -395,10 +448,12 @@ def can_render(s: RunSnapshot) -> bool:
     return True
 
 
-def run_families(snapshots: list[RunSnapshot]) -> list[Metric]:
+def run_families(
+    snapshots: list[RunSnapshot], catalog: tuple[Family, ...] = RUN_FAMILIES
+) -> list[Metric]:
     """The per-run families as client_python ``Metric`` objects, in catalog order."""
     out: list[Metric] = []
-    for fam in RUN_FAMILIES:
+    for fam in catalog:
         metric: Metric
         if fam.kind == "counter":
             metric = CounterMetricFamily(fam.name[: -len("_total")], fam.help)
@@ -436,7 +491,10 @@ CHUNK_RUNS = 256
 
 
 def iter_runs_text(
-    snapshots: list[RunSnapshot], chunk_runs: int = CHUNK_RUNS, openmetrics: bool = False
+    snapshots: list[RunSnapshot],
+    chunk_runs: int = CHUNK_RUNS,
+    openmetrics: bool = False,
+    catalog: tuple[Family, ...] = RUN_FAMILIES,
 ) -> Iterator[str]:
     """The per-run families in the Prometheus text format 0.0.4 (or, with ``openmetrics``,
     OpenMetrics 1.0 without its ``# EOF``), written directly, in chunks of at most
@@ -445,7 +503,7 @@ def iter_runs_text(
     bases = [_base(s) for s in snapshots]
     escaped = [(_escape(ns), _escape(pod), _escape(job)) for (_, ns), (_, pod), (_, job) in bases]
     label_texts = [f'job_name="{job}",namespace="{ns}",pod="{pod}"}} ' for ns, pod, job in escaped]
-    for fam in RUN_FAMILIES:
+    for fam in catalog:
         family = fam.name
         if openmetrics and fam.kind == "counter":
             family = family.removesuffix("_total")
@@ -479,16 +537,23 @@ def render_runs_text(snapshots: list[RunSnapshot]) -> str:
 class TrainingCollector(Collector):
     """Per-run series for every tracked run, from a fresh tracker snapshot each scrape."""
 
-    def __init__(self, tracker: Tracker, clock: Clock, stats: ExporterStats | None = None) -> None:
+    def __init__(
+        self,
+        tracker: Tracker,
+        clock: Clock,
+        stats: ExporterStats | None = None,
+        catalog: tuple[Family, ...] = RUN_FAMILIES,
+    ) -> None:
         self.tracker = tracker
         self.clock = clock
         self.stats = stats
+        self.catalog = catalog
 
     def collect(self) -> Iterator[Metric]:
         snapshots, skipped = renderable(self.tracker.snapshot(self.clock()))
         if self.stats is not None:
             self.stats.set_unrenderable(skipped + self.tracker.failed_last_pass)
-        yield from run_families(snapshots)
+        yield from run_families(snapshots, self.catalog)
 
 
 class ExporterCollector(Collector):

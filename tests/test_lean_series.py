@@ -1,0 +1,155 @@
+"""``lean_series`` (#59, docs/metrics.md#cardinality-budget): the current state's series
+only, and the waste and stall causes' counters from their first GPU-second.
+
+What the exporter writes is checked against client_python's own rendering of the same
+families (byte for byte, as for the full catalog), and every shipped promtool test is run
+again on its series as a lean exporter would leave them: every zero of a state series gone
+(a staleness marker where the series had a value before, as Prometheus writes when a series
+leaves a scrape), every cause counter absent until it counts. The alerts, recording rules
+and their expected values must not change.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, generate_latest
+
+from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.daemon.config import Config, from_env
+from exporter.views.collector import RUN_FAMILIES, families, iter_runs_text, run_families
+
+from .conftest import T0
+from .test_collector import _Families, golden_tracker
+
+ROOT = Path(__file__).parent.parent
+PROMTOOL = shutil.which("promtool")
+LEAN_FAMILIES = ("training_run_state", "training_wasted_gpu_seconds_total")
+
+
+def test_lean_exports_the_current_state_alone_and_causes_once_they_count() -> None:
+    tracker = golden_tracker()
+    hostile = RunKey('n"s', "p\\od\nx", "jöb")
+    tracker.apply(hostile, ProgressReport(step=1, metrics=(("m", 1.0),)), T0, RunMeta(rank='"0"'))
+    snaps = tracker.snapshot(T0 + 300)
+    lean = families(lean=True)
+    assert [f.name for f in lean] == [f.name for f in RUN_FAMILIES]
+    text = "".join(iter_runs_text(snaps, catalog=lean))
+    full = "".join(iter_runs_text(snaps))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(run_families(snaps, lean)))
+    assert text.encode() == generate_latest(registry)
+    states = [line for line in text.splitlines() if line.startswith("training_run_state{")]
+    assert len(states) == len(snaps) and all(line.endswith(" 1.0") for line in states)
+    assert {re.search(r'state="([^"]+)"', s)[1] for s in states} == {s.state for s in snaps}  # type: ignore[index]
+    for name in ("training_wasted_gpu_seconds_total{", "training_stall_gpu_seconds_total{"):
+        lean_lines = [x for x in text.splitlines() if x.startswith(name)]
+        full_lines = [x for x in full.splitlines() if x.startswith(name)]
+        assert lean_lines == [x for x in full_lines if not x.endswith(" 0.0")]
+    # Nothing else changes.
+    other = [
+        x for x in full.splitlines() if not x.startswith((*LEAN_FAMILIES, "training_stall_gpu"))
+    ]
+    assert other == [
+        x for x in text.splitlines() if not x.startswith((*LEAN_FAMILIES, "training_stall_gpu"))
+    ]
+    assert len(text.splitlines()) < len(full.splitlines()) - 10 * len(snaps)
+
+
+def test_lean_series_is_a_setting() -> None:
+    assert Config().lean_series is False
+    assert from_env(Config(), {"TPE_LEAN_SERIES": "true"}).lean_series is True
+
+
+def _expand(values: str) -> list[str]:
+    """promtool's expanding notation, one value per evaluation step ('_' for none)."""
+    out: list[str] = []
+    for token in values.split():
+        if token in ("_", "stale") or re.fullmatch(r"-?[0-9.e+]+|NaN|[+-]?Inf", token):
+            out.append(token)
+            continue
+        m = re.fullmatch(r"_x(\d+)", token)
+        if m:
+            out += ["_"] * int(m[1])
+            continue
+        m = re.fullmatch(r"(-?[0-9.e]+)(?:([+-])([0-9.e]+))?x(\d+)", token)
+        assert m, f"unknown promtool value {token!r}"
+        start, step = float(m[1]), float(m[3] or 0) * (-1 if m[2] == "-" else 1)
+        out += [repr(start + i * step) for i in range(int(m[4]) + 1)]
+    return out
+
+
+def _lean(values: str) -> str:
+    """A state or cause series' values as a lean exporter leaves them: a zero is no sample
+    (a staleness marker where the step before had one)."""
+    out: list[str] = []
+    for v in _expand(values):
+        zero = v not in ("_", "stale") and float(v) == 0
+        if zero or v == "_":
+            out.append("stale" if out and out[-1] not in ("_", "stale") else "_")
+        else:
+            out.append(v)
+    return " ".join(out)
+
+
+def _lean_doc(doc: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    changed = 0
+    for test in doc["tests"]:
+        for s in test.get("input_series", []):
+            if s["series"].startswith(
+                ("training_run_state{", "training_wasted_gpu_seconds_total{",
+                 "training_stall_gpu_seconds_total{")
+            ):  # fmt: skip
+                lean = _lean(str(s["values"]))
+                changed += lean != " ".join(_expand(str(s["values"])))
+                s["values"] = lean
+        # The one difference, and the documented cost: a cause that never counted has no
+        # series in the recorded rates either (absent, not 0).
+        for t in test.get("promql_expr_test", []):
+            t["exp_samples"] = [
+                x
+                for x in t.get("exp_samples") or []
+                if not (re.search(r"\bcause=", x.get("labels", "")) and float(x["value"]) == 0)
+            ]
+    return doc, changed
+
+
+def test_every_promtool_test_passes_on_lean_series(tmp_path: Path) -> None:
+    assert PROMTOOL, "promtool is installed by the test command (make test-deps)"
+    (tmp_path / "tests").mkdir()
+    for path in sorted((ROOT / "alerts").glob("*.rules.yaml")):
+        shutil.copy(path, tmp_path / path.name)
+    names, changed = [], 0
+    for path in sorted((ROOT / "alerts" / "tests").glob("*.test.yaml")):
+        doc, n = _lean_doc(yaml.safe_load(path.read_text()))
+        changed += n
+        (tmp_path / "tests" / path.name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        names.append(path.name)
+    assert changed > 50  # the zeros were there to remove
+    proc = subprocess.run(
+        [PROMTOOL, "test", "rules", *names],
+        cwd=tmp_path / "tests",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("values", "lean"),
+    [
+        ("0 0 1 1 0", "_ _ 1 1 stale"),
+        ("1x2 0x1", "1.0 1.0 1.0 stale _"),
+        ("0+0x2 0+5x1", "_ _ _ _ 5.0"),
+        ("_x2 1", "_ _ 1"),
+    ],
+)
+def test_the_lean_rewrite_of_promtool_values(values: str, lean: str) -> None:
+    assert _lean(values) == lean
