@@ -14,6 +14,7 @@ from panels import (
     datasource_var,
     namespace_var,
     panel,
+    promql_default,
     query_var,
     stat,
     state_mappings,
@@ -262,7 +263,8 @@ def detail_dashboard() -> dict[str, Any]:
             [
                 target(f"training_progress_at_risk_gpu_seconds{{{JOB}}} / 3600", legend="{{pod}}"),
                 target(
-                    f"max(training_checkpoint_risk_threshold_gpu_seconds{{{JOB}}}) / 3600",
+                    f"(max(training_checkpoint_risk_threshold_gpu_seconds{{{JOB}}}) or "
+                    f"{promql_default('training_checkpoint_risk_threshold_gpu_seconds')}) / 3600",
                     "B",
                     "threshold",
                 ),

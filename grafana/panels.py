@@ -25,8 +25,10 @@ DETAIL = "/d/training-job-detail/training-job-detail"
 # the exporter's training_run_state series.
 sys.path.insert(0, str(ROOT))
 from exporter.core.states import STATES, TRAINING, state_code_promql  # noqa: E402
+from exporter.core.thresholds import promql_default  # noqa: E402
 
-__all__ = ["STATES", "TRAINING"]  # the dashboards read the states from here
+# The dashboards read the states, and a threshold's built-in default, from here.
+__all__ = ["STATES", "TRAINING", "promql_default"]
 
 STATE_EXPR = state_code_promql(NS)
 JOB_STATE_EXPR = state_code_promql(JOB)

@@ -22,6 +22,13 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from exporter.core.model import ProgressReport, RunKey, RunMeta
+from exporter.core.thresholds import (
+    SPECS,
+    Thresholds,
+    default_value,
+    promql_default,
+    promql_or_default,
+)
 from exporter.daemon.config import Config, from_env
 from exporter.views.collector import RUN_FAMILIES, families, iter_runs_text, run_families
 
@@ -30,6 +37,7 @@ from .test_collector import _Families, golden_tracker
 
 ROOT = Path(__file__).parent.parent
 PROMTOOL = shutil.which("promtool")
+DEFAULTS = {spec.metric: default_value(spec.metric) for spec in SPECS}
 LEAN_FAMILIES = ("training_run_state", "training_wasted_gpu_seconds_total")
 
 
@@ -52,14 +60,24 @@ def test_lean_exports_the_current_state_alone_and_causes_once_they_count() -> No
         lean_lines = [x for x in text.splitlines() if x.startswith(name)]
         full_lines = [x for x in full.splitlines() if x.startswith(name)]
         assert lean_lines == [x for x in full_lines if not x.endswith(" 0.0")]
+    # A threshold only where the run's differs from the built-in default (the golden runs'
+    # stall threshold is 600 s, the default 1800 s).
+    for spec in SPECS:
+        default = getattr(Thresholds(), spec.name) * spec.scale
+        mine = [x for x in text.splitlines() if x.startswith(spec.metric + "{")]
+        kept = [
+            x
+            for x in full.splitlines()
+            if x.startswith(spec.metric + "{") and float(x.rsplit(" ", 1)[1]) != default
+        ]
+        assert mine == kept, spec.metric
+    assert [x for x in text.splitlines() if x.startswith("training_stall_threshold_seconds{")]
     # Nothing else changes.
-    other = [
-        x for x in full.splitlines() if not x.startswith((*LEAN_FAMILIES, "training_stall_gpu"))
+    trimmed = (*LEAN_FAMILIES, "training_stall_gpu", *(spec.metric for spec in SPECS))
+    assert [x for x in full.splitlines() if not x.startswith(trimmed)] == [
+        x for x in text.splitlines() if not x.startswith(trimmed)
     ]
-    assert other == [
-        x for x in text.splitlines() if not x.startswith((*LEAN_FAMILIES, "training_stall_gpu"))
-    ]
-    assert len(text.splitlines()) < len(full.splitlines()) - 10 * len(snaps)
+    assert len(text.splitlines()) < len(full.splitlines()) - 20 * len(snaps)
 
 
 def test_lean_series_is_a_setting() -> None:
@@ -85,12 +103,13 @@ def _expand(values: str) -> list[str]:
     return out
 
 
-def _lean(values: str) -> str:
-    """A state or cause series' values as a lean exporter leaves them: a zero is no sample
-    (a staleness marker where the step before had one)."""
+def _lean(values: str, default: float = 0.0) -> str:
+    """A state, cause or threshold series' values as a lean exporter leaves them: a zero (a
+    threshold's built-in default) is no sample (a staleness marker where the step before
+    had one)."""
     out: list[str] = []
     for v in _expand(values):
-        zero = v not in ("_", "stale") and float(v) == 0
+        zero = v not in ("_", "stale") and float(v) == default
         if zero or v == "_":
             out.append("stale" if out and out[-1] not in ("_", "stale") else "_")
         else:
@@ -107,6 +126,11 @@ def _lean_doc(doc: dict[str, Any]) -> tuple[dict[str, Any], int]:
                  "training_stall_gpu_seconds_total{")
             ):  # fmt: skip
                 lean = _lean(str(s["values"]))
+                changed += lean != " ".join(_expand(str(s["values"])))
+                s["values"] = lean
+            metric = s["series"].split("{", 1)[0]
+            if metric in DEFAULTS:
+                lean = _lean(str(s["values"]), DEFAULTS[metric])
                 changed += lean != " ".join(_expand(str(s["values"])))
                 s["values"] = lean
         # The one difference, and the documented cost: a cause that never counted has no
@@ -153,3 +177,39 @@ def test_every_promtool_test_passes_on_lean_series(tmp_path: Path) -> None:
 )
 def test_the_lean_rewrite_of_promtool_values(values: str, lean: str) -> None:
     assert _lean(values) == lean
+
+
+def test_every_rule_and_panel_reads_a_threshold_through_its_one_fallback() -> None:
+    """A threshold is read as exporter.core.thresholds writes it, with its built-in default
+    for a run that exports none (lean_series), never bare: a bare read would find nothing."""
+    rules = "\n".join(p.read_text() for p in sorted((ROOT / "alerts").glob("*.rules.yaml")))
+    panels = "\n".join(
+        p.read_text() for p in sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
+    )
+    seen = 0
+    for spec in SPECS:
+        total = rules.count(spec.metric) + panels.count(spec.metric)
+        fallback = rules.count(promql_or_default(spec.metric))
+        templated = len(
+            re.findall(
+                re.escape(spec.metric)
+                + r"\{[^}]*\}\)? or "
+                + re.escape(promql_default(spec.metric)),
+                rules,
+            )
+        )
+        paneled = len(
+            re.findall(
+                re.escape(spec.metric)
+                + r"\{[^}]*\}\) or "
+                + re.escape(promql_default(spec.metric)),
+                panels,
+            )
+        )
+        # Comments name thresholds too: count only what queries read.
+        comments = sum(
+            line.count(spec.metric) for line in rules.splitlines() if line.lstrip().startswith("#")
+        )
+        assert total - comments == fallback + templated + paneled, spec.metric
+        seen += fallback + templated + paneled
+    assert seen >= 14

@@ -135,3 +135,32 @@ def effective(defaults: Thresholds, *layers: Mapping[str, float]) -> Thresholds:
     for layer in layers:
         merged.update(layer)
     return replace(defaults, **merged) if merged else defaults
+
+
+def default_value(metric: str) -> float:
+    """The built-in default of the threshold exported as ``metric``, in that gauge's unit:
+    what a rule or view falls back to when a run does not export it (``lean_series``
+    exports a threshold only where the run's differs from this)."""
+    spec = next(s for s in SPECS if s.metric == metric)
+    value = float(getattr(Thresholds(), spec.name) * spec.scale)
+    return value
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def promql_or_default(metric: str, labels: str = "namespace, pod, job_name") -> str:
+    """Each run's ``metric``, or its built-in default for a run that exports none: the one
+    way every rule and view reads a threshold (tests/test_lean_series.py checks the rule
+    files use exactly this)."""
+    return (
+        f"(max by ({labels}) ({metric}) or on ({labels}) "
+        f"max by ({labels}) (training_run_active) * 0 + {_number(default_value(metric))})"
+    )
+
+
+def promql_default(metric: str) -> str:
+    """``vector(<built-in default>)``: the fallback of a template's or a panel's one-value
+    query of ``metric``."""
+    return f"vector({_number(default_value(metric))})"

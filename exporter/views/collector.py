@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from operator import attrgetter
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -28,7 +29,7 @@ from ..core.budgets import budgets
 from ..core.model import Clock
 from ..core.run.snapshot import RunSnapshot
 from ..core.states import NAMES as STATE_NAMES
-from ..core.thresholds import SPECS
+from ..core.thresholds import SPECS, Spec, Thresholds
 from ..core.tracker import Tracker
 from ..plumbing.httpd import HTTPStats
 from ..plumbing.stats import ExporterStats
@@ -78,6 +79,14 @@ def _scaled(name: str, scale: float) -> tuple[Samples, Value]:
     if scale == 1.0:
         return _value(get)
     return _value(lambda s: get(s) * scale)
+
+
+def _scaled_unless_default(name: str, scale: float) -> tuple[Samples, Value]:
+    """A threshold's gauge only where the run's value is not the built-in default
+    (``Thresholds()``: the value the rules and views fall back to without the series)."""
+    get = attrgetter(f"thresholds.{name}")
+    default = getattr(Thresholds(), name)
+    return _value(lambda s: None if get(s) == default else get(s) * scale)
 
 
 def _info(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
@@ -388,14 +397,23 @@ RUN_FAMILIES: tuple[Family, ...] = (
 )  # fmt: skip
 
 
-# What ``lean_series`` changes, family by family: (samples, text) in its place. The current
-# state alone (1), not every state (11, kube-state-metrics' way); each cause's counter from
-# its first GPU-second, not from 0 (a counter's first sample is where increase() starts, so
-# the GPU-seconds before it, at most one scrape's, are not counted).
-_LEAN: dict[str, tuple[Samples, TextWriter | None]] = {
-    "training_run_state": (_run_state_lean, _run_state_text_lean),
-    "training_wasted_gpu_seconds_total": (_wasted_lean, _wasted_text_lean),
-    "training_stall_gpu_seconds_total": (_stall_seconds_lean, None),
+def _lean_threshold(spec: Spec, family: Family) -> Family:
+    samples, value = _scaled_unless_default(spec.name, spec.scale)
+    return replace(family, samples=samples, value=value)
+
+
+# What ``lean_series`` changes, family by family. The current state alone (1 series, not
+# 11, kube-state-metrics' way); each cause's counter from its first GPU-second, not from 0 (a
+# counter's first sample is where increase() starts, so the GPU-seconds before it, at most
+# one scrape's, are not counted); a threshold only where the run's is not the built-in
+# default, which every rule and view falls back to (alerts/*.rules.yaml, exporter.commands).
+_LEAN: dict[str, Callable[[Family], Family]] = {
+    "training_run_state": lambda f: replace(f, samples=_run_state_lean, text=_run_state_text_lean),
+    "training_wasted_gpu_seconds_total": lambda f: replace(
+        f, samples=_wasted_lean, text=_wasted_text_lean
+    ),
+    "training_stall_gpu_seconds_total": lambda f: replace(f, samples=_stall_seconds_lean),
+    **{spec.metric: partial(_lean_threshold, spec) for spec in SPECS},
 }
 
 
@@ -404,10 +422,7 @@ def families(lean: bool = False) -> tuple[Family, ...]:
     ``lean_series`` setting) the leaner form of the families in ``_LEAN``."""
     if not lean:
         return RUN_FAMILIES
-    return tuple(
-        replace(f, samples=_LEAN[f.name][0], text=_LEAN[f.name][1]) if f.name in _LEAN else f
-        for f in RUN_FAMILIES
-    )
+    return tuple(_LEAN[f.name](f) if f.name in _LEAN else f for f in RUN_FAMILIES)
 
 
 def _base(s: RunSnapshot) -> tuple[tuple[str, str], ...]:
