@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -30,9 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .common import free_port, proc_sample, stop, wait_http
+from .common import free_port, instant_query, proc_sample, start_prometheus, stop, wait_http
 from .scale import start as start_exporter
 from .scale import state_file
 
@@ -133,9 +130,7 @@ def measure_page(args: list[str]) -> dict[str, float]:
 
 
 def prometheus(tmp: Path, fleet: str, nodes: int) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        raise SystemExit("prometheus is not installed (make test-deps)")
+    """Prometheus scraping each node's slice of the metrics (one target per node)."""
     netloc = urllib.parse.urlsplit(fleet).netloc
     config = {
         "global": {"scrape_interval": "5s"},
@@ -149,23 +144,11 @@ def prometheus(tmp: Path, fleet: str, nodes: int) -> tuple[subprocess.Popen[byte
             }
         ],
     }
-    tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    wait_http(url + "/-/ready", timeout=60)
-    return proc, url
+    return start_prometheus(tmp, config)
 
 
 def count(url: str, expr: str) -> int:
-    query = urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=60) as resp:
-        result = json.loads(resp.read())["data"]["result"]
+    result = instant_query(url, expr)
     return int(float(result[0]["value"][1])) if result else 0
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -85,3 +92,31 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def start_prometheus(
+    tmp: Path, config: dict[str, Any], port: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A real Prometheus on loopback with ``config`` (``port``: the one the config already
+    names for Prometheus itself, if it scrapes itself); its process and URL once ready."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        raise SystemExit("prometheus is not installed (make test-deps)")
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [binary, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    wait_http(url + "/-/ready", timeout=120)
+    return proc, url
+
+
+def instant_query(url: str, expr: str) -> list[dict[str, Any]]:
+    """The result of an instant query of the Prometheus at ``url``."""
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=300) as resp:
+        return list(json.loads(resp.read())["data"]["result"])

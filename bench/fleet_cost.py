@@ -33,11 +33,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from exporter.daemon.persist import encode_lines, write_atomically
 
-from .common import free_port, stop, wait_http
+from .common import free_port, instant_query, start_prometheus, stop
 from .scale import REPORTS, T0, template_run
 from .scale import start as start_exporter
 
@@ -73,45 +71,28 @@ def state_file(path: Path, runs: int, lo: int, hi: int) -> int:
     return write_atomically(str(path), encode_lines(docs(), T0 + 5 * REPORTS))
 
 
-def query(url: str, expr: str) -> list[dict[str, Any]]:
-    q = urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=300) as resp:
-        return list(json.loads(resp.read())["data"]["result"])
-
-
 def scalar(url: str, expr: str) -> float:
-    result = query(url, expr)
+    result = instant_query(url, expr)
     return float(result[0]["value"][1]) if result else float("nan")
 
 
 def prometheus(tmp: Path, targets: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("prometheus")
-    if binary is None:
-        raise SystemExit("prometheus is not installed (make test-deps)")
+    """Prometheus with every rule file, scraping ``targets`` and itself."""
     rules = tmp / "rules"
-    rules.mkdir()
+    rules.mkdir(parents=True)
     for path in sorted((ROOT / "alerts").glob("*.rules.yaml")):
         shutil.copy(path, rules / path.name)
-    config: dict[str, Any] = {
+    port = free_port()
+    config = {
         "global": {"scrape_interval": f"{INTERVAL:g}s", "evaluation_interval": f"{INTERVAL:g}s",
                    "scrape_timeout": "14s"},
         "rule_files": [str(rules / "*.rules.yaml")],
         "scrape_configs": [
             {"job_name": "training-progress-exporter", "static_configs": [{"targets": targets}]},
-            {"job_name": "prometheus", "static_configs": [{"targets": ["PROMETHEUS"]}]},
+            {"job_name": "prometheus", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]},
         ],
     }  # fmt: skip
-    port = free_port()
-    config["scrape_configs"][1]["static_configs"][0]["targets"] = [f"127.0.0.1:{port}"]
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        [binary, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    wait_http(url + "/-/ready", timeout=120)
-    return proc, url
+    return start_prometheus(tmp, config, port)
 
 
 class StaticTargets:
@@ -178,11 +159,13 @@ def measure(runs: int, settle: float, lean: bool = False) -> dict[str, Any]:
             series = scalar(url, f'count({{__name__=~"training_.+",{job}}})')
             families = {
                 r["metric"]["__name__"]: float(r["value"][1])
-                for r in query(url, f'count by (__name__) ({{__name__=~"training_.+",{job}}})')
+                for r in instant_query(
+                    url, f'count by (__name__) ({{__name__=~"training_.+",{job}}})'
+                )
             }
             groups = {
                 r["metric"]["rule_group"].rsplit(";", 1)[-1]: round(float(r["value"][1]), 3)
-                for r in query(url, "prometheus_rule_group_last_duration_seconds")
+                for r in instant_query(url, "prometheus_rule_group_last_duration_seconds")
             }
             with urllib.request.urlopen(url + "/api/v1/rules", timeout=300) as resp:
                 rule_groups = json.loads(resp.read())["data"]["groups"]

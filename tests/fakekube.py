@@ -567,6 +567,16 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
                 },
             )
 
+        def _existing(self) -> tuple[str, str, str, str, dict[str, Any]] | None:
+            """(api, plural, namespace, name, object) the path names, if it exists (the
+            caller holds ``kube.lock``)."""
+            target = self._target()
+            if target is None or (name := target[3]) is None:
+                return None
+            api, plural, ns, _ = target
+            obj = kube.objects.get((api, plural), {}).get((ns, name))
+            return None if obj is None else (api, plural, ns, name, obj)
+
         def do_PUT(self) -> None:
             """Replace an object: optimistic concurrency on ``metadata.resourceVersion`` (409
             Conflict when it is stale), as the API server does it."""
@@ -574,16 +584,12 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             body = self._body()
             kube.writes.append(("PUT", self.path, body))
             kube.write_times.append(time.time())
-            target = self._target()
             with kube.lock:
-                if target is None or (name := target[3]) is None:
+                found = self._existing()
+                if found is None:
                     self._not_found()
                     return
-                api, plural, ns, _ = target
-                obj = kube.objects.get((api, plural), {}).get((ns, name))
-                if obj is None:
-                    self._not_found()
-                    return
+                api, plural, ns, name, obj = found
                 wanted = (body.get("metadata") or {}).get("resourceVersion")
                 if wanted is not None and wanted != obj["metadata"].get("resourceVersion"):
                     self._conflict(
@@ -602,16 +608,12 @@ def _handler(kube: FakeKube) -> type[BaseHTTPRequestHandler]:
             options = json.loads(raw) if raw.strip() else {}
             kube.writes.append(("DELETE", self.path, options or None))
             kube.write_times.append(time.time())
-            target = self._target()
             with kube.lock:
-                if target is None or (name := target[3]) is None:
+                found = self._existing()
+                if found is None:
                     self._not_found()
                     return
-                api, plural, ns, _ = target
-                obj = kube.objects.get((api, plural), {}).get((ns, name))
-                if obj is None:
-                    self._not_found()
-                    return
+                api, plural, ns, name, obj = found
                 uid = ((options or {}).get("preconditions") or {}).get("uid")
                 if uid is not None and uid != obj["metadata"].get("uid"):
                     self._conflict(

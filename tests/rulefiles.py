@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +48,27 @@ def short_rules(directory: Path) -> Path:
     path = directory / "short.rules.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
+
+
+def promtool_on_rewritten_tests(
+    directory: Path, rewrite: Callable[[dict[str, Any]], dict[str, Any]]
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """Every shipped promtool test (alerts/tests/*.test.yaml) with ``rewrite`` applied to
+    each file's document, run by promtool against the shipped rules copied into
+    ``directory``: promtool's answer and the rewritten documents."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is installed by the test command (make test-deps)"
+    (directory / "tests").mkdir()
+    for path in RULE_FILES:
+        shutil.copy(path, directory / path.name)
+    names, docs = [], []
+    for path in sorted((ROOT / "alerts" / "tests").glob("*.test.yaml")):
+        doc = rewrite(yaml.safe_load(path.read_text()))
+        (directory / "tests" / path.name).write_text(yaml.safe_dump(doc, sort_keys=False))
+        names.append(path.name)
+        docs.append(doc)
+    proc = subprocess.run(
+        [promtool, "test", "rules", *names],
+        cwd=directory / "tests", capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return proc, docs

@@ -11,36 +11,23 @@ dropped, or renamed), must still pass unchanged apart from those labels.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from .rulefiles import promtool_on_rewritten_tests, rules
 
 ROOT = Path(__file__).parent.parent
-RULE_FILES = sorted((ROOT / "alerts").glob("*.rules.yaml"))
-TESTS = sorted((ROOT / "alerts" / "tests").glob("*.test.yaml"))
-PROMTOOL = shutil.which("promtool")
 ABOUT_THE_EXPORTER = "TrainingProgressExporterDown"
 # docs/promql.md#remote-write-federation-thanos-and-mimir gives this match[].
 FEDERATE_MATCH = '{__name__=~"[a-z_]+:(training|dcgm)_[a-z0-9_]+:[a-z0-9_]+"}'
 SCRAPE_LABEL = re.compile(r"(?<![A-Za-z0-9_.])(job|instance)(?![A-Za-z0-9_])")
 
 
-def _rules() -> list[dict[str, Any]]:
-    return [
-        rule
-        for path in RULE_FILES
-        for group in yaml.safe_load(path.read_text())["groups"]
-        for rule in group["rules"]
-    ]
-
-
 def test_no_rule_reads_the_exporters_own_scrape_labels() -> None:
     readers = []
-    for rule in _rules():
+    for rule in rules():
         if rule.get("alert") == ABOUT_THE_EXPORTER:
             continue
         # The expression, and the template code of the annotations (their queries and the
@@ -51,7 +38,7 @@ def test_no_rule_reads_the_exporters_own_scrape_labels() -> None:
             readers.append(rule.get("alert") or rule.get("record"))
         assert "target_info" not in text and "exemplar" not in text.lower()
     assert readers == []
-    assert len(_rules()) > 50  # the files were read
+    assert len(rules()) > 50  # the files were read
 
 
 def _without_scrape_labels(doc: dict[str, Any], rename: dict[str, str] | None) -> dict[str, Any]:
@@ -98,31 +85,17 @@ def _without_scrape_labels(doc: dict[str, Any], rename: dict[str, str] | None) -
 def test_every_promtool_test_passes_with_the_scrape_labels_rewritten(
     tmp_path: Path, rename: dict[str, str] | None
 ) -> None:
-    assert PROMTOOL, "promtool is installed by the test command (make test-deps)"
-    (tmp_path / "tests").mkdir()
-    for path in RULE_FILES:
-        shutil.copy(path, tmp_path / path.name)
-    names = []
-    for path in TESTS:
-        doc = _without_scrape_labels(yaml.safe_load(path.read_text()), rename)
-        (tmp_path / "tests" / path.name).write_text(yaml.safe_dump(doc, sort_keys=False))
-        names.append(path.name)
-    seen = [s["series"] for p in names for t in yaml.safe_load(
-        (tmp_path / "tests" / p).read_text())["tests"] for s in t["input_series"]]  # fmt: skip
-    assert seen and all(('instance="' in s) == (rename is not None) for s in seen)
-    proc = subprocess.run(
-        [PROMTOOL, "test", "rules", *names],
-        cwd=tmp_path / "tests",
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc, docs = promtool_on_rewritten_tests(
+        tmp_path, lambda doc: _without_scrape_labels(doc, rename)
     )
+    seen = [s["series"] for doc in docs for t in doc["tests"] for s in t["input_series"]]
+    assert seen and all(('instance="' in s) == (rename is not None) for s in seen)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
 def test_the_federation_match_carries_every_recording_rule_and_no_raw_series() -> None:
     pattern = re.compile(re.search(r'=~"([^"]+)"', FEDERATE_MATCH).group(1))  # type: ignore[union-attr]
-    records = {r["record"] for r in _rules() if "record" in r}
+    records = {r["record"] for r in rules() if "record" in r}
     assert records and all(pattern.fullmatch(name) for name in records)
     catalog = (ROOT / "docs" / "metrics.md").read_text()
     raw = set(re.findall(r"^\| `((?:training|dcgm)_[a-z0-9_]+)`", catalog, re.M))

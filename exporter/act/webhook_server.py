@@ -99,11 +99,11 @@ def make_server(
     actor: Actor,
     token: str,
     leader_url: Callable[[], str] = lambda: "",
-    registry: CollectorRegistry | None = None,
 ) -> HTTPServer:
-    """Bind (port 0 picks a free port); call serve_forever to run."""
+    """Bind (port 0 picks a free port); call serve_forever to run. ``leader_url``: where
+    this replica hands notifications on while it does not lead."""
     secret = token.encode()
-    metrics = registry or act_registry(actor)
+    metrics = act_registry(actor)
     return HTTPServer(
         host,
         port,

@@ -132,8 +132,12 @@ def _custom_text(
     return out
 
 
-def _run_state(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
-    return (((("state", name),), 1.0 if name == s.state else 0.0) for name in STATE_NAMES)
+def _run_state(
+    s: RunSnapshot, current_only: bool = False
+) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    """Every state's series, 1 for the run's (``current_only``, lean_series: that one)."""
+    names = (s.state,) if current_only else STATE_NAMES
+    return (((("state", name),), 1.0 if name == s.state else 0.0) for name in names)
 
 
 def _failure(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
@@ -141,59 +145,44 @@ def _failure(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], floa
 
 
 def _run_state_text(
-    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
+    name: str,
+    snapshots: list[RunSnapshot],
+    escaped: list[tuple[str, str, str]],
+    current_only: bool = False,
 ) -> list[str]:
     out: list[str] = []
     for s, (ns, pod, job) in zip(snapshots, escaped, strict=True):
         head = f'{name}{{job_name="{job}",namespace="{ns}",pod="{pod}",state="'
-        out += [
-            f'{head}{state}"}} {"1.0" if state == s.state else "0.0"}\n' for state in STATE_NAMES
-        ]
+        names = (s.state,) if current_only else STATE_NAMES
+        out += [f'{head}{state}"}} {"1.0" if state == s.state else "0.0"}\n' for state in names]
     return out
 
 
-def _run_state_lean(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
-    return (((("state", s.state),), 1.0),)
-
-
-def _run_state_text_lean(
-    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
-) -> list[str]:
-    return [
-        f'{name}{{job_name="{job}",namespace="{ns}",pod="{pod}",state="{s.state}"}} 1.0\n'
-        for s, (ns, pod, job) in zip(snapshots, escaped, strict=True)
-    ]
-
-
-def _wasted_lean(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
-    return (((("cause", cause),), value) for cause, value in s.wasted_gpu_seconds if value > 0)
-
-
-def _wasted_text_lean(
-    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
-) -> list[str]:
-    out: list[str] = []
-    for s, (ns, pod, job) in zip(snapshots, escaped, strict=True):
-        tail = f'",job_name="{job}",namespace="{ns}",pod="{pod}"}} '
-        out += [f'{name}{{cause="{c}{tail}{_fmt(v)}\n' for c, v in s.wasted_gpu_seconds if v > 0]
-    return out
-
-
-def _stall_seconds_lean(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
-    return (((("stall_cause", cause),), v) for cause, v in s.stall_gpu_seconds if v > 0)
-
-
-def _wasted(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
-    return (((("cause", cause),), value) for cause, value in s.wasted_gpu_seconds)
+def _wasted(
+    s: RunSnapshot, counted_only: bool = False
+) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    """Each waste cause's counter (``counted_only``, lean_series: once it has counted)."""
+    return (
+        ((("cause", cause),), value)
+        for cause, value in s.wasted_gpu_seconds
+        if value > 0 or not counted_only
+    )
 
 
 def _wasted_text(
-    name: str, snapshots: list[RunSnapshot], escaped: list[tuple[str, str, str]]
+    name: str,
+    snapshots: list[RunSnapshot],
+    escaped: list[tuple[str, str, str]],
+    counted_only: bool = False,
 ) -> list[str]:
     out: list[str] = []
     for s, (ns, pod, job) in zip(snapshots, escaped, strict=True):
         tail = f'",job_name="{job}",namespace="{ns}",pod="{pod}"}} '
-        out += [f'{name}{{cause="{c}{tail}{_fmt(v)}\n' for c, v in s.wasted_gpu_seconds]
+        out += [
+            f'{name}{{cause="{c}{tail}{_fmt(v)}\n'
+            for c, v in s.wasted_gpu_seconds
+            if v > 0 or not counted_only
+        ]
     return out
 
 
@@ -213,8 +202,14 @@ def _stall(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]
     )
 
 
-def _stall_seconds(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
-    return (((("stall_cause", cause),), value) for cause, value in s.stall_gpu_seconds)
+def _stall_seconds(
+    s: RunSnapshot, counted_only: bool = False
+) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
+    return (
+        ((("stall_cause", cause),), value)
+        for cause, value in s.stall_gpu_seconds
+        if value > 0 or not counted_only
+    )
 
 
 def _kill_deadline(s: RunSnapshot) -> Iterable[tuple[tuple[tuple[str, str], ...], float]]:
@@ -408,11 +403,19 @@ def _lean_threshold(spec: Spec, family: Family) -> Family:
 # one scrape's, are not counted); a threshold only where the run's is not the built-in
 # default, which every rule and view falls back to (alerts/*.rules.yaml, exporter.commands).
 _LEAN: dict[str, Callable[[Family], Family]] = {
-    "training_run_state": lambda f: replace(f, samples=_run_state_lean, text=_run_state_text_lean),
-    "training_wasted_gpu_seconds_total": lambda f: replace(
-        f, samples=_wasted_lean, text=_wasted_text_lean
+    "training_run_state": lambda f: replace(
+        f,
+        samples=partial(_run_state, current_only=True),
+        text=partial(_run_state_text, current_only=True),
     ),
-    "training_stall_gpu_seconds_total": lambda f: replace(f, samples=_stall_seconds_lean),
+    "training_wasted_gpu_seconds_total": lambda f: replace(
+        f,
+        samples=partial(_wasted, counted_only=True),
+        text=partial(_wasted_text, counted_only=True),
+    ),
+    "training_stall_gpu_seconds_total": lambda f: replace(
+        f, samples=partial(_stall_seconds, counted_only=True)
+    ),
     **{spec.metric: partial(_lean_threshold, spec) for spec in SPECS},
 }
 
