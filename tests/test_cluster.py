@@ -5,6 +5,7 @@ real CLI, and the page in headless Chromium."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -618,3 +619,56 @@ def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escape
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_prometheus_that_answers_malformed_samples_costs_those_samples_not_the_page() -> None:
+    """What a proxy or an impostor at the Prometheus URL sends (samples that are not maps,
+    labels that are not strings, values that are not pairs, a step of 1e400) is left out or
+    read as unknown: the page and the run's page still answer."""
+    from exporter.commands.cluster_prometheus import PrometheusView, prometheus_query
+    from exporter.views.assets import load_assets
+
+    run = {"namespace": "a", "pod": "b", "job_name": "c"}
+    good = [
+        {
+            "metric": {"__name__": "training_run_state", "state": "running", **run},
+            "value": [1, "1"],
+        },
+        {"metric": {"__name__": "training_step", **run}, "value": [1, "1e400"]},
+    ]
+    bad = [
+        "x",
+        1,
+        None,
+        {"metric": "x", "value": [1, "2"]},
+        {"metric": {"a": 1}, "value": [1, "2"]},
+        {"metric": {"__name__": "training_loss", **run}, "value": "oops"},
+    ]
+    body = json.dumps({"status": "success", "data": {"result": [*bad, *good]}}).encode()
+
+    class Liar(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    liar = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
+    threading.Thread(target=liar.serve_forever, daemon=True).start()
+    prom = f"http://127.0.0.1:{liar.server_address[1]}"
+    view = PrometheusView(prom, prometheus_query(prom), max_age=0, assets=load_assets())
+    server = make_server("127.0.0.1", 0, view)
+    serve_in_thread(server)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert http("GET", url + "/")[0] == 200
+        (got,) = strict_json(http("GET", url + "/api/v1/runs")[1])["runs"]
+        assert (got["pod"], got["state"], got["step"]) == ("b", "running", None)
+        assert http("GET", url + "/runs/a/b")[0] == 200
+    finally:
+        for s in (server, liar):
+            s.shutdown()
+            s.server_close()

@@ -16,19 +16,17 @@ from __future__ import annotations
 import math
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plumbing.fetch import FetchError
 from ..views.stackviews import diagnosis_from_labels
 from ..views.stackviews import summary as stall_summary
 from .cluster import MAX_STRING, Gathered, _plain
 from .toprows import (
     REASON_QUERY,
     WHY_QUERY,
-    fetch_json,
+    instant_query,
     run_reason,
     runs_from_series,
 )
@@ -151,22 +149,9 @@ Query = Callable[[str], list[dict[str, Any]]]
 
 
 def prometheus_query(url: str, timeout: float = 10.0) -> Query:
-    """An instant query against ``url``'s ``/api/v1/query`` (the one bounded GET client):
-    the result list; RuntimeError saying why not."""
-
-    def query(expr: str) -> list[dict[str, Any]]:
-        target = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
-        try:
-            doc = fetch_json(target, timeout)
-        except (FetchError, ValueError) as exc:
-            raise RuntimeError(f"Prometheus at {url}: {exc}") from None
-        if not isinstance(doc, dict) or doc.get("status") != "success":
-            error = doc.get("error") if isinstance(doc, dict) else "not a query answer"
-            raise RuntimeError(f"Prometheus at {url}: {error}")
-        result = (doc.get("data") or {}).get("result")
-        return list(result) if isinstance(result, list) else []
-
-    return query
+    """Instant queries against ``url`` (toprows.instant_query: the one bounded GET client,
+    malformed samples left out); RuntimeError saying why not."""
+    return lambda expr: instant_query(url, expr, timeout)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from ..core.ranks import DONE_STATES, Laggard, RankView, stuck_rank
 from ..core.stacks import Diagnosis
 from ..core.states import BY_CODE, Observation, reason, severity
 from ..core.thresholds import Thresholds, promql_or_default
-from ..plumbing.fetch import get
+from ..plumbing.fetch import FetchError, get
 from ..views.deadlineviews import Deadline, deadlines_of
 from ..views.stackviews import diagnosis_from_labels
 from ..views.stackviews import summary as stall_summary
@@ -464,11 +464,43 @@ def from_exporter(url: str) -> list[Row]:
     return rows_from_exporter(fetch_json(url.rstrip("/") + "/api/v1/runs"))
 
 
+def _sample(s: Any) -> bool:
+    """Whether ``s`` is an instant vector's sample as Prometheus writes it: a string map of
+    labels and a [time, "value"] pair (what a proxy or an impostor sends otherwise is left
+    out, never a crash of the view)."""
+    if not isinstance(s, dict) or not isinstance(s.get("metric"), dict):
+        return False
+    value = s.get("value")
+    return (
+        all(isinstance(k, str) and isinstance(v, str) for k, v in s["metric"].items())
+        and isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[1], str)
+    )
+
+
+def instant_query(url: str, expr: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The well-formed samples of an instant query of the Prometheus-compatible API at
+    ``url`` (Prometheus, Thanos Query, Mimir). Raises RuntimeError saying why there are
+    none: unreachable, not JSON, not a query's answer, or the query's own error."""
+    target = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
+    try:
+        doc = fetch_json(target, timeout)
+    except (FetchError, ValueError, RecursionError) as exc:
+        raise RuntimeError(f"Prometheus at {url}: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        error = doc.get("error") if isinstance(doc, dict) else "not a query answer"
+        raise RuntimeError(f"Prometheus at {url}: {error}")
+    data = doc.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    return [s for s in result if _sample(s)] if isinstance(result, list) else []
+
+
 def _query(url: str, name: str, expr: str) -> list[dict[str, Any]]:
-    doc = fetch_json(f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': expr})}")
-    if doc.get("status") != "success":
-        raise RuntimeError(f"Prometheus query {name} failed: {doc.get('error')}")
-    return list(doc["data"]["result"])
+    try:
+        return instant_query(url, expr)
+    except RuntimeError as exc:
+        raise RuntimeError(f"Prometheus query {name} failed: {exc}") from None
 
 
 def from_prometheus(url: str) -> list[Row]:
