@@ -21,7 +21,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from exporter.core.model import ProgressReport, RunKey, RunMeta
 from exporter.core.tracker import Tracker
 from exporter.plumbing.stats import ExporterStats
-from exporter.views.collector import ExporterCollector, TrainingCollector, render_runs_text
+from exporter.views.collector import TrainingCollector, render_runs_text
+from exporter.views.selfmetrics import ExporterCollector
 
 from .common import free_port, start_exporter, stop
 

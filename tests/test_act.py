@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from kubernetes import config as kube_config
 
+from exporter.act.act_config import ActConfig
 from exporter.act.act_config import parse as parse_config
-from exporter.act.controller import ActConfig, Actor
+from exporter.act.controller import Actor
 from exporter.act.guard import ActionLimits, Guard
 from exporter.act.job_owners import owner_of
 from exporter.act.kube import KubernetesOps

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from kubernetes import config as kube_config
 
-from exporter.act.controller import ActConfig, Actor
+from exporter.act.act_config import ActConfig
+from exporter.act.controller import Actor
 from exporter.act.guard import ActionLimits
 from exporter.act.journal import Entry, Journal, decode, encode, trimmed
 from exporter.act.kube import Conflict, KubernetesOps

@@ -13,7 +13,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from exporter.plumbing.httpd import HTTPStats
 from exporter.plumbing.stats import ExporterStats
-from exporter.views.collector import ExporterCollector, TrainingCollector
+from exporter.views.collector import TrainingCollector
+from exporter.views.selfmetrics import ExporterCollector
 
 from .conftest import T0, FakeClock
 from .test_collector import golden_tracker

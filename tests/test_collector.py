@@ -18,11 +18,11 @@ from exporter.core.thresholds import Thresholds
 from exporter.core.tracker import Tracker, TrackerConfig
 from exporter.plumbing.stats import ExporterStats
 from exporter.views.collector import (
-    ExporterCollector,
     TrainingCollector,
     render_runs_text,
     run_families,
 )
+from exporter.views.selfmetrics import ExporterCollector
 
 from .conftest import GOLDEN, T0, FakeClock
 

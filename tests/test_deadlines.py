@@ -316,7 +316,7 @@ def test_the_views_show_the_deadlines_their_chance_and_the_nodes_needed() -> Non
     from exporter.commands.toprows import rows_from_exporter
     from exporter.core.model import json_safe
     from exporter.views.api import runs_document
-    from exporter.views.statuspage import run_detail
+    from exporter.views.runpage import run_detail
 
     tracker = Tracker()
     t0 = 1_800_000_000.0

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from exporter.act.act_config import ActConfig
 from exporter.act.act_config import parse as parse_config
-from exporter.act.controller import ActConfig
 from exporter.act.policy import Policy, decide
 from exporter.act.resize import Change, NoChange, plan
 from exporter.act.resizer import ResizeSteps, run_resize

@@ -19,7 +19,7 @@ from exporter.core.model import ProgressReport, RunKey, RunMeta
 from exporter.core.states import BY_NAME, severity
 from exporter.core.thresholds import Thresholds
 from exporter.core.tracker import Tracker, TrackerConfig
-from exporter.views import statuspage
+from exporter.views import runpage, statuspage
 
 from .conftest import T0, FakeClock, http
 
@@ -39,11 +39,11 @@ def test_index_and_detail_escape_everything() -> None:
             RunMeta(framework=EVIL, gpus=1),
         )
     (snap,) = tracker.snapshot(T0 + 10, history=True)
-    for page in (statuspage.index([snap], T0 + 10), statuspage.run_detail(snap, T0 + 10)):
+    for page in (statuspage.index([snap], T0 + 10), runpage.run_detail(snap, T0 + 10)):
         assert EVIL not in page and "&lt;script&gt;" in page
         assert page.count("<script>") == 1  # only our own refresh script
     # The charts' data is named by a relative, quoted, escaped path (never the raw name).
-    assert 'data-timeline="../../api/v1/runs/ml/pod%3Cscript%3E' in statuspage.run_detail(
+    assert 'data-timeline="../../api/v1/runs/ml/pod%3Cscript%3E' in runpage.run_detail(
         snap, T0 + 10
     )
 
@@ -213,7 +213,7 @@ def test_state_colors_the_bar_and_says_why_in_severity_order() -> None:
     assert "stalled for 42m (threshold 30m)" in page
     assert ' c-stalled"></span>' in page and ' c-running"></span>' in page
     assert f".c-stalled{{background:{BY_NAME['stalled'].css_color}}}" in page
-    detail = statuspage.run_detail(next(s for s in snaps if s.key == hung), now)
+    detail = runpage.run_detail(next(s for s in snaps if s.key == hung), now)
     assert "stalled for 42m (threshold 30m)" in detail
     # How long it is stalled counts from its last step, as the reason does (not from when
     # the threshold was crossed, which read "12m ago" beside "stalled for 42m").
@@ -226,7 +226,7 @@ def test_state_colors_the_bar_and_says_why_in_severity_order() -> None:
 def test_a_smoothed_best_above_the_latest_loss_says_why() -> None:
     """A short run whose loss fell from 17.9 to 0.13 in two minutes: its smoothed best
     lags. The page states the average's span and why the best is above the latest."""
-    from exporter.views.statuspage import _best_loss
+    from exporter.views.runpage import _best_loss
 
     run = {"loss": 0.1331, "best_loss": 17.87, "thresholds": {"plateau_seconds": 7200.0}}
     label, value = _best_loss(run)
@@ -248,7 +248,7 @@ def test_detail_shows_the_eta_with_its_bounds() -> None:
     (snap,) = tracker.snapshot(T0 + 145)
     assert snap.eta_lower_seconds is not None and snap.eta_upper_seconds is not None
     assert snap.eta_lower_seconds < snap.eta_upper_seconds
-    page = statuspage.run_detail(snap, T0 + 145)
+    page = runpage.run_detail(snap, T0 + 145)
     bounds = f"({duration(snap.eta_lower_seconds)} to {duration(snap.eta_upper_seconds)})"
     assert f"{duration(snap.eta_seconds)} {bounds}" in page
 
@@ -301,7 +301,7 @@ def test_the_index_shows_a_page_of_runs_with_the_totals_and_four_views_stay_smal
 
 
 def test_a_run_with_no_typical_pace_yet_says_why() -> None:
-    from exporter.views.statuspage import _typical
+    from exporter.views.runpage import _typical
 
     assert _typical({"state": "running", "typical_steps_per_second": 2.0}) == "2"
     assert _typical({"state": "running"}).startswith("- (not yet: it is the 90th percentile")
@@ -359,7 +359,7 @@ def test_the_index_sorts_by_any_column_and_both_pages_sort_alike() -> None:
 
 
 def test_an_mfu_above_the_peak_is_shown_dropped_with_why() -> None:
-    from exporter.views.statuspage import _mfu
+    from exporter.views.runpage import _mfu
 
     run = {"tokens_per_second": 327_680.0, "model_flops_per_token": 8.35e10,
            "gpu_peak_flops": 989e12, "gpus": 8}  # fmt: skip

@@ -17,13 +17,26 @@ checkpoint_wait: 10m           # how long a resize waits for the checkpoint it a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..plumbing.settings import ConfigError, parse_duration, read_yaml_mapping
-from .controller import ActConfig
 from .guard import ActionLimits
 from .policy import RULES, Policy
+
+
+@dataclass(frozen=True)
+class ActConfig:
+    """The controller's settings; docs/act.md documents each."""
+
+    dry_run: bool = True
+    policy: Policy = field(default_factory=Policy)
+    limits: ActionLimits = field(default_factory=ActionLimits)
+    # Resizes (exporter.act.resize): where the job's checkpoints are seen, and how long to
+    # wait for the one asked for before giving the resize up.
+    prometheus_url: str = ""
+    checkpoint_wait: float = 600.0
+
 
 KEYS = frozenset(
     {

@@ -17,13 +17,14 @@ import zlib
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..core.model import valid_kubernetes_names
 from ..core.workloads import KINDS, Kind, OwnerMissing, Ref, Refused, chain, identify
+from .act_config import ActConfig
 from .checkpoint_seen import newest_checkpoint
-from .guard import ActionLimits, Guard
+from .guard import Guard
 from .job_owners import Owner, owner_of, reference, running
 from .journal import Entry, Journal
 from .policy import (
@@ -35,7 +36,6 @@ from .policy import (
     RULES,
     SCALE,
     SUSPEND,
-    Policy,
     decide,
     event_reason,
     short_of_sure,
@@ -98,19 +98,6 @@ class ClusterOps(Protocol):
     def event(
         self, involved: dict[str, Any], reason: str, message: str, warning: bool = False
     ) -> None: ...
-
-
-@dataclass(frozen=True)
-class ActConfig:
-    """The controller's settings; docs/act.md documents each."""
-
-    dry_run: bool = True
-    policy: Policy = field(default_factory=Policy)
-    limits: ActionLimits = field(default_factory=ActionLimits)
-    # Resizes (exporter.act.resize): where the job's checkpoints are seen, and how long to
-    # wait for the one asked for before giving the resize up.
-    prometheus_url: str = ""
-    checkpoint_wait: float = 600.0
 
 
 class ActStats:

@@ -34,13 +34,13 @@ from ..kubernetes.endpoints import Endpoint
 from ..plumbing.fetch import FetchError, get
 from ..plumbing.httpd import POOL_INLINE, POOL_SCRAPE, HTTPServer
 from ..plumbing.httpmessages import ConnectionLimits, Request, Response
-from ..views import statuspage
+from ..views import pagekit, runpage, statuspage
 from ..views.assets import load_assets
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
 PLAIN = "text/plain; charset=utf-8"
-# Every page, proxied ones included, goes out with statuspage.page_headers(): inline code
+# Every page, proxied ones included, goes out with pagekit.page_headers(): inline code
 # only by hash, so a page proxied from an exporter may reach nothing but this server and runs
 # no script of its own; nothing proxied is taken for another type (nosniff).
 
@@ -347,13 +347,13 @@ def _proxy(view: ClusterView, node: str, rest: list[str]) -> Response:
         body = view.get(endpoint.url + path, view.timeout, MAX_PAGE_BYTES)
     except ExporterError as exc:
         return _unread(node, endpoint, exc)
-    return Response(200, body, kind, statuspage.page_headers())
+    return Response(200, body, kind, pagekit.page_headers())
 
 
 def _unread(node: str, endpoint: Endpoint, exc: ExporterError) -> Response:
     status = 404 if "answered 404" in str(exc) else 502
     body = f"node {node} ({endpoint.url}): {exc}\n".encode()
-    return Response(status, body, PLAIN, statuspage.page_headers())
+    return Response(status, body, PLAIN, pagekit.page_headers())
 
 
 def _run_page(
@@ -372,8 +372,8 @@ def _run_page(
         run = None
     if run is None or (run["namespace"], run["pod"]) != (namespace, pod):
         return _unread(node, endpoint, ExporterError("answer is not that run's document"))
-    page = statuspage.detail(run, view.clock())
-    return Response(200, page.encode(), HTML, statuspage.page_headers())
+    page = runpage.detail(run, view.clock())
+    return Response(200, page.encode(), HTML, pagekit.page_headers())
 
 
 def _static(assets: Mapping[str, tuple[bytes, str]], name: str) -> Response:
@@ -392,11 +392,11 @@ def _prometheus_run(view: Any, rest: str) -> Response:
     try:
         run = view.run(names[0], names[1])
     except RuntimeError as exc:
-        return Response(502, f"{exc}\n".encode(), PLAIN, statuspage.page_headers())
+        return Response(502, f"{exc}\n".encode(), PLAIN, pagekit.page_headers())
     if run is None:
         return _not_found(f"Prometheus has no run {names[0]}/{names[1]}")
-    page = statuspage.detail(run, view.clock())
-    return Response(200, page.encode(), HTML, statuspage.page_headers())
+    page = runpage.detail(run, view.clock())
+    return Response(200, page.encode(), HTML, pagekit.page_headers())
 
 
 def route(view: RunsView, request: Request) -> Response:
@@ -419,7 +419,7 @@ def route(view: RunsView, request: Request) -> Response:
         page = statuspage.cluster_index(
             g.runs(), exporters, g.time, g.problems(), shown, source=source
         )
-        return Response(200, page.encode(), HTML, statuspage.page_headers())
+        return Response(200, page.encode(), HTML, pagekit.page_headers())
     if source is not None and path.startswith("/runs/"):
         return _prometheus_run(view, path[len("/runs/") :])
     if path == "/api/v1/runs":

@@ -21,7 +21,8 @@ from ..plumbing.ingest import Ingestor
 from ..plumbing.schedule import Scheduler
 from ..plumbing.stats import ExporterStats
 from ..sources.forward import Forwarder
-from ..views.collector import ExporterCollector, TrainingCollector, families
+from ..views.collector import TrainingCollector, families
+from ..views.selfmetrics import ExporterCollector
 from .config import Config
 from .persist import StateKeeper
 from .server import ServerContext, make_server

@@ -37,7 +37,7 @@ from ..plumbing.stats import ExporterStats
 from ..sources.forward import Forwarder
 from ..sources.push import KUBEFLOW_PATH, NATIVE_PATH, PushRequest, handle_push
 from ..sources.stack_push import STACKS_PATH, handle_stacks
-from ..views import statuspage
+from ..views import pagekit, runpage, statuspage
 from ..views.api import iter_runs_json, run_to_dict, stacks_document
 from ..views.assets import load_assets
 from ..views.charts import chart_document
@@ -185,7 +185,7 @@ def _index(ctx: ServerContext, request: Request) -> Response:
         if (snap := ctx.tracker.snapshot_one(key, now)) is not None and can_render(snap)
     ]
     body = statuspage.index_page(shown, now, page, len(places), states)
-    return Response(200, body.encode(), HTML, statuspage.page_headers())
+    return Response(200, body.encode(), HTML, pagekit.page_headers())
 
 
 def _find(ctx: ServerContext, namespace: str, pod: str) -> RunKey | None:
@@ -221,13 +221,13 @@ def _run_page(ctx: ServerContext, request: Request) -> Response:
     if key is not None and snap is not None and can_render(snap):
         if not _may_read_code(ctx, request, key):
             snap = without_code(snap)
-        page = statuspage.run_detail(snap, now)
-        return Response(200, page.encode(), HTML, statuspage.page_headers())
+        page = runpage.run_detail(snap, now)
+        return Response(200, page.encode(), HTML, pagekit.page_headers())
     return Response(
         404,
         b'<!doctype html><p>No such run. <a href="../../">All runs</a>',
         HTML,
-        statuspage.page_headers(),
+        pagekit.page_headers(),
     )
 
 

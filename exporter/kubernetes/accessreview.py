@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from ..plumbing.discovery import ApiFactory
-from .tokenreview import TokenBuckets
+from .tokenreview import ReviewGate
 from .watch import PodRegistry
 
 
@@ -44,14 +42,14 @@ class AccessReview:
     ) -> None:
         self.auth_api = auth_api
         self.authz_api = authz_api
-        self.ttl = ttl
-        self.clock = clock
-        self.max_cached = max_cached
-        self.reviews = 0  # TokenReview and SubjectAccessReview pairs asked of the API server
-        self._cache: OrderedDict[bytes, tuple[float, bool]] = OrderedDict()
-        self._buckets = TokenBuckets(burst, refill_seconds)
-        self._lock = threading.Lock()
-        self._inflight = threading.BoundedSemaphore(max_concurrent)
+        self._gate: ReviewGate[bool] = ReviewGate(
+            ttl, clock, burst, refill_seconds, max_concurrent, max_cached
+        )
+
+    @property
+    def reviews(self) -> int:
+        """TokenReview and SubjectAccessReview pairs asked of the API server."""
+        return self._gate.reviews
 
     def __call__(self, token: str, namespace: str, client_ip: str = "") -> bool:
         """May the token's user get pods in ``namespace``."""
@@ -73,28 +71,7 @@ class AccessReview:
             + b"\0"
             + json.dumps(attributes, sort_keys=True).encode()
         ).digest()
-        now = self.clock()
-        with self._lock:
-            hit = self._cache.get(digest)
-            if hit is not None and hit[0] > now:
-                return hit[1]
-            if not self._buckets.take(client_ip, now):
-                return False
-        if not self._inflight.acquire(timeout=1.0):
-            return False
-        try:
-            self.reviews += 1
-            allowed = self._review(token, attributes)
-        finally:
-            self._inflight.release()
-        if allowed is None:  # the API server could not answer: not cached
-            return False
-        with self._lock:
-            self._cache[digest] = (now + self.ttl, allowed)
-            self._cache.move_to_end(digest)
-            while len(self._cache) > self.max_cached:
-                self._cache.popitem(last=False)
-        return allowed
+        return self._gate.ask(digest, client_ip, lambda: self._review(token, attributes)) is True
 
     def _review(self, token: str, attributes: dict[str, Any]) -> bool | None:
         """True or False from the API server; None when it could not be asked."""

@@ -30,6 +30,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from ..plumbing.discovery import ApiFactory
 
@@ -38,6 +39,8 @@ Identity = tuple[str, str, str]  # (namespace, pod name, the audience the token 
 REJECTED = "token_rejected"
 RATE_LIMITED = "review_rate_limited"
 UNAVAILABLE = "review_unavailable"
+
+V = TypeVar("V")
 
 
 class TokenBuckets:
@@ -60,6 +63,65 @@ class TokenBuckets:
         return ok
 
 
+class ReviewGate(Generic[V]):
+    """What every review asked of the API server shares (TokenReview here, TokenReview plus
+    SubjectAccessReview in :mod:`exporter.kubernetes.accessreview`): answers cached by digest
+    for ``ttl``, at most ``max_cached`` of them (least recently stored dropped first); asks not
+    in the cache rate-limited per client address; at most ``max_concurrent`` in flight."""
+
+    def __init__(
+        self,
+        ttl: float,
+        clock: Callable[[], float],
+        burst: float,
+        refill_seconds: float,
+        max_concurrent: int,
+        max_cached: int,
+    ) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self.max_cached = max_cached
+        self.reviews = 0  # asks made of the API server
+        self.lock = threading.Lock()
+        self._cache: OrderedDict[bytes, tuple[float, V]] = OrderedDict()
+        self._buckets = TokenBuckets(burst, refill_seconds)
+        self._inflight = threading.BoundedSemaphore(max_concurrent)
+
+    def ask(
+        self,
+        digest: bytes,
+        client_ip: str,
+        review: Callable[[], V | None],
+        unlimited: Callable[[float], bool] = lambda now: False,
+    ) -> V | str:
+        """The cached answer for ``digest``, else ``review()``'s (cached unless it is None:
+        the API server could not be asked), or :data:`RATE_LIMITED` when the client's
+        bucket is empty and ``unlimited(now)`` (read under :attr:`lock`) does not exempt it,
+        or :data:`UNAVAILABLE` when too many reviews are in flight or it could not answer."""
+        now = self.clock()
+        with self.lock:
+            hit = self._cache.get(digest)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+            if not unlimited(now) and not self._buckets.take(client_ip, now):
+                return RATE_LIMITED
+        if not self._inflight.acquire(timeout=1.0):
+            return UNAVAILABLE
+        try:
+            self.reviews += 1
+            answer = review()
+        finally:
+            self._inflight.release()
+        if answer is None:
+            return UNAVAILABLE
+        with self.lock:
+            self._cache[digest] = (now + self.ttl, answer)
+            self._cache.move_to_end(digest)
+            while len(self._cache) > self.max_cached:
+                self._cache.popitem(last=False)
+        return answer
+
+
 class TokenReview:
     """Callable ``(token, client_ip) -> (namespace, pod) | reason``; see the module doc."""
 
@@ -79,18 +141,18 @@ class TokenReview:
     ) -> None:
         self.auth_api = auth_api
         self.audience = audience
-        self.ttl = ttl
-        self.clock = clock
-        self.max_cached = max_cached
-        self.reviews = 0  # calls made to the API server
         self.known_ttl = known_ttl
-        self._cache: OrderedDict[bytes, tuple[float, Identity | None]] = OrderedDict()
+        self._gate: ReviewGate[Identity | str] = ReviewGate(
+            ttl, clock, burst, refill_seconds, max_concurrent, max_cached
+        )
         # digest -> until when the token is known good (accepted once): kept apart from the
         # answers, so rejected tokens can never push a good one out.
         self._known: OrderedDict[bytes, float] = OrderedDict()
-        self._buckets = TokenBuckets(burst, refill_seconds)
-        self._lock = threading.Lock()
-        self._inflight = threading.BoundedSemaphore(max_concurrent)
+
+    @property
+    def reviews(self) -> int:
+        """TokenReviews asked of the API server."""
+        return self._gate.reviews
 
     def __call__(self, token: str, client_ip: str = "", job_audience: str = "") -> Identity | str:
         """Who ``token`` belongs to, reviewed for our audience and ``job_audience`` (the
@@ -98,37 +160,27 @@ class TokenReview:
         digest = hashlib.sha256(
             token.encode("utf-8", "surrogateescape") + b"\0" + job_audience.encode()
         ).digest()
-        now = self.clock()
-        with self._lock:
-            hit = self._cache.get(digest)
-            if hit is not None and hit[0] > now:
-                return hit[1] if hit[1] is not None else REJECTED
-            known = self._known.get(digest, 0.0) > now
-            if not known and not self._buckets.take(client_ip, now):
-                return RATE_LIMITED
-        if not self._inflight.acquire(timeout=1.0):
-            return UNAVAILABLE
-        try:
-            self.reviews += 1
-            result = self._review(token, job_audience)
-        finally:
-            self._inflight.release()
+        return self._gate.ask(
+            digest,
+            client_ip,
+            lambda: self._remembered(digest, self._review(token, job_audience)),
+            lambda now: self._known.get(digest, 0.0) > now,
+        )
+
+    def _remembered(self, digest: bytes, result: Identity | str) -> Identity | str | None:
+        """``result`` of a fresh review, its token remembered as known (or forgotten, once
+        rejected); None when the API server could not answer."""
         if result == UNAVAILABLE:
-            return UNAVAILABLE
-        identity = result if isinstance(result, tuple) else None
-        with self._lock:
-            self._cache[digest] = (now + self.ttl, identity)
-            self._cache.move_to_end(digest)
-            while len(self._cache) > self.max_cached:
-                self._cache.popitem(last=False)
-            if identity is not None:
-                self._known[digest] = now + self.known_ttl
+            return None
+        with self._gate.lock:
+            if isinstance(result, tuple):
+                self._known[digest] = self._gate.clock() + self.known_ttl
                 self._known.move_to_end(digest)
-                while len(self._known) > self.max_cached:
+                while len(self._known) > self._gate.max_cached:
                     self._known.popitem(last=False)
             else:
                 self._known.pop(digest, None)  # revoked: no longer known
-        return identity if identity is not None else REJECTED
+        return result
 
     def _review(self, token: str, job_audience: str) -> Identity | str:
         wanted = [self.audience, *([job_audience] if job_audience else [])]

@@ -34,7 +34,8 @@ from typing import Any
 import pytest
 from kubernetes import config as kube_config
 
-from exporter.act.controller import ActConfig, Actor
+from exporter.act.act_config import ActConfig
+from exporter.act.controller import Actor
 from exporter.act.kube import KubernetesOps
 from exporter.act.webhook_server import make_server
 from exporter.daemon.app import Exporter
