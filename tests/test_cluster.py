@@ -573,7 +573,7 @@ def _series(name: str, value: str, **labels: str) -> dict[str, Any]:
 
 
 def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escapes_labels() -> None:
-    from exporter.commands.cluster_prometheus import PrometheusView
+    from exporter.commands.cluster_prometheus import PAGE_QUERY, PrometheusView
     from exporter.views.assets import load_assets
 
     down = {"now": True}
@@ -582,7 +582,7 @@ def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escape
     def query(expr: str) -> list[dict[str, Any]]:
         if down["now"]:
             raise RuntimeError("Prometheus at http://prom:9090: no answer within 10 s")
-        if expr.startswith('{__name__=~"training_(run_state|run_info'):
+        if expr == PAGE_QUERY:
             return [
                 _series("training_run_state", "1", state="running", **run),
                 _series("training_run_state", "0", state="stalled", **run),
@@ -619,6 +619,46 @@ def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escape
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_fleet_whose_reasons_do_not_fit_shows_its_runs_without_them() -> None:
+    """When a query after the runs' own fails or is refused (a fleet of silent runs whose
+    reasons' series outgrow --max-samples), the runs still show, and the page says what they
+    are shown without and why."""
+    from exporter.commands.cluster_prometheus import PAGE_QUERY, WHY_QUERY, PrometheusView
+    from exporter.views.assets import load_assets
+
+    run = {"namespace": "ml", "pod": "p-0", "job_name": "llm"}
+
+    def query(expr: str) -> list[dict[str, Any]]:
+        if expr == PAGE_QUERY:
+            return [
+                _series("training_run_state", "1", state="silent", **run),
+                _series("training_step", "7", **run),
+            ]
+        if expr == WHY_QUERY:
+            return []
+        raise RuntimeError(
+            "Prometheus at http://prom:9090: answer holds 70000 samples, more than 60000"
+        )
+
+    view = PrometheusView("http://prom:9090", query, max_age=0, assets=load_assets())
+    server = make_server("127.0.0.1", 0, view)
+    serve_in_thread(server)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        status, page = http("GET", url + "/")
+        (got,) = strict_json(http("GET", url + "/api/v1/runs")[1])["runs"]
+        ready = http("GET", url + "/readyz")[0]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 200 and b"1 runs from Prometheus at http://prom:9090" in page
+    assert b"Not everything could be read:" in page
+    assert b"the runs are shown without the reasons of the runs needing attention" in page
+    assert b"more than 60000" in page
+    assert (got["state"], got["step"]) == ("silent", 7.0)
+    assert ready == 200  # the page serves its runs
 
 
 def test_a_prometheus_that_answers_malformed_samples_costs_those_samples_not_the_page() -> None:
@@ -672,3 +712,31 @@ def test_a_prometheus_that_answers_malformed_samples_costs_those_samples_not_the
         for s in (server, liar):
             s.shutdown()
             s.server_close()
+
+
+@pytest.mark.slow
+def test_a_hostile_prometheus_costs_the_page_its_deadline_and_a_bounded_memory() -> None:
+    """#56 F4 and F5 for ``cluster --prometheus`` (before: 60 MiB of ``[],`` took the page to
+    1.5 GB, 200,000 samples to 0.9 GB): a Prometheus that drips, answers tiny values or more
+    samples than ``--max-samples`` is named on the page within its deadline, its answer never
+    parsed; the costliest answer it accepts keeps the page (its own process, VmHWM) under
+    its 256Mi limit."""
+    from bench.hostile_prometheus import measure
+    from exporter.commands.cluster_prometheus import MAX_QUERY_SAMPLES
+
+    seen = {
+        mode: measure(mode)
+        for mode in ("slow", "tiny", f"samples-{MAX_QUERY_SAMPLES + 1}", "runs-20000")
+    }
+    assert all(m.status == 200 for m in seen.values())
+    assert seen["slow"].seconds < 9.0 and seen["slow"].problem == "no answer within 5 s"
+    assert "JSON arrays and objects, more than" in seen["tiny"].problem
+    assert "not parsed" in seen["tiny"].problem
+    over = seen[f"samples-{MAX_QUERY_SAMPLES + 1}"].problem
+    assert over == f"answer holds {MAX_QUERY_SAMPLES + 1} samples, more than {MAX_QUERY_SAMPLES}"
+    assert seen["runs-20000"].shown == "20000 runs" and not seen["runs-20000"].problem
+    for mode in ("slow", "tiny", f"samples-{MAX_QUERY_SAMPLES + 1}"):
+        assert "The runs could not be read:" in seen[mode].page
+        assert seen[mode].peak_mib < 100, (mode, seen[mode].peak_mib)
+    assert seen["runs-20000"].peak_mib < 256, seen["runs-20000"].peak_mib
+    print({mode: (round(m.seconds, 2), m.peak_mib) for mode, m in seen.items()})

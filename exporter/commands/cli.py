@@ -225,6 +225,14 @@ def _parser() -> Parser:
         help="read every run from this Prometheus (or Thanos Query, Mimir) with the rules "
         "loaded, instead of asking each exporter (docs/cli.md#from-prometheus)",
     )
+    cluster.add_argument(
+        "--max-samples",
+        type=int,
+        default=60_000,
+        metavar="N",
+        help="with --prometheus: the most samples one answer may hold, counted before it is "
+        "parsed (default 60000: about 4,600 runs in a 256Mi limit)",
+    )
 
     demo = sub.add_parser("demo", help="run the exporter with simulated runs (no cluster needed)")
     demo.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:9465")
@@ -412,9 +420,11 @@ def _cluster(args: argparse.Namespace) -> int:
 
             if not args.prometheus.startswith(("http://", "https://")):
                 raise ValueError(f"--prometheus {args.prometheus}: not an http(s) URL")
+            if args.max_samples < 1:
+                raise ValueError(f"--max-samples {args.max_samples}: not a positive count")
             pview = PrometheusView(
                 args.prometheus,
-                prometheus_query(args.prometheus, args.timeout),
+                prometheus_query(args.prometheus, args.timeout, args.max_samples),
                 assets=load_assets(),
             )
             view: Any = pview

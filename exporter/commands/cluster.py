@@ -31,7 +31,7 @@ from urllib.parse import quote, unquote
 
 from ..core.model import json_safe
 from ..kubernetes.endpoints import Endpoint
-from ..plumbing.fetch import FetchError, get
+from ..plumbing.fetch import FetchError, TooMuchJSON, bounded_json, get
 from ..plumbing.httpd import POOL_INLINE, POOL_SCRAPE, HTTPServer
 from ..plumbing.httpmessages import ConnectionLimits, Request, Response
 from ..views import pagekit, runpage, statuspage
@@ -152,20 +152,16 @@ def parse_runs(body: bytes) -> tuple[list[dict[str, Any]], int]:
     """The runs of an exporter's ``/api/v1/runs`` answer, cleaned, and how many were left
     out as malformed. Raises ExporterError when the answer is not that document, or would
     build more than a document of MAX_RUNS_PER_EXPORTER runs does (counted, not parsed)."""
-    containers = body.count(b"[") + body.count(b"{")
-    if containers > MAX_CONTAINERS:
-        raise ExporterError(
-            f"answer holds {containers} JSON arrays and objects, more than {MAX_CONTAINERS} "
-            f"({MAX_RUNS_PER_EXPORTER} runs' worth): not parsed"
-        )
-    separators = body.count(b",") + body.count(b":")
-    if separators > MAX_SEPARATORS:
-        raise ExporterError(
-            f"answer holds {separators} JSON values, more than {MAX_SEPARATORS} "
-            f"({MAX_RUNS_PER_EXPORTER} runs' worth): not parsed"
-        )
     try:
-        doc = json.loads(body, parse_constant=_no_constant)
+        doc = bounded_json(
+            body,
+            MAX_CONTAINERS,
+            MAX_SEPARATORS,
+            f"{MAX_RUNS_PER_EXPORTER} runs' worth",
+            parse_constant=_no_constant,
+        )
+    except TooMuchJSON as exc:
+        raise ExporterError(str(exc)) from None
     except (ValueError, RecursionError) as exc:
         raise ExporterError(f"answer is not JSON: {str(exc)[:120]}") from None
     runs = doc.get("runs") if isinstance(doc, dict) else None
@@ -204,6 +200,9 @@ class Gathered:
     exporters: tuple[ExporterResult, ...]
     discovery_error: str | None = None
     listed: tuple[dict[str, Any], ...] | None = None
+    # From Prometheus: what the listed runs are shown without, and why (a query after the
+    # runs' own that failed or was refused).
+    missing: tuple[str, ...] = ()
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run of every exporter that answered, each with ``exporter_node``."""
@@ -220,6 +219,8 @@ class Gathered:
         out = []
         if self.listed is not None and self.discovery_error:
             return [f"reading the runs failed: {self.discovery_error}"]
+        if self.listed is not None:
+            return [f"the runs are shown without {what}" for what in self.missing]
         if self.discovery_error:
             out.append(f"finding the exporters failed: {self.discovery_error}")
         for r in self.exporters:

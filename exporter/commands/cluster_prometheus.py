@@ -26,14 +26,19 @@ from .cluster import MAX_STRING, Gathered, _plain
 from .toprows import (
     REASON_QUERY,
     WHY_QUERY,
+    RunKey,
+    Series,
     instant_query,
     run_reason,
     runs_from_series,
 )
 
 # What the table shows of each run (statuspage.runs_table), and the run's identity and node.
+# A run's state is the one training_run_state series at 1, not its eleven (a full exporter
+# writes one per state): a run is some 13 series here.
 PAGE_QUERY = (
-    '{__name__=~"training_(run_state|run_info|step|max_steps|progress_ratio|eta_seconds'
+    "training_run_state == 1"
+    ' or {__name__=~"training_(run_info|step|max_steps|progress_ratio|eta_seconds'
     "|eta_lower_seconds|eta_upper_seconds|loss|gpus|gpu_seconds_total"
     '|last_checkpoint_timestamp_seconds|last_step_timestamp_seconds)"}'
 )
@@ -67,29 +72,42 @@ FIELDS = {
     "training_progress_at_risk_gpu_seconds": "progress_at_risk_gpu_seconds",
 }
 MAX_RUNS = 50_000
+# What one answer may hold: Prometheus is trusted to answer, not to answer small (a proxy,
+# an impostor or a fleet beyond the page's size). With every sample a run of its own (the
+# worst an answer can be), 60,000 samples took the page to 205 MiB, under its 256Mi limit
+# (docs/benchmarks.md); a run is some 13 samples of PAGE_QUERY, so about 4,600 runs. Larger
+# fleets raise it (cluster --max-samples) with the limit: some 30 MiB per 10,000 more.
+MAX_QUERY_SAMPLES = 60_000
+MAX_QUERY_BYTES = 32 * 1024 * 1024
 
 
 def _field(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def runs_of(
-    page: list[dict[str, Any]],
-    attention: list[dict[str, Any]],
-    why: list[dict[str, Any]],
-    now: float,
-) -> list[dict[str, Any]]:
-    """The runs, in ``/api/v1/runs`` form, from the answers to :data:`PAGE_QUERY`, the
-    reason query for the runs needing attention and :data:`WHY_QUERY`: each with its state,
-    the reason the exporter would give, why a stalled job is stuck, and its node."""
-    values, states, infos = runs_from_series(page)
-    reasons, _, _ = runs_from_series(attention)
+def stuck_of(why: list[dict[str, Any]]) -> dict[tuple[str, str], list[Any]]:
+    """Per job (namespace, job_name), the diagnoses of its stuck ranks from the answer to
+    :data:`WHY_QUERY`."""
     stuck: dict[tuple[str, str], list[Any]] = {}
     for s in why:
         m = s["metric"]
         stuck.setdefault((m.get("namespace", ""), m.get("job_name", "")), []).append(
             diagnosis_from_labels(m)
         )
+    return stuck
+
+
+def runs_of(
+    page: Series,
+    reasons: dict[RunKey, dict[str, float]],
+    stuck: dict[tuple[str, str], list[Any]],
+    now: float,
+) -> list[dict[str, Any]]:
+    """The runs, in ``/api/v1/runs`` form, from the answer to :data:`PAGE_QUERY` (read by
+    ``runs_from_series``), the reason query's values for the runs needing attention and
+    :func:`stuck_of`: each with its state, the reason the exporter would give, why a stalled
+    job is stuck, and its node."""
+    values, states, infos = page
     runs = []
     for key, state in list(states.items())[:MAX_RUNS]:
         namespace, job_name, pod = key
@@ -148,10 +166,16 @@ def _label(value: str) -> str:
 Query = Callable[[str], list[dict[str, Any]]]
 
 
-def prometheus_query(url: str, timeout: float = 10.0) -> Query:
+def prometheus_query(
+    url: str,
+    timeout: float = 10.0,
+    max_samples: int = MAX_QUERY_SAMPLES,
+    max_bytes: int = MAX_QUERY_BYTES,
+) -> Query:
     """Instant queries against ``url`` (toprows.instant_query: the one bounded GET client,
-    malformed samples left out); RuntimeError saying why not."""
-    return lambda expr: instant_query(url, expr, timeout)
+    malformed samples left out), each answer at most ``max_bytes`` and ``max_samples``
+    samples, counted before it is parsed; RuntimeError saying why not."""
+    return lambda expr: instant_query(url, expr, timeout, max_bytes, max_samples)
 
 
 @dataclass
@@ -179,13 +203,24 @@ class PrometheusView:
             if self._last is not None and now - self._last.time < self.max_age:
                 return self._last
             try:
-                runs = runs_of(
-                    self.query(PAGE_QUERY),
-                    self.query(_attention()),
-                    self.query(WHY_QUERY),
-                    now,
-                )
-                self._last = Gathered(now, (), None, listed=tuple(runs))
+                # Each answer is read down to its values as it comes, so that at most one
+                # raw answer (bounded by MAX_QUERY_SAMPLES) is held at a time.
+                page = runs_from_series(self.query(PAGE_QUERY))
+                missing: list[str] = []
+                # The runs show without what a later query could not give (a fleet whose
+                # runs fit the page but whose silent runs' reasons do not): said, not hidden.
+                reasons: dict[RunKey, dict[str, float]] = {}
+                stuck: dict[tuple[str, str], list[Any]] = {}
+                try:
+                    reasons = runs_from_series(self.query(_attention()))[0]
+                except RuntimeError as exc:
+                    missing.append(f"the reasons of the runs needing attention: {exc}")
+                try:
+                    stuck = stuck_of(self.query(WHY_QUERY))
+                except RuntimeError as exc:
+                    missing.append(f"why stalled jobs are stuck: {exc}")
+                runs = runs_of(page, reasons, stuck, now)
+                self._last = Gathered(now, (), None, listed=tuple(runs), missing=tuple(missing))
             except RuntimeError as exc:
                 self._last = Gathered(now, (), str(exc), listed=())
             return self._last

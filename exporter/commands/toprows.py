@@ -16,7 +16,7 @@ from ..core.ranks import DONE_STATES, Laggard, RankView, stuck_rank
 from ..core.stacks import Diagnosis
 from ..core.states import BY_CODE, Observation, reason, severity
 from ..core.thresholds import Thresholds, promql_or_default
-from ..plumbing.fetch import FetchError, get
+from ..plumbing.fetch import FetchError, bounded_json, get
 from ..views.deadlineviews import Deadline, deadlines_of
 from ..views.stackviews import diagnosis_from_labels
 from ..views.stackviews import summary as stall_summary
@@ -272,6 +272,8 @@ def stuck_ranks_from_prometheus(
 
 
 RunKey = tuple[str, str, str]  # namespace, job_name, pod
+# runs_from_series' answer: each run's values by name, its state, its info labels.
+Series = tuple[dict[RunKey, dict[str, float]], dict[RunKey, str], dict[RunKey, dict[str, str]]]
 
 # Per run: what states.reason() needs, so that a job's reason reads exactly as the exporter
 # would write it (from the same series the exporter exports).
@@ -294,7 +296,7 @@ _THRESHOLD_SERIES = {
 
 def runs_from_series(
     series: list[dict[str, Any]],
-) -> tuple[dict[RunKey, dict[str, float]], dict[RunKey, str], dict[RunKey, dict[str, str]]]:
+) -> Series:
     """Per run (namespace, job_name, pod), from an instant selection of raw series: each
     series' value by its name, the state whose ``training_run_state`` is 1, and the labels of
     its ``training_run_info``."""
@@ -479,20 +481,56 @@ def _sample(s: Any) -> bool:
     )
 
 
-def instant_query(url: str, expr: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+# What one sample may build when an answer is bounded by samples: its object, its labels'
+# object and its value pair; a ``:`` and a ``,`` per label (a training series has at most
+# some 20 labels) and a few of its own.
+CONTAINERS_PER_SAMPLE = 3
+SEPARATORS_PER_SAMPLE = 64
+
+
+def instant_query(
+    url: str,
+    expr: str,
+    timeout: float = 10.0,
+    max_bytes: int = MAX_ANSWER_BYTES,
+    max_samples: int | None = None,
+) -> list[dict[str, Any]]:
     """The well-formed samples of an instant query of the Prometheus-compatible API at
-    ``url`` (Prometheus, Thanos Query, Mimir). Raises RuntimeError saying why there are
-    none: unreachable, not JSON, not a query's answer, or the query's own error."""
+    ``url`` (Prometheus, Thanos Query, Mimir). With ``max_samples``, an answer that holds (or
+    would build as much as) more samples is refused before it is parsed. Raises
+    RuntimeError saying why there are none: unreachable, not JSON, too many samples, not a
+    query's answer, or the query's own error."""
     target = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': expr})}"
     try:
-        doc = fetch_json(target, timeout)
-    except (FetchError, ValueError, RecursionError) as exc:
-        raise RuntimeError(f"Prometheus at {url}: {exc}") from None
+        body = get(target, timeout, max_bytes)
+        if max_samples is None:
+            doc = json.loads(body)
+        elif (samples := body.count(b'"metric"')) > max_samples:
+            # Prometheus' own answer, too large for this reader: said before it is parsed
+            # (an answer that spells its keys otherwise meets the counts below).
+            raise RuntimeError(
+                f"Prometheus at {url}: answer holds {samples} samples, more than {max_samples}"
+            )
+        else:
+            doc = bounded_json(
+                body,
+                CONTAINERS_PER_SAMPLE * max_samples + 16,
+                SEPARATORS_PER_SAMPLE * max_samples + 64,
+                f"{max_samples} samples' worth",
+            )
+    except FetchError as exc:  # its detail, without the query's whole URL
+        raise RuntimeError(f"Prometheus at {url}: {exc.detail}") from None
+    except (ValueError, RecursionError) as exc:
+        raise RuntimeError(f"Prometheus at {url}: {str(exc)[:200]}") from None
     if not isinstance(doc, dict) or doc.get("status") != "success":
         error = doc.get("error") if isinstance(doc, dict) else "not a query answer"
         raise RuntimeError(f"Prometheus at {url}: {error}")
     data = doc.get("data")
     result = data.get("result") if isinstance(data, dict) else None
+    if max_samples is not None and isinstance(result, list) and len(result) > max_samples:
+        raise RuntimeError(
+            f"Prometheus at {url}: answer holds {len(result)} samples, more than {max_samples}"
+        )
     return [s for s in result if _sample(s)] if isinstance(result, list) else []
 
 

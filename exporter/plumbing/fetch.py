@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import socket
 import threading
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
+from typing import Any
 
 from ..core.model import ReportError
 
@@ -100,3 +103,37 @@ def get(url: str, timeout: float, max_bytes: int, accept: str = "application/jso
     if len(body) > max_bytes:
         raise FetchError("oversize", url, f"answer larger than {max_bytes} bytes")
     return body
+
+
+class TooMuchJSON(ValueError):
+    """A JSON answer refused unparsed: it would build more than its reader allows."""
+
+
+def bounded_json(
+    body: bytes,
+    max_containers: int,
+    max_separators: int,
+    worth: str = "",
+    parse_constant: Callable[[str], Any] | None = None,
+) -> Any:
+    """``body`` parsed as JSON, once it is counted and found to build at most
+    ``max_containers`` arrays and objects and ``max_separators`` values (its ``[``, ``{``,
+    ``,`` and ``:`` bytes, which no value can hide: an overcount at worst). Parsing costs
+    many times the bytes (60 MiB of ``[],`` took a page to 1.6 GB), so a far end's answer is
+    judged by what it would build before any of it is. Raises :class:`TooMuchJSON` naming
+    the count and what the bound is ``worth`` ("10000 runs' worth"), or ValueError."""
+    containers = body.count(b"[") + body.count(b"{")
+    why = f" ({worth})" if worth else ""
+    if containers > max_containers:
+        raise TooMuchJSON(
+            f"answer holds {containers} JSON arrays and objects, more than "
+            f"{max_containers}{why}: not parsed"
+        )
+    separators = body.count(b",") + body.count(b":")
+    if separators > max_separators:
+        raise TooMuchJSON(
+            f"answer holds {separators} JSON values, more than {max_separators}{why}: not parsed"
+        )
+    if parse_constant is None:
+        return json.loads(body)
+    return json.loads(body, parse_constant=parse_constant)

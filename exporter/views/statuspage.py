@@ -293,7 +293,7 @@ def cluster_index(
     failing = (
         "<div class=failures><strong>"
         + (
-            "The runs could not be read:"
+            ("The runs could not be read:" if not runs else "Not everything could be read:")
             if source is not None
             else "Not every exporter could be read; runs on these are missing below:"
         )
