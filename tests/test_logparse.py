@@ -795,3 +795,95 @@ def test_camel_case_keys_are_looked_up_as_their_words() -> None:
         9.5e-05,
         None,
     )
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("Accuracy:  0,4941176,", 0.4941176),  # ML.NET in a comma-decimal locale
+        ("Cross-Entropy: 5,939554E+12", 5.939554e12),
+        ("x: 12,5", 12.5),
+        ("tps: 10,050", 10050.0),  # thousands stay thousands: exactly three digits a group
+        ("Sen. 1,212,903 :", 1212903.0),
+        ("consumed samples: 1,000", 1000.0),
+    ],
+)
+def test_a_comma_not_followed_by_three_digits_is_a_decimal_comma(text: str, value: float) -> None:
+    """A comma followed by exactly three digits groups thousands (``10,050``); any other
+    (``0,4941176``, ``5,939554E+12``: ML.NET printing in a German or French locale,
+    https://github.com/dotnet/machinelearning-samples/issues/717) is the decimal point.
+    Before, ``5,939554E+12`` was read as 5: a loss eleven orders of magnitude off."""
+    (pair,) = find_pairs(text)
+    assert pair.value == value
+
+
+@pytest.mark.parametrize(
+    "line, step, loss, eval_loss",
+    [
+        # Marian (https://github.com/marian-nmt/marian/issues/376): updates done, the cost.
+        (
+            "[2021-07-17 14:29:40] Ep. 1 : Up. 26000 : Sen. 1,650,105 : Cost 3.89087892 : "
+            "Time 636.06s : 2924.37 words/s",
+            26000,
+            3.89087892,
+            None,
+        ),
+        (
+            "[2021-07-17 13:50:36] [valid] Ep. 1 : Up. 20000 : cross-entropy : 130.97 : new best",
+            None,
+            None,
+            130.97,
+        ),
+        (
+            "[2021-07-17 13:51:53] [valid] Ep. 1 : Up. 20000 : translation : 2.35 : new best",
+            None,
+            None,
+            None,
+        ),
+        # MXNet's Speedometer: the batch within a 0-based epoch, the run's only in epoch 0.
+        (
+            "Node[0] Epoch[0] Batch [3200]\tSpeed: 47.92 samples/sec\tTrain-cross-entropy=2.1",
+            3200,
+            2.1,
+            None,
+        ),
+        (
+            "Node[0] Epoch[7] Batch [300]\tSpeed: 75294.08 samples/sec\tTrain-cross-entropy=0.127419",
+            None,
+            0.127419,
+            None,
+        ),
+        ("Epoch[0] Batch [100-200]\tSpeed: 1000.00 samples/sec\tcross-entropy=1.5", 200, 1.5, None),
+        # TF Hub's retrain.py.
+        (
+            "INFO:tensorflow:2019-04-23 05:08:17.799738: Step 290: Cross entropy = 0.009747",
+            290,
+            0.009747,
+            None,
+        ),
+    ],
+)
+def test_marian_mxnet_and_retrain_lines_are_read_by_the_general_reader(
+    line: str, step: int | None, loss: float | None, eval_loss: float | None
+) -> None:
+    """Round 16 of the held-out logs (docs/logs.md): Marian's ``Ep. e : Up. n`` counter and
+    ``Cost``, its ``[valid]`` lines' losses as eval losses (and its BLEU line as nothing),
+    (whose counter is the evaluation's, not a step), MXNet's ``Epoch[e] Batch [i]`` (within
+    the epoch, as PaddleClas' and icefall's counters)
+    and its ``Train-cross-entropy``, retrain's ``Cross entropy``."""
+    found = parse_line(line, NOW)
+    if step is None and loss is None and eval_loss is None:
+        assert found is None
+        return
+    assert found is not None
+    assert (found.report.step, found.report.loss, found.report.eval_loss) == (step, loss, eval_loss)
+
+
+def test_a_loss_named_value_printed_in_seconds_is_a_time_not_the_loss() -> None:
+    """``cost`` is Marian's loss (``Cost 3.89``); ``cost 0.25s`` is a time: a loss-named
+    value printed with a unit of time is kept as ``<name>_seconds``, never as the loss."""
+    timed = parse_line("iter 100, cost 0.25s, acc 0.5", NOW)
+    assert timed is not None and timed.report.loss is None
+    assert dict(timed.report.metrics)["cost_seconds"] == 0.25
+    plain_cost = parse_line("iter 100 | cost 0.25 | acc 0.5", NOW)
+    assert plain_cost is not None and plain_cost.report.loss == 0.25

@@ -23,18 +23,22 @@ _KEY = (
 )
 # Between them: ":" or "=" (spaces around allowed), or spaces alone ("loss 4.0863").
 _SEP = r"(?:\s*[:=]\s*|\s+)"
-# A number as printed: thousands separators ("10,050"), exponents ("2.5E+00"), nan/inf; then
+# A number as printed: thousands separators ("10,050"), a decimal comma where a comma is not
+# followed by exactly three digits ("0,4941176", "5,939554E+12": ML.NET in a German or
+# French locale), exponents ("2.5E+00"), nan/inf; then
 # an optional percent sign or unit ("3961M", "66.91GiB", "561.94ms"); never the first part of
 # a clock ("4:44:04"), a ratio ("5092/261"), a date ("cellpose: 2021-12-10") or a longer
 # word; a sentence's full stop may follow it ("Loss is 0.53861904.").
 _VALUE = (
-    r"(?P<value>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
+    r"(?P<value>[-+]?\d+,(?!\d{3}(?![\d,]))\d+(?:[eE][-+]?\d+)?(?![,.]\d)"
+    r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
     r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))"
-    r"(?P<percent>%)?(?:[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)"
+    r"(?P<percent>%)?(?P<unit>[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)"
 )
 PAIR = re.compile(_KEY + _SEP + _VALUE)
 MAX_PAIRS = 128
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
+_TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +48,18 @@ class Pair:
     key: str
     value: float
     percent: bool = False
+    seconds: bool = False  # printed with a unit of time ("0.25s", "561.94ms"): never a loss
+
+
+_GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
 
 def number(text: str) -> float | None:
-    """The number ``text`` prints (``10,050`` is 10050), or None."""
+    """The number ``text`` prints (``10,050`` is 10050, ``0,4941176`` is 0.4941176), or
+    None."""
     try:
+        if "," in text and not _GROUPED.fullmatch(text):
+            return float(text.replace(",", ".", 1))
         return float(text.replace(",", ""))
     except ValueError:
         return None
@@ -63,7 +74,14 @@ def find_pairs(text: str) -> list[Pair]:
         if value is None:
             continue
         # A key does not run across a sentence's end ("records/second. Loss is 0.5386").
-        out.append(Pair(m["key"].rsplit(". ", 1)[-1], value, m["percent"] is not None))
+        out.append(
+            Pair(
+                m["key"].rsplit(". ", 1)[-1],
+                value,
+                m["percent"] is not None,
+                m["unit"] in _TIME_UNITS,
+            )
+        )
         if len(out) >= MAX_PAIRS:
             break
     return out
@@ -112,6 +130,10 @@ def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
                 metrics.setdefault(name, p.value)
             continue
         field, rank = found
+        if p.seconds and field in ("loss", "eval_loss"):
+            # "cost 0.25s": a time, not a cost (kept as cost_seconds, never as the loss).
+            metrics.setdefault(metric_name(p.key) + "_seconds", p.value)
+            continue
         if evaluation and field == "loss":
             field = "eval_loss"
         value = _ratio(p) if field == "model_flops_utilization" else p.value

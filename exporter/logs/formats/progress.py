@@ -47,6 +47,7 @@ HINTS = (
     "| loss",
     "Train:",
     "Test:",
+    "Up.",
 )
 
 
@@ -284,6 +285,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # size it does not print (train.py's enumerate(train_dl)); its epochs count from 0 in
     # older recipes and from 1 in newer ones, so only epoch 0 is surely the first.
     (re.compile(r"\bEpoch (?P<e>\d{1,9}), batch (?P<i>\d{1,15}),"), _train_step_in_epoch),
+    # MXNet's Speedometer: "Epoch[7] Batch [300]" (and "Batch [200-300]" since 1.3), the
+    # 0-based epoch and the batch's index within it (module.fit's enumerate).
+    (
+        re.compile(r"\bEpoch\[(?P<e>\d{1,9})\]\s*Batch\s*\[(?:\d{1,15}-)?(?P<i>\d{1,15})\]"),
+        _train_step_in_epoch,
+    ),
+    # Marian: "Ep. 1 : Up. 26000 :", the epoch under way and the updates done (the run's step).
+    (re.compile(r"\bEp\.\s*\d{1,9}\s*:\s*Up\.\s*(?P<i>\d{1,15})\b"), _step_of),
     # PaddleClas' "epoch:4   train step:6": the batch's index within an epoch of unknown size.
     (
         re.compile(
@@ -334,14 +343,14 @@ _EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
 # An evaluation line: what it prints before its first value says so.
 _EVAL_PHRASE = re.compile(
     r"(?i)(?:valid on|\bvalidat(?:ion|ing)\b|\bevaluat(?:ion|ing)\b|\btest(?:ing)?:|"
-    r"\[(?:val|eval|test)\]|\b(?:eval|val|test) epoch)"
+    r"\[(?:val|valid|eval|test)\]|\b(?:eval|val|test) epoch)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
 
 
 # Every counter and every step key has one of these: a line without is no progress line,
 # found with one scan instead of one per counter (most lines a hint lets through are not).
-_MAYBE = re.compile(r"(?i)step|iter|epoch|batch=|train:|test:|num_updates|^\s*\d+\s+\|")
+_MAYBE = re.compile(r"(?i)step|iter|epoch|batch=|train:|test:|num_updates|^\s*\d+\s+\||\bUp\.")
 
 
 def find_counter(text: str) -> tuple[Count, tuple[int, int]] | None:

@@ -60,6 +60,10 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "cross_entropy_loss",  # pith-train ("cross-entropy-loss 2.6636")
         "avr_loss",  # kohya-ss sd-scripts' bar postfix, the loss it shows
         "closs",  # LLaMA2-Accessory and its SPHINX / LLaMA-Adapter kin: the cross-entropy loss
+        "train_cross_entropy",  # MXNet's Speedometer ("Train-cross-entropy=0.1274")
+        "cross_entropy",  # TF Hub's retrain.py ("Cross entropy = 0.0097"), ML.NET
+        "ce_mean_words",  # Marian's validation cost per target word (read as the eval loss)
+        "cost",  # Marian ("Cost 3.89087892"), the TensorFlow tutorials' "cost="
     ),
     "eval_loss": (
         "eval_loss",
@@ -73,7 +77,13 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss_test",  # Cellpose ("Loss 1.2783, Loss Test 1.2959")
         "val",  # LitGPT: "loss train: 2.846, val: 2.861"
     ),
-    "learning_rate": ("learning_rate", "lr", "actor/lr", "train/learning_rate"),
+    "learning_rate": (
+        "learning_rate",
+        "lr",
+        "actor/lr",
+        "train/learning_rate",
+        "l.r.",  # Marian ("L.r. 4.6154e-05")
+    ),
     "grad_norm": ("grad_norm", "gnorm", "actor/grad_norm", "train/grad_norm"),
     "epoch": ("epoch", "training/epoch", "train/epoch"),
     "max_epochs": ("num_epochs", "max_epochs", "total_epochs"),
