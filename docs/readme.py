@@ -1,5 +1,5 @@
 """Write the README's lists that must not drift: its alerts, from alerts/*.rules.yaml, and its
-per-run metrics, from the collector's table (exporter.views.collector.RUN_FAMILIES).
+per-run metrics, from the collector's table (exporter.views.catalog.RUN_FAMILIES).
 
     python docs/readme.py           # rewrites the marked sections of README.md
     python docs/readme.py --check   # exit 1 if README.md is out of date (make lint runs it)
@@ -55,7 +55,7 @@ def alerts_table() -> str:
 def metrics_list() -> str:
     """Every per-run family the exporter exports, in the collector's order (the catalog
     with labels and units is docs/metrics.md)."""
-    from exporter.views.collector import RUN_FAMILIES
+    from exporter.views.catalog import RUN_FAMILIES
 
     return ", ".join(f"`{f.name}`" for f in RUN_FAMILIES) + "."
 

@@ -27,7 +27,8 @@ from exporter.core.thresholds import (
     promql_or_default,
 )
 from exporter.daemon.config import Config, from_env
-from exporter.views.collector import RUN_FAMILIES, families, iter_runs_text, run_families
+from exporter.views.catalog import JOB_LEVEL, RUN_FAMILIES, families, speaks_for_job
+from exporter.views.collector import iter_runs_text, run_families
 
 from .conftest import T0
 from .rulefiles import promtool_on_rewritten_tests
@@ -69,12 +70,61 @@ def test_lean_exports_the_current_state_alone_and_causes_once_they_count() -> No
         ]
         assert mine == kept, spec.metric
     assert [x for x in text.splitlines() if x.startswith("training_stall_threshold_seconds{")]
-    # Nothing else changes.
+    # Nothing else changes, but the job's values of a run that does not speak for its job
+    # (the hostile run's rank is '"0"', not 0: test_job_values_come_from_rank_zero_alone).
     trimmed = (*LEAN_FAMILIES, "training_stall_gpu", *(spec.metric for spec in SPECS))
-    assert [x for x in full.splitlines() if not x.startswith(trimmed)] == [
-        x for x in text.splitlines() if not x.startswith(trimmed)
-    ]
+    silent = tuple(f"{name}{{" for name in JOB_LEVEL)
+    assert [
+        x
+        for x in full.splitlines()
+        if not x.startswith(trimmed) and not (x.startswith(silent) and 'pod="p\\\\od' in x)
+    ] == [x for x in text.splitlines() if not x.startswith(trimmed)]
     assert len(text.splitlines()) < len(full.splitlines()) - 20 * len(snaps)
+
+
+def test_job_values_come_from_rank_zero_alone() -> None:
+    """#59: job-level values once per job. Under ``lean_series`` an 8-rank job's ranks 1-7
+    export only what differs between ranks (state, step, pace, last report and step, stall,
+    GPUs and their GPU-seconds, thresholds); rank 0, and a run with no rank, the job's
+    values too. Without ``lean_series`` every rank exports everything."""
+    from exporter.core.tracker import Tracker, TrackerConfig
+
+    tracker = Tracker(TrackerConfig(Thresholds()))
+    report = ProgressReport(
+        step=10, max_steps=100, loss=1.5, eval_loss=1.7, learning_rate=1e-4,
+        metrics=(("accuracy", 0.5),), tokens=1000,
+    )  # fmt: skip
+    for rank in ("0", "3", ""):
+        key = RunKey("ml", f"llm-{rank or 'solo'}", "llm" if rank else "solo")
+        tracker.apply(key, report, T0, RunMeta(rank=rank, gpus=8))
+        tracker.apply(key, ProgressReport(step=20, max_steps=100, loss=1.4), T0 + 30)
+    snaps = tracker.snapshot(T0 + 60)
+    assert [speaks_for_job(s) for s in snaps] == [s.meta.rank != "3" for s in snaps]
+    lean = "".join(iter_runs_text(snaps, catalog=families(lean=True)))
+    full = "".join(iter_runs_text(snaps))
+
+    def names(text: str, pod: str) -> set[str]:
+        return {x.split("{")[0] for x in text.splitlines() if f'pod="{pod}"' in x}
+
+    for pod in ("llm-0", "llm-solo"):
+        # What lean leaves out of every run (default thresholds, causes that never counted).
+        trimmed = {spec.metric for spec in SPECS} | set(LEAN_FAMILIES[1:])
+        assert names(lean, pod) <= names(full, pod)
+        assert names(full, pod) - names(lean, pod) <= trimmed | {"training_stall_gpu_seconds_total"}
+        assert {"training_loss", "training_max_steps", "training_metric"} <= names(lean, pod)
+    rank3 = names(lean, "llm-3")
+    assert not rank3 & JOB_LEVEL
+    assert {
+        "training_run_state",
+        "training_step",
+        "training_last_step_timestamp_seconds",
+        "training_steps_per_second",
+        "training_gpus",
+        "training_gpu_seconds_total",
+        "training_run_info",
+    } <= rank3
+    assert names(full, "llm-3") & JOB_LEVEL == names(full, "llm-0") & JOB_LEVEL
+    assert len(rank3) < len(names(lean, "llm-0")) - 8
 
 
 def test_lean_series_is_a_setting() -> None:
@@ -114,9 +164,32 @@ def _lean(values: str, default: float = 0.0) -> str:
     return " ".join(out)
 
 
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _run_of(series: str) -> tuple[str, ...]:
+    labels = dict(_LABEL.findall(series))
+    return tuple(labels.get(k, "") for k in ("cluster", "namespace", "pod", "job_name"))
+
+
 def _lean_doc(doc: dict[str, Any]) -> tuple[dict[str, Any], int]:
     changed = 0
     for test in doc["tests"]:
+        # The job's values come from its rank 0 alone (a run of no known rank keeps them).
+        ranks = {
+            _run_of(s["series"]): dict(_LABEL.findall(s["series"])).get("rank", "")
+            for s in test.get("input_series", [])
+            if s["series"].startswith("training_run_info{")
+        }
+        kept = [
+            s
+            for s in test.get("input_series", [])
+            if s["series"].split("{", 1)[0] not in JOB_LEVEL
+            or ranks.get(_run_of(s["series"]), "") in ("", "0")
+        ]
+        changed += len(test.get("input_series", [])) - len(kept)
+        if "input_series" in test:
+            test["input_series"] = kept
         for s in test.get("input_series", []):
             if s["series"].startswith(
                 ("training_run_state{", "training_wasted_gpu_seconds_total{",

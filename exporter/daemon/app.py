@@ -21,7 +21,8 @@ from ..plumbing.ingest import Ingestor
 from ..plumbing.schedule import Scheduler
 from ..plumbing.stats import ExporterStats
 from ..sources.forward import Forwarder
-from ..views.collector import TrainingCollector, families
+from ..views.catalog import families
+from ..views.collector import TrainingCollector
 from ..views.selfmetrics import ExporterCollector
 from .config import Config
 from .persist import StateKeeper

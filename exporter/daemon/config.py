@@ -90,7 +90,7 @@ class Config:
     # Kubernetes mode: every read but /healthz and /readyz needs a bearer token whose user
     # may `get` its path (nonResourceURLs), as kube-rbac-proxy in front of node exporters.
     read_authorization: bool = KubernetesSettings.read_authorization
-    # Fewer series per run for fleets (exporter/views/collector.py families(lean=True),
+    # Fewer series per run for fleets (exporter/views/catalog.py families(lean=True),
     # docs/metrics.md#cardinality-budget): the current state's series only, and a waste or
     # stall cause's counter from its first GPU-second.
     lean_series: bool = False

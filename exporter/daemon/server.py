@@ -40,8 +40,9 @@ from ..sources.stack_push import STACKS_PATH, handle_stacks
 from ..views import pagekit, runpage, statuspage
 from ..views.api import iter_runs_json, run_to_dict, stacks_document
 from ..views.assets import load_assets
+from ..views.catalog import RUN_FAMILIES, Family
 from ..views.charts import chart_document
-from ..views.collector import RUN_FAMILIES, Family, can_render, iter_runs_text, renderable
+from ..views.collector import can_render, iter_runs_text, renderable
 from ..views.stackviews import stacks_without_code, without_code
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -1,7 +1,7 @@
 """The exporter's own health, ``training_exporter_*``: what it received and dropped, its
 sources, its memory budgets, its HTTP connections.
 
-Apart from the per-run catalog (:mod:`exporter.views.collector`) because it reads the
+Apart from the per-run catalog (:mod:`exporter.views.catalog`) because it reads the
 exporter's counters, not the runs: a scrape of it costs the same at 10 or 10,000 runs.
 """
 
