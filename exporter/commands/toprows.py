@@ -15,7 +15,7 @@ from typing import Any
 from ..core.ranks import DONE_STATES, Laggard, RankView, stuck_rank
 from ..core.stacks import Diagnosis
 from ..core.states import BY_CODE, Observation, reason, severity
-from ..core.thresholds import Thresholds, promql_or_default
+from ..core.thresholds import Thresholds, promql_beyond
 from ..plumbing.fetch import FetchError, bounded_json, get
 from ..views.deadlineviews import Deadline, deadlines_of
 from ..views.stackviews import diagnosis_from_labels
@@ -230,9 +230,12 @@ def results_from_views(series: list[dict[str, Any]], now: float) -> dict[str, li
 # expression, the furthest behind first).
 STUCK_RANK_QUERY = (
     "topk by (namespace, job_name) (1, "
-    "namespace_pod_job_name:training_rank_lag_seconds:behind_newest"
-    " > on (namespace, pod, job_name) group_left () "
-    + promql_or_default("training_rank_lag_threshold_seconds")
+    + promql_beyond(
+        "namespace_pod_job_name:training_rank_lag_seconds:behind_newest",
+        ">",
+        "training_rank_lag_threshold_seconds",
+        group_left=True,
+    )
     + ' unless on (namespace, pod, job_name) training_run_state{state=~"'
     + "|".join(DONE_STATES)
     + '"} == 1)'

@@ -150,13 +150,28 @@ def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
 
-def promql_or_default(metric: str, labels: str = "namespace, pod, job_name") -> str:
-    """Each run's ``metric``, or its built-in default for a run that exports none: the one
-    way every rule and view reads a threshold (tests/test_lean_series.py checks the rule
-    files use exactly this)."""
+def promql_beyond(
+    left: str,
+    op: str,
+    metric: str,
+    labels: str = "namespace, pod, job_name",
+    group_left: bool = False,
+) -> str:
+    """``left``'s series where they are beyond (``op``: ``>``, ``<=``...) their run's
+    threshold ``metric``, or its built-in default for a run that exports none: the one way
+    every rule and view compares with a threshold (tests/test_lean_series.py checks the rule
+    files use exactly this). ``group_left``: ``left`` has more labels than the run's
+    (a rank's ``rank`` and ``node``).
+
+    The default applies to ``left``'s own series that have no threshold (``unless``), a
+    comparison with a number: a rule costs what ``left`` and the few overriding runs cost,
+    not a pass over every run of the fleet (the form before, ``max by (...)
+    (training_run_active) * 0 + default``, was the slowest part of the slowest alert at
+    20,000 runs: docs/metrics.md#cardinality-budget)."""
+    join = f"on ({labels}) group_left ()" if group_left else f"on ({labels})"
     return (
-        f"(max by ({labels}) ({metric}) or on ({labels}) "
-        f"max by ({labels}) (training_run_active) * 0 + {_number(default_value(metric))})"
+        f"(({left}) {op} {join} max by ({labels}) ({metric}) "
+        f"or (({left}) unless on ({labels}) {metric}) {op} {_number(default_value(metric))})"
     )
 
 
