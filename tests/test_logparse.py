@@ -887,3 +887,51 @@ def test_a_loss_named_value_printed_in_seconds_is_a_time_not_the_loss() -> None:
     assert dict(timed.report.metrics)["cost_seconds"] == 0.25
     plain_cost = parse_line("iter 100 | cost 0.25 | acc 0.5", NOW)
     assert plain_cost is not None and plain_cost.report.loss == 0.25
+
+
+@pytest.mark.parametrize(
+    "line, step, loss",
+    [
+        # TinyCLIP (https://github.com/microsoft/Cream/issues/252): epoch 14 (0-based), 41 of
+        # its 14656 batches done.
+        (
+            "2024-12-08,22:10:14 | INFO | Train Epoch: 14 [41/14656] [   41984/15007744 (0%)] "
+            "Loss: 3.6008 (3.656) LR: 0.000041",
+            14 * 14656 + 41,
+            3.6008,
+        ),
+        # WeNet (https://github.com/wenet-e2e/wenet/issues/941): epoch/batch index.
+        (
+            "2023-01-30 18:49:20,438 DEBUG TRAIN Batch 4/203800 loss 25.618004 lr 0.00032619 rank 0",
+            None,
+            25.618004,
+        ),
+        ("2023-01-30 18:49:20,438 DEBUG TRAIN Batch 0/300 loss 30.5 lr 0.0003 rank 0", 300, 30.5),
+        # AllenNLP 2017: the loss, the step unknown (its epoch is on another line).
+        ("allennlp.training.trainer - Batch 1701/17168: accuracy: 0.49, loss: 1.09 ||", None, 1.09),
+    ],
+)
+def test_tinyclip_wenet_and_allennlp_counters(line: str, step: int | None, loss: float) -> None:
+    """Round 17 of the held-out logs (docs/logs.md)."""
+    found = parse_line(line, NOW)
+    assert found is not None
+    assert (found.report.step, found.report.loss) == (step, loss)
+
+
+def test_a_cross_validation_under_way_and_wandbs_dropped_entries_are_no_progress() -> None:
+    """WeNet's ``CV Batch 4/0 ... history loss`` is a cross-validation still counting (its
+    result comes later), and wandb's ``Dropping entry: {... 'step': 205224 ...}`` names a
+    step wandb refused, not the run's: before, it was read as the run's step (205224 where
+    205225 were done)."""
+    assert (
+        parse_line(
+            "2023-01-30 18:49:56,046 DEBUG CV Batch 4/0 loss 28.402842 history loss 27.845923 rank 0",
+            NOW,
+        )
+        is None
+    )
+    dropped = (
+        "wandb: WARNING (User provided step: 205224 is less than current step: 205528. "
+        "Dropping entry: {'train/loss': 3.600809097290039, 'step': 205224})."
+    )
+    assert parse_line(dropped, NOW) is None

@@ -48,6 +48,7 @@ HINTS = (
     "Train:",
     "Test:",
     "Up.",
+    "Batch ",
 )
 
 
@@ -166,6 +167,19 @@ def _samples(m: re.Match[str]) -> Count:
     return Count()
 
 
+def _zero_based_epoch(m: re.Match[str]) -> Count:
+    """A 0-based epoch and the batches done in it, of ``n``."""
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
+
+
+def _wenet(m: re.Match[str]) -> Count:
+    """WeNet's ``TRAIN Batch e/i``: a 0-based epoch and the batch's index in it (the run's
+    step in epoch 0 only); ``CV Batch``: the cross-validation's own count."""
+    if m["mode"] == "CV":
+        return Count(evaluation=True)
+    return Count(step=int(m["i"])) if m["e"] == "0" else Count()
+
+
 def _epoch_summary(m: re.Match[str]) -> Count:
     """An epoch with no count within it (``Epoch [3/10], Loss: 0.52``, ``(Epoch 21) TRAIN
     LOSS:0.1832``): the number of epochs where printed; which epoch is done is 0- or 1-based,
@@ -235,7 +249,22 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\b(?P<e>\d{1,9})epoch:(?P<mode>[a-z]+):(?P<a>\d{1,15})-(?P<b>\d{1,15})batch:"),
         _espnet,
     ),
+    # OpenCLIP's later trainers (TinyCLIP): "Train Epoch: 14 [41/14656] [ 41984/15007744 (0%)]",
+    # the 0-based epoch and its batches done (batch_count = i + 1), then its samples.
+    (
+        re.compile(r"\bTrain Epoch: (?P<e>\d{1,9}) \[(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"),
+        _zero_based_epoch,
+    ),
     (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), _samples),
+    # WeNet and WeKWS: "TRAIN Batch 4/203800", the 0-based epoch and the batch's index within
+    # it (its size not printed); "CV Batch 4/0" a cross-validation still under way.
+    (
+        re.compile(r"\b(?P<mode>TRAIN|CV) Batch (?P<e>\d{1,9})/(?P<i>\d{1,15})\b"),
+        _wenet,
+    ),
+    # AllenNLP's "Batch 1701/17168: accuracy: ..., loss: 1.09 ||": the batches done in an
+    # epoch it names on a line of its own, so the run's step is unknown here.
+    (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), _samples),
     (
         re.compile(
             r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
@@ -350,7 +379,9 @@ _FRACTION = re.compile(r"\d\s*/\s*\d")
 
 # Every counter and every step key has one of these: a line without is no progress line,
 # found with one scan instead of one per counter (most lines a hint lets through are not).
-_MAYBE = re.compile(r"(?i)step|iter|epoch|batch=|train:|test:|num_updates|^\s*\d+\s+\||\bUp\.")
+_MAYBE = re.compile(
+    r"(?i)step|iter|epoch|batch=|batch \d|train:|test:|num_updates|^\s*\d+\s+\||\bUp\."
+)
 
 
 def find_counter(text: str) -> tuple[Count, tuple[int, int]] | None:
@@ -366,6 +397,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     """The report a progress line makes, or None for any other line."""
     if len(msg) > MAX_LINE or not any(h in msg for h in HINTS) or not _MAYBE.search(msg):
         return None
+    if "Dropping entry" in msg:
+        return None  # wandb refused a logged step ("User provided step: N is less than ...")
     found = find_counter(msg)
     bare = None
     if found is None:
