@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
@@ -568,13 +569,29 @@ def test_the_cluster_page_is_paged_like_a_nodes(cluster: dict[str, Any]) -> None
     assert 'href="?page=3&amp;per_page=2&amp;sort=name">next</a>' in text
 
 
+@contextmanager
+def _page_from(query: Any, prom: str = "http://prom:9090") -> Iterator[str]:
+    """The cluster page reading runs through ``query`` (as from the Prometheus at ``prom``),
+    served on loopback for the block: its URL."""
+    from exporter.commands.cluster_prometheus import PrometheusView
+    from exporter.views.assets import load_assets
+
+    view = PrometheusView(prom, query, max_age=0, assets=load_assets())
+    server = make_server("127.0.0.1", 0, view)
+    serve_in_thread(server)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def _series(name: str, value: str, **labels: str) -> dict[str, Any]:
     return {"metric": {"__name__": name, **labels}, "value": [1.0, value]}
 
 
 def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escapes_labels() -> None:
-    from exporter.commands.cluster_prometheus import PAGE_QUERY, PrometheusView
-    from exporter.views.assets import load_assets
+    from exporter.commands.cluster_prometheus import PAGE_QUERY
 
     down = {"now": True}
     run = {"namespace": "ml", "pod": EVIL, "job_name": "llm"}
@@ -592,11 +609,7 @@ def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escape
             ]
         return []
 
-    view = PrometheusView("http://prom:9090", query, max_age=0, assets=load_assets())
-    server = make_server("127.0.0.1", 0, view)
-    serve_in_thread(server)
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with _page_from(query) as url:
         status, page = http("GET", url + "/")
         assert status == 200 and b"The runs could not be read:" in page
         assert b"no answer within 10 s" in page
@@ -616,17 +629,13 @@ def test_the_page_from_prometheus_says_when_prometheus_cannot_be_read_and_escape
             "gpu-7",
         )
         assert http("GET", url + "/readyz")[0] == 200
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_fleet_whose_reasons_do_not_fit_shows_its_runs_without_them() -> None:
     """When a query after the runs' own fails or is refused (a fleet of silent runs whose
     reasons' series outgrow --max-samples), the runs still show, and the page says what they
     are shown without and why."""
-    from exporter.commands.cluster_prometheus import PAGE_QUERY, WHY_QUERY, PrometheusView
-    from exporter.views.assets import load_assets
+    from exporter.commands.cluster_prometheus import PAGE_QUERY, WHY_QUERY
 
     run = {"namespace": "ml", "pod": "p-0", "job_name": "llm"}
 
@@ -642,17 +651,10 @@ def test_a_fleet_whose_reasons_do_not_fit_shows_its_runs_without_them() -> None:
             "Prometheus at http://prom:9090: answer holds 70000 samples, more than 60000"
         )
 
-    view = PrometheusView("http://prom:9090", query, max_age=0, assets=load_assets())
-    server = make_server("127.0.0.1", 0, view)
-    serve_in_thread(server)
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with _page_from(query) as url:
         status, page = http("GET", url + "/")
         (got,) = strict_json(http("GET", url + "/api/v1/runs")[1])["runs"]
         ready = http("GET", url + "/readyz")[0]
-    finally:
-        server.shutdown()
-        server.server_close()
     assert status == 200 and b"1 runs from Prometheus at http://prom:9090" in page
     assert b"Not everything could be read:" in page
     assert b"the runs are shown without the reasons of the runs needing attention" in page
@@ -665,8 +667,7 @@ def test_a_prometheus_that_answers_malformed_samples_costs_those_samples_not_the
     """What a proxy or an impostor at the Prometheus URL sends (samples that are not maps,
     labels that are not strings, values that are not pairs, a step of 1e400) is left out or
     read as unknown: the page and the run's page still answer."""
-    from exporter.commands.cluster_prometheus import PrometheusView, prometheus_query
-    from exporter.views.assets import load_assets
+    from exporter.commands.cluster_prometheus import prometheus_query
 
     run = {"namespace": "a", "pod": "b", "job_name": "c"}
     good = [
@@ -699,19 +700,15 @@ def test_a_prometheus_that_answers_malformed_samples_costs_those_samples_not_the
     liar = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
     threading.Thread(target=liar.serve_forever, daemon=True).start()
     prom = f"http://127.0.0.1:{liar.server_address[1]}"
-    view = PrometheusView(prom, prometheus_query(prom), max_age=0, assets=load_assets())
-    server = make_server("127.0.0.1", 0, view)
-    serve_in_thread(server)
-    url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        assert http("GET", url + "/")[0] == 200
-        (got,) = strict_json(http("GET", url + "/api/v1/runs")[1])["runs"]
-        assert (got["pod"], got["state"], got["step"]) == ("b", "running", None)
-        assert http("GET", url + "/runs/a/b")[0] == 200
+        with _page_from(prometheus_query(prom), prom) as url:
+            assert http("GET", url + "/")[0] == 200
+            (got,) = strict_json(http("GET", url + "/api/v1/runs")[1])["runs"]
+            assert (got["pod"], got["state"], got["step"]) == ("b", "running", None)
+            assert http("GET", url + "/runs/a/b")[0] == 200
     finally:
-        for s in (server, liar):
-            s.shutdown()
-            s.server_close()
+        liar.shutdown()
+        liar.server_close()
 
 
 @pytest.mark.slow
