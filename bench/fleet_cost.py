@@ -25,18 +25,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from exporter.daemon.persist import encode_lines, write_atomically
 
-from .common import free_port, instant_query, start_prometheus, stop
+from .common import free_port, instant_query, serve_bytes, start_prometheus, stop
 from .scale import REPORTS, T0, template_run
 from .scale import start as start_exporter
 
@@ -101,28 +99,8 @@ class StaticTargets:
     taken from an exporter."""
 
     def __init__(self, texts: list[bytes]) -> None:
-        self.servers = [self._serve(text) for text in texts]
+        self.servers = [serve_bytes(text) for text in texts]
         self.targets = [f"127.0.0.1:{srv.server_address[1]}" for srv in self.servers]
-
-    @staticmethod
-    def _serve(text: bytes) -> ThreadingHTTPServer:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                self.send_header("Content-Length", str(len(text)))
-                self.end_headers()
-                self.wfile.write(text)
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return server
 
     def close(self) -> None:
         for server in self.servers:

@@ -134,6 +134,4 @@ def bounded_json(
         raise TooMuchJSON(
             f"answer holds {separators} JSON values, more than {max_separators}{why}: not parsed"
         )
-    if parse_constant is None:
-        return json.loads(body)
     return json.loads(body, parse_constant=parse_constant)

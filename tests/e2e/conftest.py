@@ -9,12 +9,11 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from bench.common import serve_bytes
 from exporter.core.model import RunKey, RunMeta
 from exporter.daemon.app import Exporter
 from exporter.daemon.config import Config
@@ -90,26 +89,6 @@ class LiveStack:
     exporter: Exporter
 
 
-def _dcgm_stand_in(text: bytes) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(text)))
-            self.end_headers()
-            self.wfile.write(text)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    import threading
-
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 @pytest.fixture(scope="session")
 def live_stack() -> Iterator[LiveStack]:
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp_name:
@@ -118,7 +97,7 @@ def live_stack() -> Iterator[LiveStack]:
         stack.callback(webhook.close)
         progression = ProgressionServer()
         stack.callback(progression.httpd.shutdown)
-        dcgm_a, dcgm_b = _dcgm_stand_in(DCGM_NODE_A), _dcgm_stand_in(DCGM_NODE_B)
+        dcgm_a, dcgm_b = serve_bytes(DCGM_NODE_A), serve_bytes(DCGM_NODE_B)
         stack.callback(dcgm_a.shutdown)
         stack.callback(dcgm_b.shutdown)
         status_dir = str(tmp / "status")

@@ -162,8 +162,10 @@ def _espnet(m: re.Match[str]) -> Count:
     return Count(step=int(m["b"])) if m["e"] == "1" else Count()
 
 
-def _samples(m: re.Match[str]) -> Count:
-    """OpenCLIP's ``Train Epoch: 0 [ 38464/109468 (18%)]``: samples of the epoch, no step."""
+def _step_unknown(m: re.Match[str]) -> Count:
+    """A counter that places no step: OpenCLIP's ``Train Epoch: 0 [ 38464/109468 (18%)]``
+    (samples of the epoch), AllenNLP's ``Batch 1701/17168:`` (batches of an epoch named on
+    a line of its own). Its line's values are still read."""
     return Count()
 
 
@@ -255,7 +257,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\bTrain Epoch: (?P<e>\d{1,9}) \[(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"),
         _zero_based_epoch,
     ),
-    (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), _samples),
+    (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), _step_unknown),
     # WeNet and WeKWS: "TRAIN Batch 4/203800", the 0-based epoch and the batch's index within
     # it (its size not printed); "CV Batch 4/0" a cross-validation still under way.
     (
@@ -264,7 +266,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     ),
     # AllenNLP's "Batch 1701/17168: accuracy: ..., loss: 1.09 ||": the batches done in an
     # epoch it names on a line of its own, so the run's step is unknown here.
-    (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), _samples),
+    (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), _step_unknown),
     (
         re.compile(
             r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
