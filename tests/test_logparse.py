@@ -935,3 +935,97 @@ def test_a_cross_validation_under_way_and_wandbs_dropped_entries_are_no_progress
         "Dropping entry: {'train/loss': 3.600809097290039, 'step': 205224})."
     )
     assert parse_line(dropped, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "loss", "eval_loss"),
+    [
+        # XGBoost's xgb.train: the training set's and the eval set's one loss each.
+        ("[500]\teval-logloss:0.41906\ttrain-logloss:0.160439", 500, 0.160439, 0.41906),
+        # xgb.cv: mean+spread.
+        ("[3]\ttrain-rmse:0.5+0.01\ttest-rmse:0.61+0.02", 3, 0.5, 0.61),
+        # The scikit-learn API names every set validation_N: two of them, no guess.
+        (
+            "[5739]\tvalidation_0-mae:73.1365\tvalidation_0-rmse:133.785\tvalidation_1-mae:70.5707"
+            "\tvalidation_1-rmse:128.86",
+            5739,
+            None,
+            None,
+        ),
+        # Two loss metrics in one set: which one the user watches is unknown.
+        ("[7]\ttrain-mae:1.5\ttrain-rmse:2.5", 7, None, None),
+        # An AUC or an error rate is never the loss.
+        ("[9]\ttrain-auc:0.91\teval-auc:0.88", 9, None, None),
+        ("[9]\ttrain-error:0.1\ttrain-logloss:0.3", 9, 0.3, None),
+        # LightGBM's Python package and its R package.
+        (
+            "[4]\ttraining's binary_logloss: 0.77109\tvalid_1's binary_logloss: 0.770573",
+            4,
+            0.77109,
+            0.770573,
+        ),
+        ("[30]:   train's l2:0.0850142    valid's l2:0.0935492", 30, 0.0850142, 0.0935492),
+        # LightGBM's command line: a set and a metric per line.
+        ("[LightGBM] [Info] Iteration:21, training binary_logloss : 0.199708", 21, 0.199708, None),
+        ("[LightGBM] [Info] Iteration:21, valid_1 binary_logloss : 0.200359", 21, None, 0.200359),
+        ("[LightGBM] [Info] Iteration:21, valid_2 binary_logloss : 0.3", 21, None, None),
+        ("[LightGBM] [Info] Iteration:21, training auc : 0.654056", 21, None, None),
+        ("[LightGBM] [Info] Iteration:999, training's log loss: 0.004589", 999, 0.004589, None),
+        # CatBoost: learn and test, unless best says the metric is maximized.
+        (
+            "600:\tlearn: 0.1498213\ttest: 0.1367448\tbest: 0.1366783 (566)\ttotal: 28.9s\t"
+            "remaining: 19.2s",
+            600,
+            0.1498213,
+            0.1367448,
+        ),
+        (
+            "34:     learn: 0.9508429        test: 0.8235312 best: 0.8356368 (1)     total: 17.5s"
+            "    remaining: 1h 39m 38s",
+            34,
+            None,
+            None,
+        ),
+        (
+            "13:     learn 0.2893642169passed: 17.7 sec      total: 6m 57s   remaining: 27m 49s",
+            13,
+            0.2893642169,
+            None,
+        ),
+    ],
+)
+def test_gradient_boosting_rounds(
+    line: str, step: int, loss: float | None, eval_loss: float | None
+) -> None:
+    """Round 18 of the held-out logs (docs/logs.md): XGBoost's, LightGBM's and CatBoost's
+    line per round, the round as the step; the loss only where one training-set loss metric
+    is printed, the eval loss only from the line's one validation set."""
+    found = parse_line(line, NOW)
+    assert found is not None and found.parser == "boosting"
+    assert (found.report.step, found.report.loss, found.report.eval_loss) == (step, loss, eval_loss)
+    assert not found.report.final
+
+
+def test_lightgbm_cli_end_is_a_finish_and_look_alikes_are_not() -> None:
+    """LightGBM's ``Application::Train`` prints ``Finished training`` once the model is saved
+    (``Finish train`` before 2017): the run's end. The same words from anything else are not."""
+    for line in ("[LightGBM] [Info] Finished training", "[LightGBM] [Info] Finish train"):
+        found = parse_line(line, NOW)
+        assert found is not None and found.report.final, line
+    for line in ("Finished training epoch 3", "[Info] Finished training",
+                 "[LightGBM] [Info] Finished training data loading"):  # fmt: skip
+        found = parse_line(line, NOW)
+        assert found is None or not found.report.final, line
+
+
+def test_a_bar_faster_than_any_training_loop_counts_items_not_steps() -> None:
+    """PyTorch Geometric's examples draw each epoch's training nodes as a bar (``Epoch 00:
+    100%| 90941/90941 [00:02<00:00, 35622.37it/s]``): past 5,000 at over 5,000 a second, a
+    bar counts items, never steps. The same speed over a few iterations (a loop with nothing
+    in it, briefly) and a fast count at a training loop's speed are still steps."""
+    nodes = [
+        f"Epoch {e:02d}: 100%|#####| 90941/90941 [00:02<00:00, 35622.37it/s]" for e in range(3)
+    ]
+    assert _read_lines(nodes).step is None
+    assert _read_lines(["100%|#####| 20/20 [00:00<00:00, 91180.52it/s]"]).step == 20
+    assert _read_lines(["40%|##   | 9000/22500 [00:03<00:04, 2999.10it/s]"]).step == 9000

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from ..core.model import VALUE_FIELDS, ProgressReport
-from .bars import BarTrack, epoch_of, eval_bar
+from .bars import MAX_STEP_RATE, BarTrack, epoch_of, eval_bar
 from .lines import EMPTY, Bar, LineReport
 from .parse import bar_key
 
@@ -244,6 +244,8 @@ class LogAccumulator:
             for other in self.bars.values():
                 if other is not track and other.ended and not track.evaluation:
                     other.other_after_end = True
+        if bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE:
+            track.items = True
         label, epochs = self._epoch(line, bar)
         if epochs is not None:
             track.epochs = epochs
@@ -362,7 +364,11 @@ class LogAccumulator:
 
     def training_bar(self) -> tuple[tuple[str, int | None], BarTrack] | None:
         """The bar that is the training loop's, if any (see the module docstring)."""
-        candidates = [(k, t) for k, t in self.bars.items() if not t.evaluation and t.advances > 0]
+        candidates = [
+            (k, t)
+            for k, t in self.bars.items()
+            if not t.evaluation and not t.items and t.advances > 0
+        ]
         outer = [(k, t) for k, t in candidates if not t.nested]
         inner = [(k, t) for k, t in candidates if t.nested and self._inner_loop(t, outer)]
         candidates = inner or outer or candidates  # an inner bar only when it is the loop

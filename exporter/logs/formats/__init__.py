@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..lines import Format
 from . import (
     banner,
+    boosting,
     checkpoints,
     composer,
     deepspeed,
@@ -46,6 +47,7 @@ FORMATS: tuple[Format, ...] = (
     tqdm.ROW_HEADER,
     katib.FORMAT,
     lightning_bars.BANNER,
+    boosting.FORMAT,
     composer.FORMAT,
     progress.FORMAT,
     lone.FORMAT,
