@@ -56,9 +56,14 @@ def serve_bytes(
     return server
 
 
-def wait_http(url: str, timeout: float = 30.0) -> None:
+def wait_http(url: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+    """Returns once ``url`` answers 200; raises when ``timeout`` passes first, or at once
+    when ``proc`` (the server's process) has exited: a server that cannot start is named
+    in a second, not after the whole timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the process serving {url} exited with {proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if resp.status == 200:

@@ -7,6 +7,7 @@ the last two minutes' evaluations), and the series per run
 of each family (the cardinality budget of docs/metrics.md).
 
     python -m bench.fleet_cost [--sizes 2000,10000,20000] [--settle 150] [--series full|lean|both]
+        [--rules-at REV]   # also the rules of a git revision, on the same expositions
 
 The runs are restored from a state file (bench/scale.py's long template run, its custom
 metrics kept on one run in ten, as most runs report none); they are the exporter's own
@@ -56,7 +57,8 @@ def state_file(path: Path, runs: int, lo: int, hi: int) -> int:
     def docs() -> Iterator[dict[str, Any]]:
         for i in range(lo, hi):
             doc = copy.copy(template)
-            ns = f"team-{i % 20}"
+            # The ranks of a job share its namespace (a job is one namespace's object).
+            ns = f"team-{(i // RANKS if i < ranked else i) % 20}"
             if i < ranked:
                 job, rank = f"job-{i // RANKS}", i % RANKS
                 doc["key"] = [ns, f"{job}-worker-{rank}", job]
@@ -75,12 +77,33 @@ def scalar(url: str, expr: str) -> float:
     return float(result[0]["value"][1]) if result else float("nan")
 
 
-def prometheus(tmp: Path, targets: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    """Prometheus with every rule file, scraping ``targets`` and itself."""
+def rule_files(rules: Path, revision: str | None) -> None:
+    """Writes into ``rules`` every rule file of the work tree, or of ``revision`` (a git
+    revision of this repository: the rules before a change, measured beside it)."""
+    if revision is None:
+        for path in sorted((ROOT / "alerts").glob("*.rules.yaml")):
+            shutil.copy(path, rules / path.name)
+        return
+    names = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{revision}:alerts"],
+        check=True, capture_output=True, text=True,
+    ).stdout.split()  # fmt: skip
+    for name in (n for n in names if n.endswith(".rules.yaml")):
+        text = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{revision}:alerts/{name}"],
+            check=True, capture_output=True,
+        ).stdout  # fmt: skip
+        (rules / name).write_bytes(text)
+
+
+def prometheus(
+    tmp: Path, targets: list[str], revision: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Prometheus with every rule file (of the work tree, or of ``revision``), scraping
+    ``targets`` and itself."""
     rules = tmp / "rules"
     rules.mkdir(parents=True)
-    for path in sorted((ROOT / "alerts").glob("*.rules.yaml")):
-        shutil.copy(path, rules / path.name)
+    rule_files(rules, revision)
     port = free_port()
     config = {
         "global": {"scrape_interval": f"{INTERVAL:g}s", "evaluation_interval": f"{INTERVAL:g}s",
@@ -108,7 +131,8 @@ class StaticTargets:
             server.server_close()
 
 
-def measure(runs: int, settle: float, lean: bool = False) -> dict[str, Any]:
+def expositions(runs: int, lean: bool) -> list[bytes]:
+    """What the exporters holding a fleet of ``runs`` answer on /metrics, one text each."""
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         env = {"TPE_LEAN_SERIES": "true"} if lean else {}
@@ -129,10 +153,20 @@ def measure(runs: int, settle: float, lean: bool = False) -> dict[str, Any]:
                     texts.append(r.read())
             finally:
                 stop(exporter)
+        return texts
+
+
+def measure(
+    runs: int, texts: list[bytes], settle: float, lean: bool, revision: str | None
+) -> dict[str, Any]:
+    """What a fresh Prometheus with the rules of ``revision`` (None: the work tree's)
+    costs while scraping ``texts``, after ``settle`` seconds."""
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
         static = StaticTargets(texts)
         prom = None
         try:
-            prom, url = prometheus(tmp, static.targets)
+            prom, url = prometheus(tmp, static.targets, revision)
             time.sleep(settle)  # every group evaluated several times (goodput: every minute)
             job = 'job="training-progress-exporter"'
             series = scalar(url, f'count({{__name__=~"training_.+",{job}}})')
@@ -162,7 +196,12 @@ def measure(runs: int, settle: float, lean: bool = False) -> dict[str, Any]:
             slowest = sorted(
                 ((r["evaluationTime"], r["name"]) for g in rule_groups for r in g["rules"]),
                 reverse=True,
-            )[:8]
+            )[:40]
+            # What the rules themselves write: Prometheus ingests it as it does a scrape.
+            recorded = {
+                r["metric"]["__name__"]: int(float(r["value"][1]))
+                for r in instant_query(url, 'count by (__name__) ({__name__=~".+:.+"})')
+            }
             ranked_jobs = runs // 2 // RANKS
             per_job = scalar(
                 url,
@@ -171,6 +210,7 @@ def measure(runs: int, settle: float, lean: bool = False) -> dict[str, Any]:
             return {
                 "runs": runs,
                 "lean_series": lean,
+                "rules": revision or "work tree",
                 "series_training": int(series),
                 "series_per_run": round(series / runs, 1),
                 "series_per_8_rank_job": round(per_job / ranked_jobs, 1) if ranked_jobs else None,
@@ -184,7 +224,15 @@ def measure(runs: int, settle: float, lean: bool = False) -> dict[str, Any]:
                     g: round(s / GROUP_INTERVALS.get(g, INTERVAL), 3) for g, s in groups.items()
                 },
                 "rule_group_worst_seconds": worst,
+                # All groups' evaluation time in 15 s: what the rules take of Prometheus,
+                # however they are grouped.
+                "rule_seconds_per_interval": round(
+                    sum(s * INTERVAL / GROUP_INTERVALS.get(g, INTERVAL) for g, s in groups.items()),
+                    3,
+                ),
                 "slowest_rules_seconds": {name: round(t, 3) for t, name in slowest},
+                "recorded_series": sum(recorded.values()),
+                "recorded_series_by_rule": dict(sorted(recorded.items(), key=lambda x: -x[1])),
                 "series_per_run_by_family": {
                     k: round(v / runs, 2) for k, v in sorted(families.items(), key=lambda x: -x[1])
                 },
@@ -205,11 +253,22 @@ def main() -> int:
         default="full",
         help="the exporter's lean_series off, on, or each in turn",
     )
+    parser.add_argument(
+        "--rules-at",
+        action="append",
+        default=[],
+        metavar="REV",
+        help="also measure the rule files of this git revision, on the same expositions "
+        "(before and after a change side by side; repeatable)",
+    )
     args = parser.parse_args()
     modes = {"full": (False,), "lean": (True,), "both": (False, True)}[args.series]
     for size in (int(s) for s in args.sizes.split(",")):
         for lean in modes:
-            print(json.dumps(measure(size, args.settle, lean)), flush=True)
+            texts = expositions(size, lean)
+            for revision in [*args.rules_at, None]:
+                result = measure(size, texts, args.settle, lean, revision)
+                print(json.dumps(result), flush=True)
     return 0
 
 

@@ -91,7 +91,7 @@ def start(
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        wait_http(f"http://127.0.0.1:{port}/healthz", timeout=300)
+        wait_http(f"http://127.0.0.1:{port}/healthz", timeout=300, proc=proc)
     except RuntimeError:
         proc.kill()
         raise
