@@ -1029,3 +1029,61 @@ def test_a_bar_faster_than_any_training_loop_counts_items_not_steps() -> None:
     assert _read_lines(nodes).step is None
     assert _read_lines(["100%|#####| 20/20 [00:00<00:00, 91180.52it/s]"]).step == 20
     assert _read_lines(["40%|##   | 9000/22500 [00:03<00:04, 2999.10it/s]"]).step == 9000
+
+
+def test_a_bare_val_is_the_eval_loss_only_after_the_lines_train_loss() -> None:
+    """LitGPT's ``loss train: 2.846, val: 2.861``: the eval loss. SAGN's ``Accs: Train:
+    0.7351, Val: 0.7079``: an accuracy, kept as a custom metric, never the eval loss."""
+    litgpt = parse_line("iter 10: loss train: 2.846, val: 2.861 | iter time: 96.32 ms", NOW)
+    assert litgpt is not None and litgpt.report.eval_loss == 2.861
+    sagn = parse_line(
+        "Epoch 26, Time(s): 11.3853 6.5175, Best Val loss: 0.9427, Accs: Train: 0.7351, "
+        "Val: 0.7079, Test: 0.6753",
+        NOW,
+    )
+    assert sagn is None or (sagn.report.eval_loss is None and sagn.report.loss is None)
+
+
+def test_keras_time_per_step_tells_samples_from_steps() -> None:
+    """Keras 2's ``fit()`` on arrays counted samples (``60000/60000 ... 5s 87us/step``):
+    under 200 us a step, the bar counts items and gives no step; ``423/423 ... 439ms/step``
+    (``fit_generator``) counts steps."""
+    samples = [
+        "Epoch 1/12",
+        "60000/60000 [==============================] - 5s 87us/step - loss: 0.3437",
+        "Epoch 2/12",
+        "60000/60000 [==============================] - 5s 77us/step - loss: 0.1145",
+    ]
+    assert _read_lines(samples).step is None
+    steps = [
+        "Epoch 1/100",
+        "423/423 [==============================] - 192s 454ms/step - loss: 1.8386",
+        "Epoch 2/100",
+        "423/423 [==============================] - 186s 439ms/step - loss: 1.8087",
+    ]
+    report = _read_lines(steps)
+    assert (report.step, report.max_steps) == (846, 42300)
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "total", "loss", "eval_loss"),
+    [
+        ("Step... (1000 | Loss: 2.3100, Learning Rate: 0.0001)", 1000, None, 2.31, None),
+        ("Step... (500/1000 | Eval Loss: 1.5 | Eval Accuracy: 0.6)", 500, 1000, None, 1.5),
+        ("Epoch... (47/116 | Loss: 0.17431044578552246)", None, None, 0.17431044578552246, None),
+    ],
+)
+def test_hugging_face_flax_examples(
+    line: str, step: int | None, total: int | None, loss: float | None, eval_loss: float | None
+) -> None:
+    """The Flax examples of transformers and diffusers: ``Step... (n | ...)`` is the run's
+    step; ``Epoch... (e/E | Loss: ...)`` an epoch's summary, its step unknown."""
+    found = parse_line(line, NOW)
+    assert found is not None
+    report = found.report
+    assert (report.step, report.max_steps, report.loss, report.eval_loss) == (
+        step,
+        total,
+        loss,
+        eval_loss,
+    )

@@ -16,6 +16,11 @@ _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 # "1875/1875 - 3s - 2ms/step - accuracy: 0.8734 - loss: 0.4410" (Keras 3).
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|━+|(?=-\s+\d+m?s\b))\s*(?P<rest>.*)$")
 _KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
+# The time of one step of the bar's count, at an epoch's end: "- 5s 87us/step" (Keras 2),
+# "- 3s - 2ms/step" (Keras 3). Its inverse is the bar's rate: Keras 2 counted samples in
+# fit() on arrays ("60000/60000 ... 87us/step"), faster than any loop takes steps.
+_PER_STEP = re.compile(r"\b(\d+(?:\.\d+)?)(us|µs|ms|s)/step\b")
+_SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def parse_keras(msg: str, now: float) -> LineReport | None:
@@ -54,7 +59,10 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
     if eta:
         parts = [int(p) for p in eta.groups() if p is not None]
         remaining = float(sum(p * 60**i for i, p in enumerate(reversed(parts))))
-    bar = Bar(n=n, total=total, rate=None, remaining_seconds=remaining, prefix="keras")
+    per_step = _PER_STEP.search(rest)
+    seconds = float(per_step[1]) * _SECONDS[per_step[2]] if per_step else 0.0
+    rate = 1.0 / seconds if seconds > 0 else None
+    bar = Bar(n=n, total=total, rate=rate, remaining_seconds=remaining, prefix="keras")
     return native(doc, now, "keras", bar)
 
 

@@ -130,6 +130,12 @@ def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
                 metrics.setdefault(name, p.value)
             continue
         field, rank = found
+        if field == "eval_loss" and "loss" not in values and metric_name(p.key) == "val":
+            # A bare "val" is the eval loss after the line's train loss (LitGPT's "loss
+            # train: 2.846, val: 2.861"); alone it is whatever was validated ("Accs: Train:
+            # 0.7351, Val: 0.7079", an accuracy): a custom metric.
+            metrics.setdefault("val", p.value)
+            continue
         if p.seconds and field in ("loss", "eval_loss"):
             # "cost 0.25s": a time, not a cost (kept as cost_seconds, never as the loss).
             metrics.setdefault(metric_name(p.key) + "_seconds", p.value)

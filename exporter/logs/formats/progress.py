@@ -322,6 +322,11 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\bEpoch\[(?P<e>\d{1,9})\]\s*Batch\s*\[(?:\d{1,15}-)?(?P<i>\d{1,15})\]"),
         _train_step_in_epoch,
     ),
+    # The Hugging Face Flax examples (transformers' and diffusers'): "Step... (1000 | Loss:
+    # 2.31, Learning Rate: ...)" (cur_step, the run's) and, after each epoch, "Epoch...
+    # (47/116 | Loss: 0.1743)" (epoch + 1 of num_train_epochs: a per-epoch summary).
+    (re.compile(r"\bStep\.\.\. \((?P<i>\d{1,15})(?:/(?P<n>\d{1,15}))? \|"), _step_of),
+    (re.compile(r"\bEpoch\.\.\. \((?P<e>\d{1,9})/(?P<E>\d{1,9}) \|"), _epoch_summary),
     # Marian: "Ep. 1 : Up. 26000 :", the epoch under way and the updates done (the run's step).
     (re.compile(r"\bEp\.\s*\d{1,9}\s*:\s*Up\.\s*(?P<i>\d{1,15})\b"), _step_of),
     # PaddleClas' "epoch:4   train step:6": the batch's index within an epoch of unknown size.
