@@ -1087,3 +1087,18 @@ def test_hugging_face_flax_examples(
         loss,
         eval_loss,
     )
+
+
+def test_fasttext_progress_lines_give_values_and_no_step() -> None:
+    """fastText's ``Progress: 41.3%  words/sec/thread: ...  lr: ...  loss: ...`` (``avg.loss``
+    since 0.9): the share of its words, no step; its loss and learning rate are read."""
+    old = parse_line(
+        "Progress: 0.1%  words/sec/thread: 1767038  lr: 0.099883  loss: 1.385664  eta: 0h11m", NOW
+    )
+    new = parse_line(
+        "Progress: 100.0% words/sec/thread:  612035 lr:  0.000000 avg.loss:  0.543113 "
+        "ETA:   0h 0m 0s",
+        NOW,
+    )
+    assert old is not None and (old.report.step, old.report.loss) == (None, 1.385664)
+    assert new is not None and (new.report.step, new.report.loss) == (None, 0.543113)

@@ -49,6 +49,7 @@ HINTS = (
     "Test:",
     "Up.",
     "Batch ",
+    "words/sec/thread",
 )
 
 
@@ -264,6 +265,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\b(?P<mode>TRAIN|CV) Batch (?P<e>\d{1,9})/(?P<i>\d{1,15})\b"),
         _wenet,
     ),
+    # fastText: "Progress: 41.3% words/sec/thread: 1767038 lr: 0.0998 loss: 1.3856 ETA: 0h11m"
+    # (avg.loss since 0.9), the share of the words to process: no step, its values read.
+    (re.compile(r"^\s*Progress:\s+\d{1,3}(?:\.\d+)?%\s+words/sec/thread:"), _step_unknown),
     # AllenNLP's "Batch 1701/17168: accuracy: ..., loss: 1.09 ||": the batches done in an
     # epoch it names on a line of its own, so the run's step is unknown here.
     (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), _step_unknown),
@@ -387,7 +391,8 @@ _FRACTION = re.compile(r"\d\s*/\s*\d")
 # Every counter and every step key has one of these: a line without is no progress line,
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
-    r"(?i)step|iter|epoch|batch=|batch \d|train:|test:|num_updates|^\s*\d+\s+\||\bUp\."
+    r"(?i)step|iter|epoch|batch=|batch \d|train:|test:|num_updates|^\s*\d+\s+\||\bUp\.|"
+    r"words/sec/thread"
 )
 
 

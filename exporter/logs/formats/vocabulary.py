@@ -59,6 +59,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train/crossentropyloss",  # OLMo ("train/CrossEntropyLoss=12.18")
         "cross_entropy_loss",  # pith-train ("cross-entropy-loss 2.6636")
         "avr_loss",  # kohya-ss sd-scripts' bar postfix, the loss it shows
+        "avg_loss",  # fastText ("avg.loss: 0.5431"): the loss averaged since the start
         "closs",  # LLaMA2-Accessory and its SPHINX / LLaMA-Adapter kin: the cross-entropy loss
         "train_cross_entropy",  # MXNet's Speedometer ("Train-cross-entropy=0.1274")
         "cross_entropy",  # TF Hub's retrain.py ("Cross entropy = 0.0097"), ML.NET
