@@ -241,11 +241,15 @@ def detail_dashboard() -> dict[str, Any]:
             "Stalled GPU-hours by cause",
             "GPU-hours the job held while stalled, by why it was stuck (the blocking rank's "
             "cause; unexplained: no stacks said). A stall's hours are charged once its cause "
-            "is known, or at its end.",
+            "is known, or at its end. none: the job never stalled.",
             "h",
             [
+                # With lean_series a cause has a series once it counted: a job that never
+                # stalled has none, and shows 0 as "none" instead of no data.
                 target(
-                    f"sum by (stall_cause) (training_stall_gpu_seconds_total{{{JOB}}}) / 3600",
+                    f"sum by (stall_cause) (training_stall_gpu_seconds_total{{{JOB}}}) / 3600 "
+                    f"or label_replace(sum(training_gpu_seconds_total{{{JOB}}}) * 0, "
+                    f'"stall_cause", "none", "", "")',
                     legend="{{stall_cause}}",
                 )
             ],

@@ -444,10 +444,17 @@ JOB_LEVEL = frozenset(
 )
 
 
+# The ranks that speak for their job: rank 0, no rank (one pod, or a rank no source could
+# tell), and a Kubeflow job's first worker (exporter.kubernetes.pods names it "worker-0").
+# An elastic PyTorchJob has workers only, and a DaemonSet exporter cannot see whether a
+# master runs on another node: with one, a job speaks twice (its values agree, and every
+# rule reads them per job); without the first worker, a workers-only job would not at all.
+SPEAKS_FOR_JOB = frozenset({"", "0", "worker-0"})
+
+
 def speaks_for_job(s: RunSnapshot) -> bool:
-    """Whether ``s`` exports its job's values under ``lean_series``: its job's rank 0, or a
-    run with no rank (one pod, or a rank no source could tell)."""
-    return s.meta.rank in ("", "0")
+    """Whether ``s`` exports its job's values under ``lean_series`` (:data:`SPEAKS_FOR_JOB`)."""
+    return s.meta.rank in SPEAKS_FOR_JOB
 
 
 def _rank_zero_only(family: Family) -> Family:
