@@ -1102,3 +1102,22 @@ def test_fasttext_progress_lines_give_values_and_no_step() -> None:
     )
     assert old is not None and (old.report.step, old.report.loss) == (None, 1.385664)
     assert new is not None and (new.report.step, new.report.loss) == (None, 0.543113)
+
+
+def test_darknet_iteration_lines_and_not_its_region_lines() -> None:
+    """Darknet's ``957: 0.660188, 0.689227 avg loss, 0.000839 rate, ... 61248 images``: the
+    iteration, its loss, the learning rate (the average kept as a custom metric). Its YOLO
+    region lines (``..., loss = 316.458832``) are one layer's part: never the run's loss."""
+    found = parse_line(
+        " 957: 0.660188, 0.689227 avg loss, 0.000839 rate, 3.315456 seconds, 61248 images", NOW
+    )
+    assert found is not None and found.parser == "darknet"
+    report = found.report
+    assert (report.step, report.loss, report.learning_rate) == (957, 0.660188, 0.000839)
+    assert dict(report.metrics)["average_loss"] == 0.689227
+    region = parse_line(
+        "v3 (mse loss, Normalizer: (iou: 0.750000, cls: 1.000000) Region 82 Avg (IOU: 0.343576, "
+        "GIOU: 0.244701), Class: 0.494423, count: 26, loss = 316.458832, class_loss = 296.934875",
+        NOW,
+    )
+    assert region is None or region.report.loss is None
