@@ -33,10 +33,10 @@ import re
 from typing import NamedTuple
 
 from ..lines import Format, LineReport, native
-from .pairs import number
+from .pairs import PRINTF_NUMBER, number
 
 MAX_LINE = 2048
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?(?:nan|inf)"
+_NUM = PRINTF_NUMBER
 # One set's metric: XGBoost "train-logloss:0.16" (its cv adds "+0.01", the spread), LightGBM
 # "training's binary_logloss: 0.77" (its R package without the space, its cv "+ 0.01").
 _ITEM = (
@@ -86,10 +86,11 @@ def _doc(step: int, values: list[_Value], cli: bool = False) -> dict[str, object
         "metrics": {f"{_name(v.set)}_{_name(v.metric)}": v.value for v in values},
     }
     evals = {v.set for v in values if _EVAL_SET.fullmatch(v.set)}
-    for key, sets in (("loss", _TRAIN_SETS), ("eval_loss", evals if len(evals) == 1 else ())):
-        # The command line's one set per line: only its first validation file (valid_1).
-        if cli and key == "eval_loss" and evals != {"valid_1"}:
-            continue
+    # The one validation set of the line; the command line prints one set a line, so there
+    # only its first validation file (valid_1).
+    if len(evals) != 1 or (cli and evals != {"valid_1"}):
+        evals = set()
+    for key, sets in (("loss", _TRAIN_SETS), ("eval_loss", evals)):
         losses = [v for v in values if v.set in sets and not _NOT_LOSS.fullmatch(v.metric)]
         if len(losses) == 1:
             doc[key] = losses[0].value

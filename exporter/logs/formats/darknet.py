@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 
 from ..lines import Format, LineReport, native
-from .pairs import number
+from .pairs import PRINTF_NUMBER, number
 
-_NUM = r"-?(?:\d+(?:\.\d+)?|nan|inf)"
+_NUM = PRINTF_NUMBER
 _LINE = re.compile(
     rf"^\s*(?P<i>\d{{1,9}}): (?P<loss>{_NUM}), (?P<avg>{_NUM}) avg(?: loss)?, "
     rf"(?P<lr>{_NUM}) rate, (?P<seconds>{_NUM}) seconds, (?P<images>\d{{1,15}}) images\b"

@@ -36,6 +36,9 @@ _VALUE = (
     r"(?P<percent>%)?(?P<unit>[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)"
 )
 PAIR = re.compile(_KEY + _SEP + _VALUE)
+# A number as C's printf writes it, for the formats whose values have no names (Darknet's,
+# the gradient-boosting libraries'): no separators, no unit; "-nan" and "inf" included.
+PRINTF_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
 MAX_PAIRS = 128
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
