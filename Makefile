@@ -21,10 +21,11 @@ types:
 	$(PYTHON) -m mypy
 
 # Two at a time (pytest-xdist; a module stays on one worker, so an e2e module shares its one
-# Prometheus), then, alone, the tests that measure real time (the attacks, real training
+# Prometheus, and the modules of one xdist_group share one worker: tests/conftest.py), in
+# the order collected (the e2e modules, which wait longest, first), then, alone, the tests that measure real time (the attacks, real training
 # scripts against real-time thresholds): a neighbouring test would be part of what they measure.
 test:
-	$(PYTHON) -m pytest -q -n 2 --dist loadfile -m "not serial" --durations=15
+	$(PYTHON) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not serial" --durations=15
 	$(PYTHON) -m pytest -q -m serial --durations=10
 
 # The inner loop: everything but the tests marked slow (a second or more each: real

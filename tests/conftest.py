@@ -26,6 +26,17 @@ T0 = 1_795_000_000.0  # 2026-11-18, a fixed "now" for pure tests
 K8S_NODE = "gpu-node-1"  # the node Kubernetes-mode exporters run on (tests/kube.py)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` (make test) a worker takes a whole module, so a module's
+    fixtures are built once; modules that share a session fixture as costly as the e2e
+    stack name one ``xdist_group`` and go to one worker together, so it is built once,
+    not once per worker. Runs before pytest-xdist reads the groups."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 class FakeClock:
     """A clock tests move by hand, so nothing in a test sleeps to make time pass."""
 

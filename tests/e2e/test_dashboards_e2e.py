@@ -17,7 +17,8 @@ from .conftest import LiveStack
 from .scenarios import NAMESPACE, RANKED_JOB, RANKED_STUCK, RANKS
 from .stack import query
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# One worker builds the session's live stack for the three modules that read it.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("live_stack")]
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
 VARIABLES = {

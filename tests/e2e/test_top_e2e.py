@@ -14,7 +14,8 @@ from ..conftest import get_json
 from .conftest import LiveStack
 from .scenarios import RANKED_STUCK, RANKS
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# One worker builds the session's live stack for the three modules that read it.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("live_stack")]
 
 
 def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> None:
