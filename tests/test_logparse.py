@@ -19,7 +19,8 @@ from exporter.core.model import ProgressReport
 from exporter.logs.bars import epoch_of, eval_bar
 from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
-from exporter.logs.formats.pairs import find_pairs
+from exporter.logs.formats.pairs import find_pairs, number
+from exporter.logs.formats.vocabulary import field_of
 from exporter.logs.lines import MAX_MESSAGE
 from exporter.logs.parse import parse_line, plain
 
@@ -783,7 +784,7 @@ def test_camel_case_keys_are_looked_up_as_their_words() -> None:
     """AUTOMAP's Keras loop prints ``ValLoss`` (https://github.com/MattRosenLab/AUTOMAP/issues/4):
     the eval loss, as ``val_loss`` is; a camel-case key the vocabulary does not know stays a
     custom metric under its own name."""
-    from exporter.logs.formats.vocabulary import field_of, metric_name
+    from exporter.logs.formats.vocabulary import metric_name
 
     assert field_of("ValLoss") == field_of("val_loss") == ("eval_loss", 1)
     assert field_of("trainLoss") == ("loss", 1)
@@ -1121,3 +1122,182 @@ def test_darknet_iteration_lines_and_not_its_region_lines() -> None:
         NOW,
     )
     assert region is None or region.report.loss is None
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "total", "loss"),
+    [
+        # char-rnn (https://github.com/karpathy/char-rnn/issues/215): i of all iterations.
+        (
+            "66/9500 (epoch 0.347), train_loss = 3.27353297, grad/param norm = 9.1639e-02, "
+            "time/batch = 0.1671s\t",
+            66,
+            9500,
+            3.27353297,
+        ),
+        # torch-rnn's train.lua format: i of num_iterations, the 1-based epoch not read.
+        ("Epoch 1.02 / 50, i = 240 / 11450, loss = 2.310642", 240, 11450, 2.310642),
+        # pytorch/examples' ImageNet ProgressMeter: no space between the epoch and the batch.
+        (
+            "Epoch: [2][  400/5005]\tTime  0.315 ( 0.372)\tData  0.002 ( 0.073)\t"
+            "Loss 6.9802e+00 (7.0827e+00)\tAcc@1   0.00 (  0.08)",
+            2 * 5005 + 400,
+            None,
+            6.9802,
+        ),
+        # CNTK 1, epoch 1 of 1: minibatches 501 to 1000 done; the MSVC runtime's NaN.
+        (
+            " Epoch[ 1 of 1]-Minibatch[ 501-1000]: SamplesSeen = 500; TrainLossPerSample =  "
+            "1.#QNAN000; EvalErr[0]PerSample = 0.48000000; TotalTime = 2.3504s",
+            1000,
+            None,
+            "nan",
+        ),
+        # A later CNTK epoch of unknown size: its loss, no step.
+        (
+            " Epoch[ 3 of 9]-Minibatch[  11-  20, 0.004%]: SamplesSeen = 500; "
+            "TrainLossPerSample =  0.50000000; EvalErr[0]PerSample = 0.1",
+            None,
+            None,
+            0.5,
+        ),
+    ],
+)
+def test_lua_rnn_progressmeter_and_cntk_counters(
+    line: str, step: int | None, total: int | None, loss: float | str
+) -> None:
+    """Round 22 of the held-out logs (docs/logs.md)."""
+    found = parse_line(line, NOW)
+    assert found is not None
+    report = found.report
+    assert (report.step, report.max_steps) == (step, total)
+    assert report.loss is not None
+    if loss == "nan":
+        assert math.isnan(report.loss)
+    else:
+        assert report.loss == loss
+
+
+def test_openrlhfs_short_status_pg_is_the_loss() -> None:
+    """OpenRLHF's PPO bar before it printed ``policy_loss``: ``pg`` is the actor's loss."""
+    report = _read_lines(
+        [
+            "Train epoch [1/1]:  21%|██        | 841/4096 [1:03:43<4:06:33,  4.54s/it, "
+            "pg=-0.156, rm=0.25, ret=0.25, glen=770, tlen=862, kl=0, act_lr=2.03e-8]"
+        ]
+    )
+    assert (report.step, report.max_steps, report.loss) == (841, 4096, -0.156)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1.#QNAN000", "nan"), ("-1.#IND", "nan"), ("1.#INF00", math.inf), ("-1.#INF", -math.inf)],
+)
+def test_the_msvc_runtimes_nan_and_infinity_are_numbers(text: str, value: float | str) -> None:
+    got = number(text)
+    assert got is not None
+    assert math.isnan(got) if value == "nan" else got == value
+
+
+def test_finished_epoch_is_no_finish_and_a_sample_counter_no_step() -> None:
+    """CNTK 2's ``Finished Epoch[936 of 300]`` ends an epoch (here past its own count: the
+    issue's bug), Katib's PyTorch MNIST counts samples: neither says a step or a finish."""
+    cntk = parse_line(
+        "Finished Epoch[936 of 300]: loss = 0.000055 * 512, metric = 0.00% * 512 0.662s "
+        "(773.4 samples/s);",
+        NOW,
+    )
+    assert cntk is not None and (cntk.report.step, cntk.report.loss) == (None, 0.000055)
+    assert not cntk.report.final
+    katib = parse_line("Train Epoch: 1 [12160/60000 (20%)]    loss=0.8218", NOW)
+    assert katib is not None and (katib.report.step, katib.report.loss) == (None, 0.8218)
+
+
+def _terminal_epochs(train_elapsed: list[str]) -> list[str]:
+    """A bare training bar and a bare validation bar per epoch, as a terminal's copy keeps
+    them: each bar's last frame only (FoodSeg_mask2former issue #3's shape)."""
+    lines = []
+    for elapsed in train_elapsed:
+        lines.append(f"100%|##########| 2492/2492 [{elapsed}<00:00,  1.99it/s]")
+        lines.append("Epoch 6 complete. Avg Training Loss: 16.8108")
+        lines.append("100%|##########| 1068/1068 [03:35<00:00,  4.95it/s]")
+    return lines
+
+
+def test_a_bar_seen_only_at_its_end_pass_after_pass_gives_no_step() -> None:
+    """Each epoch's bare bar seen only at its end: how many passes came before the copy
+    began is unknown, so no step and no total (read as step 2492 before round 23); the
+    averaged training loss is the loss."""
+    report = _read_lines(_terminal_epochs(["20:50", "20:50", "20:49"]))
+    assert (report.step, report.max_steps, report.loss) == (None, None, 16.8108)
+
+
+def test_a_bar_redrawn_with_a_later_clock_is_the_same_pass() -> None:
+    """A bar redrawn at its end with a later clock after another bar ran (Trainer's after
+    its evaluation) is the same pass: its count stays the step, and a bar seen from its
+    start is not a terminal's copy."""
+    redrawn = _read_lines(
+        [
+            "100%|##########| 30/30 [00:20<00:00,  1.49it/s]",
+            "100%|##########| 4/4 [00:01<00:00,  3.90it/s]",
+            "100%|##########| 30/30 [00:22<00:00,  1.36it/s]",
+        ]
+    )
+    assert redrawn.step == 30
+    seen_from_start = _read_lines(
+        [
+            "  0%|          | 0/30 [00:00<?, ?it/s]",
+            "100%|##########| 30/30 [00:20<00:00,  1.49it/s]",
+            "100%|##########| 4/4 [00:01<00:00,  3.90it/s]",
+            "100%|##########| 30/30 [00:20<00:00,  1.49it/s]",
+        ]
+    )
+    assert seen_from_start.step == 30
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "loss"),
+    [
+        # IRNet (https://github.com/jiwoon-ahn/irn/issues/13, step/train_irn.py): the index of
+        # the step just taken (global_step - 1), then four loss parts: no loss.
+        (
+            "step: 3300/ 3305 loss:0.3555 0.3044 2.7294 0.1937 imps:28.4 lr: 0.0003 "
+            "etc:Tue Sep 17 15:31:19 2019",
+            3301,
+            None,
+        ),
+        # Its train_cam.py: the same counter and one loss, which is the loss.
+        (
+            "step:  100/ 6610 loss:0.2203 imps:25.0 lr: 0.0995 etc:Tue Sep 17 13:02:11 2019",
+            101,
+            0.2203,
+        ),
+        # The same counter without IRNet's companions is read as printed.
+        ("step: 3300/ 3305 loss:0.3555 lr: 0.0003", 3300, 0.3555),
+    ],
+)
+def test_a_key_over_a_list_of_numbers_and_irnets_index_of_the_step_taken(
+    line: str, step: int, loss: float | None
+) -> None:
+    found = parse_line(line, NOW)
+    assert found is not None
+    assert (found.report.step, found.report.loss) == (step, loss)
+
+
+@pytest.mark.parametrize(
+    ("key", "field"),
+    [
+        ("Avg Training Loss", "loss"),
+        ("mean val loss", "eval_loss"),
+        ("average_validation_loss", "eval_loss"),
+        ("running loss", "loss"),
+        ("avg step time", None),  # only the losses: no step from an average
+        ("mean lr", None),
+        ("best val loss", None),
+    ],
+)
+def test_an_averaged_loss_is_the_loss_and_nothing_else_is_averaged_in(
+    key: str, field: str | None
+) -> None:
+    found = field_of(key)
+    assert (found[0] if found else None) == field

@@ -285,6 +285,10 @@ class LogAccumulator:
                     track.samples.append((now - (bar.elapsed_seconds - elapsed), track.work(n)))
         if not track.evaluation and bar.n > track.last_n and track.frames and self.lightning:
             self._validation_in_count(track, bar.n)
+        if track.first_n is None:
+            track.first_n = min(bar.n, oldest)
+        elif self._again_at_end(track, bar, oldest):
+            track.repeated_at_end = True
         if bar.n > track.last_n:
             track.advances += 1
             track.recent.append(now)
@@ -305,6 +309,27 @@ class LogAccumulator:
         recent = track.recent
         while recent and now - recent[0] > RECENT:
             recent.popleft()
+
+    @staticmethod
+    def _again_at_end(track: BarTrack, bar: Bar, oldest: int) -> bool:
+        """Whether ``bar`` is a further pass of ``track`` seen only at its end: a bar never
+        read short of its total, drawn complete again after another bar ran after its end,
+        with a clock no later than before (a redraw of the same pass, as Trainer's after an
+        evaluation, shows a later one). A log copied from a terminal shows each epoch's
+        bare bar so: "100%|...| 2492/2492 [20:50<00:00, 1.99it/s]" once per epoch."""
+        total = track.total
+        last = track.last
+        return bool(
+            total
+            and track.first_n is not None
+            and track.first_n >= total
+            and track.other_after_end
+            and bar.n == oldest == track.last_n == total
+            and last is not None
+            and bar.elapsed_seconds is not None
+            and last.elapsed_seconds is not None
+            and bar.elapsed_seconds <= last.elapsed_seconds
+        )
 
     def _validation_in_count(self, track: BarTrack, n: int) -> None:
         """A Lightning main bar advancing to ``n``: while a validation bar is open (drawn

@@ -98,6 +98,12 @@ class BarTrack:
     epochs: int | None = None  # "Epoch i/N": N
     ended: bool = False  # reached its total
     other_after_end: bool = False  # another bar ran after it reached its total
+    # The first count read (None before the first frame): at the total, the bar was never
+    # seen short of its end (a log copied from a terminal keeps only each bar's last frame).
+    first_n: int | None = None
+    # Drawn complete again, its clock no later, after another bar ran after its end: a
+    # further pass seen only at its end, so how many passes came before is unknown.
+    repeated_at_end: bool = False
     # (time, cumulative count) of older frames read from the bar's own clock.
     samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=FRAME_SAMPLES))
     # The newest count redrawn with a later clock and no advance (Trainer redraws its bar
@@ -143,9 +149,12 @@ class BarTrack:
         is unknown (a log read from the middle: ``Epoch 9:`` is the tenth epoch in
         Lightning, the ninth in a 1-based loop), nor for a bar first seen past the first
         epoch without that count: Lightning stopped by ``max_steps`` draws each epoch's bar
-        to the steps left (``Epoch 2: 20/20`` after two epochs of 40)."""
+        to the steps left (``Epoch 2: 20/20`` after two epochs of 40). Nor for a bar seen
+        only at its end, pass after pass (:attr:`repeated_at_end`)."""
         if self.counts_validation and self.pass_size is None and (self.passes or self.label):
             return False  # a later pass's length, less the validation it counts, is unknown
+        if self.repeated_at_end:
+            return False
         if self.label is None or self.first_label is None:
             return True
         if self.origin is not None:
@@ -161,7 +170,7 @@ class BarTrack:
     @property
     def per_pass(self) -> bool:
         """Whether the bar is one pass of a loop it draws again (one bar per epoch)."""
-        return self.passes > 0 or self.label is not None
+        return self.passes > 0 or self.label is not None or self.repeated_at_end
 
     def run_total(self, final: bool) -> int | None:
         """The run's total steps, where the log says it (see the module docstring). Once the

@@ -28,14 +28,19 @@ _SEP = r"(?:\s*[:=]\s*|\s+)"
 # French locale), exponents ("2.5E+00"), nan/inf; then
 # an optional percent sign or unit ("3961M", "66.91GiB", "561.94ms"); never the first part of
 # a clock ("4:44:04"), a ratio ("5092/261"), a date ("cellpose: 2021-12-10") or a longer
-# word; a sentence's full stop may follow it ("Loss is 0.53861904.").
+# word; a sentence's full stop may follow it ("Loss is 0.53861904."). The MSVC runtime's
+# NaN and infinity ("1.#QNAN000", "-1.#IND", "1.#INF00": CNTK on Windows) are NaN and inf.
 _VALUE = (
-    r"(?P<value>[-+]?\d+,(?!\d{3}(?![\d,]))\d+(?:[eE][-+]?\d+)?(?![,.]\d)"
+    r"(?P<value>[-+]?\d\.#(?:QNAN|SNAN|IND|INF)\d*"
+    r"|[-+]?\d+,(?!\d{3}(?![\d,]))\d+(?:[eE][-+]?\d+)?(?![,.]\d)"
     r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
     r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))"
     r"(?P<percent>%)?(?P<unit>[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)"
 )
 PAIR = re.compile(_KEY + _SEP + _VALUE)
+# Another bare number right after a pair's value: the key names a list ("loss:0.3555 0.3044
+# 2.7294 0.1937", IRNet's four loss parts), none of whose values is the key's alone.
+_LIST_GOES_ON = re.compile(r"[ \t]+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?=[ \t,;|]|$)")
 # A number as C's printf writes it, for the formats whose values have no names (Darknet's,
 # the gradient-boosting libraries'): no separators, no unit; "-nan" and "inf" included.
 PRINTF_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
@@ -60,6 +65,10 @@ _GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 def number(text: str) -> float | None:
     """The number ``text`` prints (``10,050`` is 10050, ``0,4941176`` is 0.4941176), or
     None."""
+    if "#" in text:
+        special = text.lstrip("+-")[3:].rstrip("0123456789")
+        sign = -1.0 if text.startswith("-") else 1.0
+        return sign * math.inf if special == "INF" else math.nan
     try:
         if "," in text and not _GROUPED.fullmatch(text):
             return float(text.replace(",", ".", 1))
@@ -74,7 +83,7 @@ def find_pairs(text: str) -> list[Pair]:
     out: list[Pair] = []
     for m in PAIR.finditer(text):
         value = number(m["value"])
-        if value is None:
+        if value is None or _LIST_GOES_ON.match(text, m.end()):
             continue
         # A key does not run across a sentence's end ("records/second. Loss is 0.5386").
         out.append(

@@ -100,7 +100,8 @@ def _mm_iter(m: re.Match[str]) -> Count:
 
 def _metric_logger(m: re.Match[str]) -> Count:
     """The torchvision references' and DINO's ``MetricLogger``: ``Epoch: [e/E]  [i/n]``, a
-    0-based epoch and the 0-based index of the batch (``enumerate``)."""
+    0-based epoch and the 0-based index of the batch (``enumerate``); pytorch/examples'
+    ImageNet ``ProgressMeter`` (``Epoch: [e][i/n]``) counts the same way."""
     epochs = _int(m["E"])
     return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), epochs)
 
@@ -202,6 +203,19 @@ def _train_step_in_epoch(m: re.Match[str]) -> Count:
     return Count(step=int(m["i"])) if m["e"] == "0" else Count()
 
 
+def _cntk(m: re.Match[str]) -> Count:
+    """CNTK 1's ``Epoch[ e of E]-Minibatch[ a- b]``: a 1-based epoch and its minibatches a to
+    b (1-based), of an epoch whose size it does not print: the run's step in epoch 1 only."""
+    epochs = int(m["E"])
+    return Count(step=int(m["i"]) if m["e"] == "1" else None, max_epochs=epochs)
+
+
+def _lua_rnn(m: re.Match[str]) -> Count:
+    """char-rnn's ``i/iterations (epoch 0.347)``: the run's iteration of all of them
+    (train.lua: ``iterations = max_epochs * ntrain``) and the epochs done."""
+    return Count(step=int(m["i"]), total=int(m["n"]), epoch=float(m["epoch"]))
+
+
 def _step_of(m: re.Match[str]) -> Count:
     return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")))
 
@@ -242,12 +256,30 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     ),
     (
         re.compile(
-            r"\bEpoch: \[(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\]\s+\[\s*(?P<i>\d{1,12})\s*/\s*"
+            r"\bEpoch: \[(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\]\s*\[\s*(?P<i>\d{1,12})\s*/\s*"
             r"(?P<n>\d{1,12})\]"
         ),
         _metric_logger,
     ),
     (re.compile(r"^\s*Test:\s*(?:\[|Total)"), _eval_count),  # MetricLogger's evaluation
+    (
+        re.compile(
+            r"\bEpoch\[\s*(?P<e>\d{1,9}) of (?P<E>\d{1,9})\]-Minibatch\[\s*(?:\d{1,15}\s*-\s*)?"
+            r"(?P<i>\d{1,15})\s*[,\]]"
+        ),
+        _cntk,
+    ),
+    # char-rnn: "66/9500 (epoch 0.347), train_loss = 3.27353297, ..."; torch-rnn:
+    # "Epoch 1.00 / 50, i = 1 / 11450, loss = 4.213" (i of num_iterations, train.lua; its
+    # epoch is 1-based, i / num_train + 1, and not read).
+    (
+        re.compile(r"^\s*(?P<i>\d{1,15})/(?P<n>\d{1,15}) \(epoch (?P<epoch>\d{1,9}\.\d+)\),"),
+        _lua_rnn,
+    ),
+    (
+        re.compile(r"\bEpoch \d{1,9}\.\d+ / \d{1,9}, i = (?P<i>\d{1,15}) / (?P<n>\d{1,15}),"),
+        _step_of,
+    ),
     (
         re.compile(r"\b(?P<e>\d{1,9})epoch:(?P<mode>[a-z]+):(?P<a>\d{1,15})-(?P<b>\d{1,15})batch:"),
         _espnet,
@@ -373,6 +405,11 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _epoch_summary,
     ),
 )
+# jiwoon-ahn's weakly supervised segmentation trainers (IRNet's train_cam.py and
+# train_irn.py, and their many forks) print "step:%5d/%5d" % (optimizer.global_step - 1,
+# max_step) beside "imps:" and "etc:": the index of the step just taken, one short of the
+# steps done.
+_INDEX_OF_STEP_TAKEN = re.compile(r"^\s*step:\s*\d+/\s*\d+ .*\bimps:[\d.]+ .*\betc:")
 # A bare leading count before a "|" (modded-nanoGPT style "420 | loss 4.06 | lr ..."): only
 # with a loss on the line, since many lines start with a number.
 _BARE = re.compile(r"^\s*(?P<i>\d{1,12})\s+\|\s+(?=[A-Za-z])")
@@ -453,7 +490,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     if step is not None and step >= 0 and step == int(step):
         doc["step"] = int(step)
     elif count.step is not None:
-        doc["step"] = count.step
+        doc["step"] = count.step + (1 if _INDEX_OF_STEP_TAKEN.match(msg) else 0)
     said = {k: v for k, v in values.items() if k != "max_steps" or v == int(v)}
     total = said.pop("max_steps", None)
     if count.total is not None:

@@ -40,6 +40,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "loss": (
         "loss",
         "train_loss",
+        "training_loss",  # "Training Loss: 0.41", "Avg Training Loss: 14.4859"
         "lm_loss",  # Megatron, GPT-NeoX
         "reduced_train_loss",  # NeMo 2
         "total_loss",  # detectron2
@@ -50,6 +51,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "actor/loss",  # verl
         "actor/pg_loss",  # verl before it printed actor/loss
         "policy_loss",  # OpenRLHF's PPO bar postfix
+        "pg",  # OpenRLHF's earlier short bar status ("pg=-0.156, rm=0.25, ...")
         "actor_loss",  # RLHF loops: the policy's loss
         "act_loss",  # DeepSpeed-Chat step 3 ("act_loss: 30.92|cri_loss: ...")
         "mean_surrogate_loss",  # rsl_rl (Isaac Lab): PPO's policy loss, on a line of its own
@@ -64,6 +66,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train_cross_entropy",  # MXNet's Speedometer ("Train-cross-entropy=0.1274")
         "cross_entropy",  # TF Hub's retrain.py ("Cross entropy = 0.0097"), ML.NET
         "ce_mean_words",  # Marian's validation cost per target word (read as the eval loss)
+        "train_loss_per_sample",  # CNTK 1 ("TrainLossPerSample =  5.87155566;")
         "cost",  # Marian ("Cost 3.89087892"), the TensorFlow tutorials' "cost="
     ),
     "eval_loss": (
@@ -139,15 +142,25 @@ _INDEX = _index()
 # "ValLoss", "trainLoss": words run together in camel case, split where a capital follows a
 # small letter.
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_AVERAGED = re.compile(r"^(?:avg|average|mean|running)_")
 
 
 @lru_cache(maxsize=4096)
 def field_of(key: str) -> tuple[str, int] | None:
     """The field ``key`` names and its rank among that field's keys (lower wins), or None
     for a custom metric. A key in camel case (``ValLoss``) is looked up as its words too."""
-    found = _INDEX.get(normalize(key))
+    name = normalize(key)
+    found = _INDEX.get(name)
     if found is None and _CAMEL.search(key):
-        found = _INDEX.get(normalize(_CAMEL.sub("_", key)))
+        name = normalize(_CAMEL.sub("_", key))
+        found = _INDEX.get(name)
+    if found is None:
+        # "Avg Training Loss", "mean val loss": a loss averaged over the interval is the
+        # loss (only the losses: "avg step time" is no step).
+        rest = _AVERAGED.sub("", name)
+        found = _INDEX.get(rest) if rest != name else None
+        if found is not None and found[0] not in ("loss", "eval_loss"):
+            found = None
     return found
 
 
