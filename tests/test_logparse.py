@@ -1301,3 +1301,22 @@ def test_an_averaged_loss_is_the_loss_and_nothing_else_is_averaged_in(
 ) -> None:
     found = field_of(key)
     assert (found[0] if found else None) == field
+
+
+def test_tf_cnn_benchmarks_rows_and_its_banners_length() -> None:
+    """tf_cnn_benchmarks' rows (``'%i\\t%s\\t%.*f' % (step + 1, speed, loss)``, accuracies in
+    further columns) and its banner's whole ``Num batches: N`` line; a looser "Num batches"
+    is no total."""
+    row = parse_line("10\timages/sec: 118.2 +/- 5.0 (jitter = 10.6)\t1.652", NOW)
+    assert row is not None and row.parser == "tf_cnn_benchmarks"
+    assert (row.report.step, row.report.loss) == (10, 1.652)
+    assert dict(row.report.metrics)["images_per_second"] == 118.2
+    accuracies = parse_line("100\timages/sec: 6.0 +/- 0.0 (jitter = 0.3)\t2.5\t0.250\t0.500", NOW)
+    assert accuracies is not None and (accuracies.report.step, accuracies.report.loss) == (100, 2.5)
+    scaled = parse_line("20\timages/sec: 940.1\tnan", NOW)
+    assert scaled is not None and scaled.report.loss is not None
+    assert math.isnan(scaled.report.loss)
+    banner = parse_line("Num batches: 100", NOW)
+    assert banner is not None and banner.report.max_steps == 100
+    looser = parse_line("Epoch 1 Num batches: 469", NOW)
+    assert looser is None or looser.report.max_steps != 469

@@ -42,8 +42,9 @@ PAIR = re.compile(_KEY + _SEP + _VALUE)
 # 2.7294 0.1937", IRNet's four loss parts), none of whose values is the key's alone.
 _LIST_GOES_ON = re.compile(r"[ \t]+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?=[ \t,;|]|$)")
 # A number as C's printf writes it, for the formats whose values have no names (Darknet's,
-# the gradient-boosting libraries'): no separators, no unit; "-nan" and "inf" included.
-PRINTF_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
+# tf_cnn_benchmarks', the gradient-boosting libraries'): no separators, no unit; "-nan" and
+# "inf" included; one group, so it embeds anywhere in a pattern.
+PRINTF_NUMBER = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
 MAX_PAIRS = 128
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
