@@ -1320,3 +1320,28 @@ def test_tf_cnn_benchmarks_rows_and_its_banners_length() -> None:
     assert banner is not None and banner.report.max_steps == 100
     looser = parse_line("Epoch 1 Num batches: 469", NOW)
     assert looser is None or looser.report.max_steps != 469
+
+
+def test_detectrons_labelled_json_stats_and_a_loops_num_epoch() -> None:
+    """Round 25: Detectron's ``json_stats: {...}`` (numbers as strings, ``iter`` the step
+    where no step key is there; a label naming an evaluation is not read as training), and
+    a loop's ``num_epoch: 44, loss: 0.3741`` (the epoch just done: its loss, no step)."""
+    stats = parse_line(
+        'json_stats: {"accuracy_cls": "0.633333", "eta": "6:43:04", "iter": 29240, '
+        '"loss": "5.661786", "loss_bbox": "0.011890", "lr": "0.002500", "mb_qsize": 64}',
+        NOW,
+    )
+    assert stats is not None and stats.parser == "jsonl"
+    assert (stats.report.step, stats.report.loss, stats.report.learning_rate) == (
+        29240,
+        5.661786,
+        0.0025,
+    )
+    stepped = parse_line('{"iter": 5, "step": 7, "loss": 1.0}', NOW)
+    assert stepped is not None and stepped.report.step == 7  # a step key wins
+    evaluation = parse_line('eval_stats: {"iter": 100, "loss": "0.5"}', NOW)
+    assert evaluation is None or evaluation.report.loss is None
+    epoch = parse_line("num_epoch: 44, loss: 0.3741221", NOW)
+    assert epoch is not None and (epoch.report.step, epoch.report.loss) == (None, 0.3741221)
+    config = parse_line("num_epoch: 100, lr: 0.1, batch_size: 32", NOW)
+    assert config is None or (config.report.step, config.report.loss) == (None, None)

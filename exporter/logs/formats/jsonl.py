@@ -5,7 +5,8 @@ other key goes through the vocabulary (:mod:`.vocabulary`), so each tool's own n
 what they say: LLaMA-Factory's ``trainer_log.jsonl`` (``current_steps``, ``total_steps``),
 ms-swift's ``"global_step/max_steps": "105/1230"``, fairseq's ``--log-format json``
 (``num_updates``, ``valid_loss``, numbers as strings), DeiT- and DINO-style ``log.txt``
-(``train_loss``). ``null`` says nothing. A whole epoch index with no step beside it (a
+(``train_loss``), Detectron's ``json_stats: {...}`` (``iter``, numbers as strings). ``null``
+says nothing. A whole epoch index with no step beside it (a
 per-epoch summary: 0- or 1-based is the tool's) is no fractional epoch and is not read.
 """
 
@@ -19,6 +20,13 @@ from ..lines import Format, LineReport, native
 from .pairs import Pair, number, to_fields
 
 _STEP_OF_MAX = re.compile(r"^\s*(\d{1,15})\s*/\s*(\d{1,15})\s*$")
+# A label before the object ("json_stats: {...}": Detectron's training_stats), never a
+# logger's level or anything with a brace of its own.
+_LABEL = re.compile(r"^[A-Za-z_][\w ]{0,31}:\s*(?=\{)")
+_EVALUATION = re.compile(r"(?i)eval|valid|\bval\b|test")
+# The loop's own counter as a JSON key: the step where no step key is there (Detectron's
+# "iter", the trainer's iteration as it counts it).
+_COUNTER_KEYS = ("iter", "iteration")
 _READ = ("step", "loss", "epoch", "max_steps", "eval_loss")  # one of these makes it progress
 
 
@@ -34,6 +42,11 @@ def _value(raw: object) -> float | None:
 
 def parse_jsonl(msg: str, now: float) -> LineReport | None:
     text = msg.strip()
+    label = _LABEL.match(text)
+    if label is not None:
+        if _EVALUATION.search(label.group()):
+            return None  # "eval: {...}": its loss is no training loss, and no key says so
+        text = text[label.end() :]
     if not (text.startswith("{") and text.endswith("}")):
         return None
     try:
@@ -59,6 +72,10 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         number_ = _value(raw)
         if number_ is not None:
             pairs.append(Pair(key, number_, isinstance(raw, str) and raw.strip().endswith("%")))
+    if "step" not in doc:
+        counter = next((value[k] for k in _COUNTER_KEYS if isinstance(value.get(k), int)), None)
+        if counter is not None and not isinstance(counter, bool) and counter >= 0:
+            doc["step"] = counter
     fields = to_fields(pairs)
     for name, v in fields.values.items():
         if name in doc:

@@ -396,10 +396,11 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     ),
     # "iter: 1259", "iter 1631:"
     (re.compile(r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"), _step_of),
-    # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832"
+    # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832",
+    # "num_epoch: 44, loss: 0.3741" (a loop's epoch just done)
     (
         re.compile(
-            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\[?\s*\d{1,9}(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
+            r"(?i)(?<![\w/])(?:num_)?epoch\s*[:=#]?\s*\[?\s*\d{1,9}(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
             r"(?![\d/.])"
         ),
         _epoch_summary,
