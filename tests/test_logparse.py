@@ -1345,3 +1345,54 @@ def test_detectrons_labelled_json_stats_and_a_loops_num_epoch() -> None:
     assert epoch is not None and (epoch.report.step, epoch.report.loss) == (None, 0.3741221)
     config = parse_line("num_epoch: 100, lr: 0.1, batch_size: 32", NOW)
     assert config is None or (config.report.step, config.report.loss) == (None, None)
+
+
+def test_a_tensor_repr_is_its_number_and_an_eval_loss_alone_is_an_evaluation() -> None:
+    """llama-recipes and PEFT's examples print tensors' reprs; a line with no counter whose
+    only loss is an eval loss is an evaluation's result (round 26)."""
+    pairs = find_pairs("eval_ppl=tensor(975.5518, device='cuda:2') eval_epoch_loss=tensor(6.8830)")
+    assert [(p.key, p.value) for p in pairs] == [("eval_ppl", 975.5518), ("eval_epoch_loss", 6.883)]
+    evaluation = parse_line(
+        " eval_ppl=tensor(975.5518, device='cuda:0') eval_epoch_loss=tensor(6.8830, "
+        "device='cuda:0')",
+        NOW,
+    )
+    assert evaluation is not None
+    assert (evaluation.report.eval_loss, evaluation.report.loss) == (6.883, None)
+    summary = parse_line("Epoch 1: train_perplexity=1.5734, train_epoch_loss=0.4533", NOW)
+    assert summary is not None and (summary.report.step, summary.report.loss) == (None, 0.4533)
+
+
+def test_char_rnn_tensorflows_integer_epoch_is_not_read_as_epochs_done() -> None:
+    found = parse_line("290/446 (epoch 0), train_loss = 2.098, time/batch = 0.163", NOW)
+    assert found is not None
+    report = found.report
+    assert (report.step, report.max_steps, report.loss, report.epoch) == (290, 446, 2.098, None)
+
+
+@pytest.mark.parametrize(
+    ("header", "row", "loss"),
+    [
+        # YOLOv7 (and YOLOv5 before 6): the total column is the loss.
+        (
+            "     Epoch   gpu_mem       box       obj       cls     total    labels  img_size",
+            "   33/4999     70.1G   0.05069   0.01035   0.03706    0.0981        14      1856",
+            0.0981,
+        ),
+        # Ultralytics 8: components only, no loss.
+        (
+            "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+            "    70/1000      6.73G      1.081     0.4706      1.084         10        640",
+            None,
+        ),
+        # A row that does not line up with its header says nothing.
+        (
+            "     Epoch   gpu_mem       box       obj       cls     total    labels  img_size",
+            "   33/4999     70.1G   0.05069   0.01035    0.0981        14      1856",
+            None,
+        ),
+    ],
+)
+def test_a_training_tables_total_column_is_the_loss(header: str, row: str, loss: float) -> None:
+    report = _read_lines([header, row + ": 100%|##########| 295/295 [12:39<00:00,  2.57s/it]"])
+    assert report.loss == loss

@@ -40,6 +40,7 @@ from itertools import pairwise
 
 from ..core.model import VALUE_FIELDS, ProgressReport
 from .bars import MAX_STEP_RATE, BarTrack, epoch_of, eval_bar
+from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
 from .parse import bar_key
 
@@ -83,6 +84,7 @@ class LogAccumulator:
     # The training table's header said YOLOv5 ("0/249": the first of 250 epochs); else
     # Ultralytics' rows count from 1 ("1/250").
     rows_from_zero: bool = False
+    row_columns: tuple[str, ...] = ()  # the training table's header, where one was read
     # The values each structured line carried, with the line's own time, since the last
     # take_samples(): every logged loss is an observation (Katib's), not only the latest.
     samples: deque[tuple[float, tuple[tuple[str, float], ...]]] = field(
@@ -107,7 +109,10 @@ class LogAccumulator:
         self.traceback_open = False
         if line.parser in ("yolo-header", "yolov5-header"):
             self.rows_from_zero = line.parser == "yolov5-header"
+            self.row_columns = line.columns
             return
+        if line.parser == "ultralytics" and line.columns:
+            self._row_loss(line.columns)
         if self.failure is not None and self._advances(line):
             self.failure = None  # it trained on after the traceback: not how it ended
         if line.parser == "lightning":
@@ -155,6 +160,17 @@ class LogAccumulator:
             self._bar(line, now)
             if line.frames and not self.structured_step:
                 self._learn_steps_per_epoch()
+
+    def _row_loss(self, values: tuple[str, ...]) -> None:
+        """A training table's row under its header: its ``total`` column, where the header
+        has one (YOLOv5 before 6 and YOLOv7: box + obj + cls), is the loss. The components
+        alone (``box_loss``, ``cls_loss``...) are parts, never the loss."""
+        columns = self.row_columns
+        if len(values) != len(columns) or "total" not in columns:
+            return
+        total = number(values[columns.index("total")])
+        if total is not None:
+            self.values["loss"] = total
 
     def _epochs_done(self, epochs: float) -> None:
         """A line that says ``epochs`` are done (mmcv's save after an epoch): the step at

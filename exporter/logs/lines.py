@@ -43,6 +43,9 @@ class LineReport(NamedTuple):
     # The description of the same bar's oldest frame in this message: the epoch a whole
     # line of a bar reused across epochs (Lightning's) began in.
     first_prefix: str | None = None
+    # A training table's header: its column names after the epoch and the GPU memory
+    # (YOLOv5's "box obj cls total targets img_size"); a row of it: its values, as printed.
+    columns: tuple[str, ...] = ()
 
 
 def native(

@@ -46,6 +46,8 @@ _LIST_GOES_ON = re.compile(r"[ \t]+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?
 # "inf" included; one group, so it embeds anywhere in a pattern.
 PRINTF_NUMBER = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
 MAX_PAIRS = 128
+# A scalar tensor's repr: "tensor(6.8830, device='cuda:2')", "tensor(0.53, grad_fn=<...>)".
+_TENSOR = re.compile(rf"\btensor\((?P<value>{PRINTF_NUMBER})(?:, [a-z_]+=[^()]{{1,64}}?)*\)")
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
 
@@ -80,7 +82,10 @@ def number(text: str) -> float | None:
 
 def find_pairs(text: str) -> list[Pair]:
     """Every ``key: value``, ``key=value`` and ``key value`` pair in ``text``, in order (at
-    most :data:`MAX_PAIRS`)."""
+    most :data:`MAX_PAIRS`). A value printed as a PyTorch tensor's repr
+    (``eval_epoch_loss=tensor(6.8830, device='cuda:2')``) is its number."""
+    if "tensor(" in text:
+        text = _TENSOR.sub(r"\g<value>", text)
     out: list[Pair] = []
     for m in PAIR.finditer(text):
         value = number(m["value"])

@@ -212,8 +212,11 @@ def _cntk(m: re.Match[str]) -> Count:
 
 def _lua_rnn(m: re.Match[str]) -> Count:
     """char-rnn's ``i/iterations (epoch 0.347)``: the run's iteration of all of them
-    (train.lua: ``iterations = max_epochs * ntrain``) and the epochs done."""
-    return Count(step=int(m["i"]), total=int(m["n"]), epoch=float(m["epoch"]))
+    (train.lua: ``iterations = max_epochs * ntrain``) and the epochs done; its TensorFlow
+    port's ``290/446 (epoch 0)`` (``e * num_batches + b`` of ``num_epochs * num_batches``)
+    names the 0-based epoch under way, not read."""
+    epoch = float(m["epoch"]) if "." in m["epoch"] else None
+    return Count(step=int(m["i"]), total=int(m["n"]), epoch=epoch)
 
 
 def _step_of(m: re.Match[str]) -> Count:
@@ -269,11 +272,12 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         _cntk,
     ),
-    # char-rnn: "66/9500 (epoch 0.347), train_loss = 3.27353297, ..."; torch-rnn:
+    # char-rnn: "66/9500 (epoch 0.347), train_loss = 3.27353297, ..." (its TensorFlow port:
+    # "290/446 (epoch 0), train_loss = 2.098, time/batch = 0.163"); torch-rnn:
     # "Epoch 1.00 / 50, i = 1 / 11450, loss = 4.213" (i of num_iterations, train.lua; its
     # epoch is 1-based, i / num_train + 1, and not read).
     (
-        re.compile(r"^\s*(?P<i>\d{1,15})/(?P<n>\d{1,15}) \(epoch (?P<epoch>\d{1,9}\.\d+)\),"),
+        re.compile(r"^\s*(?P<i>\d{1,15})/(?P<n>\d{1,15}) \(epoch (?P<epoch>\d{1,9}(?:\.\d+)?)\),"),
         _lua_rnn,
     ),
     (
@@ -473,6 +477,10 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         return None  # an evaluation still counting its batches: its result comes later
     fields = to_fields(pairs, evaluation=evaluation)
     values = fields.values
+    if found is None and bare is None and "eval_loss" in values and "loss" not in values:
+        # No counter, and an eval loss as the line's only loss: an evaluation's result
+        # ("eval_ppl=tensor(975.55, ...) eval_epoch_loss=tensor(6.8830, ...)").
+        evaluation = True
     if found is not None and not evaluation and "loss" not in values:
         # A counted line whose only loss-named value is one the vocabulary does not know.
         loss = sole_loss(fields.metrics)

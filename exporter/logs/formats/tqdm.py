@@ -78,6 +78,7 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
 # 1-based epoch of the epochs (ultralytics/engine/trainer.py: f"{epoch + 1}/{self.epochs}"),
 # YOLOv5 the 0-based epoch of the last one (yolov5 train.py: f"{epoch}/{epochs - 1}").
 _ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
+MAX_COLUMNS = 16
 # The header above each row: "Epoch GPU_mem box_loss cls_loss dfl_loss Instances Size"
 # (Ultralytics 8+), "Epoch GPU_mem box_loss obj_loss cls_loss Instances Size" (YOLOv5 6-7),
 # "Epoch gpu_mem box obj cls total targets img_size" (YOLOv5 before 6). Only YOLOv5 has an
@@ -101,7 +102,10 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
         if 0 <= epoch <= epochs:  # YOLOv5's first row is "0/N"
             # One bar however the row's columns align (their widths follow the values).
             row_bar = bar._replace(prefix="ultralytics")
-            return LineReport("ultralytics", EMPTY, row_bar, epoch_of=(epoch, epochs))
+            values = tuple(bar.prefix[row.end() :].split()[:MAX_COLUMNS])
+            return LineReport(
+                "ultralytics", EMPTY, row_bar, epoch_of=(epoch, epochs), columns=values
+            )
     lightning = "v_num" in postfix
     postfix.pop("v_num", None)  # Lightning's logger version, not a metric
     doc: dict[str, object] = {}
@@ -128,12 +132,13 @@ FORMAT = Format("bar", ("%|", "it ["), parse_bar)
 def parse_row_header(msg: str, now: float) -> LineReport | None:
     """The header of Ultralytics' and YOLOv5's training table, which says how the rows
     below it count their epochs: ``yolov5-header`` (0-based of the last) or
-    ``yolo-header`` (1-based of all)."""
+    ``yolo-header`` (1-based of all), and names the rows' columns."""
     m = _ROW_HEADER.match(msg)
     if m is None:
         return None
     yolov5 = _OBJECTNESS.search(m["columns"]) is not None
-    return LineReport("yolov5-header" if yolov5 else "yolo-header", EMPTY)
+    columns = tuple(m["columns"].split()[:MAX_COLUMNS])
+    return LineReport("yolov5-header" if yolov5 else "yolo-header", EMPTY, columns=columns)
 
 
 ROW_HEADER = Format("yolo-header", ("GPU_mem", "gpu_mem"), parse_row_header)

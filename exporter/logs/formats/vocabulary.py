@@ -41,6 +41,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss",
         "train_loss",
         "training_loss",  # "Training Loss: 0.41", "Avg Training Loss: 14.4859"
+        "train_epoch_loss",  # llama-recipes and PEFT's examples, after each epoch
         "lm_loss",  # Megatron, GPT-NeoX
         "reduced_train_loss",  # NeMo 2
         "total_loss",  # detectron2
@@ -74,6 +75,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "val_loss",  # Keras, Lightning, nanoGPT ("val loss")
         "valid_loss",  # fairseq ("valid_loss", and "valid loss")
         "validation_loss",
+        "eval_epoch_loss",  # llama-recipes and PEFT's examples ("eval_epoch_loss=tensor(6.88)")
         "val/loss",
         "eval/loss",
         "loss_val",
