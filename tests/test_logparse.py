@@ -1396,3 +1396,25 @@ def test_char_rnn_tensorflows_integer_epoch_is_not_read_as_epochs_done() -> None
 def test_a_training_tables_total_column_is_the_loss(header: str, row: str, loss: float) -> None:
     report = _read_lines([header, row + ": 100%|##########| 295/295 [12:39<00:00,  2.57s/it]"])
     assert report.loss == loss
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Megatron's evaluate_and_print_results: "{prefix} loss at {iteration} | {key} value:
+        # {:.6E} | {key} PPL: {:.6E} |", during and after training, under srun's label too.
+        " validation loss at iteration 1000 | lm loss value: 2.724416E+00 | lm loss PPL: "
+        "1.524897E+01 | ",
+        " validation loss at iteration 1000 on validation set | lm loss value: 2.724416E+00 | ",
+        "0: validation loss at iteration 1000 [hplt] | lm loss value: 2.724416E+00 |",
+        " validation loss at the end of training for val data | lm loss value: 2.724416E+00 | ",
+        # MaxText's and torchtitan's evaluations name themselves before their values.
+        "eval metrics after step: 99, loss=2.724416, total_weights=1024.0",
+        "[rank0]:[titan] 2025-01-01 10:00:00,000 - root - INFO - validate step: 100  "
+        "loss:  2.724416",
+    ],
+)
+def test_an_evaluations_loss_is_the_eval_loss_never_the_training_loss(line: str) -> None:
+    found = parse_line(line, NOW)
+    assert found is not None
+    assert (found.report.loss, found.report.eval_loss) == (None, 2.724416)

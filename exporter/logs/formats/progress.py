@@ -50,6 +50,7 @@ HINTS = (
     "Up.",
     "Batch ",
     "words/sec/thread",
+    "loss value:",  # Megatron's evaluation ("... at the end of training for val data | ...")
 )
 
 
@@ -422,10 +423,11 @@ _BARE = re.compile(r"^\s*(?P<i>\d{1,12})\s+\|\s+(?=[A-Za-z])")
 _EPOCHS = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}\s*(?:/|of)\s*(?P<n>\d{1,9})(?![\d/])")
 # "epoch 3", "Epoch 3:": a counter too (never read as a pair: 0- or 1-based is the tool's).
 _EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
-# An evaluation line: what it prints before its first value says so.
+# An evaluation line: what it prints before its first value says so (MaxText's "eval metrics
+# after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...").
 _EVAL_PHRASE = re.compile(
-    r"(?i)(?:valid on|\bvalidat(?:ion|ing)\b|\bevaluat(?:ion|ing)\b|\btest(?:ing)?:|"
-    r"\[(?:val|valid|eval|test)\]|\b(?:eval|val|test) epoch)"
+    r"(?i)(?:valid on|\bvalidat(?:e|ion|ing)\b|\bevaluat(?:ion|ing)\b|\btest(?:ing)?:|"
+    r"\[(?:val|valid|eval|test)\]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
 
@@ -434,7 +436,7 @@ _FRACTION = re.compile(r"\d\s*/\s*\d")
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
     r"(?i)step|iter|epoch|batch=|batch \d|train:|test:|num_updates|^\s*\d+\s+\||\bUp\.|"
-    r"words/sec/thread"
+    r"words/sec/thread|loss value:"
 )
 
 

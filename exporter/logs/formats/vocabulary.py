@@ -43,6 +43,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "training_loss",  # "Training Loss: 0.41", "Avg Training Loss: 14.4859"
         "train_epoch_loss",  # llama-recipes and PEFT's examples, after each epoch
         "lm_loss",  # Megatron, GPT-NeoX
+        "lm_loss_value",  # Megatron's evaluation: "validation loss at ... | lm loss value: ..."
         "reduced_train_loss",  # NeMo 2
         "total_loss",  # detectron2
         "tot_loss",  # WLASL, LMOps ("Tot Loss: 0.0044")
