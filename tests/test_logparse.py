@@ -22,7 +22,7 @@ from exporter.logs.formats import FORMATS, HINTS
 from exporter.logs.formats.pairs import find_pairs, number
 from exporter.logs.formats.vocabulary import field_of
 from exporter.logs.lines import MAX_MESSAGE
-from exporter.logs.parse import parse_line, plain
+from exporter.logs.parse import parse_line, parse_message, plain
 
 NOW = 1_800_000_000.0
 
@@ -1418,3 +1418,32 @@ def test_an_evaluations_loss_is_the_eval_loss_never_the_training_loss(line: str)
     found = parse_line(line, NOW)
     assert found is not None
     assert (found.report.loss, found.report.eval_loss) == (None, 2.724416)
+
+
+@pytest.mark.parametrize(
+    ("message", "parser", "step"),
+    [
+        ("[rank0]:{'loss': 1.2345, 'learning_rate': 2e-05, 'epoch': 0.5}", "transformers", None),
+        (
+            "[1,0]<stdout>:10\timages/sec: 15.7 +/- 0.8 (jitter = 0.1)\t1.652",
+            "tf_cnn_benchmarks",
+            10,
+        ),
+        ("0: 650 | loss 5.3185 | lr 3.0e-04", "progress", 650),
+        (
+            "(RayTrainWorker pid=123) {'loss': 1.0, 'epoch': 0.1} [repeated 3x across cluster]",
+            "transformers",
+            None,
+        ),
+        # Darknet's own "957: " is no launcher's label: the line is read with it.
+        (" 957: 0.660188, 0.689227 avg loss, 0.000839 rate, 3.3 seconds, 6 images", "darknet", 957),
+        (
+            "0:  957: 0.660188, 0.689227 avg loss, 0.000839 rate, 3.3 seconds, 6 images",
+            "darknet",
+            957,
+        ),
+    ],
+)
+def test_a_launchers_prefix_is_no_part_of_the_line(message: str, parser: str, step: int) -> None:
+    found = parse_message(message, NOW)
+    assert [(r.parser, r.report.step) for r in found] == [(parser, step)]

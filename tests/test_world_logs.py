@@ -47,6 +47,37 @@ def test_each_excerpt_reads_right_in_each_form(excerpt, form: str, tmp_path: Pat
     assert not wrong, f"{excerpt.name} ({form}, {excerpt.source}): {wrong}"
 
 
+# What launchers put before each line of their workers' output: torchrun --tee, mpirun
+# --tag-output (the MPI Operator), srun --label, pdsh (DeepSpeed's multi-node launcher, by
+# host name and by address), kubectl logs --prefix, Ray's worker prefix.
+LAUNCHER_PREFIXES = (
+    "[rank0]:",
+    "[default3]:",
+    "[1,0]<stdout>:",
+    "0: ",
+    "  3: ",
+    "worker-0: ",
+    "10.0.0.12: ",
+    "[pod/trainer-0/pytorch] ",
+    "(RayTrainWorker pid=1234) ",
+    "(TaskRunner pid=2213, ip=10.0.0.4) ",
+)
+
+
+@pytest.mark.parametrize("prefix", LAUNCHER_PREFIXES)
+def test_a_launchers_prefix_on_every_line_changes_nothing(prefix: str, tmp_path: Path) -> None:
+    """Every excerpt, each line behind the launcher's prefix, reads as its truth says."""
+    wrong = {}
+    for excerpt in EXCERPTS:
+        path = tmp_path / f"{excerpt.name}.log"
+        text = "".join(prefix + line for line in excerpt.text.splitlines(keepends=True))
+        path.write_text(text, encoding="utf-8", newline="")
+        found = list(mismatches(read(path), excerpt.expect))
+        if found:
+            wrong[excerpt.name] = found
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("excerpt", UNREAD_EXCERPTS, ids=[e.name for e in UNREAD_EXCERPTS])
 def test_what_is_not_read_yet_is_unknown_not_wrong(excerpt, form: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -93,7 +93,40 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
     return _prefix_key(bar.prefix), bar.total
 
 
+# What a launcher puts before each line of its workers' output, never a tool's own text:
+# torchrun's --tee/--redirects ("[rank0]:", "[default0]:"), mpirun --tag-output ("[1,0]<stdout>:",
+# the MPI Operator's and Horovod's launchers), Ray's worker prefix ("(RayTrainWorker pid=1234) ",
+# "(pid=1234, ip=10.0.0.1) "), kubectl logs --prefix ("[pod/name/container] ").
+_LAUNCHER = re.compile(
+    r"^(?:\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
+    r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
+)
+# Ray's log deduplication after the line: "... [repeated 3x across cluster]".
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
+# A label that may be a launcher's or the tool's own text: srun --label's task ("0: ",
+# "12: "), pdsh's host ("worker-0: ", "10.0.0.1: ", DeepSpeed's multi-node launcher). Darknet
+# starts its own lines with "957: ", so a line that says nothing without it is read with it.
+_LABEL = re.compile(r"^\s{0,3}(?:\d{1,5}|[a-z][a-z0-9-]{0,62}-\d{1,5}|\d{1,3}(?:\.\d{1,3}){3}): ")
+
+
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
+    """Every report in one message, oldest first, after a launcher's prefix
+    (:data:`_LAUNCHER`, :data:`_LABEL`)."""
+    launcher = _LAUNCHER.match(msg)
+    if launcher is not None:
+        msg = msg[launcher.end() :]
+        if msg.endswith("across cluster]"):
+            msg = _RAY_REPEATED.sub("", msg)
+    label = _LABEL.match(msg)
+    if label is not None:
+        found = _parse_message(msg[label.end() :], now, extra)
+        if found:
+            return found
+    return _parse_message(msg, now, extra)
+
+
+def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first.
 
     A message without a carriage return is one candidate. With them (a bar redrawn with

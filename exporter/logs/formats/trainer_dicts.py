@@ -12,8 +12,10 @@ import re
 from ..lines import Format, LineReport, native
 
 # The dict alone on its line, or after a logger's prefix (TFTrainer, and Trainer under
-# transformers' own logging: "[INFO|trainer_tf.py:398] 2021-01-15 10:28:50,371 >> {...}").
-_DICT = re.compile(r"^(?:[^{]{0,200}\s)?(\{'[a-z_]+': .*\})\s*$")
+# transformers' own logging: "[INFO|trainer_tf.py:398] 2021-01-15 10:28:50,371 >> {...}") or a
+# launcher's, which ends in ":" with no space (torchrun --tee's "[rank0]:{...}", "[default0]:",
+# mpirun's "[1,0]<stdout>:").
+_DICT = re.compile(r"^(?:[^{]{0,200}[\s:])?(\{'[a-z_]+': .*\})\s*$")
 _TRANSFORMERS_KEYS = {
     "loss",
     "grad_norm",
