@@ -1447,3 +1447,28 @@ def test_an_evaluations_loss_is_the_eval_loss_never_the_training_loss(line: str)
 def test_a_launchers_prefix_is_no_part_of_the_line(message: str, parser: str, step: int) -> None:
     found = parse_message(message, NOW)
     assert [(r.parser, r.report.step) for r in found] == [(parser, step)]
+
+
+def test_fairseqs_json_after_its_loggers_prefix() -> None:
+    """fairseq since 0.10 logs its JSON through its logger: ``train_inner`` is training
+    (``num_updates`` the step), ``valid`` an evaluation (its eval loss only), ``train`` the
+    epoch's summary (``train_num_updates`` the step)."""
+    inner = parse_line(
+        '2020-10-28 17:41:27 | INFO | train_inner | {"epoch": 1, "update": 0.005, "loss": '
+        '"15.845", "ppl": "58856.6", "num_updates": "100", "lr": "1.25e-05"}',
+        NOW,
+    )
+    assert inner is not None and (inner.report.step, inner.report.loss) == (100, 15.845)
+    valid = parse_line(
+        '2020-10-28 17:45:00 | INFO | valid | {"epoch": 1, "valid_loss": "9.5", "valid_ppl": '
+        '"724.1", "valid_num_updates": "200"}',
+        NOW,
+    )
+    assert valid is not None
+    assert (valid.report.step, valid.report.loss, valid.report.eval_loss) == (None, None, 9.5)
+    summary = parse_line(
+        '2020-10-28 17:45:00 | INFO | train | {"epoch": 1, "train_loss": "10.2", '
+        '"train_num_updates": "200"}',
+        NOW,
+    )
+    assert summary is not None and (summary.report.step, summary.report.loss) == (200, 10.2)

@@ -78,6 +78,19 @@ def test_a_launchers_prefix_on_every_line_changes_nothing(prefix: str, tmp_path:
     assert not wrong, wrong
 
 
+def test_windows_line_ends_change_nothing(tmp_path: Path) -> None:
+    """Every excerpt with CRLF line ends (a script written on Windows, a tool that prints
+    them) reads as its truth says: the carriage return before the newline is no frame."""
+    wrong = {}
+    for excerpt in EXCERPTS:
+        path = tmp_path / f"{excerpt.name}.log"
+        path.write_text(excerpt.text.replace("\n", "\r\n"), encoding="utf-8", newline="")
+        found = list(mismatches(read(path), excerpt.expect))
+        if found:
+            wrong[excerpt.name] = found
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("excerpt", UNREAD_EXCERPTS, ids=[e.name for e in UNREAD_EXCERPTS])
 def test_what_is_not_read_yet_is_unknown_not_wrong(excerpt, form: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

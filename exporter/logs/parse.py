@@ -113,6 +113,8 @@ _LABEL = re.compile(r"^\s{0,3}(?:\d{1,5}|[a-z][a-z0-9-]{0,62}-\d{1,5}|\d{1,3}(?:
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first, after a launcher's prefix
     (:data:`_LAUNCHER`, :data:`_LABEL`)."""
+    if msg.endswith("\r"):
+        msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
     launcher = _LAUNCHER.match(msg)
     if launcher is not None:
         msg = msg[launcher.end() :]

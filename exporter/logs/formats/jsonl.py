@@ -4,10 +4,12 @@ Keys the native report format names (docs/report-format.md) are taken as they ar
 other key goes through the vocabulary (:mod:`.vocabulary`), so each tool's own names mean
 what they say: LLaMA-Factory's ``trainer_log.jsonl`` (``current_steps``, ``total_steps``),
 ms-swift's ``"global_step/max_steps": "105/1230"``, fairseq's ``--log-format json``
-(``num_updates``, ``valid_loss``, numbers as strings), DeiT- and DINO-style ``log.txt``
-(``train_loss``), Detectron's ``json_stats: {...}`` (``iter``, numbers as strings). ``null``
-says nothing. A whole epoch index with no step beside it (a
-per-epoch summary: 0- or 1-based is the tool's) is no fractional epoch and is not read.
+(``num_updates``, ``valid_loss``, numbers as strings; since 0.10 after its logger's prefix,
+``... | INFO | train_inner | {...}``), DeiT- and DINO-style ``log.txt`` (``train_loss``),
+Detectron's ``json_stats: {...}`` (``iter``, numbers as strings). An object after a prefix
+naming an evaluation (``| valid | {...}``, ``eval: {...}``) gives its eval loss only.
+``null`` says nothing. A whole epoch index with no step beside it (a per-epoch summary: 0- or
+1-based is the tool's) is no fractional epoch and is not read.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from ..lines import Format, LineReport, native
 from .pairs import Pair, number, to_fields
 
 _STEP_OF_MAX = re.compile(r"^\s*(\d{1,15})\s*/\s*(\d{1,15})\s*$")
-# A label before the object ("json_stats: {...}": Detectron's training_stats), never a
-# logger's level or anything with a brace of its own.
-_LABEL = re.compile(r"^[A-Za-z_][\w ]{0,31}:\s*(?=\{)")
+# What may stand before the object, with no brace of its own: a label ("json_stats: {...}":
+# Detectron's training_stats) or a logger's prefix (fairseq's --log-format json since 0.10:
+# "2020-10-28 17:41:27 | INFO | train_inner | {...}").
+_BEFORE = re.compile(r'^([^{]{1,200}?)(?=\{")')
 _EVALUATION = re.compile(r"(?i)eval|valid|\bval\b|test")
 # The loop's own counter as a JSON key: the step where no step key is there (Detectron's
 # "iter", the trainer's iteration as it counts it).
@@ -42,11 +45,12 @@ def _value(raw: object) -> float | None:
 
 def parse_jsonl(msg: str, now: float) -> LineReport | None:
     text = msg.strip()
-    label = _LABEL.match(text)
-    if label is not None:
-        if _EVALUATION.search(label.group()):
-            return None  # "eval: {...}": its loss is no training loss, and no key says so
-        text = text[label.end() :]
+    before = _BEFORE.match(text)
+    # "eval: {...}", fairseq's "| INFO | valid | {...}": an evaluation's object, whose
+    # loss is no training loss (its keys may not say so).
+    evaluation = before is not None and _EVALUATION.search(before.group()) is not None
+    if before is not None:
+        text = text[before.end() :]
     if not (text.startswith("{") and text.endswith("}")):
         return None
     try:
@@ -76,7 +80,10 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         counter = next((value[k] for k in _COUNTER_KEYS if isinstance(value.get(k), int)), None)
         if counter is not None and not isinstance(counter, bool) and counter >= 0:
             doc["step"] = counter
-    fields = to_fields(pairs)
+    fields = to_fields(pairs, evaluation=evaluation)
+    if evaluation:
+        result = fields.values.get("eval_loss")
+        return None if result is None else native({"eval_loss": result}, now, "jsonl")
     for name, v in fields.values.items():
         if name in doc:
             continue

@@ -24,6 +24,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "global_step",  # NeMo 2, Trainer-style JSON
         "training/global_step",  # verl
         "num_updates",  # fairseq
+        "train_num_updates",  # fairseq's epoch summary ("| INFO | train | {...}")
         "acc_iter",  # OpenPCDet
         "current_steps",  # LLaMA-Factory trainer_log.jsonl
         "trainer/global_step",
