@@ -1472,3 +1472,16 @@ def test_fairseqs_json_after_its_loggers_prefix() -> None:
         NOW,
     )
     assert summary is not None and (summary.report.step, summary.report.loss) == (200, 10.2)
+
+
+def test_a_text_bar_of_the_share_done_gives_its_values_and_no_step() -> None:
+    """MonoCon's engine (round 27): ``| Progress [##   ][11.64%] | LR ... | Loss 9.7263 (..)``."""
+    found = parse_line(
+        "| Progress [##                  ][11.64%] | LR 0.000377 | Loss   9.7263 (  6.9621) |", NOW
+    )
+    assert found is not None
+    assert (found.report.step, found.report.loss, found.report.learning_rate) == (
+        None,
+        9.7263,
+        0.000377,
+    )

@@ -51,6 +51,7 @@ HINTS = (
     "Batch ",
     "words/sec/thread",
     "loss value:",  # Megatron's evaluation ("... at the end of training for val data | ...")
+    "Progress [",
 )
 
 
@@ -305,6 +306,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # fastText: "Progress: 41.3% words/sec/thread: 1767038 lr: 0.0998 loss: 1.3856 ETA: 0h11m"
     # (avg.loss since 0.9), the share of the words to process: no step, its values read.
     (re.compile(r"^\s*Progress:\s+\d{1,3}(?:\.\d+)?%\s+words/sec/thread:"), _step_unknown),
+    # A text bar of the share done, no count: "| Progress [##   ][11.64%] | LR 0.000377 | Loss
+    # 9.7263 (  6.9621) |" (MonoCon's engine): its values read, no step.
+    (re.compile(r"\bProgress\s?\[[#=>.\- ]{0,200}\]\s?\[\s*\d{1,3}(?:\.\d+)?%\]"), _step_unknown),
     # AllenNLP's "Batch 1701/17168: accuracy: ..., loss: 1.09 ||": the batches done in an
     # epoch it names on a line of its own, so the run's step is unknown here.
     (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), _step_unknown),
@@ -436,7 +440,7 @@ _FRACTION = re.compile(r"\d\s*/\s*\d")
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
     r"(?i)step|iter|epoch|batch=|batch \d|train:|test:|num_updates|^\s*\d+\s+\||\bUp\.|"
-    r"words/sec/thread|loss value:"
+    r"words/sec/thread|loss value:|Progress \["
 )
 
 
