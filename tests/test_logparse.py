@@ -22,7 +22,14 @@ from exporter.logs.formats import FORMATS, HINTS
 from exporter.logs.formats.pairs import find_pairs, number
 from exporter.logs.formats.vocabulary import field_of
 from exporter.logs.lines import MAX_MESSAGE
-from exporter.logs.parse import parse_line, parse_message, plain
+from exporter.logs.parse import (
+    ANY_HINT,
+    HINT_BYTES,
+    SCANNED_HINTS,
+    parse_line,
+    parse_message,
+    plain,
+)
 
 NOW = 1_800_000_000.0
 
@@ -1313,9 +1320,10 @@ def test_tf_cnn_benchmarks_rows_and_its_banners_length() -> None:
     assert dict(row.report.metrics)["images_per_second"] == 118.2
     accuracies = parse_line("100\timages/sec: 6.0 +/- 0.0 (jitter = 0.3)\t2.5\t0.250\t0.500", NOW)
     assert accuracies is not None and (accuracies.report.step, accuracies.report.loss) == (100, 2.5)
-    scaled = parse_line("20\timages/sec: 940.1\tnan", NOW)
-    assert scaled is not None and scaled.report.loss is not None
-    assert math.isnan(scaled.report.loss)
+    nan = parse_line("20\timages/sec: 940.1 +/- 2.5 (jitter = 3.1)\tnan", NOW)
+    assert nan is not None and nan.report.loss is not None
+    assert math.isnan(nan.report.loss)
+    assert parse_line("20\timages/sec: 940.1\t2.5", NOW) is None  # the scaled form: unread
     banner = parse_line("Num batches: 100", NOW)
     assert banner is not None and banner.report.max_steps == 100
     looser = parse_line("Epoch 1 Num batches: 469", NOW)
@@ -1485,3 +1493,35 @@ def test_a_text_bar_of_the_share_done_gives_its_values_and_no_step() -> None:
         9.7263,
         0.000377,
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(SCANNED_HINTS),
+            st.sampled_from([h[:-1] for h in SCANNED_HINTS if len(h) > 1]),
+            st.text(max_size=12),
+        ),
+        max_size=6,
+    )
+)
+def test_the_quick_scans_trie_finds_exactly_the_hints(parts: list[str]) -> None:
+    """The scan's one regular expression (a trie of the hints) says what ``h in line`` for
+    every hint says, on text and on its UTF-8 bytes; a hint cut short is no hint."""
+    line = "".join(parts)
+    want = any(h in line for h in SCANNED_HINTS)
+    assert (ANY_HINT.search(line) is not None) == want
+    assert (HINT_BYTES.search(line.encode()) is not None) == want
+
+
+def test_a_sentences_word_before_a_number_is_no_key() -> None:
+    """ignite's evaluator (round 28): "Engine run resuming from iteration 0, epoch 12 until 13
+    epochs" names no metric "until"; a counter alone says nothing (it was read as step 0)."""
+    found = parse_line(
+        "[2023-04-08 05:21:38.037][ INFO](ignite.engine.engine.SupervisedEvaluator) - Engine "
+        "run resuming from iteration 0, epoch 12 until 13 epochs",
+        NOW,
+    )
+    assert found is None or found.report.step is None
+    assert [p.key for p in find_pairs("from 3 to 5 loss 0.25")] == ["loss"]

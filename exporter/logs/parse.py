@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import AnyStr
 
 from .formats import FORMATS, HINTS
 from .formats.tqdm import parse_bar, read_bar
@@ -16,10 +18,33 @@ from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 # The hints a line is scanned for: every format's, less those that hold a shorter one ("| loss"
 # holds "oss"): a line with the longer has the shorter, and each alternative costs the scan
 # of every line (52 hints scanned 30 % slower than these 41 on the CRI-O benchmark's lines).
-_SCANNED = tuple(h for h in HINTS if not any(o != h and o in h for o in HINTS))
-_ANY_HINT = re.compile("|".join(re.escape(h) for h in _SCANNED))
-# The same, on raw bytes: a line without any of them need not even be decoded.
-HINT_BYTES = re.compile(b"|".join(re.escape(h.encode()) for h in _SCANNED))
+SCANNED_HINTS = tuple(h for h in HINTS if not any(o != h and o in h for o in HINTS))
+
+
+def _trie(words: Sequence[AnyStr]) -> AnyStr:
+    """One regular expression matching any of ``words``, as a trie: alternatives that share
+    a first character share their test of it (``T(?:EP|ER|est:|rain:)``). Python's engine
+    tries each alternative at each position, so on a log's lines this scans a third faster
+    than the flat ``tep|TEP|ter|...`` (0.67 against 0.96 CPU-s over the 40 MB CRI-O
+    benchmark's lines)."""
+    empty = words[0][:0]
+    if empty in words:
+        return empty  # a shorter word ends here: enough
+    groups: dict[AnyStr, list[AnyStr]] = {}
+    for w in words:
+        groups.setdefault(w[:1], []).append(w[1:])
+    alternatives = [re.escape(c) + _trie(rest) for c, rest in sorted(groups.items())]
+    if len(alternatives) == 1:
+        return alternatives[0]
+    if isinstance(empty, bytes):
+        return b"(?:" + b"|".join(alternatives) + b")"
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+# On raw bytes: a line without any of them need not even be decoded (UTF-8's bytes: "━" is
+# three of them).
+HINT_BYTES = re.compile(_trie([h.encode() for h in SCANNED_HINTS]))
+ANY_HINT = re.compile(_trie(list(SCANNED_HINTS)))
 
 
 def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
@@ -31,7 +56,7 @@ def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | No
         found = f.parse(msg, now)
         if found is not None:
             return found
-    found = _builtin(msg, now) if _ANY_HINT.search(msg) else None
+    found = _builtin(msg, now) if ANY_HINT.search(msg) else None
     if found is None:
         for f in extra.after:
             found = f.parse(msg, now)

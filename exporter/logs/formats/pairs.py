@@ -49,6 +49,12 @@ MAX_PAIRS = 128
 # A scalar tensor's repr: "tensor(6.8830, device='cuda:2')", "tensor(0.53, grad_fn=<...>)".
 _TENSOR = re.compile(rf"\btensor\((?P<value>{PRINTF_NUMBER})(?:, [a-z_]+=[^()]{{1,64}}?)*\)")
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
+# A word of a sentence before a number is no key: "resuming from iteration 0, epoch 12 until
+# 13 epochs" (ignite) names no metric "until".
+_PROSE = frozenset(
+    {"until", "from", "to", "of", "at", "in", "on", "for", "by", "after", "before", "with",
+     "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
+)  # fmt: skip
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
 
 
@@ -89,7 +95,7 @@ def find_pairs(text: str) -> list[Pair]:
     out: list[Pair] = []
     for m in PAIR.finditer(text):
         value = number(m["value"])
-        if value is None or _LIST_GOES_ON.match(text, m.end()):
+        if value is None or _LIST_GOES_ON.match(text, m.end()) or m["key"].lower() in _PROSE:
             continue
         # A key does not run across a sentence's end ("records/second. Loss is 0.5386").
         out.append(

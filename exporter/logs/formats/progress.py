@@ -51,7 +51,10 @@ HINTS = (
     "Batch ",
     "words/sec/thread",
     "loss value:",  # Megatron's evaluation ("... at the end of training for val data | ...")
-    "Progress [",
+    # A line with a loss and no counter this reader knows ("| Progress [##  ][11.64%] | ...
+    # Loss 9.7263"): the quick scan already looks for these for the lone loss's reader.
+    "oss",
+    "OSS",
 )
 
 
