@@ -49,8 +49,11 @@ def test_each_excerpt_reads_right_in_each_form(excerpt, form: str, tmp_path: Pat
 
 # What launchers put before each line of their workers' output: torchrun --tee, mpirun
 # --tag-output (the MPI Operator), srun --label, pdsh (DeepSpeed's multi-node launcher, by
-# host name and by address), kubectl logs --prefix, Ray's worker prefix.
+# host name and by address), kubectl logs --prefix and --timestamps (alone and before a
+# launcher's), Ray's worker prefix.
 LAUNCHER_PREFIXES = (
+    "2024-05-01T10:00:00.123456789Z ",
+    "2024-05-01T10:00:00.123456789Z [rank0]:",
     "[rank0]:",
     "[default3]:",
     "[1,0]<stdout>:",

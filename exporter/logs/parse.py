@@ -121,9 +121,11 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
 # What a launcher puts before each line of its workers' output, never a tool's own text:
 # torchrun's --tee/--redirects ("[rank0]:", "[default0]:"), mpirun --tag-output ("[1,0]<stdout>:",
 # the MPI Operator's and Horovod's launchers), Ray's worker prefix ("(RayTrainWorker pid=1234) ",
-# "(pid=1234, ip=10.0.0.1) "), kubectl logs --prefix ("[pod/name/container] ").
+# "(pid=1234, ip=10.0.0.1) "), kubectl logs --prefix ("[pod/name/container] ") and
+# --timestamps ("2024-05-01T10:00:00.123456789Z ", as docker logs -t writes it too).
 _LAUNCHER = re.compile(
     r"^(?:\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "
     r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
     r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
 )
@@ -140,8 +142,10 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
     (:data:`_LAUNCHER`, :data:`_LABEL`)."""
     if msg.endswith("\r"):
         msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
-    launcher = _LAUNCHER.match(msg)
-    if launcher is not None:
+    for _ in range(3):  # kubectl's time, then the pod's launcher's prefix
+        launcher = _LAUNCHER.match(msg)
+        if launcher is None:
+            break
         msg = msg[launcher.end() :]
         if msg.endswith("across cluster]"):
             msg = _RAY_REPEATED.sub("", msg)
