@@ -1525,3 +1525,16 @@ def test_a_sentences_word_before_a_number_is_no_key() -> None:
     )
     assert found is None or found.report.step is None
     assert [p.key for p in find_pairs("from 3 to 5 loss 0.25")] == ["loss"]
+
+
+def test_pytrackings_ltr_trainer_counts_within_a_one_based_epoch() -> None:
+    """LightFC, OSTrack, STARK (round 30): ``[train: 2, 300 / 937]`` is step 937 + 300;
+    ``Loss/total`` is the loss; ``[val: ...]`` is its evaluation, never the step."""
+    found = parse_line(
+        "[train: 2, 300 / 937] FPS: 1.0 (1.1)  ,  DataTime: 0.111 (0.010)  ,  Loss/total: "
+        "39.87962  ,  Loss/giou: 0.99995",
+        NOW,
+    )
+    assert found is not None and (found.report.step, found.report.loss) == (937 + 300, 39.87962)
+    val = parse_line("[val: 2, 50 / 50] FPS: 2.0 (2.0)  ,  Loss/total: 12.5", NOW)
+    assert val is None or (val.report.step, val.report.loss) == (None, None)

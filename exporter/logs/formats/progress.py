@@ -111,6 +111,15 @@ def _metric_logger(m: re.Match[str]) -> Count:
     return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), epochs)
 
 
+def _ltr(m: re.Match[str]) -> Count:
+    """pytracking's LTR trainer (OSTrack, STARK, LightFC): ``[train: 1, 300 / 937]``, the
+    loader's name, the 1-based epoch and the 1-based batch of the epoch's (ltr/trainers/
+    ltr_trainer.py: ``enumerate(loader, 1)``); ``[val: ...]`` is its evaluation."""
+    if m["mode"] != "train":
+        return Count(evaluation=True)
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
 def _timm(m: re.Match[str]) -> Count:
     """timm's ``Train: e [ i/n ( p%)]``: a 0-based epoch and the index of the update."""
     return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
@@ -270,6 +279,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _metric_logger,
     ),
     (re.compile(r"^\s*Test:\s*(?:\[|Total)"), _eval_count),  # MetricLogger's evaluation
+    (
+        re.compile(
+            r"^\s*\[(?P<mode>train|val|valid|test): (?P<e>\d{1,9}), (?P<i>\d{1,12}) / "
+            r"(?P<n>\d{1,12})\]"
+        ),
+        _ltr,
+    ),
     (
         re.compile(
             r"\bEpoch\[\s*(?P<e>\d{1,9}) of (?P<E>\d{1,9})\]-Minibatch\[\s*(?:\d{1,15}\s*-\s*)?"

@@ -49,6 +49,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "total_loss",  # detectron2
         "tot_loss",  # WLASL, LMOps ("Tot Loss: 0.0044")
         "loss/train/total",  # Composer
+        "loss/total",  # pytracking's LTR trainer (OSTrack, STARK): the total of its parts
         "train/loss",
         "loss_train",  # LitGPT ("loss train")
         "actor/loss",  # verl
