@@ -1538,3 +1538,17 @@ def test_pytrackings_ltr_trainer_counts_within_a_one_based_epoch() -> None:
     assert found is not None and (found.report.step, found.report.loss) == (937 + 300, 39.87962)
     val = parse_line("[val: 2, 50 / 50] FPS: 2.0 (2.0)  ,  Loss/total: 12.5", NOW)
     assert val is None or (val.report.step, val.report.loss) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "epoch：1 step：100 loss：0.5234",
+        "训练 step：100，损失 loss：0.5234，学习率 lr：1e-4",
+        "Epoch：1 ｜ Step：100 ｜ loss＝0.5234",
+    ],
+)
+def test_full_width_punctuation_reads_as_its_ascii(message: str) -> None:
+    """Scripts written in Chinese print full-width colons, commas and equals signs."""
+    found = parse_message(message, NOW)
+    assert [(r.report.step, r.report.loss) for r in found] == [(100, 0.5234)]

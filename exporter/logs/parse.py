@@ -129,6 +129,9 @@ _LAUNCHER = re.compile(
     r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
     r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
 )
+# Full-width punctuation, as scripts written in Chinese print it ("loss：0.5234，lr：1e-4"): the
+# ASCII the readers know.
+_FULL_WIDTH = str.maketrans({"：": ":", "，": ",", "＝": "=", "（": "(", "）": ")", "｜": "|"})
 # Ray's log deduplication after the line: "... [repeated 3x across cluster]".
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
 # A label that may be a launcher's or the tool's own text: srun --label's task ("0: ",
@@ -142,6 +145,8 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
     (:data:`_LAUNCHER`, :data:`_LABEL`)."""
     if msg.endswith("\r"):
         msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
+    if not msg.isascii():
+        msg = msg.translate(_FULL_WIDTH)
     for _ in range(3):  # kubectl's time, then the pod's launcher's prefix
         launcher = _LAUNCHER.match(msg)
         if launcher is None:
