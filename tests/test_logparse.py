@@ -1552,3 +1552,18 @@ def test_full_width_punctuation_reads_as_its_ascii(message: str) -> None:
     """Scripts written in Chinese print full-width colons, commas and equals signs."""
     found = parse_message(message, NOW)
     assert [(r.report.step, r.report.loss) for r in found] == [(100, 0.5234)]
+
+
+@pytest.mark.parametrize(
+    ("message", "parser", "step"),
+    [
+        # NumPy 2's scalar repr in a dict of metrics, JAX's Array in an f-string, PyTorch's
+        # tensor in a dict: each its number, for every format.
+        ("{'loss': np.float64(0.5234), 'learning_rate': np.float32(1e-05)}", "transformers", None),
+        ("step 100 | loss: Array(0.5234, dtype=float32) | lr 1e-4", "progress", 100),
+        ("{'loss': tensor(0.5234, device='cuda:0'), 'step': 100}", "transformers", 100),
+    ],
+)
+def test_a_scalars_repr_is_its_number(message: str, parser: str, step: int | None) -> None:
+    found = parse_message(message, NOW)
+    assert [(r.parser, r.report.step, r.report.loss) for r in found] == [(parser, step, 0.5234)]

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import AnyStr
 
 from .formats import FORMATS, HINTS
+from .formats.pairs import plain_scalars
 from .formats.tqdm import parse_bar, read_bar
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 
@@ -147,6 +148,7 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
     if not msg.isascii():
         msg = msg.translate(_FULL_WIDTH)
+    msg = plain_scalars(msg)  # {'loss': np.float64(0.52)}: a dict every format can read
     for _ in range(3):  # kubectl's time, then the pod's launcher's prefix
         launcher = _LAUNCHER.match(msg)
         if launcher is None:

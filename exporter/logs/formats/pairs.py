@@ -46,8 +46,23 @@ _LIST_GOES_ON = re.compile(r"[ \t]+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?
 # "inf" included; one group, so it embeds anywhere in a pattern.
 PRINTF_NUMBER = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
 MAX_PAIRS = 128
-# A scalar tensor's repr: "tensor(6.8830, device='cuda:2')", "tensor(0.53, grad_fn=<...>)".
-_TENSOR = re.compile(rf"\btensor\((?P<value>{PRINTF_NUMBER})(?:, [a-z_]+=[^()]{{1,64}}?)*\)")
+# A scalar's repr where its number was meant: PyTorch's tensor ("tensor(6.8830,
+# device='cuda:2')", "tensor(0.53, grad_fn=<...>)"), NumPy 2's ("np.float64(0.5234)"), JAX's
+# ("Array(2.3456, dtype=float32)"), as a loop prints a dict or an f-string of its metrics.
+_SCALAR_REPR = re.compile(
+    rf"\b(?:tensor|np\.(?:float|int|uint)\d{{0,3}}|numpy\.(?:float|int)\d{{0,3}}|Array)"
+    rf"\((?P<value>{PRINTF_NUMBER})(?:, [a-z_]+=[^()]{{1,64}}?)*\)"
+)
+_SCALAR_HINTS = ("tensor(", "np.", "numpy.", "Array(")
+
+
+def plain_scalars(text: str) -> str:
+    """``text`` with each scalar's repr (:data:`_SCALAR_REPR`) as its number."""
+    if "(" in text and any(h in text for h in _SCALAR_HINTS):
+        return _SCALAR_REPR.sub(r"\g<value>", text)
+    return text
+
+
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
 # A word of a sentence before a number is no key: "resuming from iteration 0, epoch 12 until
 # 13 epochs" (ignite) names no metric "until".
@@ -89,9 +104,8 @@ def number(text: str) -> float | None:
 def find_pairs(text: str) -> list[Pair]:
     """Every ``key: value``, ``key=value`` and ``key value`` pair in ``text``, in order (at
     most :data:`MAX_PAIRS`). A value printed as a PyTorch tensor's repr
-    (``eval_epoch_loss=tensor(6.8830, device='cuda:2')``) is its number."""
-    if "tensor(" in text:
-        text = _TENSOR.sub(r"\g<value>", text)
+    (``eval_epoch_loss=tensor(6.8830, device='cuda:2')``) is its number (:func:`plain_scalars`)."""
+    text = plain_scalars(text)
     out: list[Pair] = []
     for m in PAIR.finditer(text):
         value = number(m["value"])
