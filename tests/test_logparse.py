@@ -1567,3 +1567,18 @@ def test_full_width_punctuation_reads_as_its_ascii(message: str) -> None:
 def test_a_scalars_repr_is_its_number(message: str, parser: str, step: int | None) -> None:
     found = parse_message(message, NOW)
     assert [(r.parser, r.report.step, r.report.loss) for r in found] == [(parser, step, 0.5234)]
+
+
+def test_real_numpy_and_torch_scalars_printed_in_a_dict_are_read() -> None:
+    """The reprs as the installed NumPy (2.x) and PyTorch print them, not as written here."""
+    import numpy as np
+    import torch
+
+    metrics = {"loss": np.float64(0.5234), "learning_rate": np.float32(1e-05)}
+    found = parse_message(repr(metrics), NOW)
+    assert [(r.report.loss, r.report.learning_rate) for r in found] == [(0.5234, 1e-05)]
+    line = f"step 100 | loss: {torch.tensor(0.5234)!r} | grad_norm: {torch.tensor(1.5)!r}"
+    found = parse_message(line, NOW)
+    assert [(r.report.step, r.report.loss, r.report.grad_norm) for r in found] == [
+        (100, 0.5234, 1.5)
+    ]
