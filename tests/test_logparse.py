@@ -1582,3 +1582,20 @@ def test_real_numpy_and_torch_scalars_printed_in_a_dict_are_read() -> None:
     assert [(r.report.step, r.report.loss, r.report.grad_norm) for r in found] == [
         (100, 0.5234, 1.5)
     ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # RichHandler's place in the code at the line's end, loguru's before the message.
+        "[05/01/24 10:00:00] INFO     step 100 | loss 0.5234 | lr 1e-4                 train.py:42",
+        "2024-05-01 10:00:00.123 | INFO     | __main__:train:42 - step 100 loss 0.5234",
+    ],
+)
+def test_a_loggers_place_in_the_code_is_no_metric(line: str) -> None:
+    found = parse_line(line, NOW)
+    assert found is not None
+    assert (found.report.step, found.report.loss, found.report.metrics) == (100, 0.5234, ())
+    # A logger's prefix before a pair is no place in the code (TensorFlow's).
+    tf = parse_line("INFO:tensorflow:loss = 4.264659, step = 100 (124.394 sec)", NOW)
+    assert tf is not None and (tf.report.step, tf.report.loss) == (100, 4.264659)

@@ -53,7 +53,17 @@ _SCALAR_REPR = re.compile(
     rf"\b(?:tensor|np\.(?:float|int|uint)\d{{0,3}}|numpy\.(?:float|int)\d{{0,3}}|Array)"
     rf"\((?P<value>{PRINTF_NUMBER})(?:, [a-z_]+=[^()]{{1,64}}?)*\)"
 )
+# A logger's place in the code, never a metric: RichHandler's "train.py:42" at the line's
+# end, loguru's "__main__:train:42" (a key right after a colon is the path's next part).
+_SOURCE_LINE = re.compile(r"\.(?:py|pyx|c|cc|cpp|cu|h|go|rs|js|ts|java|lua|jl|scala)$")
 _SCALAR_HINTS = ("tensor(", "np.", "numpy.", "Array(")
+
+
+def _path_part(text: str, m: re.Match[str]) -> bool:
+    """Whether a pair right after a colon is a place in the code ("__main__:train:42": key and
+    value joined by a bare colon too), not a logger's prefix before a pair ("INFO:tensorflow:
+    loss = 4.26")."""
+    return text[m.end("key") : m.start("value")] == ":"
 
 
 def plain_scalars(text: str) -> str:
@@ -109,7 +119,13 @@ def find_pairs(text: str) -> list[Pair]:
     out: list[Pair] = []
     for m in PAIR.finditer(text):
         value = number(m["value"])
-        if value is None or _LIST_GOES_ON.match(text, m.end()) or m["key"].lower() in _PROSE:
+        if (
+            value is None
+            or _LIST_GOES_ON.match(text, m.end())
+            or m["key"].lower() in _PROSE
+            or _SOURCE_LINE.search(m["key"])
+            or (m.start() > 0 and text[m.start() - 1] == ":" and _path_part(text, m))
+        ):
             continue
         # A key does not run across a sentence's end ("records/second. Loss is 0.5386").
         out.append(
