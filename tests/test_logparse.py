@@ -19,7 +19,7 @@ from exporter.core.model import ProgressReport
 from exporter.logs.bars import epoch_of, eval_bar
 from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
-from exporter.logs.formats.pairs import find_pairs, number
+from exporter.logs.formats.pairs import find_pairs, number, to_fields
 from exporter.logs.formats.vocabulary import field_of
 from exporter.logs.lines import MAX_MESSAGE
 from exporter.logs.parse import (
@@ -1599,3 +1599,25 @@ def test_a_loggers_place_in_the_code_is_no_metric(line: str) -> None:
     # A logger's prefix before a pair is no place in the code (TensorFlow's).
     tf = parse_line("INFO:tensorflow:loss = 4.264659, step = 100 (124.394 sec)", NOW)
     assert tf is not None and (tf.report.step, tf.report.loss) == (100, 4.264659)
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        # Megatron's "number of nan iterations": no metric "number of" (its value "nan").
+        (
+            "lm loss: 2.5 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+            ["lm loss", "number of skipped iterations", "iterations"],
+        ),
+        # time.ctime()'s date, a logger's module and line, dotted or in parentheses.
+        ("loss:0.35 imps:28.4 etc:Tue Sep 17 15:31:19 2019", ["loss", "imps"]),
+        ("2024-05-01 olmo.train:1002 INFO loss 2.5", ["loss"]),
+        ("[espnet2/train/trainer.py] (trainer:464) INFO: loss=2.5", ["loss"]),
+    ],
+)
+def test_what_is_no_metric_is_not_kept_as_one(text: str, keys: list[str]) -> None:
+    pairs = find_pairs(text)
+    assert [p.key for p in pairs] == keys
+    fields = to_fields(pairs)
+    assert fields.values["loss"] in (2.5, 0.35)
+    assert set(fields.metrics) <= {"number_of_skipped_iterations", "imps"}

@@ -56,14 +56,27 @@ _SCALAR_REPR = re.compile(
 # A logger's place in the code, never a metric: RichHandler's "train.py:42" at the line's
 # end, loguru's "__main__:train:42" (a key right after a colon is the path's next part).
 _SOURCE_LINE = re.compile(r"\.(?:py|pyx|c|cc|cpp|cu|h|go|rs|js|ts|java|lua|jl|scala)$")
+# A date as time.ctime() prints it ("Tue Sep 17 15:31:19 2019"): its day is no metric "Tue Sep".
+_CTIME = re.compile(
+    r"(?i)(?:mon|tue|wed|thu|fri|sat|sun) (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)$"
+)
+_LEVEL = re.compile(r"^(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|TRACE) ")
 _SCALAR_HINTS = ("tensor(", "np.", "numpy.", "Array(")
 
 
 def _path_part(text: str, m: re.Match[str]) -> bool:
-    """Whether a pair right after a colon is a place in the code ("__main__:train:42": key and
-    value joined by a bare colon too), not a logger's prefix before a pair ("INFO:tensorflow:
-    loss = 4.26")."""
-    return text[m.end("key") : m.start("value")] == ":"
+    """Whether a pair joined by a bare colon is a place in the code: right after another
+    colon ("__main__:train:42"), not a logger's prefix before a pair ("INFO:tensorflow:loss =
+    4.26"); or a module and a line number, dotted or in parentheses ("olmo.train:1002",
+    "(trainer:464)": Python logging's "%(name)s:%(lineno)d")."""
+    if text[m.end("key") : m.start("value")] != ":":
+        return False
+    before = text[m.start() - 1] if m.start() > 0 else ""
+    if before == ":":
+        return True
+    # "(trainer:464)": ESPnet's "%(module)s:%(lineno)d" in parentheses.
+    in_parentheses = before == "(" and text[m.end() : m.end() + 1] == ")"
+    return m["value"].isdigit() and ("." in m["key"] or in_parentheses)
 
 
 def plain_scalars(text: str) -> str:
@@ -74,8 +87,9 @@ def plain_scalars(text: str) -> str:
 
 
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
-# A word of a sentence before a number is no key: "resuming from iteration 0, epoch 12 until
-# 13 epochs" (ignite) names no metric "until".
+# A word of a sentence before a number is no key, nor a phrase ending in one: "resuming from
+# iteration 0, epoch 12 until 13 epochs" (ignite) names no metric "until", Megatron's "number of
+# nan iterations: 0" none "number of" (its value "nan").
 _PROSE = frozenset(
     {"until", "from", "to", "of", "at", "in", "on", "for", "by", "after", "before", "with",
      "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
@@ -122,15 +136,18 @@ def find_pairs(text: str) -> list[Pair]:
         if (
             value is None
             or _LIST_GOES_ON.match(text, m.end())
-            or m["key"].lower() in _PROSE
+            or m["key"].rsplit(" ", 1)[-1].lower() in _PROSE
             or _SOURCE_LINE.search(m["key"])
-            or (m.start() > 0 and text[m.start() - 1] == ":" and _path_part(text, m))
+            or _CTIME.match(m["key"])
+            or _path_part(text, m)
         ):
             continue
-        # A key does not run across a sentence's end ("records/second. Loss is 0.5386").
+        # A key does not run across a sentence's end ("records/second. Loss is 0.5386"), nor
+        # does it start with a logger's level ("INFO loss 2.5").
+        key = _LEVEL.sub("", m["key"].rsplit(". ", 1)[-1])
         out.append(
             Pair(
-                m["key"].rsplit(". ", 1)[-1],
+                key,
                 value,
                 m["percent"] is not None,
                 m["unit"] in _TIME_UNITS,

@@ -115,7 +115,16 @@ RATES: dict[str, tuple[str, ...]] = {
 }
 # What the loop counts: a custom metric would only repeat the step.
 COUNTER_KEYS = frozenset(
-    {"iteration", "iter", "iters", "epoch_step", "batch", "time/batch", "time/batch_in_epoch"}
+    {
+        "iteration",
+        "iter",
+        "iters",
+        "iterations",  # Megatron's "number of nan iterations: 0", once "nan" is no value
+        "epoch_step",
+        "batch",
+        "time/batch",
+        "time/batch_in_epoch",
+    }
 )
 _UNIT = re.compile(r"\s*\([^()]*\)$")
 # "Loss is 0.5386" (BigDL): the verb is no part of the name.
