@@ -8,6 +8,7 @@ not (unknown beats wrong), and never a finish the tool did not print."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -67,31 +68,33 @@ LAUNCHER_PREFIXES = (
 )
 
 
-@pytest.mark.parametrize("prefix", LAUNCHER_PREFIXES)
-def test_a_launchers_prefix_on_every_line_changes_nothing(prefix: str, tmp_path: Path) -> None:
-    """Every excerpt, each line behind the launcher's prefix, reads as its truth says."""
+def _misread_when(change: Callable[[str], str], tmp: Path) -> dict[str, list[str]]:
+    """Each excerpt whose truth is not read once its text is changed by ``change``, with
+    what was read wrong."""
     wrong = {}
     for excerpt in EXCERPTS:
-        path = tmp_path / f"{excerpt.name}.log"
-        text = "".join(prefix + line for line in excerpt.text.splitlines(keepends=True))
-        path.write_text(text, encoding="utf-8", newline="")
+        path = tmp / f"{excerpt.name}.log"
+        path.write_text(change(excerpt.text), encoding="utf-8", newline="")
         found = list(mismatches(read(path), excerpt.expect))
         if found:
             wrong[excerpt.name] = found
-    assert not wrong, wrong
+    return wrong
+
+
+@pytest.mark.parametrize("prefix", LAUNCHER_PREFIXES)
+def test_a_launchers_prefix_on_every_line_changes_nothing(prefix: str, tmp_path: Path) -> None:
+    """Every excerpt, each line behind the launcher's prefix, reads as its truth says."""
+
+    def behind(text: str) -> str:
+        return "".join(prefix + line for line in text.splitlines(keepends=True))
+
+    assert _misread_when(behind, tmp_path) == {}
 
 
 def test_windows_line_ends_change_nothing(tmp_path: Path) -> None:
     """Every excerpt with CRLF line ends (a script written on Windows, a tool that prints
     them) reads as its truth says: the carriage return before the newline is no frame."""
-    wrong = {}
-    for excerpt in EXCERPTS:
-        path = tmp_path / f"{excerpt.name}.log"
-        path.write_text(excerpt.text.replace("\n", "\r\n"), encoding="utf-8", newline="")
-        found = list(mismatches(read(path), excerpt.expect))
-        if found:
-            wrong[excerpt.name] = found
-    assert not wrong, wrong
+    assert _misread_when(lambda text: text.replace("\n", "\r\n"), tmp_path) == {}
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
