@@ -29,7 +29,7 @@ _BEFORE = re.compile(r'^([^{]{1,200}?)(?=\{")')
 _EVALUATION = re.compile(r"(?i)eval|valid|\bval\b|test")
 # The loop's own counter as a JSON key: the step where no step key is there (Detectron's
 # "iter", the trainer's iteration as it counts it).
-_COUNTER_KEYS = ("iter", "iteration")
+_STEP_IF_NONE = ("iter", "iteration")
 _READ = ("step", "loss", "epoch", "max_steps", "eval_loss")  # one of these makes it progress
 
 
@@ -77,7 +77,7 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         if number_ is not None:
             pairs.append(Pair(key, number_, isinstance(raw, str) and raw.strip().endswith("%")))
     if "step" not in doc:
-        counter = next((value[k] for k in _COUNTER_KEYS if isinstance(value.get(k), int)), None)
+        counter = next((value[k] for k in _STEP_IF_NONE if isinstance(value.get(k), int)), None)
         if counter is not None and not isinstance(counter, bool) and counter >= 0:
             doc["step"] = counter
     fields = to_fields(pairs, evaluation=evaluation)

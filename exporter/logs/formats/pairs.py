@@ -64,6 +64,17 @@ _LEVEL = re.compile(r"^(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|TRACE) ")
 _SCALAR_HINTS = ("tensor(", "np.", "numpy.", "Array(")
 
 
+IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
+# A word of a sentence before a number is no key, nor a phrase ending in one: "resuming from
+# iteration 0, epoch 12 until 13 epochs" (ignite) names no metric "until", Megatron's "number of
+# nan iterations: 0" none "number of" (its value "nan").
+_PROSE = frozenset(
+    {"until", "from", "to", "of", "at", "in", "on", "for", "by", "after", "before", "with",
+     "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
+)  # fmt: skip
+_TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
+
+
 def _path_part(text: str, m: re.Match[str]) -> bool:
     """Whether a pair joined by a bare colon is a place in the code: right after another
     colon ("__main__:train:42"), not a logger's prefix before a pair ("INFO:tensorflow:loss =
@@ -84,17 +95,6 @@ def plain_scalars(text: str) -> str:
     if "(" in text and any(h in text for h in _SCALAR_HINTS):
         return _SCALAR_REPR.sub(r"\g<value>", text)
     return text
-
-
-IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
-# A word of a sentence before a number is no key, nor a phrase ending in one: "resuming from
-# iteration 0, epoch 12 until 13 epochs" (ignite) names no metric "until", Megatron's "number of
-# nan iterations: 0" none "number of" (its value "nan").
-_PROSE = frozenset(
-    {"until", "from", "to", "of", "at", "in", "on", "for", "by", "after", "before", "with",
-     "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
-)  # fmt: skip
-_TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
 
 
 @dataclass(frozen=True, slots=True)

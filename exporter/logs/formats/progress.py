@@ -50,9 +50,9 @@ HINTS = (
     "Up.",
     "Batch ",
     "words/sec/thread",
-    "loss value:",  # Megatron's evaluation ("... at the end of training for val data | ...")
     # A line with a loss and no counter this reader knows ("| Progress [##  ][11.64%] | ...
-    # Loss 9.7263"): the quick scan already looks for these for the lone loss's reader.
+    # Loss 9.7263", Megatron's "... at the end of training for val data | lm loss value: ..."):
+    # the quick scan already looks for these for the lone loss's reader.
     "oss",
     "OSS",
 )
