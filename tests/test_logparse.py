@@ -1621,3 +1621,46 @@ def test_what_is_no_metric_is_not_kept_as_one(text: str, keys: list[str]) -> Non
     fields = to_fields(pairs)
     assert fields.values["loss"] in (2.5, 0.35)
     assert set(fields.metrics) <= {"number_of_skipped_iterations", "imps"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "0s - loss: 0.0130 - acc: 0.0042",  # Keras 1, verbose=2
+        " - 5s - loss: 0.0130 - acc: 0.9042 - val_loss: 0.0200",  # Keras 2.0 to 2.2
+    ],
+)
+def test_keras_verbose_2_without_a_count_gives_the_epochs_values_and_no_step(line: str) -> None:
+    """Before Keras 2.3, ``verbose=2`` printed the epoch's time and values, no batch count:
+    the loss is read, the step stays unknown (the epoch's size is nowhere)."""
+    report = _read_lines(["Epoch 3/1000", line])
+    assert (report.step, report.loss, report.max_epochs) == (None, 0.013, 1000.0)
+    # The same shape is no Keras line without its elapsed time first.
+    assert _read_lines(["Epoch 3/1000", "loss - loss: 0.5"]).loss is None
+
+
+def test_lightnings_own_running_loss_gives_way_to_the_models_logged_loss() -> None:
+    """Lightning 1.x put a rounded running mean of 20 losses (``loss=3.1``) in every bar; NeMo
+    logs the step's ``reduced_train_loss`` beside it (and an empty ``v_num=``)."""
+    frame = (
+        "Epoch 0:   1%|          | 795/77225 [9:07:58<878:01:48, 41.36s/it, loss=3.1, v_num=, "
+        "reduced_train_loss=3.090, global_step=794.0, consumed_samples=1.63e+6]"
+    )
+    [found] = parse_message(frame, NOW)
+    assert (found.parser, found.report.step, found.report.loss) == ("lightning", 794, 3.09)
+    # Alone, Lightning's loss is the loss.
+    alone = "Epoch 0:  28%|██▊       | 5/18 [00:20<00:53,  4.14s/it, loss=9.847, v_num=193315]"
+    assert [r.report.loss for r in parse_message(alone, NOW)] == [9.847]
+
+
+def test_a_throughputs_share_of_one_gpu_after_it_is_the_per_gpu_rate() -> None:
+    """NeMo Automodel prints all ranks' tokens per second, then one GPU's in parentheses;
+    torchtitan's bare ``tps`` stays one device's."""
+    line = "step 15 | epoch 0 | loss 0.7918 | tps 20316.81(2539.60/gpu) | num_label_tokens 42959"
+    [found] = parse_message(line, NOW)
+    metrics = dict(found.report.metrics)
+    assert metrics["tokens_per_second"] == 20316.81
+    assert metrics["tokens_per_second_per_gpu"] == 2539.6
+    [titan] = parse_message("step: 10  loss:  9.8  memory: 40.3GiB(42.4%)  tps: 5,862", NOW)
+    assert dict(titan.report.metrics)["tokens_per_second_per_gpu"] == 5862.0
+    assert "tokens_per_second" not in dict(titan.report.metrics)

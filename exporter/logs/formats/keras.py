@@ -15,6 +15,9 @@ _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 # With verbose=2, one line per epoch and no bar: "1875/1875 - 4s - loss: 0.2931" (Keras 2),
 # "1875/1875 - 3s - 2ms/step - accuracy: 0.8734 - loss: 0.4410" (Keras 3).
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|━+|(?=-\s+\d+m?s\b))\s*(?P<rest>.*)$")
+# verbose=2 before Keras 2.3 printed no count: "0s - loss: 0.0396 - acc: 0.0021" (Keras 1),
+# " - 5s - loss: 0.2931 - acc: 0.91" (Keras 2.0 to 2.2): the epoch's values, no step.
+_KERAS_EPOCH_END = re.compile(r"^\s*(?:-\s+)?\d+s\s+(?=-\s+[A-Za-z_]\w*:\s)(?P<rest>.*)$")
 _KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
 # The time of one step of the bar's count, at an epoch's end: "- 5s 87us/step" (Keras 2),
 # "- 3s - 2ms/step" (Keras 3). Its inverse is the bar's rate: Keras 2 counted samples in
@@ -23,25 +26,9 @@ _PER_STEP = re.compile(r"\b(\d+(?:\.\d+)?)(us|µs|ms|s)/step\b")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def parse_keras(msg: str, now: float) -> LineReport | None:
-    frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
-    if "Epoch" not in frame and not (
-        "/" in frame
-        and ("[=" in frame or "[." in frame or "[>" in frame or "━" in frame or "s - " in frame)
-    ):
-        return None
-    m = _KERAS_EPOCH.match(frame)
-    if m:
-        current, total = int(m.group(1)), int(m.group(2))
-        return LineReport(
-            "keras", ProgressReport(max_epochs=float(total)), epoch_of=(current, total)
-        )
-    m = _KERAS_BAR.match(frame)
-    if not m:
-        return None
-    n, total = int(m.group(1)), int(m.group(2))
-    rest = m.group("rest")
-    eta = re.search(r"ETA:\s*(?:(\d+):)?(\d+)(?::(\d+))?s?", rest)
+def _values(rest: str) -> dict[str, object]:
+    """The ``- name: value`` pairs after a bar (or an epoch's time): the loss, the
+    validation loss, and every other as a custom metric."""
     values = {k: v for k, v in _KERAS_METRIC.findall(rest) if k != "ETA"}
     doc: dict[str, object] = {}
     for key, value in values.items():
@@ -55,6 +42,30 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
             doc["eval_loss"] = number
         else:
             doc.setdefault("metrics", {})[key] = number  # type: ignore[index]
+    return doc
+
+
+def parse_keras(msg: str, now: float) -> LineReport | None:
+    frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
+    if "Epoch" not in frame and not (
+        ("/" in frame and ("[=" in frame or "[." in frame or "[>" in frame or "━" in frame))
+        or "s - " in frame
+    ):
+        return None
+    m = _KERAS_EPOCH.match(frame)
+    if m:
+        current, total = int(m.group(1)), int(m.group(2))
+        return LineReport(
+            "keras", ProgressReport(max_epochs=float(total)), epoch_of=(current, total)
+        )
+    m = _KERAS_BAR.match(frame)
+    if not m:
+        end = _KERAS_EPOCH_END.match(frame)
+        return native(_values(end["rest"]), now, "keras") if end else None
+    n, total = int(m.group(1)), int(m.group(2))
+    rest = m.group("rest")
+    eta = re.search(r"ETA:\s*(?:(\d+):)?(\d+)(?::(\d+))?s?", rest)
+    doc = _values(rest)
     remaining = None
     if eta:
         parts = [int(p) for p in eta.groups() if p is not None]

@@ -46,6 +46,10 @@ _LIST_GOES_ON = re.compile(r"[ \t]+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?
 # "inf" included; one group, so it embeds anywhere in a pattern.
 PRINTF_NUMBER = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))"
 MAX_PAIRS = 128
+# A throughput's share of one device right after it: NeMo Automodel's "tps
+# 11278.56(1409.82/gpu)" is all ranks' tokens per second, then one GPU's.
+_PER_DEVICE = re.compile(rf"\(\s*(?P<each>{PRINTF_NUMBER})\s*/\s*(?:gpu|GPU|device)\s*\)")
+_THROUGHPUT = ("tokens_per_second", "tokens_per_second_per_gpu")
 # A scalar's repr where its number was meant: PyTorch's tensor ("tensor(6.8830,
 # device='cuda:2')", "tensor(0.53, grad_fn=<...>)"), NumPy 2's ("np.float64(0.5234)"), JAX's
 # ("Array(2.3456, dtype=float32)"), as a loop prints a dict or an f-string of its metrics.
@@ -145,6 +149,11 @@ def find_pairs(text: str) -> list[Pair]:
         # A key does not run across a sentence's end ("records/second. Loss is 0.5386"), nor
         # does it start with a logger's level ("INFO loss 2.5").
         key = _LEVEL.sub("", m["key"].rsplit(". ", 1)[-1])
+        each = _PER_DEVICE.match(text, m.end())
+        if each is not None and (field_of(key) or ("",))[0] in _THROUGHPUT:
+            out.append(Pair("tokens_per_second", value))
+            out.append(Pair("tokens_per_second_per_gpu", float(each["each"])))
+            continue
         out.append(
             Pair(
                 key,

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from ..lines import EMPTY, Bar, Format, LineReport, native
 from .pairs import Pair, to_fields
+from .vocabulary import field_of
 
 _BAR = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
@@ -106,8 +107,18 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
             return LineReport(
                 "ultralytics", EMPTY, row_bar, epoch_of=(epoch, epochs), columns=values
             )
-    lightning = "v_num" in postfix
+    # An empty version ("v_num=,": NeMo's loggers) is still Lightning's.
+    lightning = "v_num" in postfix or "v_num=" in msg
     postfix.pop("v_num", None)  # Lightning's logger version, not a metric
+    if (
+        lightning
+        and "loss" in postfix
+        and any(key != "loss" and (field_of(key) or ("",))[0] == "loss" for key in postfix)
+    ):
+        # Before 2.0, Lightning put its own running mean of the last 20 losses, rounded, in
+        # every bar ("loss=3.1"); a loss the model logged itself (NeMo's
+        # "reduced_train_loss=3.090") is the step's.
+        postfix.pop("loss")
     doc: dict[str, object] = {}
     # Lightning's per-step loss (logged with on_step and on_epoch) before the vocabulary.
     for key in ("train_loss_step", "loss_step"):
