@@ -1123,12 +1123,16 @@ def test_darknet_iteration_lines_and_not_its_region_lines() -> None:
     report = found.report
     assert (report.step, report.loss, report.learning_rate) == (957, 0.660188, 0.000839)
     assert dict(report.metrics)["average_loss"] == 0.689227
-    region = parse_line(
+    region = (
         "v3 (mse loss, Normalizer: (iou: 0.750000, cls: 1.000000) Region 82 Avg (IOU: 0.343576, "
-        "GIOU: 0.244701), Class: 0.494423, count: 26, loss = 316.458832, class_loss = 296.934875",
-        NOW,
+        "GIOU: 0.244701), Class: 0.494423, count: 26, loss = 316.458832, class_loss = 296.934875"
     )
-    assert region is None or region.report.loss is None
+    read = _read_lines(
+        [" 957: 0.660188, 0.689227 avg loss, 0.000839 rate, 3.315456 seconds, 61248 images"]
+        + [region] * 3
+    )
+    assert (read.step, read.loss) == (957, 0.660188)
+    assert _read_lines([region]).loss is None
 
 
 @pytest.mark.parametrize(
@@ -1664,3 +1668,32 @@ def test_a_throughputs_share_of_one_gpu_after_it_is_the_per_gpu_rate() -> None:
     [titan] = parse_message("step: 10  loss:  9.8  memory: 40.3GiB(42.4%)  tps: 5,862", NOW)
     assert dict(titan.report.metrics)["tokens_per_second_per_gpu"] == 5862.0
     assert "tokens_per_second" not in dict(titan.report.metrics)
+
+
+def test_a_loss_on_the_line_after_a_counted_line_without_one_is_that_steps() -> None:
+    """openseg.pytorch's trainer logs one message over two lines: its counter on the first,
+    the loss on the second. Such a line counts only right after a counted line that printed
+    no loss; anywhere else nothing says which step its loss is."""
+    counted = (
+        "2020-10-30 23:24:18,010 INFO    [trainer.py, 219] Train Epoch: 0\tTrain Iteration: 10"
+        "\tTime 11.147s / 10iters, (1.115)\tData load 0.203s / 10iters, (0.020318)"
+    )
+    values = "Learning rate = [0.00999797497721687, 0.00999797497721687]\tLoss = 3.54437590"
+    report = _read_lines([counted, values])
+    assert (report.step, report.loss) == (10, 3.5443759)
+    # Alone, or after a line that had its own loss: no loss from it.
+    assert _read_lines([values]).loss is None
+    after_loss = _read_lines(["step 10 | loss 2.5 | lr 1e-4", values])
+    assert (after_loss.step, after_loss.loss) == (10, 2.5)
+    # Not the line after the next one either.
+    assert _read_lines([counted, "step 11 | lr 1e-4 | loss 2.0", values]).loss == 2.0
+
+
+def test_a_line_of_values_without_a_counter_goes_to_users_formats_first() -> None:
+    from exporter.logs.formats.custom import compile_formats
+    from exporter.logs.lines import Extra
+
+    line = "Learning rate = [0.01, 0.01]\tLoss = 3.5443 (ave = 3.6228)"
+    assert [(r.parser, r.continued) for r in parse_message(line, NOW)] == [("progress", True)]
+    [mine] = compile_formats({"mine": {"regex": r"\tLoss = (?P<loss>[\d.]+)"}}, frozenset())
+    assert [r.parser for r in parse_message(line, NOW, Extra(after=(mine,)))] == ["mine"]

@@ -95,10 +95,22 @@ class LogAccumulator:
     # progress again after it.
     traceback_open: bool = False
     failure: str | None = None
+    # The last line read was a counted progress line with no loss: a line of values with no
+    # counter right after it (LineReport.continued) is the rest of the same message.
+    awaits_loss: bool = False
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> None:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
         log says (its CRI timestamp)."""
+        if line.continued and not self.awaits_loss:
+            return  # values of no counted line: nothing says which step they are
+        self.awaits_loss = (
+            line.parser == "progress"
+            and not line.continued
+            and line.report.step is not None
+            and line.report.loss is None
+            and line.report.eval_loss is None
+        )
         self.counts[line.parser] += 1
         if line.parser in ("traceback", "exception"):
             if line.parser == "traceback":

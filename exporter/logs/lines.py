@@ -46,6 +46,9 @@ class LineReport(NamedTuple):
     # A training table's header: its column names after the epoch and the GPU memory
     # (YOLOv5's "box obj cls total targets img_size"); a row of it: its values, as printed.
     columns: tuple[str, ...] = ()
+    # Values on a line with no counter (exporter.logs.formats.progress.read_continued): the
+    # rest of the counted line before it, or nothing.
+    continued: bool = False
 
 
 def native(

@@ -13,6 +13,7 @@ from typing import AnyStr
 
 from .formats import FORMATS, HINTS
 from .formats.pairs import plain_scalars
+from .formats.progress import CONTINUED
 from .formats.tqdm import parse_bar, read_bar
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 
@@ -57,12 +58,15 @@ def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | No
         found = f.parse(msg, now)
         if found is not None:
             return found
-    found = _builtin(msg, now) if ANY_HINT.search(msg) else None
+    hinted = ANY_HINT.search(msg) is not None
+    found = _builtin(msg, now) if hinted else None
     if found is None:
         for f in extra.after:
             found = f.parse(msg, now)
             if found is not None:
                 return found
+        if hinted and any(h in msg for h in CONTINUED.hints):
+            return CONTINUED.parse(msg, now)
     return found
 
 

@@ -559,3 +559,29 @@ def read_progress(msg: str, now: float) -> LineReport | None:
 
 
 FORMAT = Format("progress", HINTS, read_progress)
+
+
+def read_continued(msg: str, now: float) -> LineReport | None:
+    """The values of a line with a loss and no counter (``Learning rate = [...]\tLoss =
+    3.5443 (ave = 3.6228)``), or None. A logger's one message may run over two lines, its
+    counter on the first and its loss on the second (openseg.pytorch's trainer): the
+    accumulator takes such a line only right after a counted line that printed no loss, and
+    drops it anywhere else. Tried after every other format, those users add included."""
+    if len(msg) > MAX_LINE or find_counter(msg) is not None or _BARE.match(msg):
+        return None
+    if _EVAL_PHRASE.search(msg):
+        return None
+    fields = to_fields(find_pairs(msg))
+    if "loss" not in fields.values:
+        return None
+    doc: dict[str, object] = {
+        k: v for k, v in fields.values.items() if k in ("loss", "learning_rate", "grad_norm")
+    }
+    if fields.metrics:
+        doc["metrics"] = fields.metrics
+    found = native(doc, now, "progress")
+    return None if found is None else found._replace(continued=True)
+
+
+# Not in FORMATS: parse.parse_line tries it last. Its hints are the progress reader's.
+CONTINUED = Format("progress", ("oss", "OSS"), read_continued)
