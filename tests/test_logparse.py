@@ -1694,6 +1694,74 @@ def test_a_line_of_values_without_a_counter_goes_to_users_formats_first() -> Non
     from exporter.logs.lines import Extra
 
     line = "Learning rate = [0.01, 0.01]\tLoss = 3.5443 (ave = 3.6228)"
-    assert [(r.parser, r.continued) for r in parse_message(line, NOW)] == [("progress", True)]
+    assert [(r.parser, r.part) for r in parse_message(line, NOW)] == [("progress", "continued")]
     [mine] = compile_formats({"mine": {"regex": r"\tLoss = (?P<loss>[\d.]+)"}}, frozenset())
     assert [r.parser for r in parse_message(line, NOW, Extra(after=(mine,)))] == ["mine"]
+
+
+_GBRT = [
+    "      Iter       Train Loss   Remaining Time ",
+    "         1           1.2980            7.89m",
+    "         2           1.2814            7.82m",
+]
+
+
+def test_a_table_of_bare_numbers_is_read_under_its_header() -> None:
+    """scikit-learn's gradient boosting (verbose=1): the header names the columns, each row
+    of bare numbers is the boosting round, its loss and a time (no metric)."""
+    report = _read_lines(_GBRT)
+    assert (report.step, report.loss, report.metrics) == (2, 1.2814, ())
+    # spaCy: the epoch, then the steps ("#"); a loss per component is no training loss.
+    spacy = _read_lines(
+        [
+            "E    #       LOSS TOK2VEC  LOSS NER  ENTS_F  ENTS_P  ENTS_R  SCORE ",
+            "---  ------  ------------  --------  ------  ------  ------  ------",
+            "  0     200         35.70   2163.45   83.16   83.79   82.53    0.83",
+        ]
+    )
+    assert (spacy.step, spacy.loss, dict(spacy.metrics)["loss_ner"]) == (200, None, 2163.45)
+    # skorch and fastai: an epoch's index is no step; the losses are read.
+    fastai = _read_lines(
+        ["epoch\ttrain_loss\tvalid_loss\taccuracy\ttime", "3\t0.5\t0.6\t0.9\t00:03"]
+    )
+    assert (fastai.step, fastai.loss, fastai.eval_loss) == (None, 0.5, 0.6)
+
+
+@pytest.mark.parametrize(
+    ("lines", "step", "loss"),
+    [
+        (_GBRT[1:], None, None),  # rows with no header: numbers that name nothing
+        ([_GBRT[0], "         1           1.2980"], None, None),  # not the header's shape
+        ([*_GBRT, "         1           0.5            0.1s"], 2, 1.2814),  # counting back
+        (["  Iter    UAS    POS", "     1   64.2   90.5"], None, None),  # no loss: no table
+    ],
+)
+def test_numbers_a_header_does_not_name_are_not_read(
+    lines: list[str], step: int | None, loss: float | None
+) -> None:
+    report = _read_lines(lines)
+    assert (report.step, report.loss) == (step, loss)
+
+
+def test_table_rows_count_only_where_read() -> None:
+    """A line of bare numbers is offered as a row wherever it is, but only a row read under
+    its header counts as a match (training_exporter_log_matches_total{parser="table"})."""
+    from exporter.logs.accumulate import LogAccumulator
+
+    acc = LogAccumulator()
+    taken = [acc.feed(r, NOW) for line in [_GBRT[1], *_GBRT] for r in parse_message(line, NOW)]
+    assert taken == [False, True, True, True]
+    assert acc.counts["table"] == 3
+
+
+def test_the_quick_scan_reads_rows_once_a_header_was_read(tmp_path: Path) -> None:
+    """inspect skips lines with no hint unread; after a table's header, lines of bare
+    numbers are read too, as CRI lines as well."""
+    from exporter.logs.inspect import read_log
+
+    log = tmp_path / "0.log"
+    stamp = "2026-12-06T02:00:00.000000000Z stdout F "
+    log.write_text("".join(f"{stamp}{line}\n" for line in ["1 2 3", *_GBRT]), encoding="utf-8")
+    acc, _, skipped = read_log(str(log), NOW)
+    report = acc.report()
+    assert (report.step, report.loss, skipped) == (2, 1.2814, 1)

@@ -40,6 +40,7 @@ from itertools import pairwise
 
 from ..core.model import VALUE_FIELDS, ProgressReport
 from .bars import MAX_STEP_RATE, BarTrack, epoch_of, eval_bar
+from .formats import table
 from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
 from .parse import bar_key
@@ -96,17 +97,34 @@ class LogAccumulator:
     traceback_open: bool = False
     failure: str | None = None
     # The last line read was a counted progress line with no loss: a line of values with no
-    # counter right after it (LineReport.continued) is the rest of the same message.
+    # counter right after it (LineReport.part "continued") is the rest of the same message.
     awaits_loss: bool = False
+    # A training table's header (exporter.logs.formats.table) and its last row's count:
+    # rows of bare numbers are read under it, each counting on from the one before.
+    table: tuple[str, ...] = ()
+    table_count: int = -1
 
-    def feed(self, line: LineReport, now: float, at: float | None = None) -> None:
+    def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
-        log says (its CRI timestamp)."""
-        if line.continued and not self.awaits_loss:
-            return  # values of no counted line: nothing says which step they are
+        log says (its CRI timestamp). Returns whether the line was taken: a line that is
+        part of another (``LineReport.part``) is dropped where that other is not there."""
+        if line.part == "continued" and not self.awaits_loss:
+            return False  # values of no counted line: nothing says which step they are
+        if line.parser == "table":
+            if not line.part:
+                self.table, self.table_count = line.columns, -1
+            elif (row := self._table_row(line.columns)) is None:
+                return False  # numbers under no header, or not the header's: nothing to read
+            else:
+                line = line._replace(report=row, columns=(), part="")
+        self._take(line, now, at)
+        return True
+
+    def _take(self, line: LineReport, now: float, at: float | None) -> None:
+        """What :meth:`feed` takes: one line of its own, read."""
         self.awaits_loss = (
             line.parser == "progress"
-            and not line.continued
+            and not line.part
             and line.report.step is not None
             and line.report.loss is None
             and line.report.eval_loss is None
@@ -172,6 +190,19 @@ class LogAccumulator:
             self._bar(line, now)
             if line.frames and not self.structured_step:
                 self._learn_steps_per_epoch()
+
+    def _table_row(self, cells: tuple[str, ...]) -> ProgressReport | None:
+        """A row of bare numbers under the table's header: what it says, where it fits the
+        header and counts on from the row before (a matrix printed later is no row)."""
+        if not self.table or len(cells) != len(self.table):
+            return None
+        count = table.counter(self.table, cells)
+        if count is None or count < self.table_count:
+            return None
+        report = table.read_row(self.table, cells)
+        if report is not None:
+            self.table_count = count
+        return report
 
     def _row_loss(self, values: tuple[str, ...]) -> None:
         """A training table's row under its header: its ``total`` column, where the header

@@ -21,6 +21,7 @@ from ..core.model import (
 from ..core.wire import parse_bytes
 from .accumulate import LogAccumulator
 from .cri import CriJoiner, Message, cannot_be_partial
+from .formats.table import ROW_BYTES
 from .lines import NO_EXTRA, Extra, Format
 from .parse import HINT_BYTES, parse_message
 from .tail import FileTail
@@ -39,7 +40,9 @@ def report_dict(r: ProgressReport) -> dict[str, Any]:
     return out
 
 
-def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterator[Message]:
+def messages(
+    path: str, now: float, skipped: list[int] | None = None, rows: list[bool] | None = None
+) -> Iterator[Message]:
     """Log messages with their CRI time, read and joined exactly as the log source reads
     them (one :class:`~exporter.logs.tail.FileTail` from the start of the file, one
     :class:`~exporter.logs.cri.CriJoiner`, the same trimming of overlong lines), then what
@@ -47,7 +50,10 @@ def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterato
 
     With ``skipped`` (a one-item counter), whole lines in which no parser could find
     anything (none of :data:`~exporter.logs.parse.HINTS` in their bytes) are counted there
-    instead of being decoded and yielded: most of a log, and most of the time it takes."""
+    instead of being decoded and yielded: most of a log, and most of the time it takes.
+    Once ``rows`` (a one-item flag) is set, a training table's header was read, and lines
+    that may be its rows of bare numbers (:data:`~exporter.logs.formats.table.ROW_BYTES`)
+    are yielded too."""
     tail = FileTail(path, backfill=1 << 62, budget=4 << 20)  # the whole file, 4 MiB at a time
     joiner = CriJoiner()
     search = HINT_BYTES.search
@@ -60,6 +66,7 @@ def messages(path: str, now: float, skipped: list[int] | None = None) -> Iterato
                 if (
                     skipped is not None
                     and not search(raw)
+                    and not (rows and rows[0] and ROW_BYTES.search(raw))
                     and cannot_be_partial(raw)
                     and not joiner.waits_on(raw)
                 ):
@@ -83,8 +90,9 @@ def read_log(path: str, now: float, extra: Extra = NO_EXTRA) -> tuple[LogAccumul
     acc = LogAccumulator()
     count = 0
     skipped = [0]
+    rows = [False]
     quick = extra == NO_EXTRA
-    for i, message in enumerate(messages(path, now, skipped if quick else None)):
+    for i, message in enumerate(messages(path, now, skipped if quick else None, rows)):
         count += 1
         found = parse_message(message.text, now, extra)
         if found:
@@ -92,6 +100,7 @@ def read_log(path: str, now: float, extra: Extra = NO_EXTRA) -> tuple[LogAccumul
             at = message.time
             for report in found:
                 acc.feed(report, at if at is not None else float(i))
+            rows[0] = bool(acc.table)
     return acc, count, skipped[0]
 
 

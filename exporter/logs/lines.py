@@ -46,9 +46,11 @@ class LineReport(NamedTuple):
     # A training table's header: its column names after the epoch and the GPU memory
     # (YOLOv5's "box obj cls total targets img_size"); a row of it: its values, as printed.
     columns: tuple[str, ...] = ()
-    # Values on a line with no counter (exporter.logs.formats.progress.read_continued): the
-    # rest of the counted line before it, or nothing.
-    continued: bool = False
+    # What the line is part of, where it says nothing alone: "continued", values with no
+    # counter (exporter.logs.formats.progress.read_continued), the rest of the counted line
+    # before it; "row", a table's row of bare numbers (its cells in ``columns``), read under
+    # the table's header (exporter.logs.formats.table).
+    part: str = ""
 
 
 def native(

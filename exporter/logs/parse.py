@@ -14,6 +14,7 @@ from typing import AnyStr
 from .formats import FORMATS, HINTS
 from .formats.pairs import plain_scalars
 from .formats.progress import CONTINUED
+from .formats.table import row_cells
 from .formats.tqdm import parse_bar, read_bar
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 
@@ -67,6 +68,7 @@ def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | No
                 return found
         if hinted and any(h in msg for h in CONTINUED.hints):
             return CONTINUED.parse(msg, now)
+        return row_cells(msg)
     return found
 
 

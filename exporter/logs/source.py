@@ -209,9 +209,9 @@ class LogSource:
                 # A line's own time (its CRI timestamp) is read only for lines with values:
                 # most are bar frames.
                 at = message.time if found.report is not EMPTY else None
-                followed.acc.feed(found, now, at)
-                self.ingestor.matched(found.parser)
-                matched = True
+                if followed.acc.feed(found, now, at):
+                    self.ingestor.matched(found.parser)
+                    matched = True
         return self._unterminated(followed, now) or matched
 
     def _unterminated(self, followed: _Followed, now: float) -> bool:

@@ -580,7 +580,7 @@ def read_continued(msg: str, now: float) -> LineReport | None:
     if fields.metrics:
         doc["metrics"] = fields.metrics
     found = native(doc, now, "progress")
-    return None if found is None else found._replace(continued=True)
+    return None if found is None else found._replace(part="continued")
 
 
 # Not in FORMATS: parse.parse_line tries it last. Its hints are the progress reader's.

@@ -1,0 +1,113 @@
+"""``table``: a training table of bare-number rows under a header of column names, as
+scikit-learn's gradient boosting prints it with ``verbose=1`` (``  Iter       Train Loss
+Estimated Time``, then ``   100           0.8599            0.00s``), skorch's ``PrintLog``
+(``  epoch    train_loss    valid_loss     dur``), spaCy's ``train`` loop (``E    #
+LOSS TOK2VEC  LOSS NER  ENTS_F ...``) and fastai's ``Learner`` as text (``epoch
+train_loss  valid_loss  accuracy  time``).
+
+A row alone names nothing, so the header is a line report of its own (its column names)
+and each row one of its cells (``LineReport.part`` "row"); the accumulator pairs a row with
+the last header, and :func:`read_row` says what the pair means. Pure: no state here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...core.model import ProgressReport, ReportError
+from ...core.wire import parse_native
+from ..lines import EMPTY, Format, LineReport
+from .pairs import number, sole_loss
+from .vocabulary import field_of, metric_name
+
+MAX_COLUMNS = 16
+# Columns are apart by a tab or two spaces; a name may hold one ("Train Loss", "LOSS NER").
+_SPLIT = re.compile(r"\t+| {2,}")
+_NAME = re.compile(r"[A-Za-z#][\w#()%/.\-]*(?: [A-Za-z][\w()%/.\-]*){0,3}")
+# The first column counts: the step (scikit-learn's boosting round "Iter", spaCy's "#")
+# or the epoch. An epoch's index alone is no step, and 0- or 1-based is the tool's: the
+# rows give values, no step.
+_COUNTERS = {"iter": "step", "iteration": "step", "step": "step", "epoch": "epoch", "e": "epoch"}
+# spaCy's second column, the step beside its epoch.
+_STEP_COLUMNS = frozenset({"#", "step", "steps", "iter"})
+# A cell as the tables print it: a number (a unit of time or a percent sign after it), nan,
+# inf, or a clock ("00:03", "1:02:03").
+_CELL = (
+    r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?"
+    r"|[-+]?(?:nan|inf)|\d{1,3}:\d{2}(?::\d{2})?)"
+)
+ROW = re.compile(rf"^[ \t]*{_CELL}(?:[ \t]+{_CELL}){{1,{MAX_COLUMNS - 1}}}[ \t]*$")
+# A superset of ROW for a log's raw bytes (a CRI line's prefix before the message): a line
+# whose last word is a number. The quick scan looks at such lines only after a header.
+ROW_BYTES = re.compile(rb"[ \t]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*\r?\n?$")
+_TIMES = frozenset({"time", "dur", "duration", "estimated_time", "remaining_time", "elapsed"})
+
+
+def parse_header(msg: str, now: float) -> LineReport | None:
+    """A table's header: column names only, the first a counter, one a loss; or None."""
+    text = msg.strip()
+    if len(text) > 400:
+        return None
+    names = _SPLIT.split(text)
+    if not 2 <= len(names) <= MAX_COLUMNS or names[0].lower() not in _COUNTERS:
+        return None
+    if not all(_NAME.fullmatch(n) for n in names):
+        return None
+    if not any("loss" in n.lower() for n in names):
+        return None
+    return LineReport("table", EMPTY, columns=tuple(names))
+
+
+def row_cells(msg: str) -> LineReport | None:
+    """A row of bare numbers (its cells), which only a header before it gives a meaning."""
+    if len(msg) > 400 or ROW.match(msg) is None:
+        return None
+    return LineReport("table", EMPTY, columns=tuple(msg.split()), part="row")
+
+
+def counter(columns: tuple[str, ...], cells: tuple[str, ...]) -> int | None:
+    """The row's count in its first column (a whole number), or None."""
+    value = number(cells[0])
+    return int(value) if value is not None and value >= 0 and value == int(value) else None
+
+
+def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport | None:
+    """What a row says under its header: the step where a column counts steps, the loss
+    where one column is the training loss (several parts, as spaCy's components', are no
+    loss), the eval loss, the other numbers as custom metrics. None where the row does not
+    fit the header."""
+    if len(cells) != len(columns) or counter(columns, cells) is None:
+        return None
+    doc: dict[str, object] = {}
+    metrics: dict[str, float] = {}
+    kind = _COUNTERS[columns[0].lower()]
+    for index, (name, cell) in enumerate(zip(columns, cells, strict=True)):
+        if ":" in cell or cell[-1:] in ("s", "m", "h"):
+            continue  # a time: how long, never a metric worth a series
+        value = number(cell)
+        if value is None:
+            continue
+        key = name.lower()
+        if (index == 0 and kind == "step") or (index == 1 and key in _STEP_COLUMNS):
+            doc["step"] = int(value) if value == int(value) else None
+            continue
+        if index == 0:
+            continue  # an epoch's index
+        field = field_of(name)
+        if field is not None and field[0] in ("loss", "eval_loss"):
+            doc.setdefault(field[0], value)
+        elif metric_name(name) not in _TIMES:
+            metrics[metric_name(name)] = value
+    if "loss" not in doc and (loss := sole_loss(metrics)) is not None:
+        doc["loss"] = loss
+    if doc.get("step") is None:
+        doc.pop("step", None)
+    if metrics:
+        doc["metrics"] = metrics
+    try:
+        return parse_native(doc, 0.0).report
+    except ReportError:
+        return None
+
+
+FORMAT = Format("table", ("oss", "OSS"), parse_header)
