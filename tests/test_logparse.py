@@ -25,10 +25,12 @@ from exporter.logs.lines import MAX_MESSAGE
 from exporter.logs.parse import (
     ANY_HINT,
     HINT_BYTES,
+    SCAN_PARTS,
     SCANNED_HINTS,
     parse_line,
     parse_message,
     plain,
+    scan_part,
 )
 
 NOW = 1_800_000_000.0
@@ -1504,19 +1506,39 @@ def test_a_text_bar_of_the_share_done_gives_its_values_and_no_step() -> None:
     st.lists(
         st.one_of(
             st.sampled_from(SCANNED_HINTS),
-            st.sampled_from([h[:-1] for h in SCANNED_HINTS if len(h) > 1]),
+            st.sampled_from(SCAN_PARTS),
+            st.sampled_from([h[:-1] for h in (*SCANNED_HINTS, *SCAN_PARTS) if len(h) > 1]),
             st.text(max_size=12),
         ),
         max_size=6,
     )
 )
-def test_the_quick_scans_trie_finds_exactly_the_hints(parts: list[str]) -> None:
-    """The scan's one regular expression (a trie of the hints) says what ``h in line`` for
-    every hint says, on text and on its UTF-8 bytes; a hint cut short is no hint."""
+def test_the_quick_scans_trie_finds_exactly_its_parts_and_every_hint(parts: list[str]) -> None:
+    """The scan's one regular expression (a trie of the hints' parts from a rarer character
+    on) says what ``p in line`` for every part says, on text and on its UTF-8 bytes; a part
+    cut short is none. Every line with a format's hint is found: a superset."""
     line = "".join(parts)
-    want = any(h in line for h in SCANNED_HINTS)
-    assert (ANY_HINT.search(line) is not None) == want
-    assert (HINT_BYTES.search(line.encode()) is not None) == want
+    found = any(p in line for p in SCAN_PARTS)
+    assert (ANY_HINT.search(line) is not None) == found
+    assert (HINT_BYTES.search(line.encode()) is not None) == found
+    if any(h in line for h in SCANNED_HINTS):
+        assert found
+
+
+def test_each_hint_is_scanned_for_as_a_part_of_it() -> None:
+    assert all(any(p in h for p in SCAN_PARTS) for h in SCANNED_HINTS)
+    assert scan_part(" rate, ") == "rate, "
+    assert scan_part("heckpoint") == "kpoint"
+    assert scan_part("oss") == "oss"  # no rarer character with three after it
+    assert scan_part("Batch ") == "Batch "  # a rare first character: whole
+
+
+def test_the_scan_skips_a_cri_lines_prefix() -> None:
+    from exporter.logs.inspect import message_start
+
+    line = b"2026-11-29T18:20:54.123456789Z stderr P \r 10%|#| 1/10 [00:01<00:09,  1.0it/s]"
+    assert line[message_start(line) :].startswith(b"\r 10%")
+    assert message_start(b"2026-11-29 18:20:54 step 10 loss 2.5") == 0  # a plain line
 
 
 def test_a_sentences_word_before_a_number_is_no_key() -> None:

@@ -89,7 +89,7 @@ def cri_time(text: str) -> float | None:
 def cannot_be_partial(raw: bytes) -> bool:
     """Whether ``raw`` is surely not a partial ``P`` chunk: the tag comes right after the
     timestamp and stream, within the first 64 bytes."""
-    return b" P " not in raw[:64]
+    return raw.find(b" P ", 0, 64) < 0
 
 
 @dataclass

@@ -40,6 +40,17 @@ def report_dict(r: ProgressReport) -> dict[str, Any]:
     return out
 
 
+def message_start(raw: bytes) -> int:
+    """Where a CRI line's message starts (after ``<time> stdout F ``), or 0 for a plain
+    line: the scan need not look at the prefix every line repeats."""
+    space = raw.find(b" ", 0, 48)
+    if space > 0 and (
+        raw.startswith(b"stdout ", space + 1) or raw.startswith(b"stderr ", space + 1)
+    ):
+        return space + 10
+    return 0
+
+
 def messages(
     path: str, now: float, skipped: list[int] | None = None, rows: list[bool] | None = None
 ) -> Iterator[Message]:
@@ -65,7 +76,7 @@ def messages(
             for raw in lines:
                 if (
                     skipped is not None
-                    and not search(raw)
+                    and not search(raw, message_start(raw))
                     and not (rows and rows[0] and ROW_BYTES.search(raw))
                     and cannot_be_partial(raw)
                     and not joiner.waits_on(raw)
