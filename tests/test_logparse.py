@@ -1787,3 +1787,25 @@ def test_the_quick_scan_reads_rows_once_a_header_was_read(tmp_path: Path) -> Non
     acc, _, skipped = read_log(str(log), NOW)
     report = acc.report()
     assert (report.step, report.loss, skipped) == (2, 1.2814, 1)
+
+
+@pytest.mark.parametrize(
+    ("frame", "step"),
+    [
+        # torchtune's recipes: "{epoch}|{global_step}|Loss: {loss}", epoch 1-based.
+        ("1|31|Loss: 1.1992870569229126:  31%|███       | 31/101 [08:13<20:26, 17.52s/it]", 31),
+        ("2|132|Loss: 1.1992870569229126:  31%|███       | 31/101 [08:13<20:26, 17.52s/it]", 132),
+        # Its early recipes: the batch within the epoch ("{epoch}|{idx + 1}|Loss: ...").
+        ("2|31|Loss: 1.1992870569229126:  31%|███       | 31/101 [08:13<20:26, 17.52s/it]", 132),
+    ],
+)
+def test_torchtunes_bar_gives_its_step_and_loss_and_counts_one_epoch(frame: str, step: int) -> None:
+    """The bar counts one epoch's steps: its total is no run's (the epochs are not printed)."""
+    report = _read_lines([f"[trainer0|0]:{frame}"])
+    assert (report.step, report.loss, report.max_steps) == (step, 1.1992870569229126, None)
+
+
+def test_kohya_ss_banner_gives_the_runs_total() -> None:
+    """sd-scripts and musubi-tuner print their banner in English and Japanese."""
+    line = "[07:50:25] [STDOUT] total optimization steps / 学習ステップ数: 96"
+    assert [r.report.max_steps for r in parse_message(line, NOW)] == [96]

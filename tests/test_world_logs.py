@@ -57,6 +57,7 @@ LAUNCHER_PREFIXES = (
     "2024-05-01T10:00:00.123456789Z [rank0]:",
     "[rank0]:",
     "[default3]:",
+    "[trainer0|0]:",
     "[1,0]<stdout>:",
     "0: ",
     "  3: ",

@@ -148,12 +148,13 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
 
 
 # What a launcher puts before each line of its workers' output, never a tool's own text:
-# torchrun's --tee/--redirects ("[rank0]:", "[default0]:"), mpirun --tag-output ("[1,0]<stdout>:",
-# the MPI Operator's and Horovod's launchers), Ray's worker prefix ("(RayTrainWorker pid=1234) ",
-# "(pid=1234, ip=10.0.0.1) "), kubectl logs --prefix ("[pod/name/container] ") and
-# --timestamps ("2024-05-01T10:00:00.123456789Z ", as docker logs -t writes it too).
+# torchrun's --tee/--redirects ("[rank0]:", "[default0]:"; a role and its ranks under TorchX,
+# "[trainer0|0]:"), mpirun --tag-output ("[1,0]<stdout>:", the MPI Operator's and Horovod's
+# launchers), Ray's worker prefix ("(RayTrainWorker pid=1234) ", "(pid=1234, ip=10.0.0.1) "),
+# kubectl logs --prefix ("[pod/name/container] ") and --timestamps
+# ("2024-05-01T10:00:00.123456789Z ", as docker logs -t writes it too).
 _LAUNCHER = re.compile(
-    r"^(?:\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    r"^(?:\[(?:rank|default|trainer|worker)\d{1,6}(?:\|\d{1,6})?\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "
     r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
     r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
@@ -176,20 +177,27 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
     if not msg.isascii():
         msg = msg.translate(_FULL_WIDTH)
-    msg = plain_scalars(msg)  # {'loss': np.float64(0.52)}: a dict every format can read
-    for _ in range(3):  # kubectl's time, then the pod's launcher's prefix
+    msg = _without_launchers(plain_scalars(msg))  # np.float64(0.52): any format reads it
+    label = _LABEL.match(msg)
+    if label is not None:
+        # srun's label before torchrun's own prefix ("0: [rank0]:step 10 ...").
+        found = _parse_message(_without_launchers(msg[label.end() :]), now, extra)
+        if found:
+            return found
+    return _parse_message(msg, now, extra)
+
+
+def _without_launchers(msg: str) -> str:
+    """``msg`` without the launchers' prefixes before it (:data:`_LAUNCHER`): kubectl's
+    time, then the pod's launcher's, at most three."""
+    for _ in range(3):
         launcher = _LAUNCHER.match(msg)
         if launcher is None:
             break
         msg = msg[launcher.end() :]
         if msg.endswith("across cluster]"):
             msg = _RAY_REPEATED.sub("", msg)
-    label = _LABEL.match(msg)
-    if label is not None:
-        found = _parse_message(msg[label.end() :], now, extra)
-        if found:
-            return found
-    return _parse_message(msg, now, extra)
+    return msg
 
 
 def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:

@@ -5,6 +5,8 @@
   ``_inner_training_loop``), a total for any Trainer log before its first bar frame;
 * Unsloth's banner: ``Total batch size = 40 | Total steps = 220`` and
   ``Num examples = 1,760 | Num Epochs = 1``;
+* kohya-ss' trainers (sd-scripts, musubi-tuner), in English and Japanese: ``total
+  optimization steps / 学習ステップ数: 96`` (``train_network.py``);
 * mmcv's runners (mmdetection 2, mmclassification): ``workflow: [('train', 1)], max: 12
   epochs`` (``EpochBasedRunner.run``) or ``max: 90000 iters`` (``IterBasedRunner.run``).
 
@@ -19,6 +21,7 @@ from ...core.model import ProgressReport
 from ..lines import Format, LineReport
 
 _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")
+_KOHYA = re.compile(r"\btotal optimization steps / [^:=]{1,40}: (?P<n>\d{1,15})\b")
 _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 
@@ -31,7 +34,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         if mmcv["unit"] == "iters":
             return LineReport("banner", ProgressReport(max_steps=n))
         return LineReport("banner", ProgressReport(max_epochs=float(n)))
-    steps = _STEPS.search(msg)
+    steps = _STEPS.search(msg) or _KOHYA.search(msg)
     epochs = _EPOCHS.search(msg)
     if steps is None and epochs is None:
         return None
@@ -46,6 +49,12 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
 
 FORMAT = Format(
     "banner",
-    ("Total optimization steps = ", "Total steps = ", "Num Epochs = ", "workflow: "),
+    (
+        "Total optimization steps = ",
+        "total optimization steps / ",
+        "Total steps = ",
+        "Num Epochs = ",
+        "workflow: ",
+    ),
     parse_banner,
 )

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 
 from ..lines import EMPTY, Bar, Format, LineReport, native
-from .pairs import Pair, to_fields
+from .pairs import Pair, number, to_fields
 from .vocabulary import field_of
 
 _BAR = re.compile(
@@ -84,6 +84,10 @@ MAX_COLUMNS = 16
 # (Ultralytics 8+), "Epoch GPU_mem box_loss obj_loss cls_loss Instances Size" (YOLOv5 6-7),
 # "Epoch gpu_mem box obj cls total targets img_size" (YOLOv5 before 6). Only YOLOv5 has an
 # objectness column.
+# torchtune's recipes: "{epoch}|{global_step}|Loss: {loss}" (1-based epoch), set after each
+# step on a bar of the epoch's steps; before the global step (early 2024) the middle was the
+# batch within the epoch, "{epoch}|{idx + 1}|Loss: ...", told apart by the bar's count.
+_TORCHTUNE = re.compile(r"^\s*(?P<epoch>\d{1,6})\|(?P<n>\d{1,12})\|Loss: (?P<loss>[^:\s]{1,40}):\s")
 _ROW_HEADER = re.compile(r"^\s*Epoch\s+(?:GPU_mem|gpu_mem)\s+(?P<columns>.{1,300})$")
 _OBJECTNESS = re.compile(r"\bobj(?:_loss)?\b")
 
@@ -108,6 +112,9 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
                 "ultralytics", EMPTY, row_bar, epoch_of=(epoch, epochs), columns=values
             )
     # An empty version ("v_num=,": NeMo's loggers) is still Lightning's.
+    tune = _TORCHTUNE.match(msg) if "|Loss: " in msg else None
+    if tune is not None:
+        return _torchtune(bar, tune, now)
     lightning = "v_num" in postfix or "v_num=" in msg
     postfix.pop("v_num", None)  # Lightning's logger version, not a metric
     if (
@@ -135,6 +142,21 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     if not doc:  # a bare frame (most are): nothing to validate
         return LineReport(name, EMPTY, bar)
     return native(doc, now, name, bar)
+
+
+def _torchtune(bar: Bar, m: re.Match[str], now: float) -> LineReport | None:
+    """torchtune's bar: its description's step (the global one, or the epoch's batch where
+    the epoch is past the first and the count fits in it) and loss; the bar counts one epoch,
+    so it is labelled as that epoch's (its total is no run's)."""
+    epoch, n = int(m["epoch"]), int(m["n"])
+    step = n
+    if epoch > 1 and bar.total and n <= bar.total:
+        step = (epoch - 1) * bar.total + n  # the older recipes: the batch within the epoch
+    doc: dict[str, object] = {"step": step}
+    loss = number(m["loss"])
+    if loss is not None:
+        doc["loss"] = loss
+    return native(doc, now, "tqdm", bar._replace(prefix=f"Epoch {epoch}"))
 
 
 FORMAT = Format("bar", ("%|", "it ["), parse_bar)
