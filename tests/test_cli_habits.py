@@ -39,6 +39,20 @@ def test_inspect_prints_one_json_value_an_array_for_several_paths(tmp_path: Path
     assert docs[0]["report"]["loss"] == 2.4 and "error" in docs[1]
 
 
+def test_inspect_of_a_symlink_names_the_error_and_goes_on(tmp_path: Path) -> None:
+    """A symlink is not followed (the log source's rule for host files): a clear error for
+    that path, no traceback, the other paths read, exit 1."""
+    log = tmp_path / "train.log"
+    log.write_text(LOG)
+    link = tmp_path / "link.log"
+    link.symlink_to(log)
+    out = _cli("inspect", "-o", "json", str(link), str(log))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    docs = json.loads(out.stdout)
+    assert docs[0] == {"path": str(link), "error": f"{link}: is a symlink, not followed"}
+    assert docs[1]["report"]["step"] == 20
+
+
 def test_inspect_text_says_what_was_read_on_a_few_lines(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text(LOG)

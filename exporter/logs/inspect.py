@@ -217,6 +217,11 @@ def main(
         except OSError as exc:
             doc = {"path": path, "error": exc.strerror or str(exc)}
             status = 1
+        except ReportError as exc:
+            # A symlink is not followed (the log source's rule for host files): name its
+            # target instead.
+            doc = {"path": path, "error": exc.message}
+            status = 1
         if output == "text":
             print(as_text(json_safe(doc)), flush=True)  # each path as soon as it is read
         docs.append(json_safe(doc))
