@@ -1809,3 +1809,36 @@ def test_kohya_ss_banner_gives_the_runs_total() -> None:
     """sd-scripts and musubi-tuner print their banner in English and Japanese."""
     line = "[07:50:25] [STDOUT] total optimization steps / 学習ステップ数: 96"
     assert [r.report.max_steps for r in parse_message(line, NOW)] == [96]
+
+
+def _lightning_frame(n: int, total: int) -> str:
+    return f"Epoch 0:  {100 * n // total:2d}%|##| {n}/{total} [01:38<05:27, 32.75s/it, loss=4.73, v_num=7]"
+
+
+def test_lightning_1_counts_validation_on_in_its_main_bar_from_a_bar_drawn_at_zero() -> None:
+    """Before 2.0 the main bar is sized for the training and validation batches and counts
+    both; a terminal's copy may keep the validation bar's first frame only."""
+    lines = [
+        _lightning_frame(3, 13),
+        "Validating:   0%|          | 0/10 [00:00<?, ?it/s]",
+        *(_lightning_frame(n, 13) for n in range(5, 12)),
+    ]
+    assert _read_lines(lines).step == 3
+
+
+def test_lightning_2s_main_bar_is_not_held_by_a_validation_bar_left_at_zero() -> None:
+    """From 2.0 the main bar counts training batches only, all done when validation starts
+    at the epoch's end: a validation bar whose last frame is its first holds nothing back."""
+    lines = [
+        _lightning_frame(100, 100),
+        "Validation DataLoader 0:   0%|          | 0/10 [00:00<?, ?it/s]",
+        "Epoch 1:   5%|##| 5/100 [00:05<01:35,  1.00it/s, loss=4.1, v_num=7]",
+    ]
+    assert _read_lines(lines).step == 105
+
+
+def test_a_data_sets_name_run_into_a_loss_is_an_evaluations() -> None:
+    """Angel's "epoch=3 validationData loss=3.05": the validation data's loss."""
+    line = "Task[175]: epoch=3 validationData loss=3.053074162678633 precision=0.8823529411764706"
+    report = _read_lines([line])
+    assert (report.loss, report.eval_loss) == (None, 3.053074162678633)

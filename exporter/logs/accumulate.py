@@ -34,12 +34,20 @@ Rules (docs/logs.md has the table of script shapes and what is read from each):
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from ..core.model import VALUE_FIELDS, ProgressReport
-from .bars import MAX_STEP_RATE, BarTrack, epoch_of, eval_bar
+from .bars import (
+    MAX_STEP_RATE,
+    BarTrack,
+    again_at_end,
+    counted_on,
+    epoch_of,
+    eval_bar,
+    inner_loop,
+    next_pass,
+)
 from .formats import table
 from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
@@ -300,6 +308,9 @@ class LogAccumulator:
         track = self.bars.get(key)
         if track is None:
             track = self.bars[key] = BarTrack(total=bar.total, evaluation=eval_bar(bar.prefix))
+            if track.evaluation and self.lightning:
+                counts = [t.last_n for t in self.bars.values() if t.frames and not t.evaluation]
+                track.opened_at = max(counts) if counts else None
             for other in self.bars.values():
                 if other is not track and other.ended and not track.evaluation:
                     other.other_after_end = True
@@ -325,7 +336,7 @@ class LogAccumulator:
                 self._start_over()
                 self._bar(line, now)
                 return
-            self._next_pass(track, label)
+            next_pass(track, label)
         if label is not None:
             track.label = label
             if track.first_label is None or label < track.first_label:
@@ -346,7 +357,7 @@ class LogAccumulator:
             self._validation_in_count(track, bar.n)
         if track.first_n is None:
             track.first_n = min(bar.n, oldest)
-        elif self._again_at_end(track, bar, oldest):
+        elif again_at_end(track, bar, oldest):
             track.repeated_at_end = True
         if bar.n > track.last_n:
             track.advances += 1
@@ -369,27 +380,6 @@ class LogAccumulator:
         while recent and now - recent[0] > RECENT:
             recent.popleft()
 
-    @staticmethod
-    def _again_at_end(track: BarTrack, bar: Bar, oldest: int) -> bool:
-        """Whether ``bar`` is a further pass of ``track`` seen only at its end: a bar never
-        read short of its total, drawn complete again after another bar ran after its end,
-        with a clock no later than before (a redraw of the same pass, as Trainer's after an
-        evaluation, shows a later one). A log copied from a terminal shows each epoch's
-        bare bar so: "100%|...| 2492/2492 [20:50<00:00, 1.99it/s]" once per epoch."""
-        total = track.total
-        last = track.last
-        return bool(
-            total
-            and track.first_n is not None
-            and track.first_n >= total
-            and track.other_after_end
-            and bar.n == oldest == track.last_n == total
-            and last is not None
-            and bar.elapsed_seconds is not None
-            and last.elapsed_seconds is not None
-            and bar.elapsed_seconds <= last.elapsed_seconds
-        )
-
     def _validation_in_count(self, track: BarTrack, n: int) -> None:
         """A Lightning main bar advancing to ``n``: while a validation bar is open (drawn
         and short of its end), the main bar counts validation batches (Lightning before
@@ -397,15 +387,24 @@ class LogAccumulator:
         open_bars = [
             t
             for t in self.bars.values()
-            if t.evaluation and t.frames and not t.ended and t.last_n > 0 and t.total
+            if t.evaluation
+            and t.frames
+            and not t.ended
+            and t.total
+            and (t.last_n > 0 or counted_on(track, t, n))
         ]
         if not open_bars:
             track.trained = None
             return
-        validation = max(open_bars, key=lambda t: t.last_n)
+        validation = max(open_bars, key=lambda t: (t.last_n, t.opened_at or 0))
         track.counts_validation = True
         track.validation_total = validation.total
-        trained = max(0, n - validation.last_n)
+        if validation.last_n > 0 or validation.opened_at is None:
+            trained = max(0, n - validation.last_n)
+        else:
+            # Drawn at 0 and not since (a terminal's copy keeps one frame of it): the main
+            # bar's count when it appeared is the training done.
+            trained = min(n, validation.opened_at)
         if track.trained is None or trained < track.trained:
             track.trained = trained
 
@@ -427,25 +426,6 @@ class LogAccumulator:
         found = epoch_of(bar.prefix)
         return found if found is not None else (None, None)
 
-    @staticmethod
-    def _next_pass(track: BarTrack, label: int | None) -> None:
-        """The bar started over: credit the pass that ended (a bar over a data loader ends at
-        its total; only its last frame read may be short of it)."""
-        if label is not None and track.label is not None and label < track.label:
-            track.base, track.passes = 0, 0  # the epochs start again: a re-run
-            track.first_label = None
-            return
-        done = max(track.last_n, track.total or 0)
-        if track.counts_validation:
-            done = track.pass_size or done
-            track.trained = None
-        skipped = 0
-        if label is not None and track.label is not None and track.total:
-            skipped = max(0, label - track.label - 1) * track.total
-        track.base += done + skipped
-        track.passes += 1
-        track.last_n = 0
-
     def training_bar(self) -> tuple[tuple[str, int | None], BarTrack] | None:
         """The bar that is the training loop's, if any (see the module docstring)."""
         candidates = [
@@ -454,22 +434,11 @@ class LogAccumulator:
             if not t.evaluation and not t.items and t.advances > 0
         ]
         outer = [(k, t) for k, t in candidates if not t.nested]
-        inner = [(k, t) for k, t in candidates if t.nested and self._inner_loop(t, outer)]
+        inner = [(k, t) for k, t in candidates if t.nested and inner_loop(t, outer)]
         candidates = inner or outer or candidates  # an inner bar only when it is the loop
         if not candidates:
             return None
         return max(candidates, key=lambda kt: (len(kt[1].recent), kt[1].advances))
-
-    @staticmethod
-    def _inner_loop(track: BarTrack, outer: Sequence[tuple[object, BarTrack]]) -> bool:
-        """Whether a nested bar is the training loop inside an outer bar that counts its
-        passes (an epoch bar), not an evaluation inside a training bar: the outer bar
-        counts no more than the inner one's passes (plus the one under way), and the inner
-        one did more work. A training bar at step 60 with an evaluation bar below it that
-        ran twice is the other way round."""
-        if not outer:
-            return False
-        return all(t.last_n <= track.passes + 1 < track.work() for _, t in outer)
 
     def _epoch_bar(self, track: BarTrack) -> BarTrack | None:
         """The bar that counts the passes of ``track``, a nested bar (``for epoch in

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -118,6 +119,9 @@ class BarTrack:
     counts_validation: bool = False
     trained: int | None = None
     validation_total: int | None = None
+    # An evaluation bar's: the training bar's count when it first appeared (Lightning before
+    # 2.0 counts validation batches on in its main bar from there).
+    opened_at: int | None = None
 
     @property
     def pass_size(self) -> int | None:
@@ -185,3 +189,70 @@ class BarTrack:
         if self.per_pass or (self.other_after_end and not final):
             return None
         return self.total
+
+
+def next_pass(track: BarTrack, label: int | None) -> None:
+    """The bar started over: credit the pass that ended (a bar over a data loader ends at
+    its total; only its last frame read may be short of it)."""
+    if label is not None and track.label is not None and label < track.label:
+        track.base, track.passes = 0, 0  # the epochs start again: a re-run
+        track.first_label = None
+        return
+    done = max(track.last_n, track.total or 0)
+    if track.counts_validation:
+        done = track.pass_size or done
+        track.trained = None
+    skipped = 0
+    if label is not None and track.label is not None and track.total:
+        skipped = max(0, label - track.label - 1) * track.total
+    track.base += done + skipped
+    track.passes += 1
+    track.last_n = 0
+
+
+def again_at_end(track: BarTrack, bar: Bar, oldest: int) -> bool:
+    """Whether ``bar`` is a further pass of ``track`` seen only at its end: a bar never
+    read short of its total, drawn complete again after another bar ran after its end,
+    with a clock no later than before (a redraw of the same pass, as Trainer's after an
+    evaluation, shows a later one). A log copied from a terminal shows each epoch's
+    bare bar so: "100%|...| 2492/2492 [20:50<00:00, 1.99it/s]" once per epoch."""
+    total = track.total
+    last = track.last
+    return bool(
+        total
+        and track.first_n is not None
+        and track.first_n >= total
+        and track.other_after_end
+        and bar.n == oldest == track.last_n == total
+        and last is not None
+        and bar.elapsed_seconds is not None
+        and last.elapsed_seconds is not None
+        and bar.elapsed_seconds <= last.elapsed_seconds
+    )
+
+
+def counted_on(main: BarTrack, validation: BarTrack, n: int) -> bool:
+    """Whether a validation bar drawn only at 0 is the one the main bar at ``n`` counts
+    on: it appeared at the main bar's count ``opened_at``, that count and its batches
+    fit in the main bar's length (Lightning before 2.0 sizes the main bar for both; from
+    2.0 its length is the training batches alone, all done when validation starts at
+    the epoch's end), and the main bar went no further than its batches since."""
+    start = validation.opened_at
+    return (
+        start is not None
+        and bool(main.total)
+        and bool(validation.total)
+        and start + (validation.total or 0) <= (main.total or 0)
+        and 0 <= n - start <= (validation.total or 0)
+    )
+
+
+def inner_loop(track: BarTrack, outer: Sequence[tuple[object, BarTrack]]) -> bool:
+    """Whether a nested bar is the training loop inside an outer bar that counts its
+    passes (an epoch bar), not an evaluation inside a training bar: the outer bar
+    counts no more than the inner one's passes (plus the one under way), and the inner
+    one did more work. A training bar at step 60 with an evaluation bar below it that
+    ran twice is the other way round."""
+    if not outer:
+        return False
+    return all(t.last_n <= track.passes + 1 < track.work() for _, t in outer)

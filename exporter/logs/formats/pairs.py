@@ -184,8 +184,22 @@ def _ratio(p: Pair) -> float:
     return p.value / 100 if p.percent or p.value > 1 else p.value
 
 
-# A custom metric named as a loss, and not an evaluation's (val_, eval_, test_, valid_).
-_TRAINING_LOSS = re.compile(r"(?!(?:val|eval|valid|validation|test|dev)_)[a-z0-9]+_loss")
+# A custom metric named as a loss, and not an evaluation's (val_, eval_, test_, valid_, and
+# a data set's name run into it: Angel's "validationData loss").
+_TRAINING_LOSS = re.compile(
+    r"(?!(?:val|eval|valid|validation|test|dev)(?:_|data_|set_))[a-z0-9]+_loss"
+)
+
+
+# A custom metric named as an evaluation's loss: a data set's name before it.
+_EVAL_LOSS = re.compile(r"(?:val|eval|valid|validation|test|dev)(?:data|set)_loss")
+
+
+def sole_eval_loss(metrics: dict[str, float]) -> float | None:
+    """The value of the one custom metric named as an evaluation's loss ("validationData
+    loss", Angel's), or None where there is none, or two or more."""
+    named = [k for k in metrics if _EVAL_LOSS.fullmatch(k)]
+    return metrics[named[0]] if len(named) == 1 else None
 
 
 def sole_loss(metrics: dict[str, float]) -> float | None:

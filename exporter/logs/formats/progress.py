@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..lines import Format, LineReport, native
-from .pairs import find_pairs, sole_loss, to_fields
+from .pairs import find_pairs, sole_eval_loss, sole_loss, to_fields
 
 MAX_LINE = 4096
 # Text one of which every line this reader reads contains (the quick scan's, and its own).
@@ -449,7 +449,8 @@ _EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
 # An evaluation line: what it prints before its first value says so (MaxText's "eval metrics
 # after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...").
 _EVAL_PHRASE = re.compile(
-    r"(?i)(?:valid on|\bvalidat(?:e|ion|ing)\b|\bevaluat(?:ion|ing)\b|\btest(?:ing)?:|"
+    r"(?i)(?:valid on|\bvalidat(?:e|ion|ing)(?:\b|(?-i:(?=[A-Z])))"
+    r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|"
     r"\[(?:val|valid|eval|test)\]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
@@ -511,6 +512,10 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         loss = sole_loss(fields.metrics)
         if loss is not None:
             values = {**values, "loss": loss}
+    if found is not None and "eval_loss" not in values:
+        eval_loss = sole_eval_loss(fields.metrics)
+        if eval_loss is not None:
+            values = {**values, "eval_loss": eval_loss}
     if evaluation:
         # Its counter is the evaluation's; the global step keys still are the run's.
         count = Count()
