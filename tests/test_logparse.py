@@ -1842,3 +1842,14 @@ def test_a_data_sets_name_run_into_a_loss_is_an_evaluations() -> None:
     line = "Task[175]: epoch=3 validationData loss=3.053074162678633 precision=0.8823529411764706"
     report = _read_lines([line])
     assert (report.loss, report.eval_loss) == (None, 3.053074162678633)
+
+
+def test_a_trainer_dict_that_names_its_loss_otherwise_gives_it() -> None:
+    """TRL's PPOTrainer logs the policy's loss as "loss/policy_avg" and no "loss"; the
+    Trainer's closing summary's "train_loss" (an average over the run) stays no step's."""
+    ppo = "{'loss/policy_avg': -0.0024, 'loss/value_avg': 0.0871, 'episode': 832, 'epoch': 0.92}"
+    assert [r.report.loss for r in parse_message(ppo, NOW)] == [-0.0024]
+    summary = (
+        "{'train_runtime': 12.5, 'train_samples_per_second': 3.2, 'train_loss': 1.25, 'epoch': 3.0}"
+    )
+    assert [(r.report.loss, r.report.final) for r in parse_message(summary, NOW)] == [(None, True)]

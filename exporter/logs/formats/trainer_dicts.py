@@ -10,12 +10,13 @@ import ast
 import re
 
 from ..lines import Format, LineReport, native
+from .vocabulary import field_of
 
 # The dict alone on its line, or after a logger's prefix (TFTrainer, and Trainer under
 # transformers' own logging: "[INFO|trainer_tf.py:398] 2021-01-15 10:28:50,371 >> {...}") or a
 # launcher's, which ends in ":" with no space (torchrun --tee's "[rank0]:{...}", "[default0]:",
 # mpirun's "[1,0]<stdout>:").
-_DICT = re.compile(r"^(?:[^{]{0,200}[\s:])?(\{'[a-z_]+': .*\})\s*$")
+_DICT = re.compile(r"^(?:[^{]{0,200}[\s:])?(\{'[A-Za-z_][\w./-]*': .*\})\s*$")
 _TRANSFORMERS_KEYS = {
     "loss",
     "grad_norm",
@@ -74,6 +75,20 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
         for k in ("loss", "grad_norm", "learning_rate", "eval_loss", "epoch")
         if k in value
     }
+    if "loss" not in known and "train_runtime" not in value:
+        # A trainer of Trainer's family that names its loss otherwise (TRL's PPOTrainer:
+        # "loss/policy_avg"): the vocabulary's best-ranked loss key.
+        ranked = [
+            (found[1], k)
+            for k, v in value.items()
+            if isinstance(k, str)
+            and isinstance(v, int | float)
+            and not isinstance(v, bool)
+            and (found := field_of(k)) is not None
+            and found[0] == "loss"
+        ]
+        if ranked:
+            known["loss"] = value[min(ranked)[1]]
     step = value.get("step")
     if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
         known["step"] = step  # TFTrainer's dicts carry its global_step (trainer_tf.py)

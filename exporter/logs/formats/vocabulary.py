@@ -54,6 +54,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss_train",  # LitGPT ("loss train")
         "actor/loss",  # verl
         "actor/pg_loss",  # verl before it printed actor/loss
+        "loss/policy_avg",  # TRL's PPOTrainer and RLOOTrainer: the policy's loss
+        "ppo/loss/total",  # TRL's PPOTrainer before 0.11
         "policy_loss",  # OpenRLHF's PPO bar postfix
         "pg",  # OpenRLHF's earlier short bar status ("pg=-0.156, rm=0.25, ...")
         "actor_loss",  # RLHF loops: the policy's loss
