@@ -1853,3 +1853,14 @@ def test_a_trainer_dict_that_names_its_loss_otherwise_gives_it() -> None:
         "{'train_runtime': 12.5, 'train_samples_per_second': 3.2, 'train_loss': 1.25, 'epoch': 3.0}"
     )
     assert [(r.report.loss, r.report.final) for r in parse_message(summary, NOW)] == [(None, True)]
+
+
+def test_fairseqs_evaluation_keys_carry_their_subsets_name() -> None:
+    """fairseq-hydra-train's JSON log names each evaluation's keys by its subset ("dev_",
+    "valid_"): its loss is the eval loss, its num_updates the run's step."""
+    line = (
+        '[2022-11-02 11:38:35,221][dev][INFO] - {"epoch": 501, "dev_loss": "90.382", '
+        '"dev_nll_loss": "0.596", "dev_num_updates": "20000", "dev_best_wer": "22.85"}'
+    )
+    report = _read_lines([line])
+    assert (report.step, report.loss, report.eval_loss) == (20000, None, 90.382)

@@ -25,6 +25,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "training/global_step",  # verl
         "num_updates",  # fairseq
         "train_num_updates",  # fairseq's epoch summary ("| INFO | train | {...}")
+        "valid_num_updates",  # fairseq's evaluations, by their subset's name
+        "dev_num_updates",
+        "test_num_updates",
         "acc_iter",  # OpenPCDet
         "current_steps",  # LLaMA-Factory trainer_log.jsonl
         "trainer/global_step",
@@ -79,6 +82,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "eval_loss",
         "val_loss",  # Keras, Lightning, nanoGPT ("val loss")
         "valid_loss",  # fairseq ("valid_loss", and "valid loss")
+        "dev_loss",  # fairseq's evaluation on a subset named dev
         "validation_loss",
         "eval_epoch_loss",  # llama-recipes and PEFT's examples ("eval_epoch_loss=tensor(6.88)")
         "val/loss",
