@@ -74,7 +74,10 @@ ANY_HINT = re.compile(_trie(list(SCAN_PARTS)))
 
 def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
     """The first format that recognizes ``msg`` (one segment, no carriage return), or None
-    for an unrelated line. ``extra``: formats users configured, before and after ours."""
+    for an unrelated line. ``extra``: formats users configured, before and after ours. Last,
+    the lines only another line gives a meaning (``LineReport.part``): values with no
+    counter, and a table's row of bare numbers; the accumulator keeps them only after that
+    other line."""
     if not msg or len(msg) > MAX_MESSAGE:
         return None
     for f in extra.first:
@@ -154,7 +157,8 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
 # kubectl logs --prefix ("[pod/name/container] ") and --timestamps
 # ("2024-05-01T10:00:00.123456789Z ", as docker logs -t writes it too).
 _LAUNCHER = re.compile(
-    r"^(?:\[(?:rank|default|trainer|worker)\d{1,6}(?:\|\d{1,6})?\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    r"^(?:\[(?:rank|default|trainer|worker)\d{1,6}(?:\|\d{1,6})?\]:"
+    r"|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "
     r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
     r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
