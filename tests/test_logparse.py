@@ -1864,3 +1864,31 @@ def test_fairseqs_evaluation_keys_carry_their_subsets_name() -> None:
     )
     report = _read_lines([line])
     assert (report.step, report.loss, report.eval_loss) == (20000, None, 90.382)
+
+
+def test_a_real_gradient_boosting_runs_verbose_table_is_read(tmp_path: Path) -> None:
+    """scikit-learn run for real (``verbose=1``): its table, as a plain file and as CRI
+    lines, gives the last boosting round as the step and its training loss as printed."""
+    import contextlib
+    import io
+
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from exporter.logs.inspect import read_log
+
+    x, y = make_classification(n_samples=300, random_state=0)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        model = GradientBoostingClassifier(n_estimators=30, verbose=1, random_state=0)
+        model.fit(x, y)
+    lines = out.getvalue().splitlines()
+    stamp = "2026-12-06T02:00:00.000000000Z stdout F "
+    plain = tmp_path / "plain.log"
+    plain.write_text(out.getvalue(), encoding="utf-8")
+    cri = tmp_path / "cri.log"
+    cri.write_text("".join(f"{stamp}{line}\n" for line in lines), encoding="utf-8")
+    for log in (plain, cri):
+        report = read_log(str(log), NOW)[0].report()
+        assert report.step == model.n_estimators_
+        assert report.loss == round(float(model.train_score_[-1]), 4)
