@@ -1892,3 +1892,28 @@ def test_a_real_gradient_boosting_runs_verbose_table_is_read(tmp_path: Path) -> 
         report = read_log(str(log), NOW)[0].report()
         assert report.step == model.n_estimators_
         assert report.loss == round(float(model.train_score_[-1]), 4)
+
+
+def test_a_bar_as_a_notebook_shows_it_is_a_bar() -> None:
+    """A notebook's text of a tqdm bar has no bar glyphs: the same frame otherwise."""
+    frame = (
+        "Epoch 0:  90% 1531/1702 [12:41<01:25,  2.01it/s, loss=0.158, v_num=0, train_loss=0.149]"
+    )
+    [found] = parse_message(frame, NOW)
+    assert found.parser == "lightning" and found.bar is not None
+    assert (found.bar.n, found.bar.total, found.report.loss) == (1531, 1702, 0.149)
+    plain = "Validation DataLoader 1: 100% 1000/1000 [00:18<00:00, 55.55it/s]"
+    assert [(r.bar.n, r.bar.total) for r in parse_message(plain, NOW) if r.bar] == [(1000, 1000)]
+
+
+def test_lightning_1s_validating_bar_before_it_knows_its_batches_holds_the_step() -> None:
+    """Lightning before 2.0 draws "Validating: 0it" first; its main bar then counts the
+    validation batches on. From 2.0 the bar says "Validation": nothing is held."""
+    frames = [
+        "Epoch 0:  90%|#| 1531/1702 [12:41<01:25,  2.01it/s, loss=0.158, v_num=0]",
+        "Validating: 0it [00:00, ?it/s]",
+        "Epoch 0:  90%|#| 1534/1702 [12:41<01:23,  2.01it/s, loss=0.158, v_num=0]",
+    ]
+    assert _read_lines(frames).step == 1531
+    two = [frames[0], "Validation: 0it [00:00, ?it/s]", frames[2]]
+    assert _read_lines(two).step == 1534

@@ -390,8 +390,7 @@ class LogAccumulator:
             if t.evaluation
             and t.frames
             and not t.ended
-            and t.total
-            and (t.last_n > 0 or counted_on(track, t, n))
+            and ((t.total and t.last_n > 0) or counted_on(track, t, n))
         ]
         if not open_bars:
             track.trained = None

@@ -238,13 +238,15 @@ def counted_on(main: BarTrack, validation: BarTrack, n: int) -> bool:
     2.0 its length is the training batches alone, all done when validation starts at
     the epoch's end), and the main bar went no further than its batches since."""
     start = validation.opened_at
-    return (
-        start is not None
-        and bool(main.total)
-        and bool(validation.total)
-        and start + (validation.total or 0) <= (main.total or 0)
-        and 0 <= n - start <= (validation.total or 0)
-    )
+    if start is None or not main.total:
+        return False
+    if not validation.total:
+        # "Validating: 0it": Lightning before 2.0 draws it before it knows the batches (from
+        # 2.0 its bars say "Validation"); the main bar then counts them to its end.
+        last = validation.last
+        lightning_1 = last is not None and last.prefix.startswith("Validating")
+        return lightning_1 and start < main.total and start <= n <= main.total
+    return start + validation.total <= main.total and 0 <= n - start <= validation.total
 
 
 def inner_loop(track: BarTrack, outer: Sequence[tuple[object, BarTrack]]) -> bool:

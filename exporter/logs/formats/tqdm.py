@@ -13,7 +13,7 @@ from .pairs import Pair, number, to_fields
 from .vocabulary import field_of
 
 _BAR = re.compile(
-    r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+    r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%(?:\|[^|]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
@@ -51,8 +51,8 @@ def _postfix(text: str | None) -> dict[str, float]:
 
 def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
-    if "%|" not in frame and "it [" not in frame:  # cheap: most lines are not bars
-        return None
+    if "%|" not in frame and "it [" not in frame and "it/s" not in frame and "s/it" not in frame:
+        return None  # cheap: most lines are not bars
     m = _BAR.search(frame)
     total = None
     if m is not None:
@@ -159,7 +159,9 @@ def _torchtune(bar: Bar, m: re.Match[str], now: float) -> LineReport | None:
     return native(doc, now, "tqdm", bar._replace(prefix=f"Epoch {epoch}"))
 
 
-FORMAT = Format("bar", ("%|", "it ["), parse_bar)
+# A notebook's text of a bar has no bar ("Epoch 0:  90% 1531/1702 [12:41<01:25, 2.01it/s]"):
+# its rate, then the bar's end or its postfix, is its hint.
+FORMAT = Format("bar", ("%|", "it [", "it/s]", "it/s,", "s/it]", "s/it,"), parse_bar)
 
 
 def parse_row_header(msg: str, now: float) -> LineReport | None:
