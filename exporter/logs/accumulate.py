@@ -204,7 +204,7 @@ class LogAccumulator:
         header and counts on from the row before (a matrix printed later is no row)."""
         if not self.table or len(cells) != len(self.table):
             return None
-        count = table.counter(self.table, cells)
+        count = table.counter(cells)
         if count is None or count < self.table_count:
             return None
         report = table.read_row(self.table, cells)

@@ -12,6 +12,7 @@ from ..core.model import ProgressReport, ReportError
 from ..core.wire import parse_native
 
 MAX_MESSAGE = 16 * 1024
+MAX_COLUMNS = 16  # a training table's columns kept per line (LineReport.columns)
 EMPTY = ProgressReport()  # longer messages are not progress lines; they are skipped unparsed
 
 

@@ -195,19 +195,23 @@ _TRAINING_LOSS = re.compile(
 _EVAL_LOSS = re.compile(r"(?:val|eval|valid|validation|test|dev)(?:data|set)_loss")
 
 
-def sole_eval_loss(metrics: dict[str, float]) -> float | None:
-    """The value of the one custom metric named as an evaluation's loss ("validationData
-    loss", Angel's), or None where there is none, or two or more."""
-    named = [k for k in metrics if _EVAL_LOSS.fullmatch(k)]
+def _sole(metrics: dict[str, float], name: re.Pattern[str]) -> float | None:
+    """The value of the one custom metric ``name`` matches, or None where there is none, or
+    two or more (parts of a loss, none of them the loss)."""
+    named = [k for k in metrics if name.fullmatch(k)]
     return metrics[named[0]] if len(named) == 1 else None
+
+
+def sole_eval_loss(metrics: dict[str, float]) -> float | None:
+    """The one custom metric named as an evaluation's loss ("validationData loss",
+    Angel's), or None."""
+    return _sole(metrics, _EVAL_LOSS)
 
 
 def sole_loss(metrics: dict[str, float]) -> float | None:
-    """The value of the one custom metric named as a training loss ("Mask_Loss 1.55":
-    ClearerVoice's one loss), or None where there is none, or two or more ("ctc_loss",
-    "att_loss": parts, none of them the loss)."""
-    named = [k for k in metrics if _TRAINING_LOSS.fullmatch(k)]
-    return metrics[named[0]] if len(named) == 1 else None
+    """The one custom metric named as a training loss ("Mask_Loss 1.55": ClearerVoice's one
+    loss), or None ("ctc_loss" beside "att_loss": parts)."""
+    return _sole(metrics, _TRAINING_LOSS)
 
 
 def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:

@@ -16,11 +16,10 @@ import re
 
 from ...core.model import ProgressReport, ReportError
 from ...core.wire import parse_native
-from ..lines import EMPTY, Format, LineReport
+from ..lines import EMPTY, MAX_COLUMNS, Format, LineReport
 from .pairs import number, sole_loss
 from .vocabulary import field_of, metric_name
 
-MAX_COLUMNS = 16
 # Columns are apart by a tab or two spaces; a name may hold one ("Train Loss", "LOSS NER").
 _SPLIT = re.compile(r"\t+| {2,}")
 _NAME = re.compile(r"[A-Za-z#][\w#()%/.\-]*(?: [A-Za-z][\w()%/.\-]*){0,3}")
@@ -65,7 +64,7 @@ def row_cells(msg: str) -> LineReport | None:
     return LineReport("table", EMPTY, columns=tuple(msg.split()), part="row")
 
 
-def counter(columns: tuple[str, ...], cells: tuple[str, ...]) -> int | None:
+def counter(cells: tuple[str, ...]) -> int | None:
     """The row's count in its first column (a whole number), or None."""
     value = number(cells[0])
     return int(value) if value is not None and value >= 0 and value == int(value) else None
@@ -76,7 +75,7 @@ def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport
     where one column is the training loss (several parts, as spaCy's components', are no
     loss), the eval loss, the other numbers as custom metrics. None where the row does not
     fit the header."""
-    if len(cells) != len(columns) or counter(columns, cells) is None:
+    if len(cells) != len(columns) or counter(cells) is None:
         return None
     doc: dict[str, object] = {}
     metrics: dict[str, float] = {}
@@ -96,8 +95,8 @@ def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport
         field = field_of(name)
         if field is not None and field[0] in ("loss", "eval_loss"):
             doc.setdefault(field[0], value)
-        elif metric_name(name) not in _TIMES:
-            metrics[metric_name(name)] = value
+        elif (metric := metric_name(name)) not in _TIMES:
+            metrics[metric] = value
     if "loss" not in doc and (loss := sole_loss(metrics)) is not None:
         doc["loss"] = loss
     if doc.get("step") is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..lines import EMPTY, Bar, Format, LineReport, native
+from ..lines import EMPTY, MAX_COLUMNS, Bar, Format, LineReport, native
 from .pairs import Pair, number, to_fields
 from .vocabulary import field_of
 
@@ -79,7 +79,6 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
 # 1-based epoch of the epochs (ultralytics/engine/trainer.py: f"{epoch + 1}/{self.epochs}"),
 # YOLOv5 the 0-based epoch of the last one (yolov5 train.py: f"{epoch}/{epochs - 1}").
 _ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
-MAX_COLUMNS = 16
 # The header above each row: "Epoch GPU_mem box_loss cls_loss dfl_loss Instances Size"
 # (Ultralytics 8+), "Epoch GPU_mem box_loss obj_loss cls_loss Instances Size" (YOLOv5 6-7),
 # "Epoch gpu_mem box obj cls total targets img_size" (YOLOv5 before 6). Only YOLOv5 has an
