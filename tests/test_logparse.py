@@ -1533,12 +1533,32 @@ def test_each_hint_is_scanned_for_as_a_part_of_it() -> None:
     assert scan_part("Batch ") == "Batch "  # a rare first character: whole
 
 
-def test_the_scan_skips_a_cri_lines_prefix() -> None:
-    from exporter.logs.inspect import message_start
+def test_a_cri_lines_head_is_read_from_its_bytes_as_parse_cri_reads_it() -> None:
+    from exporter.logs.cri import CriJoiner, cri_head
 
     line = b"2026-11-29T18:20:54.123456789Z stderr P \r 10%|#| 1/10 [00:01<00:09,  1.0it/s]"
-    assert line[message_start(line) :].startswith(b"\r 10%")
-    assert message_start(b"2026-11-29 18:20:54 step 10 loss 2.5") == 0  # a plain line
+    start, stream, partial = cri_head(line)
+    assert (line[start:].startswith(b"\r 10%"), stream, partial) == (True, "stderr", True)
+    assert cri_head(b"2026-11-29T18:20:54.1Z stdout F x\n") == (32, "stdout", False)
+    for other in (
+        b"2026-11-29 18:20:54 step 10 loss 2.5",  # a plain line
+        b"2026-11-29T18:20:54.1Z stdout F:x message",  # a tag with attributes: parse_cri's
+        b"2026-11-29T18:20:54.1Z stdin F message",
+        b"x026-11-29T18:20:54.1Z stdout F message",
+        b"2026-11-29T18:20:54.1Z stdout F",
+    ):
+        assert cri_head(other) == (0, "", False)
+    # Read either way, a line gives the same message.
+    lines = [
+        b"2026-11-29T18:20:54.1Z stdout P step 1 ",
+        "2026-11-29T18:20:54.2Z stdout F loss 2.5 \u2501\n".encode(),
+        b"2026-11-29T18:20:54.3Z stderr F \n",
+        b"plain line\n",
+        b"2026-11-29T18:20:54.1Z stdout F:x tagged\n",
+    ]
+    by_text, by_bytes = CriJoiner(), CriJoiner()
+    for raw in lines:
+        assert by_bytes.push_raw(raw, 0.0) == by_text.push(raw.decode(), 0.0)
 
 
 def test_a_sentences_word_before_a_number_is_no_key() -> None:

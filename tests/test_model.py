@@ -310,3 +310,25 @@ def test_any_json_value_parses_or_raises_report_error(doc: object) -> None:
         assert r.progress is None or 0.0 <= r.progress <= 1.0
         assert len(r.metrics) <= 256
         json.dumps(parsed.problems)
+
+
+def test_parse_native_reads_past_its_values_only_the_keys_it_checks_for() -> None:
+    """parse_native returns after the values and metrics when none of ``_NATIVE_REST`` is
+    in the report (the shape of every log line): a key read after that return and missing
+    from the set would be ignored in such reports."""
+    import inspect
+    import re
+
+    from exporter.core import wire
+    from exporter.core.model import CHECKPOINT_FIELDS, NATIVE_FIELDS
+
+    source = inspect.getsource(wire.parse_native)
+    rest = source[source.index("_NATIVE_REST.isdisjoint") :]
+    read = set(re.findall(r'obj(?:\.get\(|\[)"(\w+)"', rest))
+    assert read and read <= wire._NATIVE_REST
+    head = set(re.findall(r'obj(?:\.get\(|\[)"(\w+)"', source[: len(source) - len(rest)]))
+    assert head <= {"metrics", "eval_metrics"}
+    assert not wire._NATIVE_REST & {*NATIVE_FIELDS, *CHECKPOINT_FIELDS}
+    # Either way a report reads the same.
+    values = {"step": 3, "loss": "2.5", "metrics": {"tps": 10}}
+    assert parse_native(values, NOW) == parse_native({**values, "final": False}, NOW)

@@ -390,6 +390,13 @@ def parse_opendatahub(obj: Any, now: float) -> Parsed:
     return b.build(progress=progress, eta_seconds=eta, timestamp=timestamp, final=final)
 
 
+# The native keys read after the values and metrics (parse_native).
+_NATIVE_REST = frozenset(
+    {"progress", "eta_seconds", "gpus", "final", "framework", "gpu_model", "timestamp"}
+    | {"start_time", "thresholds", "deadline", "gpu_hours_budget"}
+)
+
+
 def parse_native(obj: Any, now: float) -> Parsed:
     """Parse our native report (docs/report-format.md). Unknown top-level keys are ignored."""
     if not isinstance(obj, Mapping):
@@ -403,6 +410,8 @@ def parse_native(obj: Any, now: float) -> Parsed:
             b.metric(key, obj[key])
     _named_values(b, obj.get("metrics"), "metrics")
     _named_values(b, obj.get("eval_metrics"), "eval_metrics")
+    if _NATIVE_REST.isdisjoint(obj):
+        return b.build()  # values and metrics only: every line a log format reads
     progress = (
         _progress_ratio(as_float(obj["progress"]) * 100, b.problem, strict=False)
         if isinstance(obj.get("progress"), int | float) and not isinstance(obj["progress"], bool)

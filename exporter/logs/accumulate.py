@@ -63,6 +63,7 @@ EPOCH_MARKS = 32
 # What a log may say of the tokens trained on (Trainer's num_input_tokens_seen, torchtune's
 # tokens_per_second_per_gpu): kept like the other values, the newest wins.
 _TOKEN_FIELDS = ("tokens",)
+_KEPT_FIELDS = (*VALUE_FIELDS, *_TOKEN_FIELDS)  # a line's values the accumulator keeps
 
 
 @dataclass
@@ -157,7 +158,7 @@ class LogAccumulator:
             self.lightning = True
         r = line.report
         if r is not EMPTY:  # most lines are bare bar frames: nothing but the bar
-            for name in (*VALUE_FIELDS, *_TOKEN_FIELDS):
+            for name in _KEPT_FIELDS:
                 value = getattr(r, name)
                 if value is not None:
                     self.values[name] = value

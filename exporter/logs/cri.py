@@ -86,6 +86,23 @@ def cri_time(text: str) -> float | None:
         return None
 
 
+_STREAM_BYTES = {b"stdout ": "stdout", b"stderr ": "stderr"}
+
+
+def cri_head(raw: bytes) -> tuple[int, str, bool]:
+    """A CRI line's head read from its bytes: where its message starts, its stream and
+    whether it is a partial ``P`` chunk; ``(0, "", False)`` for a line of another shape
+    (:func:`parse_cri` then reads it). Readers look at most lines' heads only: a line with
+    nothing to read is passed over undecoded."""
+    space = raw.find(b" ", 0, 48)
+    if space > 0 and 48 <= raw[0] <= 57 and raw[space + 9 : space + 10] == b" ":
+        stream = _STREAM_BYTES.get(raw[space + 1 : space + 8])
+        tag = raw[space + 8]
+        if stream is not None and (tag == 70 or tag == 80):  # "F", "P"
+            return space + 10, stream, tag == 80
+    return 0, "", False
+
+
 def cannot_be_partial(raw: bytes) -> bool:
     """Whether ``raw`` is surely not a partial ``P`` chunk: the tag comes right after the
     timestamp and stream, within the first 64 bytes."""
@@ -113,6 +130,26 @@ class CriJoiner:
         cri = parse_cri(line)
         if cri is None:
             return Message(line.rstrip("\n"))
+        return self._join(cri, now)
+
+    def push_raw(self, raw: bytes, now: float) -> Message | None:
+        """:meth:`push` for a line as read (bytes): a CRI line's head is read from its
+        bytes (:func:`cri_head`), only its message is decoded."""
+        start, stream, partial = cri_head(raw)
+        if not stream:
+            return self.push(raw.decode("utf-8", "replace"), now)
+        return self.push_head(raw, start, stream, partial, now)
+
+    def push_head(
+        self, raw: bytes, start: int, stream: str, partial: bool, now: float
+    ) -> Message | None:
+        """:meth:`push` for a CRI line as read whose head was read already (:func:`cri_head`
+        gave ``start``, ``stream`` and ``partial``)."""
+        stamp = raw[: start - 10].decode("utf-8", "replace")
+        message = raw[start:].rstrip(b"\n").decode("utf-8", "replace")
+        return self._join(CriLine(stamp, stream, partial, message), now)
+
+    def _join(self, cri: CriLine, now: float) -> Message | None:
         stream = cri.stream
         if not cri.partial and stream not in self._partial:  # the usual whole line
             return Message(cri.message, cri.time)
@@ -161,6 +198,10 @@ class CriJoiner:
     def idle(self) -> bool:
         """No partial line is waiting for its final chunk."""
         return not self._partial
+
+    def waits_on_stream(self, stream: str) -> bool:
+        """Whether ``stream`` has a partial line waiting for its final chunk."""
+        return stream in self._partial
 
     def waits_on(self, raw: bytes) -> bool:
         """Whether ``raw`` (a CRI line as read) belongs to a stream with a partial line

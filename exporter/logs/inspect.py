@@ -20,7 +20,7 @@ from ..core.model import (
 )
 from ..core.wire import parse_bytes
 from .accumulate import LogAccumulator
-from .cri import CriJoiner, Message, cannot_be_partial
+from .cri import CriJoiner, Message, cannot_be_partial, cri_head
 from .formats.table import ROW_BYTES
 from .lines import NO_EXTRA, Extra, Format
 from .parse import HINT_BYTES, parse_message
@@ -40,17 +40,6 @@ def report_dict(r: ProgressReport) -> dict[str, Any]:
     return out
 
 
-def message_start(raw: bytes) -> int:
-    """Where a CRI line's message starts (after ``<time> stdout F ``), or 0 for a plain
-    line: the scan need not look at the prefix every line repeats."""
-    space = raw.find(b" ", 0, 48)
-    if space > 0 and (
-        raw.startswith(b"stdout ", space + 1) or raw.startswith(b"stderr ", space + 1)
-    ):
-        return space + 10
-    return 0
-
-
 def messages(
     path: str, now: float, skipped: list[int] | None = None, rows: list[bool] | None = None
 ) -> Iterator[Message]:
@@ -68,22 +57,34 @@ def messages(
     tail = FileTail(path, backfill=1 << 62, budget=4 << 20)  # the whole file, 4 MiB at a time
     joiner = CriJoiner()
     search = HINT_BYTES.search
+    quick = skipped is not None
     try:
         while True:
             lines = tail.read()
             if not lines and tail.at_end:
                 break
             for raw in lines:
+                start, stream, partial = cri_head(raw)
                 if (
-                    skipped is not None
-                    and not search(raw, message_start(raw))
+                    quick
+                    and (
+                        # A whole CRI line of a stream with no partial line waiting, or a
+                        # line of another shape that can be neither (a partial chunk is
+                        # joined whatever it holds: no need to look into it).
+                        not partial and not joiner.waits_on_stream(stream)
+                        if stream
+                        else cannot_be_partial(raw) and not joiner.waits_on(raw)
+                    )
+                    and not search(raw, start)
                     and not (rows and rows[0] and ROW_BYTES.search(raw))
-                    and cannot_be_partial(raw)
-                    and not joiner.waits_on(raw)
                 ):
-                    skipped[0] += 1
+                    skipped[0] += 1  # type: ignore[index]
                     continue
-                message = joiner.push(raw.decode("utf-8", "replace"), now)
+                message = (
+                    joiner.push_head(raw, start, stream, partial, now)
+                    if stream
+                    else joiner.push(raw.decode("utf-8", "replace"), now)
+                )
                 if message is not None:
                     yield message
         yield from joiner.pending()

@@ -180,7 +180,7 @@ class LogSource:
             joiner.clear()  # chunks before the tail cannot be joined any more
             lines = lines[-STACK_TAIL:]
         for raw in lines:
-            message = joiner.push(raw.decode("utf-8", "replace"), now)
+            message = joiner.push_raw(raw, now)
             if message is not None:
                 messages.append(message)
         for message in messages:
