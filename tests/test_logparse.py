@@ -1075,6 +1075,22 @@ def test_keras_time_per_step_tells_samples_from_steps() -> None:
     assert (report.step, report.max_steps) == (846, 42300)
 
 
+def test_keras_train_on_n_samples_makes_bars_of_n_count_samples() -> None:
+    """Keras 1 and 2's ``fit()`` on arrays says ``Train on N samples`` first (round 41): its
+    bars of N count samples (no step), where ``- 17s -`` gives no time per step. Bars of
+    another length still count steps, and ``Train for N steps`` is no such line."""
+    lines = [
+        "Train on 3523 samples, validate on 186 samples",
+        "Epoch 1/1",
+        " 512/3523 [===>..........................] - ETA: 25s - loss: 0.0051",
+        "3523/3523 [==============================] - 17s - loss: 0.0024 - val_loss: 9.8068e-04",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (None, None, 0.0024)
+    for first in ("Train on 60000 samples", "Train for 3523 steps, validate for 186 steps"):
+        assert _read_lines([first, *lines[1:]]).step == 3523
+
+
 @pytest.mark.parametrize(
     ("line", "step", "total", "loss", "eval_loss"),
     [

@@ -76,6 +76,7 @@ class LogAccumulator:
     bars: dict[tuple[str, int | None], BarTrack] = field(default_factory=dict)
     structured_step: bool = False
     keras_epoch: tuple[int, int] | None = None
+    keras_samples: int | None = None  # "Train on N samples": bars of N count samples
     final: bool = False
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
     # When the log was rewritten from its start (a new process): a new attempt from then on.
@@ -195,6 +196,8 @@ class LogAccumulator:
                 self._epoch_mark(now if at is None else at, r.epoch)
         if line.epoch_of is not None and line.bar is None:
             self.keras_epoch = line.epoch_of
+        if line.samples is not None:
+            self.keras_samples = line.samples
         if line.bar is not None:
             self._bar(line, now)
             if line.frames and not self.structured_step:
@@ -315,7 +318,9 @@ class LogAccumulator:
             for other in self.bars.values():
                 if other is not track and other.ended and not track.evaluation:
                     other.other_after_end = True
-        if bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE:
+        if (bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE) or (
+            line.parser == "keras" and bar.total == self.keras_samples
+        ):
             track.items = True
         label, epochs = self._epoch(line, bar)
         if epochs is not None:

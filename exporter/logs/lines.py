@@ -52,6 +52,9 @@ class LineReport(NamedTuple):
     # before it; "row", a table's row of bare numbers (its cells in ``columns``), read under
     # the table's header (exporter.logs.formats.table).
     part: str = ""
+    # Keras 1 and 2's fit() on arrays: "Train on 3523 samples": its bars of that length
+    # count samples, not steps (keras/engine/training_arrays.py).
+    samples: int | None = None
 
 
 def native(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ...core.model import ProgressReport
-from ..lines import Bar, Format, LineReport, native
+from ..lines import EMPTY, Bar, Format, LineReport, native
 
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 # Keras 2 draws [====>....]; Keras 3 a line of ━ (in colour, erased with backspaces: both
@@ -18,6 +18,9 @@ _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[[=>.]*\]|━+|(?=-\s+\d+m?s\b))
 # verbose=2 before Keras 2.3 printed no count: "0s - loss: 0.0396 - acc: 0.0021" (Keras 1),
 # " - 5s - loss: 0.2931 - acc: 0.91" (Keras 2.0 to 2.2): the epoch's values, no step.
 _KERAS_EPOCH_END = re.compile(r"^\s*(?:-\s+)?\d+s\s+(?=-\s+[A-Za-z_]\w*:\s)(?P<rest>.*)$")
+# Keras 1 and 2's fit() on arrays, before its first epoch: "Train on 3523 samples, validate
+# on 186 samples" (training_arrays.py; "Train for 1875 steps" on a dataset counts steps).
+_TRAIN_ON = re.compile(r"^\s*Train on (\d+) samples\b")
 _KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
 # The time of one step of the bar's count, at an epoch's end: "- 5s 87us/step" (Keras 2),
 # "- 3s - 2ms/step" (Keras 3). Its inverse is the bar's rate: Keras 2 counted samples in
@@ -47,6 +50,9 @@ def _values(rest: str) -> dict[str, object]:
 
 def parse_keras(msg: str, now: float) -> LineReport | None:
     frame = msg.rsplit("\r", 1)[-1] if "\r" in msg else msg
+    if "Train on " in frame:
+        samples = _TRAIN_ON.match(frame)
+        return LineReport("keras", EMPTY, samples=int(samples[1])) if samples else None
     if "Epoch" not in frame and not (
         ("/" in frame and ("[=" in frame or "[." in frame or "[>" in frame or "━" in frame))
         or "s - " in frame
@@ -77,4 +83,4 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
     return native(doc, now, "keras", bar)
 
 
-FORMAT = Format("keras", ("Epoch", "[=", "[.", "[>", "━", "s - "), parse_keras)
+FORMAT = Format("keras", ("Epoch", "[=", "[.", "[>", "━", "s - ", "Train on "), parse_keras)
