@@ -1953,3 +1953,88 @@ def test_lightning_1s_validating_bar_before_it_knows_its_batches_holds_the_step(
     assert _read_lines(frames).step == 1531
     two = [frames[0], "Validation: 0it [00:00, ?it/s]", frames[2]]
     assert _read_lines(two).step == 1534
+
+
+def test_a_trainers_sentence_that_it_reached_max_steps_ends_the_run() -> None:
+    """LLaMA-Factory v1 (round 42): ``Reached max_steps (1635), stopping training.`` is the
+    step, the total and the end. An agent's or an RL episode's "reached max_steps" (no
+    "stopping training" after it) is not a training run's end."""
+    report = _read_lines(["[INFO] Reached max_steps (1635), stopping training."])
+    assert (report.step, report.max_steps, report.final) == (1635, 1635, True)
+    assert _read_lines(["Reached max_steps (5000). Stopping training."]).final
+    for other in (
+        "Episode 3 reached max_steps (200) without termination; not saved.",
+        "Reached max_steps (5), auto-stopping episode...",
+        "[Adaptive] Reached max_steps (8).",
+        "Reached max_steps (0), stopping training.",
+    ):
+        assert not _read_lines([other]).final, other
+
+
+def test_trainers_train_metrics_table_is_the_runs_summary_not_a_steps_loss() -> None:
+    """Transformers' ``log_metrics`` table (round 42): its ``train_loss`` row is the mean
+    over the run; an ``eval_loss`` row is an evaluation's loss, and a loss on a line of its
+    own (nnU-Net's) is still read."""
+    table = [
+        "***** train metrics *****",
+        "  epoch                    =        3.0",
+        "  train_loss               =     0.7228",
+        "  train_runtime            = 0:36:58.55",
+    ]
+    assert _read_lines(table).loss is None
+    evaluated = ["***** eval metrics *****", "  eval_loss               =     0.5123"]
+    assert _read_lines(evaluated).eval_loss == 0.5123
+    assert _read_lines(["2024-04-23 15:23:41.803760: train_loss -0.7526"]).loss == -0.7526
+
+
+def test_counts_under_epoch_headers_become_the_runs_step_once_they_start_over() -> None:
+    """Round 43 (a NumPy CNN's ``--- Epoch 2 ---`` then ``[Step 100]`` again): a count that
+    starts over under a later header counts within the epoch. Its epoch's size is the
+    counter's total where printed, else the last count the epoch printed; a counter that
+    never starts over, or starts over under an earlier header (run again), is as printed."""
+    blocks = [
+        (
+            ["Epoch 1/3", "Step 100/938 loss 0.5", "Step 938/938 loss 0.4", "Epoch 2/3"],
+            (1038, 2814),
+        ),
+        (["--- Epoch 1 ---", "[Step 1000] loss 0.4", "--- Epoch 2 ---"], (1100, None)),
+        (["Epoch: 1", "Step 938, loss 0.4", "===== Epoch 2 of 5 ====="], (1038, None)),
+    ]
+    for lines, expected in blocks:
+        report = _read_lines(
+            [*lines, "Step 100 loss 0.3" if "/" not in lines[1] else "Step 100/938 loss 0.3"]
+        )
+        assert (report.step, report.max_steps) == expected, lines
+    never = _read_lines(["Epoch 1", "Step 100 loss 0.5", "Epoch 2", "Step 300 loss 0.3"])
+    assert never.step == 300
+    again = _read_lines(["Epoch 3", "Step 200 loss 0.4", "Epoch 1", "Step 50 loss 0.3"])
+    assert again.step == 50
+    assert _read_lines(["Epoch 2 loss improved", "Step 5 loss 0.3"]).step == 5  # no header
+
+
+def test_the_test_sets_average_loss_is_an_evaluations() -> None:
+    """PyTorch's MNIST example (round 43): ``Test set: Average loss: 0.0831, Accuracy:
+    9727/10000 (97%)`` is the test set's loss, never the training loss, and its accuracy's
+    fraction is no counter."""
+    report = _read_lines(
+        [
+            "Train Epoch: 1 [4864/60000 (32%)]\tLoss: 0.141531",
+            "Test set: Average loss: 0.0831, Accuracy: 9727/10000 (97%)",
+        ]
+    )
+    assert (report.step, report.loss, report.eval_loss) == (None, 0.141531, 0.0831)
+    alone = _read_lines(["Test set: Average loss: 0.0648, Accuracy: 58591/60000 (98%)"])
+    assert (alone.loss, alone.eval_loss, alone.step) == (None, 0.0648, None)
+
+
+def test_an_average_after_a_data_sets_name_is_still_that_sets_loss() -> None:
+    """gotorch's ``Test average loss: 0.2291`` (round 42): the average between the data
+    set's name and ``loss`` names the same loss; only losses are so read."""
+    from exporter.logs.formats.vocabulary import field_of
+
+    assert field_of("Test average loss") == field_of("test loss")
+    assert field_of("val_mean_loss") == field_of("val_loss")
+    assert field_of("train avg loss") == field_of("train_loss")
+    assert field_of("test average acc") is None
+    report = _read_lines(["2020/09/02 01:58:26 Test average loss: 0.2291 acc1: 0.0344"])
+    assert (report.loss, report.eval_loss) == (None, 0.2291)

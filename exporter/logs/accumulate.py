@@ -48,6 +48,7 @@ from .bars import (
     inner_loop,
     next_pass,
 )
+from .epoch_counter import EpochCounter
 from .formats import table
 from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
@@ -77,6 +78,7 @@ class LogAccumulator:
     structured_step: bool = False
     keras_epoch: tuple[int, int] | None = None
     keras_samples: int | None = None  # "Train on N samples": bars of N count samples
+    epoch_counter: EpochCounter = field(default_factory=EpochCounter)
     final: bool = False
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
     # When the log was rewritten from its start (a new process): a new attempt from then on.
@@ -132,6 +134,7 @@ class LogAccumulator:
 
     def _take(self, line: LineReport, now: float, at: float | None) -> None:
         """What :meth:`feed` takes: one line of its own, read."""
+        line = self._counted(line)
         self.awaits_loss = (
             line.parser == "progress"
             and not line.part
@@ -194,7 +197,7 @@ class LogAccumulator:
                 self.samples.append((now if at is None else at, r.values()))
             if line.parser == "transformers" and r.epoch is not None and r.loss is not None:
                 self._epoch_mark(now if at is None else at, r.epoch)
-        if line.epoch_of is not None and line.bar is None:
+        if line.epoch_of is not None and line.bar is None and line.parser == "keras":
             self.keras_epoch = line.epoch_of
         if line.samples is not None:
             self.keras_samples = line.samples
@@ -202,6 +205,20 @@ class LogAccumulator:
             self._bar(line, now)
             if line.frames and not self.structured_step:
                 self._learn_steps_per_epoch()
+
+    def _counted(self, line: LineReport) -> LineReport:
+        """``line`` with its printed count as the run's step where epoch headers on lines
+        of their own show it counts within an epoch (:mod:`~exporter.logs.epoch_counter`)."""
+        r = line.report
+        if line.epoch_of is not None and line.bar is None and line.parser in ("keras", "epochs"):
+            self.epoch_counter.heading(line.epoch_of[0], line.epoch_of[1] or None)
+        elif line.parser == "progress" and r.step is not None and r.epoch is None:
+            step, total = self.epoch_counter.count(r.step, r.max_steps)
+            if self.epoch_counter.relative:
+                if total is None and self.values.get("max_steps") == self.epoch_counter.size:
+                    self.values.pop("max_steps", None)  # an epoch's size, not the run's
+                return line._replace(report=replace(r, step=step, max_steps=total))
+        return line
 
     def _table_row(self, cells: tuple[str, ...]) -> ProgressReport | None:
         """A row of bare numbers under the table's header: what it says, where it fits the

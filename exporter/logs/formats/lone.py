@@ -15,6 +15,11 @@ only the vocabulary's losses are read from it: a lone ``Total params: 9`` or ``l
 says nothing about the run that a custom metric should keep. In SB3's table the row
 ``total_timesteps`` is the environment steps so far, which ``learn(total_timesteps=N)``
 counts to N (stable_baselines3/common/logger.py prints the table); that row is the step.
+
+Transformers' ``log_metrics`` prints its table under ``***** train metrics *****``, each row
+``"  {key: <{k_width}} = {value:>{v_width}}"`` (trainer_pt_utils.py). Its ``train_`` rows sum
+up the whole run (``train_loss`` is the mean over every step), so they are not read; an
+``eval_loss`` row is an evaluation's loss.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ _STAMP = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?\
 # " | policy_loss              | -0.011813248  |").
 _ROW = re.compile(r"^\s*\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{1,40})\s+\|$")
 _READ = ("loss", "eval_loss")
+_TRAINER_METRICS_ROW = re.compile(r"^  train_\w+ *= +\S+$")
 _TABLE_STEP = "total_timesteps"
 
 
@@ -38,6 +44,8 @@ def parse_lone(msg: str, now: float) -> LineReport | None:
     if len(msg) > MAX_LINE:
         return None
     text = msg.rstrip()
+    if _TRAINER_METRICS_ROW.match(text):
+        return None  # the whole run's summary, not a step's values
     row = _ROW.match(text)
     if row is not None:
         value = number(row["value"])

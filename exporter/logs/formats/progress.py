@@ -450,7 +450,7 @@ _EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
 # after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...").
 _EVAL_PHRASE = re.compile(
     r"(?i)(?:valid on|\bvalidat(?:e|ion|ing)(?:\b|(?-i:(?=[A-Z])))"
-    r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|"
+    r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|\btest\b|"
     r"\[(?:val|valid|eval|test)\]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
@@ -459,7 +459,7 @@ _FRACTION = re.compile(r"\d\s*/\s*\d")
 # Every counter and every step key has one of these: a line without is no progress line,
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
-    r"(?i)step|iter|epoch|batch=|batch \d|train:|test:|num_updates|^\s*\d+\s+\||\bUp\.|"
+    r"(?i)step|iter|epoch|batch=|batch \d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
     r"words/sec/thread|loss value:|Progress \["
 )
 

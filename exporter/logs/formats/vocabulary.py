@@ -163,6 +163,10 @@ _INDEX = _index()
 # small letter.
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _AVERAGED = re.compile(r"^(?:avg|average|mean|running)_")
+# "Test average loss" (gotorch), "val_mean_loss": the average after the data set's name.
+_SUBSET_AVERAGED = re.compile(
+    r"^(train|training|val|valid|validation|test|eval|dev)_(?:avg|average|mean|running)_"
+)
 
 
 @lru_cache(maxsize=4096)
@@ -177,7 +181,7 @@ def field_of(key: str) -> tuple[str, int] | None:
     if found is None:
         # "Avg Training Loss", "mean val loss": a loss averaged over the interval is the
         # loss (only the losses: "avg step time" is no step).
-        rest = _AVERAGED.sub("", name)
+        rest = _SUBSET_AVERAGED.sub(r"\1_", _AVERAGED.sub("", name))
         found = _INDEX.get(rest) if rest != name else None
         if found is not None and found[0] not in ("loss", "eval_loss"):
             found = None

@@ -1,0 +1,60 @@
+"""A printed step that counts within an epoch, its epoch on a header line of its own.
+
+Hand-written loops often print the epoch once and then count its batches::
+
+    --- Epoch 2 ---                         Epoch 2/3
+    [Step 100] Past 100 steps: ...          Step 100/938, loss 0.31
+
+The count alone looks like the run's step; it is not once it starts over under a later
+header. From then on the run's step is the earlier epochs' steps plus the count: each
+epoch's size where the counter prints it (``/938``), else the last count the epoch printed
+(the best the log tells). A counter that never starts over is the run's, as printed, and so
+is one that starts over without a later header (the script run again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class EpochCounter:
+    """What the headers and the counts under them said so far (one per log)."""
+
+    header: int | None = None  # the newest header's epoch
+    epochs: int | None = None  # the run's epochs, where a header names them ("Epoch 2/3")
+    base: int = 0  # the steps of the epochs before the counter's current one
+    last: int | None = None  # the last count printed
+    last_header: int | None = None  # the header it was printed under
+    size: int | None = None  # an epoch's steps, where the counter prints them
+    relative: bool = False  # the counter started over under a later header
+
+    def heading(self, epoch: int, epochs: int | None) -> None:
+        """A header line: epoch ``epoch`` (of ``epochs``, where it says) begins."""
+        self.header = epoch
+        if epochs:
+            self.epochs = epochs
+
+    def count(self, step: int, total: int | None) -> tuple[int, int | None]:
+        """The run's step and total for a count printed under the headers (and the
+        counter's own total, if it prints one): as printed until the counter starts over."""
+        if self.header is None:
+            return step, total
+        if (
+            self.last is not None
+            and step < self.last
+            and self.last_header is not None
+            and self.header > self.last_header
+        ):
+            if total is not None and total >= self.last:
+                self.base += total * (self.header - self.last_header)
+            else:
+                self.base += self.last
+            self.relative = True
+        self.last, self.last_header = step, self.header
+        if total is not None:
+            self.size = total
+        if not self.relative:
+            return step, total
+        run_total = self.size * self.epochs if self.size and self.epochs else None
+        return self.base + step, run_total
