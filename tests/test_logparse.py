@@ -2038,3 +2038,13 @@ def test_an_average_after_a_data_sets_name_is_still_that_sets_loss() -> None:
     assert field_of("test average acc") is None
     report = _read_lines(["2020/09/02 01:58:26 Test average loss: 0.2291 acc1: 0.0344"])
     assert (report.loss, report.eval_loss) == (None, 0.2291)
+
+
+def test_a_batch_of_n_in_epoch_0_is_the_runs_step() -> None:
+    """DexiNed (round 44): ``Epoch: 0 Sample 75/76`` is the batch's index in epoch 0, the
+    first surely: the run's step. In a later epoch whose first is unknown (0 or 1), no step."""
+    line = "Mon Nov 16 01:53:58 2020 Epoch: 0 Sample 75/76 Loss: 30482.720703125"
+    assert _read_lines([line]).step == 75
+    assert _read_lines(["epoch 0, batch 12/300, loss 0.5"]).step == 12
+    later = _read_lines(["Epoch: 3 Batch 75/76 Loss: 0.25"])
+    assert (later.step, later.loss) == (None, 0.25)

@@ -380,6 +380,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # size it does not print (train.py's enumerate(train_dl)); its epochs count from 0 in
     # older recipes and from 1 in newer ones, so only epoch 0 is surely the first.
     (re.compile(r"\bEpoch (?P<e>\d{1,9}), batch (?P<i>\d{1,15}),"), _train_step_in_epoch),
+    # "Epoch: 0 Sample 75/76" (DexiNed): a batch's index in the epoch; only 0 is surely first.
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})[\s,;|]+(?:batch|sample)\s*[:=#]?\s*"
+            r"(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})(?![\d/])"
+        ),
+        _train_step_in_epoch,
+    ),
     # MXNet's Speedometer: "Epoch[7] Batch [300]" (and "Batch [200-300]" since 1.3), the
     # 0-based epoch and the batch's index within it (module.fit's enumerate).
     (
