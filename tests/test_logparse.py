@@ -2048,3 +2048,20 @@ def test_a_batch_of_n_in_epoch_0_is_the_runs_step() -> None:
     assert _read_lines(["epoch 0, batch 12/300, loss 0.5"]).step == 12
     later = _read_lines(["Epoch: 3 Batch 75/76 Loss: 0.25"])
     assert (later.step, later.loss) == (None, 0.25)
+
+
+def test_clus_logging_writer_lines_give_the_step_and_their_values() -> None:
+    """CLU's LoggingWriter (round 45, the Flax examples): ``[step] name=value, ...``, with a
+    collection's name where the writer has one (clu/metric_writers/logging_writer_test.py's
+    shapes). An eval collection moves no step; what CLU logs that is no scalar is no line."""
+    train = (
+        "I1002 21:43:51.424899 140400640460352 logging_writer.py:35] [1000] "
+        "steps_per_second=1.760847, train_learning_rate=0.97, train_loss=6.525280952453613"
+    )
+    report = _read_lines([train])
+    assert (report.step, report.loss, report.learning_rate) == (1000, 6.525280952453613, 0.97)
+    assert _read_lines(["INFO:absl:[2] collection=train a=5e-07, loss=0.007"]).step == 2
+    evaluated = _read_lines(["INFO:absl:[12] collection=eval loss=2.5"])
+    assert (evaluated.step, evaluated.eval_loss) == (None, 2.5)
+    assert _read_lines(["INFO:absl:[4] Got images: {'input_images': (2, 28, 28, 3)}."]).step is None
+    assert _read_lines(["items[3] loss=2.5"]).step is None  # an index inside a word

@@ -97,6 +97,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "lr",
         "actor/lr",
         "train/learning_rate",
+        "train_learning_rate",  # the Flax examples' CLU lines
         "l.r.",  # Marian ("L.r. 4.6154e-05")
     ),
     "grad_norm": ("grad_norm", "gnorm", "actor/grad_norm", "train/grad_norm"),

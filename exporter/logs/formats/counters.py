@@ -1,0 +1,425 @@
+"""The loop counters the general reader of progress lines knows (:mod:`.progress`), most
+specific first, each with what it says: the step (global, where the counter counts within
+an epoch whose size it prints), the run's total, the epoch and the number of epochs.
+
+One table, so that a new tool's counter is one entry: its regular expression and the
+function that reads a match (0- or 1-based as the tool prints it, checked in its source).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+
+class Count(NamedTuple):
+    """What a counter says: the step (global), the run's total, the fractional epoch and the
+    number of epochs, each None where the counter does not say it."""
+
+    step: int | None = None
+    total: int | None = None
+    epoch: float | None = None
+    max_epochs: int | None = None
+    evaluation: bool = False
+    # An epoch alone ("Epoch 3/10:", "(Epoch 21)"): a per-epoch summary, whose values are
+    # read only where the vocabulary names one (its step is unknown).
+    summary: bool = False
+
+
+def _int(text: str | None) -> int | None:
+    return int(text.replace(",", "")) if text else None
+
+
+def _epoch_relative(done_epochs: int, index: int, per_epoch: int, epochs: int | None) -> Count:
+    """An index within an epoch whose size the line prints: the global step and epoch."""
+    if per_epoch <= 0 or index > per_epoch * 4:
+        return Count()  # not an index of that epoch: unknown beats wrong
+    return Count(
+        step=done_epochs * per_epoch + index,
+        total=epochs * per_epoch if epochs else None,
+        epoch=done_epochs + index / per_epoch,
+        max_epochs=epochs,
+    )
+
+
+def _mm(m: re.Match[str]) -> Count:
+    """mmengine ``Epoch(train) [e][i/n]`` and mmcv ``Epoch [e][i/n]``: 1-based epochs and
+    iterations (mmengine ``LoggerHook``: ``runner.epoch + 1``, ``batch_idx + 1``)."""
+    if m["mode"] and m["mode"] != "train":
+        return Count(evaluation=True)
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _mm_iter(m: re.Match[str]) -> Count:
+    """mmengine's iteration-based loop: ``Iter(train) [  50/90000]``."""
+    if m["mode"] != "train":
+        return Count(evaluation=True)
+    return Count(step=int(m["i"]), total=int(m["n"]))
+
+
+def _metric_logger(m: re.Match[str]) -> Count:
+    """The torchvision references' and DINO's ``MetricLogger``: ``Epoch: [e/E]  [i/n]``, a
+    0-based epoch and the 0-based index of the batch (``enumerate``); pytorch/examples'
+    ImageNet ``ProgressMeter`` (``Epoch: [e][i/n]``) counts the same way."""
+    epochs = _int(m["E"])
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), epochs)
+
+
+def _ltr(m: re.Match[str]) -> Count:
+    """pytracking's LTR trainer (OSTrack, STARK, LightFC): ``[train: 1, 300 / 937]``, the
+    loader's name, the 1-based epoch and the 1-based batch of the epoch's (ltr/trainers/
+    ltr_trainer.py: ``enumerate(loader, 1)``); ``[val: ...]`` is its evaluation."""
+    if m["mode"] != "train":
+        return Count(evaluation=True)
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _timm(m: re.Match[str]) -> Count:
+    """timm's ``Train: e [ i/n ( p%)]``: a 0-based epoch and the index of the update."""
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
+
+
+def _pcdet(m: re.Match[str]) -> Count:
+    """OpenPCDet's timm-like ``Train: e/E ( p%) [ i/n ( p%)]``: the epoch is 1-based
+    (``1/3 ( 33%)``) and the batch index 0-based (its ``Acc_iter`` is the index plus one)."""
+    e, epochs, i, n = int(m["e"]), int(m["E"]), int(m["i"]), int(m["n"])
+    if n <= 0 or i >= n or e < 1:
+        return Count()
+    return Count(total=epochs * n, epoch=e - 1 + (i + 1) / n, max_epochs=epochs)
+
+
+def _swin(m: re.Match[str]) -> Count:
+    """Swin Transformer's ``Train: [e/E][i/n]``: the epoch from ``range(start, EPOCHS)``
+    (0-based) and the batch index (main.py ``train_one_epoch``)."""
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), int(m["E"]))
+
+
+def _epoch_of_n(m: re.Match[str]) -> Count:
+    """``epoch e/E`` and ``iter i/n`` (or ``step``) on one line: YOLOX (``epoch: 36/300,
+    iter: 1040/1849``, yolox/core/trainer.py: ``self.epoch + 1``, ``self.iter + 1``), the
+    PyTorch tutorials' ``Epoch [2/8], Step [10/100]``, llama-recipes' ``Training Epoch:
+    1/3, step 10/100``: the count is within the epoch, whose number is 1-based where it
+    prints its total (the last epoch shows ``E/E``; a 0 says 0-based)."""
+    e, epochs = int(m["e"]), int(m["E"])
+    if e > epochs:
+        return Count()
+    done = e if e == 0 else e - 1
+    return _epoch_relative(done, int(m["i"]), int(m["n"]), epochs)
+
+
+def _fairseq(m: re.Match[str]) -> Count:
+    """fairseq's ``epoch 001:   3200 / 160368``: a 1-based epoch and the update within it
+    (its ``num_updates`` pair, where printed, is the global step)."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _nemo(m: re.Match[str]) -> Count:
+    """NeMo 2's ``ProgressPrinter``: ``Training epoch e, iteration n/total`` with ``n`` the
+    steps done in this epoch and ``total`` the trainer's ``max_steps``
+    (nemo/lightning/pytorch/callbacks/progress_printer.py). The step is its ``global_step``
+    pair, or ``n`` in the first epoch."""
+    if m["stage"] != "Training":
+        return Count(evaluation=True)
+    step = int(m["i"]) if m["e"] == "0" else None
+    return Count(step=step, total=int(m["n"]))
+
+
+def _espnet(m: re.Match[str]) -> Count:
+    """ESPnet2's reporter: ``17epoch:train:6376-6750batch:``, the batches of a 1-based
+    epoch whose size it does not print: the run's step only in the first epoch."""
+    if m["mode"] != "train":
+        return Count(evaluation=True)
+    return Count(step=int(m["b"])) if m["e"] == "1" else Count()
+
+
+def _step_unknown(m: re.Match[str]) -> Count:
+    """A counter that places no step: OpenCLIP's ``Train Epoch: 0 [ 38464/109468 (18%)]``
+    (samples of the epoch), AllenNLP's ``Batch 1701/17168:`` (batches of an epoch named on
+    a line of its own). Its line's values are still read."""
+    return Count()
+
+
+def _zero_based_epoch(m: re.Match[str]) -> Count:
+    """A 0-based epoch and the batches done in it, of ``n``."""
+    return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
+
+
+def _wenet(m: re.Match[str]) -> Count:
+    """WeNet's ``TRAIN Batch e/i``: a 0-based epoch and the batch's index in it (the run's
+    step in epoch 0 only); ``CV Batch``: the cross-validation's own count."""
+    if m["mode"] == "CV":
+        return Count(evaluation=True)
+    return Count(step=int(m["i"])) if m["e"] == "0" else Count()
+
+
+def _epoch_summary(m: re.Match[str]) -> Count:
+    """An epoch with no count within it (``Epoch [3/10], Loss: 0.52``, ``(Epoch 21) TRAIN
+    LOSS:0.1832``): the number of epochs where printed; which epoch is done is 0- or 1-based,
+    and the step unknown."""
+    return Count(max_epochs=_int(m["E"]), summary=True)
+
+
+def _onmt_epoch(m: re.Match[str]) -> Count:
+    """OpenNMT-py before 0.4: ``Epoch  1, 12850/37527;``, both 1-based."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _train_step_in_epoch(m: re.Match[str]) -> Count:
+    """PaddleClas' ``epoch:4   train step:6``: the index of the batch within the epoch
+    (tools/program.py: ``enumerate(dataloader)``, the epoch 0-based), whose size the line
+    does not print: the run's step only in epoch 0."""
+    return Count(step=int(m["i"])) if m["e"] == "0" else Count()
+
+
+def _cntk(m: re.Match[str]) -> Count:
+    """CNTK 1's ``Epoch[ e of E]-Minibatch[ a- b]``: a 1-based epoch and its minibatches a to
+    b (1-based), of an epoch whose size it does not print: the run's step in epoch 1 only."""
+    epochs = int(m["E"])
+    return Count(step=int(m["i"]) if m["e"] == "1" else None, max_epochs=epochs)
+
+
+def _lua_rnn(m: re.Match[str]) -> Count:
+    """char-rnn's ``i/iterations (epoch 0.347)``: the run's iteration of all of them
+    (train.lua: ``iterations = max_epochs * ntrain``) and the epochs done; its TensorFlow
+    port's ``290/446 (epoch 0)`` (``e * num_batches + b`` of ``num_epochs * num_batches``)
+    names the 0-based epoch under way, not read."""
+    epoch = float(m["epoch"]) if "." in m["epoch"] else None
+    return Count(step=int(m["i"]), total=int(m["n"]), epoch=epoch)
+
+
+def _step_of(m: re.Match[str]) -> Count:
+    return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")))
+
+
+def _clu(m: re.Match[str]) -> Count:
+    """CLU's LoggingWriter: the step; an evaluation's collection counts no step of its own."""
+    if m["c"] and m["c"].lower() in ("eval", "evaluation", "valid", "validation", "val", "test"):
+        return Count(evaluation=True)
+    return Count(step=int(m["i"]))
+
+
+def _after_index(m: re.Match[str]) -> Count:
+    """A 0-based index of the iteration just done, of ``n``: ``i + 1`` are done."""
+    return Count(step=int(m["i"]) + 1, total=int(m["n"]))
+
+
+def _eval_count(m: re.Match[str]) -> Count:
+    return Count(evaluation=True)
+
+
+_N = r"(\d{1,15})"
+# The loop's counter, most specific first; the first found is the line's.
+COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] = (
+    # Trainer's notebook progress as text: "[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]"
+    # (transformers utils/notebook.py: the global step of max_steps, then the epoch).
+    (
+        re.compile(
+            r"^\s*\[\s*(?P<i>\d{1,15})/(?P<n>\d{1,15}) [\d:]{4,12} < [\d:]{4,12}, "
+            r"[\d.]+ (?:it/s|s/it), Epoch [\d.]+/\d+\]"
+        ),
+        _step_of,
+    ),
+    # CLU's LoggingWriter (the Flax examples, T5X, Scenic): "[1000] steps_per_second=1.76,
+    # train_loss=6.52", "[0] collection=train a=3, b=0.15" (clu/metric_writers/
+    # logging_writer.py and its test): the global step, then name=value pairs.
+    (
+        re.compile(
+            r"(?<![\w\[\]])\[(?P<i>\d{1,15})\] (?:collection=(?P<c>[\w-]{1,64}) )?"
+            r"(?=[A-Za-z_][\w/.-]{0,128}=)"
+        ),
+        _clu,
+    ),
+    # Composer: "[batch=366/48000]:" heads a block of "Train <metric>: <value>" lines.
+    (re.compile(r"\[batch=(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"), _step_of),
+    (
+        re.compile(
+            r"\bEpoch(?:\((?P<mode>\w+)\))?\s*\[\s*(?P<e>\d{1,9})\]\s*\[\s*(?P<i>\d{1,12})\s*/\s*"
+            r"(?P<n>\d{1,12})\]"
+        ),
+        _mm,
+    ),
+    (
+        re.compile(r"\bIter\((?P<mode>\w+)\)\s*\[\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]"),
+        _mm_iter,
+    ),
+    (
+        re.compile(
+            r"\bEpoch: \[(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\]\s*\[\s*(?P<i>\d{1,12})\s*/\s*"
+            r"(?P<n>\d{1,12})\]"
+        ),
+        _metric_logger,
+    ),
+    (re.compile(r"^\s*Test:\s*(?:\[|Total)"), _eval_count),  # MetricLogger's evaluation
+    (
+        re.compile(
+            r"^\s*\[(?P<mode>train|val|valid|test): (?P<e>\d{1,9}), (?P<i>\d{1,12}) / "
+            r"(?P<n>\d{1,12})\]"
+        ),
+        _ltr,
+    ),
+    (
+        re.compile(
+            r"\bEpoch\[\s*(?P<e>\d{1,9}) of (?P<E>\d{1,9})\]-Minibatch\[\s*(?:\d{1,15}\s*-\s*)?"
+            r"(?P<i>\d{1,15})\s*[,\]]"
+        ),
+        _cntk,
+    ),
+    # char-rnn: "66/9500 (epoch 0.347), train_loss = 3.27353297, ..." (its TensorFlow port:
+    # "290/446 (epoch 0), train_loss = 2.098, time/batch = 0.163"); torch-rnn:
+    # "Epoch 1.00 / 50, i = 1 / 11450, loss = 4.213" (i of num_iterations, train.lua; its
+    # epoch is 1-based, i / num_train + 1, and not read).
+    (
+        re.compile(r"^\s*(?P<i>\d{1,15})/(?P<n>\d{1,15}) \(epoch (?P<epoch>\d{1,9}(?:\.\d+)?)\),"),
+        _lua_rnn,
+    ),
+    (
+        re.compile(r"\bEpoch \d{1,9}\.\d+ / \d{1,9}, i = (?P<i>\d{1,15}) / (?P<n>\d{1,15}),"),
+        _step_of,
+    ),
+    (
+        re.compile(r"\b(?P<e>\d{1,9})epoch:(?P<mode>[a-z]+):(?P<a>\d{1,15})-(?P<b>\d{1,15})batch:"),
+        _espnet,
+    ),
+    # OpenCLIP's later trainers (TinyCLIP): "Train Epoch: 14 [41/14656] [ 41984/15007744 (0%)]",
+    # the 0-based epoch and its batches done (batch_count = i + 1), then its samples.
+    (
+        re.compile(r"\bTrain Epoch: (?P<e>\d{1,9}) \[(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"),
+        _zero_based_epoch,
+    ),
+    (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), _step_unknown),
+    # WeNet and WeKWS: "TRAIN Batch 4/203800", the 0-based epoch and the batch's index within
+    # it (its size not printed); "CV Batch 4/0" a cross-validation still under way.
+    (
+        re.compile(r"\b(?P<mode>TRAIN|CV) Batch (?P<e>\d{1,9})/(?P<i>\d{1,15})\b"),
+        _wenet,
+    ),
+    # fastText: "Progress: 41.3% words/sec/thread: 1767038 lr: 0.0998 loss: 1.3856 ETA: 0h11m"
+    # (avg.loss since 0.9), the share of the words to process: no step, its values read.
+    (re.compile(r"^\s*Progress:\s+\d{1,3}(?:\.\d+)?%\s+words/sec/thread:"), _step_unknown),
+    # A text bar of the share done, no count: "| Progress [##   ][11.64%] | LR 0.000377 | Loss
+    # 9.7263 (  6.9621) |" (MonoCon's engine): its values read, no step.
+    (re.compile(r"\bProgress\s?\[[#=>.\- ]{0,200}\]\s?\[\s*\d{1,3}(?:\.\d+)?%\]"), _step_unknown),
+    # AllenNLP's "Batch 1701/17168: accuracy: ..., loss: 1.09 ||": the batches done in an
+    # epoch it names on a line of its own, so the run's step is unknown here.
+    (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), _step_unknown),
+    (
+        re.compile(
+            r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
+        ),
+        _swin,
+    ),
+    (
+        re.compile(
+            r"\bTrain:\s+(?P<e>\d{1,9})/(?P<E>\d{1,9}) \(\s*\d+%\)\s+\[\s*(?P<i>\d{1,12})/"
+            r"(?P<n>\d{1,12}) \("
+        ),
+        _pcdet,
+    ),
+    (
+        re.compile(r"\bTrain: (?P<e>\d{1,9}) \[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12}) \(\s*\d+%\)\]"),
+        _timm,
+    ),
+    (
+        re.compile(r"\bepoch (?P<e>\d{1,9}):?\s+(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})(?![\d/])"),
+        _fairseq,
+    ),
+    (
+        re.compile(
+            r"\b(?P<stage>Training|Validation|Testing|Sanity checking Validation) epoch "
+            r"(?P<e>\d{1,9}), iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})"
+        ),
+        _nemo,
+    ),
+    (
+        re.compile(r"^\s*(?:Validation|Testing|Sanity checking)\b[^:]{0,40}: iteration \d"),
+        _eval_count,
+    ),
+    # rsl_rl (Isaac Lab, legged_gym): "Learning iteration 1/10", the 0-based index of the
+    # iteration just learned (on_policy_runner.py: for it in range(start, tot_iter)).
+    (re.compile(r"\bLearning iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _after_index),
+    (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d{1,9})\s*/\s*(?P<E>\d{1,9})\]?[\s,;|]+"
+            r"(?:\w+\s+){0,2}?(?:step|iter(?:ation)?)s?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
+            r"(?P<n>\d{1,15})\]?(?![\d/.])"
+        ),
+        _epoch_of_n,
+    ),
+    (re.compile(r"\bEpoch\s+(?P<e>\d{1,9}),\s+(?P<i>\d{1,12})/\s*(?P<n>\d{1,12});"), _onmt_epoch),
+    # icefall's "Epoch 0, batch 500, loss[...]": the batch's index within an epoch whose
+    # size it does not print (train.py's enumerate(train_dl)); its epochs count from 0 in
+    # older recipes and from 1 in newer ones, so only epoch 0 is surely the first.
+    (re.compile(r"\bEpoch (?P<e>\d{1,9}), batch (?P<i>\d{1,15}),"), _train_step_in_epoch),
+    # "Epoch: 0 Sample 75/76" (DexiNed): a batch's index in the epoch; only 0 is surely first.
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})[\s,;|]+(?:batch|sample)\s*[:=#]?\s*"
+            r"(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})(?![\d/])"
+        ),
+        _train_step_in_epoch,
+    ),
+    # MXNet's Speedometer: "Epoch[7] Batch [300]" (and "Batch [200-300]" since 1.3), the
+    # 0-based epoch and the batch's index within it (module.fit's enumerate).
+    (
+        re.compile(r"\bEpoch\[(?P<e>\d{1,9})\]\s*Batch\s*\[(?:\d{1,15}-)?(?P<i>\d{1,15})\]"),
+        _train_step_in_epoch,
+    ),
+    # The Hugging Face Flax examples (transformers' and diffusers'): "Step... (1000 | Loss:
+    # 2.31, Learning Rate: ...)" (cur_step, the run's) and, after each epoch, "Epoch...
+    # (47/116 | Loss: 0.1743)" (epoch + 1 of num_train_epochs: a per-epoch summary).
+    (re.compile(r"\bStep\.\.\. \((?P<i>\d{1,15})(?:/(?P<n>\d{1,15}))? \|"), _step_of),
+    (re.compile(r"\bEpoch\.\.\. \((?P<e>\d{1,9})/(?P<E>\d{1,9}) \|"), _epoch_summary),
+    # Marian: "Ep. 1 : Up. 26000 :", the epoch under way and the updates done (the run's step).
+    (re.compile(r"\bEp\.\s*\d{1,9}\s*:\s*Up\.\s*(?P<i>\d{1,15})\b"), _step_of),
+    # PaddleClas' "epoch:4   train step:6": the batch's index within an epoch of unknown size.
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})[\s,;|]+train step\s*[:=#]?\s*"
+            r"(?P<i>\d{1,15})(?![\w/.%])"
+        ),
+        _train_step_in_epoch,
+    ),
+    # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |"
+    (
+        re.compile(
+            r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
+            r"(?P<n>\d{1,15})\]?(?![\d/.])"
+        ),
+        _step_of,
+    ),
+    # "iter: [10/500]", "Iteration 5/100"
+    (
+        re.compile(
+            r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]?"
+            r"(?![\d/.])"
+        ),
+        _step_of,
+    ),
+    # "step: 4", "step:1 -", "Step 1 |", "completed step: 9", "global step 37:"
+    (
+        re.compile(r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"),
+        _step_of,
+    ),
+    # "iter: 1259", "iter 1631:"
+    (re.compile(r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"), _step_of),
+    # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832",
+    # "num_epoch: 44, loss: 0.3741" (a loop's epoch just done)
+    (
+        re.compile(
+            r"(?i)(?<![\w/])(?:num_)?epoch\s*[:=#]?\s*\[?\s*\d{1,9}(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
+            r"(?![\d/.])"
+        ),
+        _epoch_summary,
+    ),
+)
+
+
+def find_counter(text: str) -> tuple[Count, tuple[int, int]] | None:
+    """The line's counter and where it stands, or None."""
+    for pattern, read in COUNTERS:
+        m = pattern.search(text)
+        if m is not None:
+            return read(m), m.span()
+    return None
