@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -2065,3 +2066,34 @@ def test_clus_logging_writer_lines_give_the_step_and_their_values() -> None:
     assert (evaluated.step, evaluated.eval_loss) == (None, 2.5)
     assert _read_lines(["INFO:absl:[4] Got images: {'input_images': (2, 28, 28, 3)}."]).step is None
     assert _read_lines(["items[3] loss=2.5"]).step is None  # an index inside a word
+
+
+def test_a_real_mmengine_runners_log_is_read(tmp_path: Path) -> None:
+    """mmengine's Runner run for real (tests/fixtures/logs/programs/mmengine_runner.py: 3
+    epochs of 25 iterations, printed every 10), its log read as a plain file and as CRI
+    lines: the iterations run as the step (its checkpoint line after the last epoch,
+    ``Saving checkpoint at 3 epochs``, is 3 x 25), the loss its last line printed (mmengine's
+    message hub's window mean, printed with 4 digits), and nothing finished: mmengine prints
+    no end of training."""
+    from exporter.logs.inspect import read_log
+
+    program = Path(__file__).parent / "fixtures" / "logs" / "programs" / "mmengine_runner.py"
+    truth_path = tmp_path / "truth.json"
+    env = {**os.environ, "TRUTH_PATH": str(truth_path), "WORK_DIR": str(tmp_path / "work")}
+    done = subprocess.run(
+        [sys.executable, str(program)], capture_output=True, env=env, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    truth = json.loads(truth_path.read_text())
+    text = (done.stdout + done.stderr).decode()
+    assert "Epoch(train) [3][20/25]" in text
+    plain = tmp_path / "plain.log"
+    plain.write_text(text, encoding="utf-8")
+    cri = tmp_path / "cri.log"
+    stamp = "2026-12-06T05:40:00.000000000Z stdout F "
+    cri.write_text("".join(f"{stamp}{line}\n" for line in text.splitlines()), encoding="utf-8")
+    for log in (plain, cri):
+        report = read_log(str(log), NOW)[0].report()
+        assert report.step == truth["step"] == 75
+        assert report.loss == pytest.approx(truth["loss"], abs=5e-5)
+        assert (report.max_steps, report.final) == (None, False)
