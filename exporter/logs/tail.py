@@ -162,6 +162,8 @@ class FileTail:
             if cr >= 0:
                 lines.insert(0, first[cr:])
             self._skip_partial = False
+        if not lines or max(map(len, lines)) <= MAX_LINE:
+            return lines  # the usual read: no line to trim (checked at C speed)
         out = []
         for line in lines:
             trimmed = _trim(line)
