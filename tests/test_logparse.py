@@ -2097,3 +2097,15 @@ def test_a_real_mmengine_runners_log_is_read(tmp_path: Path) -> None:
         assert report.step == truth["step"] == 75
         assert report.loss == pytest.approx(truth["loss"], abs=5e-5)
         assert (report.max_steps, report.final) == (None, False)
+
+
+def test_a_run_named_test_is_no_evaluation() -> None:
+    """Only "test set" or "test:" before a line's values make it an evaluation's: a run,
+    job or experiment named "test" prints its training losses as training losses."""
+    for line in (
+        "[test-run] step 100 | loss 2.3",
+        "my test run: step 100 loss 2.3",
+        "test-exp | Epoch 1/3, Step 100/938, Loss: 2.3",
+    ):
+        report = _read_lines([line])
+        assert (report.step, report.loss, report.eval_loss) == (100, 2.3, None), line

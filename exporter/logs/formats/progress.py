@@ -73,7 +73,7 @@ _EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
 # after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...").
 _EVAL_PHRASE = re.compile(
     r"(?i)(?:valid on|\bvalidat(?:e|ion|ing)(?:\b|(?-i:(?=[A-Z])))"
-    r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|\btest\b|"
+    r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|\btest set\b|"
     r"\[(?:val|valid|eval|test)\]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
