@@ -1963,11 +1963,13 @@ def test_a_trainers_sentence_that_it_reached_max_steps_ends_the_run() -> None:
     report = _read_lines(["[INFO] Reached max_steps (1635), stopping training."])
     assert (report.step, report.max_steps, report.final) == (1635, 1635, True)
     assert _read_lines(["Reached max_steps (5000). Stopping training."]).final
+    assert _read_lines(["Reached max_steps (300), stopping training early..."]).final
     for other in (
         "Episode 3 reached max_steps (200) without termination; not saved.",
         "Reached max_steps (5), auto-stopping episode...",
         "[Adaptive] Reached max_steps (8).",
         "Reached max_steps (0), stopping training.",
+        "Reached max_steps (200), stopping training episode 3",
     ):
         assert not _read_lines([other]).final, other
 

@@ -4,8 +4,9 @@
     Reached max_steps (5000). Stopping training.               scripts of the same wording
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
-tool's own end marker, so it may finish the run). "Stopping training" must follow: agents
-and RL episodes print "reached max_steps (N)" for an attempt or an episode that gave up.
+tool's own end marker, so it may finish the run). "Stopping training" must follow and end
+the sentence: agents and RL episodes print "reached max_steps (N)" for an attempt or an
+episode that gave up.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ...core.model import ProgressReport
 from ..lines import Format, LineReport
 
 _MAX_STEPS_REACHED = re.compile(
-    r"\bReached max_steps \((?P<n>\d{1,15})\)[.,]?\s+[Ss]topping training\b"
+    r"\bReached max_steps \((?P<n>\d{1,15})\)[.,]?\s+[Ss]topping training(?: early)?"
+    r"\s*(?:\.|!|$)"
 )
 
 
