@@ -3,6 +3,7 @@ evaluation and nested bars), and ``inspect`` on real files, including bad input.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,25 @@ def test_inspect_a_cri_log(tmp_path: Path) -> None:
         and doc["report"]["loss"] == 6.9
     )
     assert doc["training_bar"]["total"] == 50
+
+
+def test_inspect_names_a_diverged_loss_as_nan_not_as_nothing(tmp_path: Path) -> None:
+    """A loss of nan (the divergence it is) is null in JSON, which has no NaN, and named in
+    ``non_finite`` as the runs API does; the text form says NaN. A missing loss stays
+    missing: no ``non_finite`` then."""
+    from exporter.logs.inspect import as_text
+
+    log = tmp_path / "train.log"
+    log.write_text("step 10 loss 2.5 grad_norm 1.0\nstep 20 loss nan grad_norm inf\n")
+    doc = inspect_path(str(log), NOW)
+    report = doc["report"]
+    assert (report["step"], report["loss"], report["grad_norm"]) == (20, None, None)
+    assert report["non_finite"] == {"loss": "NaN", "grad_norm": "+Inf"}
+    assert strict_json(json.dumps(doc, allow_nan=False))["report"]["non_finite"]
+    text = as_text(doc)
+    assert "loss NaN" in text and "grad_norm +Inf" in text and "non_finite" not in text
+    log.write_text("step 10 grad_norm 1.0 tps 5.0\n")
+    assert "non_finite" not in inspect_path(str(log), NOW)["report"]
 
 
 def test_inspect_a_status_file_and_bad_paths(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from ..core.model import (
     ReportError,
     json_number,
     json_safe,
+    non_finite_fields,
 )
 from ..core.wire import parse_bytes
 from .accumulate import LogAccumulator
@@ -28,15 +29,21 @@ from .tail import FileTail
 
 
 def report_dict(r: ProgressReport) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        k: json_number(getattr(r, k))
+    """What ``r`` says, as JSON can hold it: a non-finite value (a diverged loss) is null
+    there and named in ``non_finite`` (``{"loss": "NaN"}``), as the runs API does."""
+    raw = {
+        k: getattr(r, k)
         for k in (*VALUE_FIELDS, "checkpoint_step", "checkpoint_timestamp", "checkpoint_seconds")
         if getattr(r, k) is not None
     }
+    out: dict[str, Any] = {k: json_number(v) for k, v in raw.items()}
     if r.metrics:
         out["metrics"] = {k: json_number(v) for k, v in r.metrics}
     if r.final:
         out["final"] = True
+    non_finite = non_finite_fields({**raw, **{f"metrics.{k}": v for k, v in r.metrics}})
+    if non_finite:
+        out["non_finite"] = non_finite
     return out
 
 
@@ -168,6 +175,9 @@ def inspect_path(path: str, now: float | None = None, extra: Extra = NO_EXTRA) -
     }
 
 
+SUBDOCS = ("metrics", "non_finite")  # a report's keys that are no value of their own
+
+
 def as_text(doc: dict[str, Any]) -> str:
     """One path's findings for a person: where, what kind, what matched, and the values
     read (the JSON's content, on a few lines)."""
@@ -185,10 +195,14 @@ def as_text(doc: dict[str, Any]) -> str:
         if bar:
             lines.append(f"  training bar: {bar['prefix']!r} {bar['n']}/{bar['total']}")
     report = doc["report"]
-    values = [f"{k} {v}" for k, v in report.items() if k != "metrics"]
+    named = report.get("non_finite", {})
+    values = [f"{k} {named.get(k, v)}" for k, v in report.items() if k not in SUBDOCS]
     lines.append("  read: " + (", ".join(values) if values else "no progress"))
     if report.get("metrics"):
-        lines.append("  metrics: " + ", ".join(f"{k} {v}" for k, v in report["metrics"].items()))
+        metrics = report["metrics"].items()
+        lines.append(
+            "  metrics: " + ", ".join(f"{k} {named.get(f'metrics.{k}', v)}" for k, v in metrics)
+        )
     return "\n".join(lines)
 
 
