@@ -2111,3 +2111,30 @@ def test_a_run_named_test_is_no_evaluation() -> None:
     ):
         report = _read_lines([line])
         assert (report.step, report.loss, report.eval_loss) == (100, 2.3, None), line
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 5),
+    st.integers(1, 60),
+    st.lists(st.sets(st.integers(1, 59), max_size=6), min_size=1, max_size=5),
+)
+def test_counts_under_epoch_headers_read_as_the_runs_step(
+    epochs: int, size: int, printed: list[set[int]]
+) -> None:
+    """Any loop that prints ``Epoch e/E`` and then some of its epoch's counts ``Step k/n``
+    (the epoch's last among them, as a loop that logs at the end of each epoch does): after
+    each line the step is the run's, (e - 1) x n + k, and the total E x n once an epoch
+    started over (before, the counter's own n)."""
+    from exporter.logs.accumulate import LogAccumulator
+
+    acc = LogAccumulator()
+    for epoch, chosen in enumerate(printed[:epochs], start=1):
+        for found in parse_message(f"Epoch {epoch}/{epochs}", NOW):
+            acc.feed(found, NOW)
+        for k in sorted({c for c in chosen if c < size} | {size}):
+            for found in parse_message(f"Step {k}/{size}, loss 0.5", NOW):
+                acc.feed(found, NOW)
+            report = acc.report()
+            assert report.step == (epoch - 1) * size + k
+            assert report.max_steps == (epochs * size if epoch > 1 else size)
