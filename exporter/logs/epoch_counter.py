@@ -6,10 +6,11 @@ Hand-written loops often print the epoch once and then count its batches::
     [Step 100] Past 100 steps: ...          Step 100/938, loss 0.31
 
 The count alone looks like the run's step; it is not once it starts over under a later
-header (or stands still across one: a run's own counter moves on in a new epoch). From then on the run's step is the earlier epochs' steps plus the count: each
-epoch's size where the counter prints it (``/938``), else the last count the epoch printed
-(the best the log tells). A counter that never starts over is the run's, as printed, and so
-is one that starts over without a later header (the script run again).
+header (or stands still across one: a run's own counter moves on in a new epoch). From then
+on the run's step is the earlier epochs' steps plus the count: each epoch's size where the
+counter prints it (``/938``), else the last count the epoch printed (the best the log
+tells). A counter that never starts over is the run's, as printed, and so is one that starts
+over without a later header (the script run again).
 """
 
 from __future__ import annotations
