@@ -2138,3 +2138,23 @@ def test_counts_under_epoch_headers_read_as_the_runs_step(
             report = acc.report()
             assert report.step == (epoch - 1) * size + k
             assert report.max_steps == (epochs * size if epoch > 1 else size)
+
+
+def test_a_phases_line_gives_its_loss_by_its_phase() -> None:
+    """``{phase} Loss: ...`` (the PyTorch transfer-learning tutorial's ``train_model``:
+    ``print(f'{phase} Loss: {epoch_loss:.4f} Acc: {epoch_acc:.4f}')``) and GAT's segments
+    ``Training: loss = ... | Val: loss = ...``: the train phase's loss, a validation's eval
+    loss. An early-stopping note ("Validation loss decreased (0.52 --> 0.48)") is none."""
+    tutorial = [
+        "Epoch 0/24",
+        "----------",
+        "train Loss: 0.5821 Acc: 0.6844",
+        "val Loss: 0.2232 Acc: 0.9281",
+    ]
+    report = _read_lines(tutorial)
+    assert (report.step, report.loss, report.eval_loss) == (None, 0.5821, 0.2232)
+    gat = "Training: loss = 1.46445, acc = 0.53571 | Val: loss = 1.68655, acc = 0.496 | Time: 1"
+    assert (_read_lines([gat]).loss, _read_lines([gat]).eval_loss) == (1.46445, 1.68655)
+    note = _read_lines(["Validation loss decreased (0.520000 --> 0.480000).  Saving model ..."])
+    assert (note.loss, note.eval_loss) == (None, None)
+    assert _read_lines(["train Loss: 0.5 | weird segment 3"]).loss is None

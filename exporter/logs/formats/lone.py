@@ -16,6 +16,13 @@ says nothing about the run that a custom metric should keep. In SB3's table the 
 ``total_timesteps`` is the environment steps so far, which ``learn(total_timesteps=N)``
 counts to N (stable_baselines3/common/logger.py prints the table); that row is the step.
 
+A phase's line names the phase, then its loss first (no counter; the epoch is on a header
+line of its own, or nowhere): the PyTorch transfer-learning tutorial's ``train Loss: 0.5821
+Acc: 0.6844`` and ``val Loss: 0.2232 Acc: 0.9281`` (``print(f'{phase} Loss: ...')``), GAT's
+``Training: loss = 1.46, acc = 0.53 | Val: loss = 1.68, acc = 0.49`` (one segment a phase).
+A validation or test phase's loss is the eval loss. "Validation loss decreased (0.52 -->
+0.48)" (an early-stopping note) is none: the loss must be a ``loss: value`` pair.
+
 Transformers' ``log_metrics`` prints its table under ``***** train metrics *****``, each row
 ``"  {key: <{k_width}} = {value:>{v_width}}"`` (trainer_pt_utils.py). Its ``train_`` rows sum
 up the whole run (``train_loss`` is the mean over every step), so they are not read; an
@@ -27,7 +34,7 @@ from __future__ import annotations
 import re
 
 from ..lines import Format, LineReport, native
-from .pairs import PAIR, Pair, number, to_fields
+from .pairs import PAIR, Pair, find_pairs, number, to_fields
 
 MAX_LINE = 256
 # A date and time before the pair ("2024-04-23 15:23:41.803760: "), as loggers stamp lines.
@@ -37,6 +44,28 @@ _STAMP = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?\
 _ROW = re.compile(r"^\s*\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{1,40})\s+\|$")
 _READ = ("loss", "eval_loss")
 _TRAINER_METRICS_ROW = re.compile(r"^  train_\w+ *= +\S+$")
+_PHASE = re.compile(
+    r"^(?P<phase>train|training|val|valid|validation|test|eval)\s*:?\s+(?=loss\s*[:=])", re.I
+)
+_EVALUATIONS = ("val", "valid", "validation", "test", "eval")
+
+
+def _phases(body: str) -> dict[str, object]:
+    """The losses of a line of phases (``train Loss: 0.58 Acc: 0.68``, ``Training: loss =
+    1.46, ... | Val: loss = 1.68, ...``), each segment's by its phase (an evaluation's loss
+    is the eval loss); empty unless every segment is a phase's (a last ``Time: ...`` aside)."""
+    doc: dict[str, object] = {}
+    for segment in body.split(" | "):
+        m = _PHASE.match(segment.strip())
+        if m is None:
+            return doc if doc and segment.strip().lower().startswith("time") else {}
+        fields = to_fields(
+            find_pairs(segment.strip()[m.end() :]), m["phase"].lower() in _EVALUATIONS
+        )
+        doc.update({k: v for k, v in fields.values.items() if k in _READ})
+    return doc
+
+
 _TABLE_STEP = "total_timesteps"
 
 
@@ -57,6 +86,9 @@ def parse_lone(msg: str, now: float) -> LineReport | None:
     else:
         stamp = _STAMP.match(text)
         body = text[stamp.end() :] if stamp is not None else text.lstrip()
+        if _PHASE.match(body):
+            phases = _phases(body)
+            return native(phases, now, "lone") if phases else None
         m = PAIR.fullmatch(body)
         if m is None or (value := number(m["value"])) is None:
             return None
