@@ -2158,3 +2158,20 @@ def test_a_phases_line_gives_its_loss_by_its_phase() -> None:
     note = _read_lines(["Validation loss decreased (0.520000 --> 0.480000).  Saving model ..."])
     assert (note.loss, note.eval_loss) == (None, None)
     assert _read_lines(["train Loss: 0.5 | weird segment 3"]).loss is None
+
+
+def test_an_epoch_header_from_zero_counts_the_last_epochs_index() -> None:
+    """``Epoch 0/24`` is no Keras header (Keras counts from 1) but a loop printing its
+    0-based epoch of the last (the PyTorch transfer-learning tutorial): 25 epochs, and its
+    later headers too; counts under them count within those epochs. Keras is unchanged."""
+    tutorial = ["Epoch 0/24", "train Loss: 0.58 Acc: 0.68", "Epoch 1/24", "train Loss: 0.49"]
+    assert _read_lines(tutorial).max_epochs == 25
+    counted = _read_lines(["Epoch 0/2", "Step 10/10 loss 0.5", "Epoch 1/2", "Step 10/10 loss 0.4"])
+    assert (counted.step, counted.max_steps, counted.max_epochs) == (20, 30, 3)
+    keras = [
+        "Epoch 1/3",
+        "1875/1875 [==============================] - 4s 2ms/step - loss: 0.29",
+        "Epoch 2/3",
+        "1875/1875 [==============================] - 4s 2ms/step - loss: 0.14",
+    ]
+    assert (_read_lines(keras).step, _read_lines(keras).max_epochs) == (3750, 3)

@@ -211,7 +211,16 @@ class LogAccumulator:
         of their own show it counts within an epoch (:mod:`~exporter.logs.epoch_counter`)."""
         r = line.report
         if line.epoch_of is not None and line.bar is None and line.parser in ("keras", "epochs"):
-            self.epoch_counter.heading(line.epoch_of[0], line.epoch_of[1] or None)
+            epoch, epochs = line.epoch_of
+            if line.parser == "keras" and (epoch == 0 or self.epoch_counter.from_zero):
+                # "Epoch 0/24": no Keras (it counts from 1) but a loop printing its 0-based
+                # epoch of the last (the PyTorch tutorials): 25 epochs, epoch 1 of them.
+                self.epoch_counter.from_zero = True
+                epoch, epochs = epoch + 1, epochs + 1
+                line = line._replace(
+                    report=replace(r, max_epochs=float(epochs)), epoch_of=(epoch, epochs)
+                )
+            self.epoch_counter.heading(epoch, epochs or None)
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             step, total = self.epoch_counter.count(r.step, r.max_steps)
             if self.epoch_counter.relative:

@@ -29,6 +29,7 @@ class EpochCounter:
     last_header: int | None = None  # the header it was printed under
     size: int | None = None  # an epoch's steps, where the counter prints them
     relative: bool = False  # the counter started over under a later header
+    from_zero: bool = False  # "Epoch 0/24" was read: headers print the last epoch's index
 
     def heading(self, epoch: int, epochs: int | None) -> None:
         """A header line: epoch ``epoch`` (of ``epochs``, where it says) begins."""
