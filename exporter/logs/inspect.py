@@ -64,7 +64,6 @@ def messages(
     tail = FileTail(path, backfill=1 << 62, budget=4 << 20)  # the whole file, 4 MiB at a time
     joiner = CriJoiner()
     search = HINT_BYTES.search
-    quick = skipped is not None
     try:
         while True:
             lines = tail.read()
@@ -73,7 +72,7 @@ def messages(
             for raw in lines:
                 start, stream, partial = cri_head(raw)
                 if (
-                    quick
+                    skipped is not None
                     and (
                         # A whole CRI line of a stream with no partial line waiting, or a
                         # line of another shape that can be neither (a partial chunk is
@@ -85,7 +84,7 @@ def messages(
                     and not search(raw, start)
                     and not (rows and rows[0] and ROW_BYTES.search(raw))
                 ):
-                    skipped[0] += 1  # type: ignore[index]
+                    skipped[0] += 1
                     continue
                 message = (
                     joiner.push_head(raw, start, stream, partial, now)

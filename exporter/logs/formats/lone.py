@@ -55,13 +55,11 @@ def _phases(body: str) -> dict[str, object]:
     1.46, ... | Val: loss = 1.68, ...``), each segment's by its phase (an evaluation's loss
     is the eval loss); empty unless every segment is a phase's (a last ``Time: ...`` aside)."""
     doc: dict[str, object] = {}
-    for segment in body.split(" | "):
-        m = _PHASE.match(segment.strip())
+    for segment in (s.strip() for s in body.split(" | ")):
+        m = _PHASE.match(segment)
         if m is None:
-            return doc if doc and segment.strip().lower().startswith("time") else {}
-        fields = to_fields(
-            find_pairs(segment.strip()[m.end() :]), m["phase"].lower() in _EVALUATIONS
-        )
+            return doc if doc and segment.lower().startswith("time") else {}
+        fields = to_fields(find_pairs(segment[m.end() :]), m["phase"].lower() in _EVALUATIONS)
         doc.update({k: v for k, v in fields.values.items() if k in _READ})
     return doc
 
