@@ -2175,3 +2175,78 @@ def test_an_epoch_header_from_zero_counts_the_last_epochs_index() -> None:
         "1875/1875 [==============================] - 4s 2ms/step - loss: 0.14",
     ]
     assert (_read_lines(keras).step, _read_lines(keras).max_epochs) == (3750, 3)
+
+
+def test_a_step_key_that_disagrees_with_the_counter_takes_the_counters_total_away() -> None:
+    """Coqui TTS (round 50): ``--> STEP: 49/377 -- GLOBAL_STEP: 370050``: the counter counts the
+    epoch's batches, so its 377 is no total of the run's 370050 steps; the line needs no value
+    beside its two counts. A step key that agrees keeps the counter's total."""
+    report = _read_lines(["    --> STEP: 49/377 -- GLOBAL_STEP: 370050", "      | > loss_0: 2.4"])
+    assert (report.step, report.max_steps) == (370050, None)
+    agreeing = _read_lines(["step 40/100 | global_step: 40 | loss: 0.5"])
+    assert (agreeing.step, agreeing.max_steps, agreeing.loss) == (40, 100, 0.5)
+    assert _read_lines(["saved at step 100"]).step is None  # one count alone is a sentence
+
+
+def test_a_loops_count_after_an_epochs_number_claims_no_total() -> None:
+    """DrQA (round 50): ``Epoch = 0 | iter = 1150/2714``: the count may be the epoch's (it is,
+    in DrQA's train.py), so 2714 is no total; once it starts over under the next epoch it
+    counts on from the last. A count before the epoch (OLMo's ``[step=1/739328,epoch=0]``),
+    beside the number of epochs, or PaddleSeg's global ``[TRAIN] epoch: 1, iter: 20/500``
+    keeps its total."""
+    drqa = "[ train: Epoch = {e} | iter = {i}/2714 | loss = 4.95 | elapsed time = 87.94 (s) ]"
+    first = _read_lines([drqa.format(e=0, i=1150)])
+    assert (first.step, first.max_steps, first.loss) == (1150, None, 4.95)
+    later = _read_lines([drqa.format(e=0, i=2700), drqa.format(e=1, i=25)])
+    assert (later.step, later.max_steps) == (2725, None)
+    olmo = _read_lines(["[step=3/739328,epoch=0]", "    train/CrossEntropyLoss=12.18"])
+    assert (olmo.step, olmo.max_steps) == (3, 739328)
+    epochs = _read_lines(["Epoch 1/3 | iter 20/500 | loss 0.4"])
+    assert (epochs.step, epochs.max_steps) == (20, 1500)
+    paddleseg = _read_lines(["[TRAIN] epoch: 2, iter: 620/1000, loss: 1.0859, lr: 0.009"])
+    assert (paddleseg.step, paddleseg.max_steps) == (620, 1000)
+
+
+def test_a_count_of_an_epoch_names_the_epoch_after_it() -> None:
+    """DLRM's ``Finished training it 8192/315310 of epoch 0`` and RSC's ``30/42 of epoch 6/30``
+    (round 50): a count within the epoch. Epoch 0 is the first; a line printing the number of
+    epochs counts from 1; a later epoch of unknown base places no step."""
+    dlrm = _read_lines(
+        ["Finished training it 8192/315310 of epoch 0, 12.80 ms/it, loss 0.441182, accuracy 80.4 %"]
+    )
+    assert (dlrm.step, dlrm.max_steps, dlrm.loss) == (8192, None, 0.441182)
+    rsc = _read_lines(["30/42 of epoch 6/30 class : 0.208 - acc class : 92.97 [bs:128]"])
+    assert (rsc.step, rsc.max_steps) == (5 * 42 + 30, 30 * 42)
+    unknown = _read_lines(["Finished training it 100/315310 of epoch 2, loss 0.42"])
+    assert (unknown.step, unknown.loss) == (None, 0.42)
+
+
+def test_a_dict_that_names_its_step_and_loss_otherwise_gives_them() -> None:
+    """ParlAI's train report (round 50): ``[ time:... ] {'exs': 570, 'mean_loss': 4.698, ...,
+    'total_train_updates': 73}``: the vocabulary's step and loss keys; Tianshou's bar postfix
+    ``env_step=250000`` is its step, not the bar's count. A dict with neither is no report."""
+    parlai = (
+        "[ time:82.0s total_exs:2190 epochs:0.03 ] {'exs': 570, 'mean_loss': 4.698, "
+        "'lr': 5e-05, 'total_train_updates': 73}"
+    )
+    report = _read_lines([parlai])
+    assert (report.step, report.loss) == (73, 4.698)
+    assert "total_train_updates" not in dict(report.metrics)
+    assert _read_lines(["{'exs': 570, 'rank': 14.19, 'mrr': 0.1575}"]).step is None
+    tianshou = (
+        "Epoch #{e}: 50001it [00:40, 1244.54it/s, env_step={s}, len=200, loss=-0.562, n/ep=7]"
+    )
+    run = _read_lines([tianshou.format(e=1, s=50000), tianshou.format(e=2, s=100000)])
+    assert (run.step, run.loss) == (100000, -0.562)
+
+
+def test_lines_of_values_under_an_epochs_header_are_that_epochs() -> None:
+    """chemprop's loop (round 50): ``Epoch 25`` on a line of its own, then ``Loss = 3.77e-01,
+    PNorm = 37.1, GNorm = 0.62, lr_0 = 1.36e-04`` lines with no counter: their loss is the
+    run's (its step unknown). Under no header, or after an evaluation's line, such a line
+    says nothing."""
+    lines = ["Epoch 25", "Loss = 3.7729e-01, PNorm = 37.1023", "Loss = 3.2899e-01, PNorm = 37.12"]
+    report = _read_lines(lines)
+    assert (report.step, report.loss) == (None, 0.32899)
+    assert _read_lines(lines[1:]).loss is None
+    assert _read_lines(["Epoch 25", "Validation loss = 0.61"]).loss is None

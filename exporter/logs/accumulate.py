@@ -111,6 +111,10 @@ class LogAccumulator:
     # The last line read was a counted progress line with no loss: a line of values with no
     # counter right after it (LineReport.part "continued") is the rest of the same message.
     awaits_loss: bool = False
+    # An epoch's header on a line of its own was the last line read, or only lines of values
+    # since (chemprop's "Epoch 25", then "Loss = 3.77e-01, PNorm = 37.1, ..."): such lines
+    # are the epoch's, their step unknown.
+    under_header: bool = False
     # A training table's header (exporter.logs.formats.table) and its last row's count:
     # rows of bare numbers are read under it, each counting on from the one before.
     table: tuple[str, ...] = ()
@@ -120,7 +124,7 @@ class LogAccumulator:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
         log says (its CRI timestamp). Returns whether the line was taken: a line that is
         part of another (``LineReport.part``) is dropped where that other is not there."""
-        if line.part == "continued" and not self.awaits_loss:
+        if line.part == "continued" and not (self.awaits_loss or self.under_header):
             return False  # values of no counted line: nothing says which step they are
         if line.parser == "table":
             if not line.part:
@@ -135,6 +139,9 @@ class LogAccumulator:
     def _take(self, line: LineReport, now: float, at: float | None) -> None:
         """What :meth:`feed` takes: one line of its own, read."""
         line = self._counted(line)
+        self.under_header = line.parser == "epochs" or (
+            line.part == "continued" and self.under_header
+        )
         self.awaits_loss = (
             line.parser == "progress"
             and not line.part
@@ -222,6 +229,8 @@ class LogAccumulator:
                 )
             self.epoch_counter.heading(epoch, epochs or None)
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
+            if line.epoch_of is not None:  # the epoch's number on the count's own line
+                self.epoch_counter.heading(line.epoch_of[0], None)
             step, total = self.epoch_counter.count(r.step, r.max_steps)
             if self.epoch_counter.relative:
                 if total is None and self.values.get("max_steps") == self.epoch_counter.size:

@@ -25,6 +25,9 @@ class Count(NamedTuple):
     # An epoch alone ("Epoch 3/10:", "(Epoch 21)"): a per-epoch summary, whose values are
     # read only where the vocabulary names one (its step is unknown).
     summary: bool = False
+    # A loop's own "step i/n" or "iter i" (not a global step's): beside an epoch's number
+    # it may count within that epoch (exporter.logs.epoch_counter decides).
+    loop: bool = False
 
 
 def _int(text: str | None) -> int | None:
@@ -106,6 +109,21 @@ def _epoch_of_n(m: re.Match[str]) -> Count:
         return Count()
     done = e if e == 0 else e - 1
     return _epoch_relative(done, int(m["i"]), int(m["n"]), epochs)
+
+
+def _of_epoch(m: re.Match[str]) -> Count:
+    """``i/n of epoch e[/E]``: DLRM's ``Finished training it 8192/315310 of epoch 0`` (the
+    1-based iteration, epoch 0 the first: dlrm_s_pytorch.py) and RSC's ``30/42 of epoch 6/30``
+    (the batch index, the 1-based epoch of 30: utils/Logger.py). The count is within the
+    epoch; which epoch is first is 0 where one prints 0, else 1 where the line prints the
+    number of epochs (the last shows ``E/E``); a later epoch of unknown base places no step."""
+    e, i, n = int(m["e"]), int(m["i"]), int(m["n"])
+    epochs = _int(m["E"])
+    if e == 0:
+        return _epoch_relative(0, i, n, epochs)
+    if epochs is None or e > epochs:
+        return Count()
+    return _epoch_relative(e - 1, i, n, epochs)
 
 
 def _fairseq(m: re.Match[str]) -> Count:
@@ -190,6 +208,13 @@ def _lua_rnn(m: re.Match[str]) -> Count:
 
 def _step_of(m: re.Match[str]) -> Count:
     return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")))
+
+
+def _loop_count(m: re.Match[str]) -> Count:
+    """A loop's ``step i/n``, ``iter: i``: the step as printed (and its total), unless an
+    epoch beside it shows it counts within the epoch (:func:`.progress.read_progress`)."""
+    glob = m[0].lstrip().lower().startswith("global")
+    return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")), loop=not glob)
 
 
 def _clu(m: re.Match[str]) -> Count:
@@ -339,6 +364,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # iteration just learned (on_policy_runner.py: for it in range(start, tot_iter)).
     (re.compile(r"\bLearning iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _after_index),
     (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
+    # PaddleSeg's "[TRAIN] epoch: 1, iter: 20/500": the run's iteration of its iters
+    # (paddleseg/core/train.py; the epoch is derived from it, (iter - 1) // iters_per_epoch + 1).
+    (re.compile(r"\[TRAIN\] epoch: \d{1,9}, iter: (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _step_of),
     (
         re.compile(
             r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d{1,9})\s*/\s*(?P<E>\d{1,9})\]?[\s,;|]+"
@@ -348,6 +376,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _epoch_of_n,
     ),
     (re.compile(r"\bEpoch\s+(?P<e>\d{1,9}),\s+(?P<i>\d{1,12})/\s*(?P<n>\d{1,12});"), _onmt_epoch),
+    (
+        re.compile(
+            r"(?i)(?<![\w/.])(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15}) of epoch (?P<e>\d{1,9})"
+            r"(?:\s*/\s*(?P<E>\d{1,9}))?(?![\d/.])"
+        ),
+        _of_epoch,
+    ),
     # icefall's "Epoch 0, batch 500, loss[...]": the batch's index within an epoch whose
     # size it does not print (train.py's enumerate(train_dl)); its epochs count from 0 in
     # older recipes and from 1 in newer ones, so only epoch 0 is surely the first.
@@ -387,7 +422,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
             r"(?P<n>\d{1,15})\]?(?![\d/.])"
         ),
-        _step_of,
+        _loop_count,
     ),
     # "iter: [10/500]", "Iteration 5/100"
     (
@@ -395,15 +430,18 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]?"
             r"(?![\d/.])"
         ),
-        _step_of,
+        _loop_count,
     ),
     # "step: 4", "step:1 -", "Step 1 |", "completed step: 9", "global step 37:"
     (
         re.compile(r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"),
-        _step_of,
+        _loop_count,
     ),
     # "iter: 1259", "iter 1631:"
-    (re.compile(r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"), _step_of),
+    (
+        re.compile(r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"),
+        _loop_count,
+    ),
     # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832",
     # "num_epoch: 44, loss: 0.3741" (a loop's epoch just done)
     (

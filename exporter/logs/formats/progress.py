@@ -69,6 +69,8 @@ _BARE = re.compile(r"^\s*(?P<i>\d{1,12})\s+\|\s+(?=[A-Za-z])")
 _EPOCHS = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}\s*(?:/|of)\s*(?P<n>\d{1,9})(?![\d/])")
 # "epoch 3", "Epoch 3:": a counter too (never read as a pair: 0- or 1-based is the tool's).
 _EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
+# "Epoch = 0" beside a loop's "iter = 1150/2714" (DrQA): the count may be the epoch's.
+_EPOCH_NUMBER = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})(?![\d/.])")
 # An evaluation line: what it prints before its first value says so (MaxText's "eval metrics
 # after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...").
 _EVAL_PHRASE = re.compile(
@@ -140,8 +142,27 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         return None
     step = values.pop("step", None)
     doc: dict[str, object] = {}
+    epoch_of = None
+    # A counter and a step key on one line ("STEP: 49/377 -- GLOBAL_STEP: 370050"): two
+    # counts are no sentence's "saved at step 100", so the line stands without a value.
+    counted_twice = step is not None and count.step is not None
+    number = _EPOCH_NUMBER.search(msg[:start]) if count.loop else None
+    if number is not None and not _EPOCHS.search(msg):
+        # A loop's count after the epoch's number (not the number of epochs) may count
+        # within it: its total is the epoch's or the run's, unknown, and the accumulator's
+        # epoch counter tells whether the count starts over in each epoch (DrQA's "Epoch = 1
+        # | iter = 25/2714"). A count that leads its line, the epoch after it, is the run's
+        # (OLMo's "[step=1/739328,epoch=0]").
+        count = count._replace(total=None)
+        epoch_of = (int(number["e"]), 0)
     if step is not None and step >= 0 and step == int(step):
         doc["step"] = int(step)
+        if count.step is not None and int(step) != count.step:
+            # A step key the counter does not agree with: the counter counts something else,
+            # the epoch's batches (Coqui's "STEP: 49/377 -- GLOBAL_STEP: 370050"), and its
+            # total is no more the run's than its count (its epoch, where it places one, is
+            # still the epoch's: fairseq's "epoch 001: 440 / 614 ... num_updates=441").
+            count = count._replace(total=None)
     elif count.step is not None:
         doc["step"] = count.step + (1 if _INDEX_OF_STEP_TAKEN.match(msg) else 0)
     said = {k: v for k, v in values.items() if k != "max_steps" or v == int(v)}
@@ -168,13 +189,16 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         # is too common a word ("saved at step 100").
         if "step" not in doc and (found is None or count.step is not None):
             return None
-        if not (named or fields.metrics or "max_steps" in doc):
+        if not (named or fields.metrics or "max_steps" in doc or counted_twice):
             return None
         if count.summary and not named:
             return None  # "Epoch 5: val_loss improved from 0.52 to 0.48" is no summary
     if fields.metrics:
         doc["metrics"] = fields.metrics
-    return native(doc, now, "progress")
+    found_report = native(doc, now, "progress")
+    if found_report is not None and epoch_of is not None:
+        found_report = found_report._replace(epoch_of=epoch_of)
+    return found_report
 
 
 FORMAT = Format("progress", HINTS, read_progress)

@@ -61,6 +61,21 @@ def _slow_literal(text: str) -> object:
         return None
 
 
+def _best(value: dict[object, object], name: str) -> str | None:
+    """The key of ``value`` the vocabulary ranks best among those naming field ``name``
+    with a number, or None."""
+    ranked = [
+        (found[1], k)
+        for k, v in value.items()
+        if isinstance(k, str)
+        and isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and (found := field_of(k)) is not None
+        and found[0] == name
+    ]
+    return min(ranked)[1] if ranked else None
+
+
 def parse_transformers(msg: str, now: float) -> LineReport | None:
     if "{'" not in msg:
         return None
@@ -68,31 +83,31 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
     if not m:
         return None
     value = _literal_dict(m.group(1))
-    if not isinstance(value, dict) or not _TRANSFORMERS_KEYS & set(value):
+    if not isinstance(value, dict):
+        return None
+    loss_key = None if "loss" in value else _best(value, "loss")
+    step_key = "step" if "step" in value else _best(value, "step")
+    if not (_TRANSFORMERS_KEYS & set(value) or loss_key or step_key):
+        # A dict of the same family that names its loss or step otherwise (ParlAI's train
+        # report: "{'exs': 570, 'mean_loss': 4.698, ..., 'total_train_updates': 73}").
         return None
     known = {
         k: value[k]
         for k in ("loss", "grad_norm", "learning_rate", "eval_loss", "epoch")
         if k in value
     }
-    if "loss" not in known and "train_runtime" not in value:
+    if loss_key is not None and "train_runtime" not in value:
         # A trainer of Trainer's family that names its loss otherwise (TRL's PPOTrainer:
         # "loss/policy_avg"): the vocabulary's best-ranked loss key.
-        ranked = [
-            (found[1], k)
-            for k, v in value.items()
-            if isinstance(k, str)
-            and isinstance(v, int | float)
-            and not isinstance(v, bool)
-            and (found := field_of(k)) is not None
-            and found[0] == "loss"
-        ]
-        if ranked:
-            known["loss"] = value[min(ranked)[1]]
-    step = value.get("step")
-    if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
-        known["step"] = step  # TFTrainer's dicts carry its global_step (trainer_tf.py)
-    rest = {k: v for k, v in value.items() if k not in known and isinstance(k, str)}
+        known["loss"] = value[loss_key]
+    step = value.get(step_key) if step_key else None
+    if isinstance(step, int | float) and not isinstance(step, bool) and step >= 0 and step % 1 == 0:
+        # TFTrainer's dicts carry its global_step (trainer_tf.py), ParlAI's its
+        # total_train_updates.
+        known["step"] = int(step)
+    rest = {
+        k: v for k, v in value.items() if k not in known and k != step_key and isinstance(k, str)
+    }
     doc: dict[str, object] = {**known, "metrics": rest}
     if "train_runtime" in value and "train_loss" in value and "loss" not in value:
         # The summary Trainer logs once training is over (trainer.py: speed_metrics("train",

@@ -30,6 +30,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "test_num_updates",
         "acc_iter",  # OpenPCDet
         "current_steps",  # LLaMA-Factory trainer_log.jsonl
+        "total_train_updates",  # ParlAI's train report
+        "env_step",  # Tianshou's trainer: environment steps, its logger's x axis
         "trainer/global_step",
         "step",
         "steps",  # SpeechBrain's train logger: "epoch: 81, lr: ..., steps: 43659, ..."
