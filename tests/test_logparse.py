@@ -2250,3 +2250,47 @@ def test_lines_of_values_under_an_epochs_header_are_that_epochs() -> None:
     assert (report.step, report.loss) == (None, 0.32899)
     assert _read_lines(lines[1:]).loss is None
     assert _read_lines(["Epoch 25", "Validation loss = 0.61"]).loss is None
+
+
+def test_a_loops_count_in_groups_of_thousands_is_the_whole_number() -> None:
+    """BasicSR and IRN (round 51) log ``<epoch: 86, iter: 107,200, lr:2.500e-05>`` ('{:8,d}'):
+    the iteration is 107200, not 107 (which the epoch's number beside it then made 214). A
+    comma that only separates values is no group."""
+    basicsr = (
+        "19-08-09 08:25:25.996 - INFO: <epoch: 86, iter: 107,200, lr:2.500e-05> l_g_pix: 1.4e-03"
+    )
+    assert _read_lines([basicsr]).step == 107200
+    irn = "20-07-29 21:08:17.830 - INFO: <epoch:1599, iter:  80,000> psnr: 3.1740e+01."
+    assert _read_lines([irn]).step == 80000
+    assert _read_lines(["step 12, loss 0.5, lr 0.001"]).step == 12
+    assert _read_lines(["iter 5,100 loss 0.4"]).step == 5100
+
+
+def test_mlx_lms_start_line_gives_the_runs_iterations() -> None:
+    """mlx-lm (round 51): ``Starting training..., iters: 3000`` (mlx_lm/tuner/trainer.py) is the
+    run's total; its ``Iter n: Train loss`` lines are the steps."""
+    report = _read_lines(
+        [
+            "Starting training..., iters: 3000",
+            "Iter 1: Val loss 2.480, Val took 0.732s",
+            "Iter 110: Train loss 1.188, Learning Rate 1.000e-05, It/sec 0.780, Tokens/sec 84.555",
+        ]
+    )
+    assert (report.step, report.max_steps, report.loss, report.eval_loss) == (
+        110,
+        3000,
+        1.188,
+        2.48,
+    )
+    assert _read_lines(["Starting training..., please wait"]).max_steps is None
+
+
+def test_gaussian_splattings_stamped_end_ends_the_run() -> None:
+    """3D Gaussian Splatting (round 51) ends with ``Training complete. [11/07 14:03:13]`` (its
+    safe_state stamps each line): the run's end. The words without its stamp are any
+    script's, which may go on to a next stage: no end."""
+    bar = "Training progress: 100%|#####| 30000/30000 [06:19<00:00, 78.99it/s, Loss=0.2308751]"
+    done = _read_lines([bar, "", "Training complete. [11/07 14:03:13]"])
+    assert (done.step, done.max_steps, done.final) == (30000, 30000, True)
+    assert not _read_lines([bar, "Training complete."]).final
+    assert not _read_lines(["Stage 1: Training complete. [11/07 14:03:13] next: stage 2"]).final

@@ -8,7 +8,9 @@
 * kohya-ss' trainers (sd-scripts, musubi-tuner), in English and Japanese: ``total
   optimization steps / 学習ステップ数: 96`` (``train_network.py``);
 * mmcv's runners (mmdetection 2, mmclassification): ``workflow: [('train', 1)], max: 12
-  epochs`` (``EpochBasedRunner.run``) or ``max: 90000 iters`` (``IterBasedRunner.run``).
+  epochs`` (``EpochBasedRunner.run``) or ``max: 90000 iters`` (``IterBasedRunner.run``);
+* mlx-lm's trainer (LoRA and full fine-tuning on Apple silicon): ``Starting training...,
+  iters: 3000`` (mlx_lm/tuner/trainer.py: ``args.iters``, the run's iterations).
 
 Only the run's planned length is read here: a banner says nothing of progress.
 """
@@ -23,6 +25,7 @@ from ..lines import Format, LineReport
 _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")
 _KOHYA = re.compile(r"\btotal optimization steps / [^:=]{1,40}: (?P<n>\d{1,15})\b")
 _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
+_MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 
 
@@ -34,7 +37,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         if mmcv["unit"] == "iters":
             return LineReport("banner", ProgressReport(max_steps=n))
         return LineReport("banner", ProgressReport(max_epochs=float(n)))
-    steps = _STEPS.search(msg) or _KOHYA.search(msg)
+    steps = _STEPS.search(msg) or _KOHYA.search(msg) or _MLX.search(msg)
     epochs = _EPOCHS.search(msg)
     if steps is None and epochs is None:
         return None
@@ -55,6 +58,7 @@ FORMAT = Format(
         "Total steps = ",
         "Num Epochs = ",
         "workflow: ",
+        "Starting training..., iters: ",
     ),
     parse_banner,
 )

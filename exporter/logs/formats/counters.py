@@ -234,6 +234,8 @@ def _eval_count(m: re.Match[str]) -> Count:
 
 
 _N = r"(\d{1,15})"
+# A count in groups of thousands ("iter: 107,600", BasicSR's '{:8,d}'): the whole number.
+_GROUPED = r"\d{1,3}(?:,\d{3})+(?!\d|,\d)"
 # The loop's counter, most specific first; the first found is the line's.
 COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] = (
     # Trainer's notebook progress as text: "[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]"
@@ -434,12 +436,17 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     ),
     # "step: 4", "step:1 -", "Step 1 |", "completed step: 9", "global step 37:"
     (
-        re.compile(r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"),
+        re.compile(
+            rf"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*(?P<i>{_GROUPED}|\d{{1,15}})"
+            r"(?![\w/.%])"
+        ),
         _loop_count,
     ),
     # "iter: 1259", "iter 1631:"
     (
-        re.compile(r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>\d{1,15})(?![\w/.%])"),
+        re.compile(
+            rf"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>{_GROUPED}|\d{{1,15}})(?![\w/.%])"
+        ),
         _loop_count,
     ),
     # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832",

@@ -1,12 +1,18 @@
-"""``ends``: a trainer's own sentence that training stopped at its planned number of steps.
+"""``ends``: a trainer's own sentence that training is over.
 
     [INFO] Reached max_steps (1635), stopping training.        LLaMA-Factory v1's trainer
     Reached max_steps (5000). Stopping training.               scripts of the same wording
+    Training complete. [11/07 14:03:13]                        3D Gaussian Splatting
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
 the sentence: agents and RL episodes print "reached max_steps (N)" for an attempt or an
 episode that gave up.
+
+3D Gaussian Splatting's train.py ends with ``print("\nTraining complete.")`` under its
+``safe_state``, which stamps every line it prints with `` [%d/%m %H:%M:%S]``
+(utils/general_utils.py): the sentence alone on its line with that stamp is its end (the
+words without it are any script's, which may train on in a next stage).
 """
 
 from __future__ import annotations
@@ -21,12 +27,16 @@ _MAX_STEPS_REACHED = re.compile(
     r"\s*(?:\.|!|$)"
 )
 
+_GAUSSIAN_SPLATTING_END = re.compile(r"^\s*Training complete\. \[\d\d/\d\d \d\d:\d\d:\d\d\]\s*$")
+
 
 def parse_ends(msg: str, now: float) -> LineReport | None:
+    if _GAUSSIAN_SPLATTING_END.match(msg):
+        return LineReport("ends", ProgressReport(final=True))
     m = _MAX_STEPS_REACHED.search(msg)
     if m is None or (n := int(m["n"])) <= 0:
         return None
     return LineReport("ends", ProgressReport(step=n, max_steps=n, final=True))
 
 
-FORMAT = Format("ends", ("Reached max_steps (",), parse_ends)
+FORMAT = Format("ends", ("Reached max_steps (", "Training complete. ["), parse_ends)
