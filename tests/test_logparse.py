@@ -2294,3 +2294,34 @@ def test_gaussian_splattings_stamped_end_ends_the_run() -> None:
     assert (done.step, done.max_steps, done.final) == (30000, 30000, True)
     assert not _read_lines([bar, "Training complete."]).final
     assert not _read_lines(["Stage 1: Training complete. [11/07 14:03:13] next: stage 2"]).final
+
+
+def test_time_series_librarys_counts_within_epochs_take_the_size_its_summary_prints() -> None:
+    """Informer and the Time-Series-Library family (round 52): ``iters: 200, epoch: 5 | loss:``
+    counts the (1-based) epoch's batches; ``Epoch: 4, Steps: 225 | Train Loss ... Vali Loss ...
+    Test Loss ...`` prints the epoch's size after it (225, not a step): four epochs of 225
+    and 200 more. Before any summary a later epoch's count places no step; the validation
+    set's loss is the eval loss, not the test set's."""
+    lines = [
+        "Epoch: 4, Steps: 225 | Train Loss: 0.1432611 Vali Loss: 0.1369737 Test Loss: 0.2011482",
+        "\titers: 100, epoch: 5 | loss: 0.1322199",
+        "\tspeed: 0.3368s/iter; left time: 118.2158s",
+        "\titers: 200, epoch: 5 | loss: 0.1428038",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss) == (4 * 225 + 200, 0.1428038, 0.1369737)
+    summary = _read_lines(lines[:1])
+    assert (summary.step, summary.loss) == (900, 0.1432611)
+    alone = _read_lines(["\titers: 1700, epoch: 6 | loss: 0.5045499"])
+    assert (alone.step, alone.loss) == (None, 0.5045499)
+    assert _read_lines(["\titers: 300, epoch: 1 | loss: 0.0452041"]).step == 300
+
+
+def test_a_loggers_bracket_before_a_lone_loss_is_no_part_of_it() -> None:
+    """kur (round 52): ``[INFO 2017-03-02 18:11:38,332 kur.model.executor:175] Validation loss:
+    155.686`` is a validation's loss alone on its line; a bracket that is no logger's (no
+    level first) is still no stamp."""
+    line = "[INFO 2017-03-02 18:11:38,332 kur.model.executor:175] Validation loss: 155.686"
+    report = _read_lines([line])
+    assert (report.loss, report.eval_loss) == (None, 155.686)
+    assert _read_lines(["[note] loss: 0.5"]).loss is None

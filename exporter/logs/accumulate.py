@@ -228,6 +228,12 @@ class LogAccumulator:
                     report=replace(r, max_epochs=float(epochs)), epoch_of=(epoch, epochs)
                 )
             self.epoch_counter.heading(epoch, epochs or None)
+        elif line.within is not None and r.step is None and self.steps_per_epoch:
+            # A count within an epoch whose size an earlier line printed (Time-Series-Library:
+            # "Epoch: 4, Steps: 225 | ..." before "iters: 200, epoch: 5 | loss: ...").
+            done, count = line.within
+            step = int(done * self.steps_per_epoch) + count
+            return line._replace(report=replace(r, step=step))
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             if line.epoch_of is not None:  # the epoch's number on the count's own line
                 self.epoch_counter.heading(line.epoch_of[0], None)

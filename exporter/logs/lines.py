@@ -55,6 +55,9 @@ class LineReport(NamedTuple):
     # Keras 1 and 2's fit() on arrays: "Train on 3523 samples": its bars of that length
     # count samples, not steps (keras/engine/training_arrays.py).
     samples: int | None = None
+    # A count within an epoch whose size this line does not print: (epochs done, the count);
+    # the accumulator makes it the run's step where it learned the epoch's size.
+    within: tuple[int, int] | None = None
 
 
 def native(

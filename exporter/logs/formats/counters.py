@@ -28,6 +28,9 @@ class Count(NamedTuple):
     # A loop's own "step i/n" or "iter i" (not a global step's): beside an epoch's number
     # it may count within that epoch (exporter.logs.epoch_counter decides).
     loop: bool = False
+    # A count within an epoch of a size the line does not print: (epochs done, the count).
+    # The accumulator places it where another line printed the epoch's size.
+    within: tuple[int, int] | None = None
 
 
 def _int(text: str | None) -> int | None:
@@ -124,6 +127,25 @@ def _of_epoch(m: re.Match[str]) -> Count:
     if epochs is None or e > epochs:
         return Count()
     return _epoch_relative(e - 1, i, n, epochs)
+
+
+def _tslib_iters(m: re.Match[str]) -> Count:
+    """The Time-Series-Library family (Informer, Autoformer, TimesNet, PatchTST, iTransformer):
+    ``\titers: {i + 1}, epoch: {epoch + 1} | loss: ...``, the 1-based batch of the 1-based
+    epoch, whose size only its summary line prints (:func:`_tslib_epoch`)."""
+    e, i = int(m["e"]), int(m["i"])
+    if e < 1:
+        return Count()
+    return Count(step=i if e == 1 else None, within=(e - 1, i))
+
+
+def _tslib_epoch(m: re.Match[str]) -> Count:
+    """Its summary after each epoch: ``Epoch: {epoch + 1}, Steps: {train_steps} | Train Loss:
+    ...`` with train_steps = len(train_loader): the epoch's size, so E epochs of it are done."""
+    e, n = int(m["e"]), int(m["n"])
+    if e < 1 or n < 1:
+        return Count()
+    return Count(step=e * n, epoch=float(e))
 
 
 def _fairseq(m: re.Match[str]) -> Count:
@@ -366,6 +388,8 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # iteration just learned (on_policy_runner.py: for it in range(start, tot_iter)).
     (re.compile(r"\bLearning iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _after_index),
     (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
+    (re.compile(r"^\s*iters: (?P<i>\d{1,12}), epoch: (?P<e>\d{1,9}) \| (?=loss: )"), _tslib_iters),
+    (re.compile(r"^\s*Epoch: (?P<e>\d{1,9}), Steps: (?P<n>\d{1,12}) \| "), _tslib_epoch),
     # PaddleSeg's "[TRAIN] epoch: 1, iter: 20/500": the run's iteration of its iters
     # (paddleseg/core/train.py; the epoch is derived from it, (iter - 1) // iters_per_epoch + 1).
     (re.compile(r"\[TRAIN\] epoch: \d{1,9}, iter: (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _step_of),

@@ -4,6 +4,7 @@ Some tools print one value per line rather than a counter with its pairs:
 
     2024-04-23 15:23:41.803760: train_loss -0.7526                    nnU-Net v2
     2022-02-11 09:39:24.112771: train loss : -0.6745                  nnU-Net v1
+    [INFO 2017-03-02 18:11:38,332 kur.model.executor:175] Validation loss: 155.686   kur
         train/CrossEntropyLoss=0.0                                    OLMo's block, under its
                                                                       "[step=3/739328,epoch=0]"
     |    loss                 | 20.1        |                         Stable-Baselines3
@@ -38,7 +39,12 @@ from .pairs import PAIR, Pair, find_pairs, number, to_fields
 
 MAX_LINE = 256
 # A date and time before the pair ("2024-04-23 15:23:41.803760: "), as loggers stamp lines.
-_STAMP = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?\s+")
+_STAMP = re.compile(
+    r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?"
+    # A logger's bracket with its level first (kur's "[INFO 2017-03-02 18:11:38,332
+    # kur.model.executor:175] Validation loss: 155.686").
+    r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR) [^\[\]]{1,160}\])\s+"
+)
 # SB3's row: "|    loss                 | 20.1        |" (Stable Baselines 2 indents its table:
 # " | policy_loss              | -0.011813248  |").
 _ROW = re.compile(r"^\s*\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{1,40})\s+\|$")

@@ -198,6 +198,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     found_report = native(doc, now, "progress")
     if found_report is not None and epoch_of is not None:
         found_report = found_report._replace(epoch_of=epoch_of)
+    if found_report is not None and count.within is not None and "step" not in doc:
+        found_report = found_report._replace(within=count.within)
     return found_report
 
 

@@ -84,6 +84,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "eval_loss",
         "val_loss",  # Keras, Lightning, nanoGPT ("val loss")
         "valid_loss",  # fairseq ("valid_loss", and "valid loss")
+        "vali_loss",  # the Time-Series-Library family ("Vali Loss: 0.13 Test Loss: 0.20")
         "dev_loss",  # fairseq's evaluation on a subset named dev
         "validation_loss",
         "eval_epoch_loss",  # llama-recipes and PEFT's examples ("eval_epoch_loss=tensor(6.88)")
