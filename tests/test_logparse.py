@@ -175,6 +175,8 @@ def test_every_format_reads_only_lines_its_hints_let_through() -> None:
     real captures, and lines that are near misses."""
     candidates = [f[0] for f in FIXTURES] + _captured_segments() + _world_segments()
     candidates += ["Step 10 loss 0.5", "STEP 3 of 9", "epoch 2 step 10 | loss: 0.53"]
+    # Ludwig's box table (its excerpt is in the unread set: its step is not read)
+    candidates += ["│ rating   │   loss │   accuracy │", "│ train    │ 1.1529 │     0.3988 │"]
     assert len(candidates) > 500
     read = {f.name: 0 for f in FORMATS}
     for msg in candidates:
@@ -2325,3 +2327,68 @@ def test_a_loggers_bracket_before_a_lone_loss_is_no_part_of_it() -> None:
     report = _read_lines([line])
     assert (report.loss, report.eval_loss) == (None, 155.686)
     assert _read_lines(["[note] loss: 0.5"]).loss is None
+
+
+def test_a_catalyst_loaders_name_says_whether_its_loss_is_an_evaluations() -> None:
+    """Catalyst (round 53): ``2/4 * Epoch 2 (valid): ... | loss=1.4724`` is the valid loader's
+    loss, the eval loss; the train loader's line before it gives the loss."""
+    line = "{e}/4 * Epoch {e} ({loader}): _base/lr=0.0033 | accuracy01=44.5312 | loss={loss}"
+    report = _read_lines(
+        [
+            line.format(e=2, loader="train", loss=1.8742),
+            line.format(e=2, loader="valid", loss=1.4724),
+        ]
+    )
+    assert (report.loss, report.eval_loss) == (1.8742, 1.4724)
+
+
+def test_an_evaluation_for_a_step_names_the_runs_step() -> None:
+    """Ludwig (round 53): ``Running evaluation for step: 1500, epoch: 23`` says the run is at
+    step 1500 (its bar's frame before it showed 1498); an evaluation counting its own
+    batches (``Validation: iteration 3/10``) still moves nothing."""
+    bar = "Training:  24%|#####     | 1498/6300 [00:01<00:05, 861.12it/s]"
+    report = _read_lines([bar, "Running evaluation for step: 1500, epoch: 23"])
+    assert (report.step, report.max_steps) == (1500, 6300)
+    own = _read_lines(["step 40 | loss: 0.5", "Validation: iteration 3/10 | loss: 0.7"])
+    assert own.step == 40
+
+
+def test_a_bars_description_that_is_a_progress_line_gives_its_step_and_loss() -> None:
+    """Yet-Another-EfficientDet (round 53): the bar's description ``Step: 37529. Epoch:
+    1072/2000. Iteration: 10/35. ... Total loss: 0.18125`` holds the run's step (the bar
+    counts the epoch's 35 batches) and its loss; its total is not the epochs' (a step that
+    disagrees with the epoch's count). A plain description (``Epoch 3``) says nothing."""
+    frame = (
+        "Step: {s}. Epoch: 1072/2000. Iteration: {i}/35. Cls loss: 0.17834. Reg loss: 0.00291. "
+        "Total loss: {loss}:  29%|##8       | {i}/35 [00:53<00:55,  2.21s/it]"
+    )
+    report = _read_lines(
+        [frame.format(s=37528, i=9, loss=0.17813), frame.format(s=37529, i=10, loss=0.18125)]
+    )
+    assert (report.step, report.max_steps, report.loss) == (37529, None, 0.18125)
+    plain = _read_lines(["Epoch 3:  29%|##8       | 10/35 [00:53<00:55,  2.21s/it]"])
+    assert plain.loss is None
+
+
+def test_ludwigs_split_tables_give_the_train_and_validation_losses() -> None:
+    """Ludwig (round 53) prints a box table per output feature: the train row's loss is the
+    loss, the vali row's the eval loss, the test row is not read; rows under no header, or
+    a header with no loss column, say nothing."""
+    header = "│ rating   │   loss │   accuracy │"
+    rows = ["│ train    │ 1.0847 │     0.7543 │", "│ vali     │ 1.6780 │     0.5833 │"]
+    report = _read_lines([header, *rows, "│ test     │ 1.2223 │     0.7264 │"])
+    assert (report.loss, report.eval_loss) == (1.0847, 1.678)
+    assert _read_lines(rows).loss is None
+    assert _read_lines(["│ rating   │   accuracy │", "│ train    │ 0.7543 │"]).loss is None
+
+
+def test_a_bar_seen_only_at_its_end_again_after_an_evaluations_bar_is_a_further_pass() -> None:
+    """Ludwig (round 53) draws each epoch's 'Training' bar, then evaluation bars: the next
+    epoch's bar at its end again, its clock no later, is a further pass, so its 3/3 is no
+    step of the run (which epoch is first is unknown) and no total."""
+    epoch = [
+        "Training: 100% 3/3 [00:10<00:00,  3.46s/it]",
+        "Evaluation train: 100% 3/3 [00:03<00:00,  1.01s/it]",
+    ]
+    report = _read_lines(["Epoch   4", *epoch, "Epoch   5", *epoch])
+    assert (report.step, report.max_steps) == (None, None)

@@ -49,10 +49,10 @@ from .bars import (
     next_pass,
 )
 from .epoch_counter import EpochCounter
-from .formats import table
 from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
 from .parse import bar_key
+from .table_rows import TableRows
 
 RECENT = 120.0
 MAX_SAMPLES = 256  # value samples kept between two reports (the newest)
@@ -115,10 +115,8 @@ class LogAccumulator:
     # since (chemprop's "Epoch 25", then "Loss = 3.77e-01, PNorm = 37.1, ..."): such lines
     # are the epoch's, their step unknown.
     under_header: bool = False
-    # A training table's header (exporter.logs.formats.table) and its last row's count:
-    # rows of bare numbers are read under it, each counting on from the one before.
-    table: tuple[str, ...] = ()
-    table_count: int = -1
+    # The training table printed last (exporter.logs.table_rows): rows are read under it.
+    tables: TableRows = field(default_factory=TableRows)
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
@@ -126,13 +124,11 @@ class LogAccumulator:
         part of another (``LineReport.part``) is dropped where that other is not there."""
         if line.part == "continued" and not (self.awaits_loss or self.under_header):
             return False  # values of no counted line: nothing says which step they are
-        if line.parser == "table":
-            if not line.part:
-                self.table, self.table_count = line.columns, -1
-            elif (row := self._table_row(line.columns)) is None:
+        if line.parser in ("table", "box-table"):
+            taken = self.tables.take(line)
+            if taken is None:
                 return False  # numbers under no header, or not the header's: nothing to read
-            else:
-                line = line._replace(report=row, columns=(), part="")
+            line = taken
         self._take(line, now, at)
         return True
 
@@ -244,19 +240,6 @@ class LogAccumulator:
                 return line._replace(report=replace(r, step=step, max_steps=total))
         return line
 
-    def _table_row(self, cells: tuple[str, ...]) -> ProgressReport | None:
-        """A row of bare numbers under the table's header: what it says, where it fits the
-        header and counts on from the row before (a matrix printed later is no row)."""
-        if not self.table or len(cells) != len(self.table):
-            return None
-        count = table.counter(cells)
-        if count is None or count < self.table_count:
-            return None
-        report = table.read_row(self.table, cells)
-        if report is not None:
-            self.table_count = count
-        return report
-
     def _row_loss(self, values: tuple[str, ...]) -> None:
         """A training table's row under its header: its ``total`` column, where the header
         has one (YOLOv5 before 6 and YOLOv7: box + obj + cls), is the loss. The components
@@ -357,7 +340,10 @@ class LogAccumulator:
                 counts = [t.last_n for t in self.bars.values() if t.frames and not t.evaluation]
                 track.opened_at = max(counts) if counts else None
             for other in self.bars.values():
-                if other is not track and other.ended and not track.evaluation:
+                # An evaluation's bar counts too (Ludwig draws its evaluation bars after each
+                # epoch's training bar): a redraw of the same pass after it shows a later
+                # clock (again_at_end), a further pass does not.
+                if other is not track and other.ended:
                     other.other_after_end = True
         if (bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE) or (
             line.parser == "keras" and bar.total == self.keras_samples

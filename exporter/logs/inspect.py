@@ -118,7 +118,7 @@ def read_log(path: str, now: float, extra: Extra = NO_EXTRA) -> tuple[LogAccumul
             at = message.time
             for report in found:
                 acc.feed(report, at if at is not None else float(i))
-            rows[0] = bool(acc.table)
+            rows[0] = bool(acc.tables.header)
     return acc, count, skipped[0]
 
 

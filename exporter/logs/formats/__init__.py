@@ -16,6 +16,7 @@ from ..lines import Format
 from . import (
     banner,
     boosting,
+    box_table,
     checkpoints,
     composer,
     darknet,
@@ -52,6 +53,7 @@ FORMATS: tuple[Format, ...] = (
     tqdm.FORMAT,
     tqdm.ROW_HEADER,
     table.FORMAT,
+    box_table.FORMAT,
     katib.FORMAT,
     lightning_bars.BANNER,
     ends.FORMAT,

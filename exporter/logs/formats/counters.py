@@ -395,9 +395,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (re.compile(r"\[TRAIN\] epoch: \d{1,9}, iter: (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _step_of),
     (
         re.compile(
-            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d{1,9})\s*/\s*(?P<E>\d{1,9})\]?[\s,;|]+"
+            r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d{1,9})\s*/\s*(?P<E>\d{1,9})\]?(?:[\s,;|]|\.(?=\s))+"
             r"(?:\w+\s+){0,2}?(?:step|iter(?:ation)?)s?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
-            r"(?P<n>\d{1,15})\]?(?![\d/.])"
+            r"(?P<n>\d{1,15})\]?(?![\d/]|\.\d)"
         ),
         _epoch_of_n,
     ),
@@ -405,7 +405,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (
         re.compile(
             r"(?i)(?<![\w/.])(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15}) of epoch (?P<e>\d{1,9})"
-            r"(?:\s*/\s*(?P<E>\d{1,9}))?(?![\d/.])"
+            r"(?:\s*/\s*(?P<E>\d{1,9}))?(?![\d/]|\.\d)"
         ),
         _of_epoch,
     ),
@@ -438,7 +438,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (
         re.compile(
             r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})[\s,;|]+train step\s*[:=#]?\s*"
-            r"(?P<i>\d{1,15})(?![\w/.%])"
+            r"(?P<i>\d{1,15})(?![\w/%]|\.\w)"
         ),
         _train_step_in_epoch,
     ),
@@ -446,7 +446,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (
         re.compile(
             r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
-            r"(?P<n>\d{1,15})\]?(?![\d/.])"
+            r"(?P<n>\d{1,15})\]?(?![\d/]|\.\d)"
         ),
         _loop_count,
     ),
@@ -454,7 +454,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (
         re.compile(
             r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]?"
-            r"(?![\d/.])"
+            r"(?![\d/]|\.\d)"
         ),
         _loop_count,
     ),
@@ -462,14 +462,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (
         re.compile(
             rf"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*(?P<i>{_GROUPED}|\d{{1,15}})"
-            r"(?![\w/.%])"
+            r"(?![\w/%]|\.\w)"
         ),
         _loop_count,
     ),
     # "iter: 1259", "iter 1631:"
     (
         re.compile(
-            rf"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>{_GROUPED}|\d{{1,15}})(?![\w/.%])"
+            rf"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>{_GROUPED}|\d{{1,15}})(?![\w/%]|\.\w)"
         ),
         _loop_count,
     ),
@@ -478,7 +478,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (
         re.compile(
             r"(?i)(?<![\w/])(?:num_)?epoch\s*[:=#]?\s*\[?\s*\d{1,9}(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
-            r"(?![\d/.])"
+            r"(?![\d/]|\.\d)"
         ),
         _epoch_summary,
     ),

@@ -76,9 +76,12 @@ _EPOCH_NUMBER = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})(?![\d
 _EVAL_PHRASE = re.compile(
     r"(?i)(?:valid on|\bvalidat(?:e|ion|ing)(?:\b|(?-i:(?=[A-Z])))"
     r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|\btest set\b|"
-    r"\[(?:val|valid|eval|test)\]|\b(?:eval|val|test) epoch|\beval\b)"
+    r"[\[(](?:val|valid|eval|test)[\])]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
+# What an evaluation says before the run's step it is for: "for step: 1500", "after step: 99",
+# "at step 200", "at iteration 1000".
+_FOR_STEP = re.compile(r"(?i)\b(?:for|after|at)\s+(?:global[ _])?(?:step|iter(?:ation)?)\b")
 
 
 # Every counter and every step key has one of these: a line without is no progress line,
@@ -133,10 +136,15 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         if eval_loss is not None:
             values = {**values, "eval_loss": eval_loss}
     if evaluation:
-        # Its counter is the evaluation's; the global step keys still are the run's.
+        # Its counter is the evaluation's; the global step keys still are the run's, and so
+        # is a step the evaluation says it is for (Ludwig's "Running evaluation for step:
+        # 1500, epoch: 23", MaxText's "eval metrics after step: 99").
+        run_step = count.step if _FOR_STEP.search(msg[max(0, start - 12) : start + 5]) else None
         count = Count()
         values = {k: v for k, v in values.items() if k in ("eval_loss", "step")}
-        if "eval_loss" not in values:
+        if run_step is not None and "step" not in values:
+            values["step"] = run_step
+        if "eval_loss" not in values and run_step is None:
             return None
     elif bare is not None and "loss" not in values:
         return None

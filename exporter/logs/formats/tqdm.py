@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from ..lines import EMPTY, MAX_COLUMNS, Bar, Format, LineReport, native
 from .pairs import Pair, number, to_fields
+from .progress import read_progress
 from .vocabulary import field_of
 
 _BAR = re.compile(
@@ -126,6 +127,14 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
         # "reduced_train_loss=3.090") is the step's.
         postfix.pop("loss")
     doc: dict[str, object] = {}
+    described = _described(bar.prefix, now)
+    if described is not None:
+        # The description is a progress line of its own (Yet-Another-EfficientDet's "Step:
+        # 37529. Epoch: 1072/2000. Iteration: 10/35. ... Total loss: 0.18125"): its values,
+        # its step the run's (the bar counts the epoch's batches); one bar however its
+        # description's numbers change.
+        doc.update(described[0])
+        bar = bar._replace(prefix=described[1])
     # Lightning's per-step loss (logged with on_step and on_epoch) before the vocabulary.
     for key in ("train_loss_step", "loss_step"):
         if key in postfix and "loss" not in postfix and "train_loss" not in postfix:
@@ -141,6 +150,29 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     if not doc:  # a bare frame (most are): nothing to validate
         return LineReport(name, EMPTY, bar)
     return native(doc, now, name, bar)
+
+
+_DESCRIBED_FIELDS = ("step", "max_steps", "loss", "eval_loss", "learning_rate", "grad_norm")
+_DIGITS = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _described(prefix: str, now: float) -> tuple[dict[str, object], str] | None:
+    """What a bar's description says as a progress line (a step or a loss, and values), and
+    the description with its numbers masked (the bar's name across frames), or None."""
+    if len(prefix) < 8 or not any(h in prefix for h in ("tep", "TEP", "oss", "OSS")):
+        return None
+    found = read_progress(prefix, now)
+    if found is None:
+        return None
+    r = found.report
+    doc: dict[str, object] = {
+        k: getattr(r, k) for k in _DESCRIBED_FIELDS if getattr(r, k) is not None
+    }
+    if "step" not in doc and "loss" not in doc:
+        return None
+    if r.metrics:
+        doc["metrics"] = dict(r.metrics)
+    return doc, _DIGITS.sub("#", prefix)[:120]
 
 
 def _torchtune(bar: Bar, m: re.Match[str], now: float) -> LineReport | None:

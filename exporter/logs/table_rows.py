@@ -1,0 +1,54 @@
+"""The training table a log printed last: its header, and the rows read under it.
+
+A row of a training table names nothing alone (:mod:`exporter.logs.formats.table`): its
+cells mean what the last header above it says. This keeps that header for one log, and
+makes each row under it the report it is, where it fits the header and counts on from the
+row before (a matrix printed later is no row).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.model import ProgressReport
+from .formats import box_table, table
+from .lines import LineReport
+
+
+@dataclass
+class TableRows:
+    """The last table header one log printed, and the count of its last row read."""
+
+    header: tuple[str, ...] = ()
+    count: int = -1
+    # A box table's header (exporter.logs.formats.box_table): its rows are the data's splits.
+    box_header: tuple[str, ...] = ()
+
+    def take(self, line: LineReport) -> LineReport | None:
+        """A table's line as the log's accumulator takes it: a header is kept (and taken
+        as it is); a row becomes the report it makes under that header, or None where it
+        makes none (numbers under no header, or not the header's)."""
+        if line.parser == "box-table":
+            if not line.part:
+                self.box_header = line.columns
+                return line
+            report = box_table.read_row(self.box_header, line.columns)
+        elif not line.part:
+            self.header, self.count = line.columns, -1
+            return line
+        else:
+            report = self._row(line.columns)
+        if report is None:
+            return None
+        return line._replace(report=report, columns=(), part="")
+
+    def _row(self, cells: tuple[str, ...]) -> ProgressReport | None:
+        if not self.header or len(cells) != len(self.header):
+            return None
+        count = table.counter(cells)
+        if count is None or count < self.count:
+            return None
+        report = table.read_row(self.header, cells)
+        if report is not None:
+            self.count = count
+        return report
