@@ -2392,3 +2392,28 @@ def test_a_bar_seen_only_at_its_end_again_after_an_evaluations_bar_is_a_further_
     ]
     report = _read_lines(["Epoch   4", *epoch, "Epoch   5", *epoch])
     assert (report.step, report.max_steps) == (None, None)
+
+
+def test_maces_error_report_is_an_evaluations_loss() -> None:
+    """MACE (round 54) logs after each evaluation ``Epoch 1: head: default, loss=  0.0001,
+    RMSE_E_per_atom= 33.7 meV, RMSE_F= ...`` (mace/tools/train.py log_errors): the validation
+    set's loss. A line with a loss and no such errors is still a training loss."""
+    line = "2024-10-18 16:25:29.734 INFO: Epoch 2: head: pt_head, loss=  0.0004, RMSE_E_per_atom=   353.0 meV, RMSE_F=   339.7 meV / A"
+    report = _read_lines([line])
+    assert (report.loss, report.eval_loss) == (None, 0.0004)
+    mae = _read_lines(["INFO: Epoch 1: loss=0.0000, MAE_E_per_atom=0.2 meV, MAE_F=2.9 meV / A"])
+    assert (mae.loss, mae.eval_loss) == (None, 0.0)
+    train = _read_lines(["Epoch 2: loss=0.4, acc=0.9"])
+    assert (train.loss, train.eval_loss) == (0.4, None)
+
+
+def test_dgl_kes_one_value_lines_give_its_step_and_only_the_whole_loss() -> None:
+    """DGL-KE (round 54): ``[proc 0][Train](15000/40000) average pos_loss: ...``, then
+    ``average neg_loss``, ``average loss``, one value a line: the process's step of its
+    max_step; the positive and negative samples' losses are parts, never the loss."""
+    line = "[proc 0][Train](15000/40000) average {k}: {v}"
+    parts = _read_lines([line.format(k="pos_loss", v=0.22), line.format(k="neg_loss", v=0.29)])
+    assert (parts.step, parts.max_steps, parts.loss) == (15000, 40000, None)
+    whole = _read_lines([line.format(k="pos_loss", v=0.22), line.format(k="loss", v=0.2598)])
+    assert whole.loss == 0.2598
+    assert _read_lines(["step 5 | Mask_Loss 1.55"]).loss == 1.55  # one loss of its own

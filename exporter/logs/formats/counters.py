@@ -390,6 +390,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
     (re.compile(r"^\s*iters: (?P<i>\d{1,12}), epoch: (?P<e>\d{1,9}) \| (?=loss: )"), _tslib_iters),
     (re.compile(r"^\s*Epoch: (?P<e>\d{1,9}), Steps: (?P<n>\d{1,12}) \| "), _tslib_epoch),
+    # DGL-KE's "[proc 0][Train](15000/40000) average loss: 0.2598": the process's step of
+    # its max_step (dglke/train_pytorch.py), one value a line.
+    (re.compile(r"\[Train\]\((?P<i>\d{1,15})/(?P<n>\d{1,15})\)"), _step_of),
     # PaddleSeg's "[TRAIN] epoch: 1, iter: 20/500": the run's iteration of its iters
     # (paddleseg/core/train.py; the epoch is derived from it, (iter - 1) // iters_per_epoch + 1).
     (re.compile(r"\[TRAIN\] epoch: \d{1,9}, iter: (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _step_of),

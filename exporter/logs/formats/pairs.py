@@ -187,7 +187,10 @@ def _ratio(p: Pair) -> float:
 # A custom metric named as a loss, and not an evaluation's (val_, eval_, test_, valid_, and
 # a data set's name run into it: Angel's "validationData loss").
 _TRAINING_LOSS = re.compile(
-    r"(?!(?:val|eval|valid|validation|test|dev)(?:_|data_|set_))[a-z0-9]+_loss"
+    r"(?!(?:val|eval|valid|validation|test|dev)(?:_|data_|set_))"
+    # A part's qualifier names a part of the loss, never the loss: DGL-KE logs "average
+    # pos_loss" and "average neg_loss" on lines of their own before "average loss".
+    r"(?!(?:pos|neg|positive|negative|aux|auxiliary|reg)_)[a-z0-9]+_loss"
 )
 
 

@@ -79,6 +79,10 @@ _EVAL_PHRASE = re.compile(
     r"[\[(](?:val|valid|eval|test)[\])]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
+# MACE's report after each evaluation: "Epoch 1: head: default, loss=  0.0001,
+# RMSE_E_per_atom=    33.7 meV, RMSE_F= ..." (mace/tools/train.py log_errors), the
+# validation set's loss beside its errors per atom and on forces: an evaluation's line.
+_ERROR_REPORT = re.compile(r"(?:RMSE|MAE)_(?:E_per_atom|F|E|stress|virials)(?:_per_atom)?")
 # What an evaluation says before the run's step it is for: "for step: 1500", "after step: 99",
 # "at step 200", "at iteration 1000".
 _FOR_STEP = re.compile(r"(?i)\b(?:for|after|at)\s+(?:global[ _])?(?:step|iter(?:ation)?)\b")
@@ -88,7 +92,7 @@ _FOR_STEP = re.compile(r"(?i)\b(?:for|after|at)\s+(?:global[ _])?(?:step|iter(?:
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
     r"(?i)step|iter|epoch|batch=|batch \d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
-    r"words/sec/thread|loss value:|Progress \[|\[\d{1,15}\] "
+    r"words/sec/thread|loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\("
 )
 
 
@@ -117,7 +121,11 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     # What the line prints before its first value: the counter, and words saying what it is.
     after = pairs[len(before) :]
     head = msg[start:end] + (rest[: rest.find(after[0].key)] if after else rest)
-    evaluation = count.evaluation or _EVAL_PHRASE.search(msg[:start] + head) is not None
+    evaluation = (
+        count.evaluation
+        or _EVAL_PHRASE.search(msg[:start] + head) is not None
+        or any(_ERROR_REPORT.fullmatch(p.key) for p in pairs)
+    )
     if evaluation and _FRACTION.search(head):
         return None  # an evaluation still counting its batches: its result comes later
     fields = to_fields(pairs, evaluation=evaluation)
