@@ -2417,3 +2417,18 @@ def test_dgl_kes_one_value_lines_give_its_step_and_only_the_whole_loss() -> None
     whole = _read_lines([line.format(k="pos_loss", v=0.22), line.format(k="loss", v=0.2598)])
     assert whole.loss == 0.2598
     assert _read_lines(["step 5 | Mask_Loss 1.55"]).loss == 1.55  # one loss of its own
+
+
+def test_a_phases_average_loss_after_its_error_word_is_its_loss() -> None:
+    """A loop in the PyTorch tutorials' style (round 55): ``Train Error: Avg loss: 0.232530``
+    after the epoch's batches is the training loss, ``Test Error: Avg loss: 0.062938`` the
+    eval loss; "Error" alone with no loss says nothing."""
+    report = _read_lines(
+        [
+            "Train Epoch: 0 [7010/7010 Srno: 2 (100%)]\tLoss: 0.110357",
+            "Train Error: Avg loss: 0.232530 ",
+            "Test Error: Avg loss: 0.062938",
+        ]
+    )
+    assert (report.loss, report.eval_loss) == (0.23253, 0.062938)
+    assert _read_lines(["Train Error: 12 samples skipped"]).loss is None

@@ -21,8 +21,10 @@ A phase's line names the phase, then its loss first (no counter; the epoch is on
 line of its own, or nowhere): the PyTorch transfer-learning tutorial's ``train Loss: 0.5821
 Acc: 0.6844`` and ``val Loss: 0.2232 Acc: 0.9281`` (``print(f'{phase} Loss: ...')``), GAT's
 ``Training: loss = 1.46, acc = 0.53 | Val: loss = 1.68, acc = 0.49`` (one segment a phase).
-A validation or test phase's loss is the eval loss. "Validation loss decreased (0.52 -->
-0.48)" (an early-stopping note) is none: the loss must be a ``loss: value`` pair.
+The PyTorch tutorials' ``Test Error: Avg loss: 0.0629`` (and a loop's ``Train Error: Avg loss:
+0.2325`` beside it) is such a line too. A validation or test phase's loss is the eval loss.
+"Validation loss decreased (0.52 --> 0.48)" (an early-stopping note) is none: the loss must be
+a ``loss: value`` pair.
 
 Transformers' ``log_metrics`` prints its table under ``***** train metrics *****``, each row
 ``"  {key: <{k_width}} = {value:>{v_width}}"`` (trainer_pt_utils.py). Its ``train_`` rows sum
@@ -51,7 +53,9 @@ _ROW = re.compile(r"^\s*\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{
 _READ = ("loss", "eval_loss")
 _TRAINER_METRICS_ROW = re.compile(r"^  train_\w+ *= +\S+$")
 _PHASE = re.compile(
-    r"^(?P<phase>train|training|val|valid|validation|test|eval)\s*:?\s+(?=loss\s*[:=])", re.I
+    r"^(?P<phase>train|training|val|valid|validation|test|eval)(?: error)?\s*:?\s+"
+    r"(?=(?:avg\.?\s|average\s|mean\s)?loss\s*[:=])",
+    re.I,
 )
 _EVALUATIONS = ("val", "valid", "validation", "test", "eval")
 
