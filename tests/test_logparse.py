@@ -2432,3 +2432,18 @@ def test_a_phases_average_loss_after_its_error_word_is_its_loss() -> None:
     )
     assert (report.loss, report.eval_loss) == (0.23253, 0.062938)
     assert _read_lines(["Train Error: 12 samples skipped"]).loss is None
+
+
+def test_the_kohya_gui_passes_its_planned_steps_on() -> None:
+    """The kohya_ss GUI (round 57) logs ``max_train_steps (4800 / 4 / 1 * 10 * 1) = 12000``
+    before it starts sd-scripts: the run's total; its ``Total steps: 4800`` (an epoch's
+    images, repeats included) and ``lr_warmup_steps = 1200`` are no total."""
+    report = _read_lines(
+        [
+            "23:06:06-584246 INFO     Total steps: 4800",
+            "23:06:06-588246 INFO     max_train_steps (4800 / 4 / 1 * 10 * 1) = 12000",
+            "23:06:06-590247 INFO     lr_warmup_steps = 1200",
+        ]
+    )
+    assert (report.step, report.max_steps) == (None, 12000)
+    assert _read_lines(["23:06:06-584246 INFO     Total steps: 4800"]).max_steps is None

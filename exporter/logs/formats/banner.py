@@ -9,6 +9,8 @@
   optimization steps / 学習ステップ数: 96`` (``train_network.py``);
 * mmcv's runners (mmdetection 2, mmclassification): ``workflow: [('train', 1)], max: 12
   epochs`` (``EpochBasedRunner.run``) or ``max: 90000 iters`` (``IterBasedRunner.run``);
+* the kohya_ss GUI (bmaltais), before it starts sd-scripts: ``max_train_steps (4800 / 4 / 1 *
+  10 * 1) = 12000``, the total it passes on (its ``Total steps: 4800`` is an epoch's images);
 * mlx-lm's trainer (LoRA and full fine-tuning on Apple silicon): ``Starting training...,
   iters: 3000`` (mlx_lm/tuner/trainer.py: ``args.iters``, the run's iterations).
 
@@ -25,6 +27,7 @@ from ..lines import Format, LineReport
 _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")
 _KOHYA = re.compile(r"\btotal optimization steps / [^:=]{1,40}: (?P<n>\d{1,15})\b")
 _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
+_KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})\b")
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 
@@ -37,7 +40,9 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         if mmcv["unit"] == "iters":
             return LineReport("banner", ProgressReport(max_steps=n))
         return LineReport("banner", ProgressReport(max_epochs=float(n)))
-    steps = _STEPS.search(msg) or _KOHYA.search(msg) or _MLX.search(msg)
+    steps = (
+        _STEPS.search(msg) or _KOHYA.search(msg) or _KOHYA_GUI.search(msg) or _MLX.search(msg)
+    )
     epochs = _EPOCHS.search(msg)
     if steps is None and epochs is None:
         return None
@@ -59,6 +64,7 @@ FORMAT = Format(
         "Num Epochs = ",
         "workflow: ",
         "Starting training..., iters: ",
+        "max_train_steps (",
     ),
     parse_banner,
 )
