@@ -40,9 +40,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         if mmcv["unit"] == "iters":
             return LineReport("banner", ProgressReport(max_steps=n))
         return LineReport("banner", ProgressReport(max_epochs=float(n)))
-    steps = (
-        _STEPS.search(msg) or _KOHYA.search(msg) or _KOHYA_GUI.search(msg) or _MLX.search(msg)
-    )
+    steps = _STEPS.search(msg) or _KOHYA.search(msg) or _KOHYA_GUI.search(msg) or _MLX.search(msg)
     epochs = _EPOCHS.search(msg)
     if steps is None and epochs is None:
         return None
