@@ -2298,6 +2298,27 @@ def test_gaussian_splattings_stamped_end_ends_the_run() -> None:
     assert not _read_lines(["Stage 1: Training complete. [11/07 14:03:13] next: stage 2"]).final
 
 
+def test_the_yolo_familys_closing_line_ends_the_run() -> None:
+    """YOLOv5, YOLOv7 and Ultralytics (round 59) log ``150 epochs completed in 16.469 hours.``
+    once, after their epoch loop (also when EarlyStopping ends it): the run's end, at the
+    step the table reached. Its count is the epochs since a resume, so it sets no epoch; other
+    scripts' wordings, or the words inside a longer sentence, are no end."""
+    header = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
+    cells = "    3/3      6.73G      1.081     0.4706      1.084         10"
+    row = _YOLO_FRAME.format(row=cells, pct=100, n=10)
+    done = _read_lines([header, row, "", "3 epochs completed in 0.012 hours."])
+    assert (done.step, done.max_steps, done.final) == (30, 30, True)
+    assert _read_lines(["360 epochs completed in 0.338 hours.\n"]).final
+    for line in (
+        "Training of 10 epochs completed in 12.5 sec using cuda",
+        "3 epochs completed in 0.012 hours. Starting stage 2",
+        "Stage 1: 3 epochs completed in 0.012 hours.",
+        "0 epochs completed in 0.000 hours.",
+        "3 epochs completed in 0.5 hours.",
+    ):
+        assert not _read_lines([header, row, line]).final, line
+
+
 def test_time_series_librarys_counts_within_epochs_take_the_size_its_summary_prints() -> None:
     """Informer and the Time-Series-Library family (round 52): ``iters: 200, epoch: 5 | loss:``
     counts the (1-based) epoch's batches; ``Epoch: 4, Steps: 225 | Train Loss ... Vali Loss ...

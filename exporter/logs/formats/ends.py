@@ -3,6 +3,7 @@
     [INFO] Reached max_steps (1635), stopping training.        LLaMA-Factory v1's trainer
     Reached max_steps (5000). Stopping training.               scripts of the same wording
     Training complete. [11/07 14:03:13]                        3D Gaussian Splatting
+    150 epochs completed in 16.469 hours.                      YOLOv5, YOLOv7, Ultralytics
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -29,9 +30,11 @@ _MAX_STEPS_REACHED = re.compile(
 
 _GAUSSIAN_SPLATTING_END = re.compile(r"^\s*Training complete\. \[\d\d/\d\d \d\d:\d\d:\d\d\]\s*$")
 
+_YOLO_END = re.compile(r"^\s*[1-9]\d{0,6} epochs completed in \d{1,9}\.\d{3} hours\.\s*$")
+
 
 def parse_ends(msg: str, now: float) -> LineReport | None:
-    if _GAUSSIAN_SPLATTING_END.match(msg):
+    if _GAUSSIAN_SPLATTING_END.match(msg) or _YOLO_END.match(msg):
         return LineReport("ends", ProgressReport(final=True))
     m = _MAX_STEPS_REACHED.search(msg)
     if m is None or (n := int(m["n"])) <= 0:
@@ -39,4 +42,6 @@ def parse_ends(msg: str, now: float) -> LineReport | None:
     return LineReport("ends", ProgressReport(step=n, max_steps=n, final=True))
 
 
-FORMAT = Format("ends", ("Reached max_steps (", "Training complete. ["), parse_ends)
+FORMAT = Format(
+    "ends", ("Reached max_steps (", "Training complete. [", " epochs completed in "), parse_ends
+)
