@@ -2017,6 +2017,44 @@ def test_counts_under_epoch_headers_become_the_runs_step_once_they_start_over() 
     assert _read_lines(["Epoch 2 loss improved", "Step 5 loss 0.3"]).step == 5  # no header
 
 
+def test_a_counter_that_prints_a_batch_index_of_zero_gives_no_step_once_it_starts_over() -> None:
+    """DGL's GraphSAGE (round 60): ``Epoch 00029 | Step 00000 | Loss ...`` then ``Step
+    00020``: an index from enumerate printed at the start of each interval, so an epoch's
+    last count (20) falls short of its size and the run's step is unknown once the count
+    starts over; before that, as printed. A 1-based counter keeps the round-43 rule."""
+    line = "Epoch {e:05d} | Step {s:05d} | Loss 0.4032 | Train Acc 0.9050 | GPU 469.6 MB"
+    lines = [line.format(e=e, s=s) for e in (28, 29) for s in (0, 20)]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (None, None, 0.4032)
+    assert _read_lines(lines[:2]).step == 20
+    assert _read_lines([*lines, line.format(e=30, s=0)]).step is None
+    one_based = _read_lines(
+        ["--- Epoch 1 ---", "[Step 1000] loss 0.4", "--- Epoch 2 ---", "[Step 100] loss 0.3"]
+    )
+    assert one_based.step == 1100
+
+
+def test_bars_described_by_their_epoch_count_the_epochs_even_when_their_length_changes() -> None:
+    """A ResNet-50 loop (round 60) describes each epoch's bar ``Train Epoch: 2 Loss: 4.504
+    Acc@1 ...`` and draws it whole: the epoch named tells the passes apart (three of 10010
+    batches). From epoch 4 its bars have 5005 (the batch doubled): the next epoch's bar at
+    another length goes on from the steps before it. A bar at another length that is not
+    the next epoch, or follows an unfinished one, places no step."""
+    bar = (
+        "Train Epoch: {e} Loss: {loss} Acc@1 3.611 Acc@5 11.045: 100%|##########| {n}/{n} "
+        "[59:42<00:00,  2.79it/s]"
+    )
+    big = [bar.format(e=e, loss=5.8 - e / 10, n=10010) for e in (1, 2, 3)]
+    assert (_read_lines(big).step, _read_lines(big).max_steps) == (30030, None)
+    both = _read_lines([*big, *(bar.format(e=e, loss=2.7, n=5005) for e in (4, 5, 6))])
+    assert (both.step, both.max_steps, both.loss) == (45045, None, 2.7)
+    skipped = _read_lines([*big, bar.format(e=5, loss=2.7, n=5005)])
+    assert (skipped.step, skipped.loss) == (None, 2.7)
+    short = bar.format(e=3, loss=3.6, n=10010).replace("10010/10010", "9000/10010")
+    cut = _read_lines([*big[:2], short, bar.format(e=4, loss=2.9, n=5005)])
+    assert (cut.step, cut.loss) == (None, 2.9)
+
+
 def test_the_test_sets_average_loss_is_an_evaluations() -> None:
     """PyTorch's MNIST example (round 43): ``Test set: Average loss: 0.0831, Accuracy:
     9727/10000 (97%)`` is the test set's loss, never the training loss, and its accuracy's

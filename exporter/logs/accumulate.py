@@ -42,6 +42,7 @@ from .bars import (
     MAX_STEP_RATE,
     BarTrack,
     again_at_end,
+    continues,
     counted_on,
     epoch_of,
     eval_bar,
@@ -233,11 +234,13 @@ class LogAccumulator:
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             if line.epoch_of is not None:  # the epoch's number on the count's own line
                 self.epoch_counter.heading(line.epoch_of[0], None)
-            step, total = self.epoch_counter.count(r.step, r.max_steps)
+            run_step, total = self.epoch_counter.count(r.step, r.max_steps)
             if self.epoch_counter.relative:
                 if total is None and self.values.get("max_steps") == self.epoch_counter.size:
                     self.values.pop("max_steps", None)  # an epoch's size, not the run's
-                return line._replace(report=replace(r, step=step, max_steps=total))
+                if run_step is None:
+                    self.values.pop("step", None)  # a count within an epoch, not the run's
+                return line._replace(report=replace(r, step=run_step, max_steps=total))
         return line
 
     def _row_loss(self, values: tuple[str, ...]) -> None:
@@ -350,6 +353,10 @@ class LogAccumulator:
         ):
             track.items = True
         label, epochs = self._epoch(line, bar)
+        if not track.frames and not track.evaluation:
+            for other_key, other in self.bars.items():
+                if other is not track and other_key[0] == key[0] and continues(track, other, label):
+                    break
         if epochs is not None:
             track.epochs = epochs
         if self.lightning:
@@ -463,7 +470,7 @@ class LogAccumulator:
         candidates = [
             (k, t)
             for k, t in self.bars.items()
-            if not t.evaluation and not t.items and t.advances > 0
+            if not t.evaluation and not t.items and not t.continued and t.advances > 0
         ]
         outer = [(k, t) for k, t in candidates if not t.nested]
         inner = [(k, t) for k, t in candidates if t.nested and inner_loop(t, outer)]

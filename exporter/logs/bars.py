@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .lines import Bar
+from .lines import EPOCH_WORDS, Bar
 from .parse import FRAME_TICKS
 
 FRAME_SAMPLES = FRAME_TICKS  # older bar frames kept as rate samples, per bar
@@ -46,11 +46,6 @@ _OTHER_WORK = re.compile(
 )
 
 
-# "epoch 3", "Epoch 3/10", "Epoch 3:", "ep 3", "[epoch 3]", OpenRLHF's "Episode [3/10]"
-# (1-based, one pass over the prompts): the bar's pass, and how many.
-_EPOCH_WORDS = re.compile(r"(?i)\b(?:epoch|episode|ep)\s*[:#=\[]?\s*(\d+)(?:\s*/\s*(\d+))?")
-
-
 @lru_cache(maxsize=1024)
 def eval_bar(prefix: str) -> bool:
     """Whether a bar's description names an evaluation loop (or is Ultralytics' validation
@@ -68,7 +63,7 @@ def eval_bar(prefix: str) -> bool:
 def epoch_of(prefix: str) -> tuple[int, int | None] | None:
     """The epoch a bar's description names, and the number of epochs when it says
     (``Epoch 3/10`` -> (3, 10)); None when it names none."""
-    m = _EPOCH_WORDS.search(prefix) if prefix else None
+    m = EPOCH_WORDS.search(prefix) if prefix else None
     if m is None:
         return None
     return int(m.group(1)), int(m.group(2)) if m.group(2) else None
@@ -122,6 +117,12 @@ class BarTrack:
     # An evaluation bar's: the training bar's count when it first appeared (Lightning before
     # 2.0 counts validation batches on in its main bar from there).
     opened_at: int | None = None
+    # The same description's epochs drawn before at another length (a run that changed its
+    # batch size between epochs): their steps, and the epoch this bar's first pass was.
+    # The earlier bar is ``continued`` from then on.
+    carried: int | None = None
+    carried_from: int | None = None
+    continued: bool = False
 
     @property
     def pass_size(self) -> int | None:
@@ -138,6 +139,9 @@ class BarTrack:
         if n is None:
             n = self.trained if self.trained is not None else self.last_n
         size = self.pass_size
+        if self.carried is not None and self.carried_from is not None and size:
+            label = self.label if self.label is not None else self.carried_from
+            return self.carried + max(0, label - self.carried_from) * size + min(n, size)
         if self.label is not None and size and self.first_label is not None:
             # The description counts the epochs: exact even when a whole epoch fell between
             # two polls. 0-based when an epoch 0 was seen, else 1-based.
@@ -159,6 +163,8 @@ class BarTrack:
             return False  # a later pass's length, less the validation it counts, is unknown
         if self.repeated_at_end:
             return False
+        if self.carried is not None:
+            return True  # the earlier bar's steps were the run's when this one took over
         if self.label is None or self.first_label is None:
             return True
         if self.origin is not None:
@@ -189,6 +195,27 @@ class BarTrack:
         if self.per_pass or (self.other_after_end and not final):
             return None
         return self.total
+
+
+def continues(track: BarTrack, earlier: BarTrack, label: int | None) -> bool:
+    """Whether ``track``, a bar first drawn at epoch ``label``, takes over from ``earlier``
+    (the same description at another length, a run that changed its batch size): at a
+    later epoch, the earlier bar's count is no longer the run's. Where it is the next epoch
+    after one the earlier bar drew to its end, its steps the run's then, ``track`` carries
+    them on; else the run's step is unknown from here (epochs fell between, or one ended
+    short)."""
+    if (
+        label is None
+        or earlier.label is None
+        or label <= earlier.label
+        or earlier.evaluation
+        or earlier.continued
+    ):
+        return False
+    earlier.continued = True
+    if label == earlier.label + 1 and earlier.ended and earlier.step_known():
+        track.carried, track.carried_from = earlier.work(), label
+    return True
 
 
 def next_pass(track: BarTrack, label: int | None) -> None:

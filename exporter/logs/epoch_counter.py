@@ -9,8 +9,11 @@ The count alone looks like the run's step; it is not once it starts over under a
 header (or stands still across one: a run's own counter moves on in a new epoch). From then
 on the run's step is the earlier epochs' steps plus the count: each epoch's size where the
 counter prints it (``/938``), else the last count the epoch printed (the best the log
-tells). A counter that never starts over is the run's, as printed, and so is one that starts
-over without a later header (the script run again).
+tells). Not where a count of 0 was printed (DGL's GraphSAGE: ``Epoch 00029 | Step 00000``,
+then ``Step 00020``): such a counter is the index of a batch, printed when it begins an
+interval, so an epoch's last count falls short of its size by up to an interval, and the
+run's step is unknown once it starts over. A counter that never starts over is the run's,
+as printed, and so is one that starts over without a later header (the script run again).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ class EpochCounter:
 
     header: int | None = None  # the newest header's epoch
     epochs: int | None = None  # the run's epochs, where a header names them ("Epoch 2/3")
-    base: int = 0  # the steps of the epochs before the counter's current one
+    base: int | None = 0  # the steps of the epochs before the counter's current one
+    zero: bool = False  # a count of 0 was printed: the counter indexes batches
     last: int | None = None  # the last count printed
     last_header: int | None = None  # the header it was printed under
     size: int | None = None  # an epoch's steps, where the counter prints them
@@ -37,19 +41,25 @@ class EpochCounter:
         if epochs:
             self.epochs = epochs
 
-    def count(self, step: int, total: int | None) -> tuple[int, int | None]:
+    def count(self, step: int, total: int | None) -> tuple[int | None, int | None]:
         """The run's step and total for a count printed under the headers (and the
-        counter's own total, if it prints one): as printed until the counter starts over."""
+        counter's own total, if it prints one): as printed until the counter starts over,
+        then None where the epochs' sizes are unknown."""
         if self.header is None:
             return step, total
+        self.zero = self.zero or step == 0
         if (
             self.last is not None
             and step <= self.last  # a count that did not move on over a new epoch's header
             and self.last_header is not None
             and self.header > self.last_header
         ):
-            if total is not None and total >= self.last:
+            if self.base is None:
+                pass  # an earlier epoch's size was unknown: so is the run's step
+            elif total is not None and total >= self.last:
                 self.base += total * (self.header - self.last_header)
+            elif self.zero:
+                self.base = None  # the epoch's last index printed is not its size
             else:
                 self.base += self.last
             self.relative = True
@@ -59,4 +69,6 @@ class EpochCounter:
         if not self.relative:
             return step, total
         run_total = self.size * self.epochs if self.size and self.epochs else None
+        if self.base is None:
+            return None, run_total
         return self.base + step, run_total

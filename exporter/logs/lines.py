@@ -5,6 +5,7 @@ combines lines (:mod:`exporter.logs.accumulate`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -90,3 +91,8 @@ class Extra(NamedTuple):
 
 
 NO_EXTRA = Extra()
+
+
+# "epoch 3", "Epoch 3/10", "Epoch 3:", "ep 3", "[epoch 3]", OpenRLHF's "Episode [3/10]"
+# (1-based, one pass over the prompts): a bar's pass, and how many.
+EPOCH_WORDS = re.compile(r"(?i)\b(?:epoch|episode|ep)\s*[:#=\[]?\s*(\d+)(?:\s*/\s*(\d+))?")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..lines import EMPTY, MAX_COLUMNS, Bar, Format, LineReport, native
+from ..lines import EMPTY, EPOCH_WORDS, MAX_COLUMNS, Bar, Format, LineReport, native
 from .pairs import Pair, number, to_fields
 from .progress import read_progress
 from .vocabulary import field_of
@@ -172,7 +172,13 @@ def _described(prefix: str, now: float) -> tuple[dict[str, object], str] | None:
         return None
     if r.metrics:
         doc["metrics"] = dict(r.metrics)
-    return doc, _DIGITS.sub("#", prefix)[:120]
+    # Its numbers masked but the epoch it names ("Train Epoch: 2 Loss: 4.504 ..."): the
+    # epoch tells the bar's passes apart where each is drawn whole.
+    epoch = EPOCH_WORDS.search(prefix)
+    if epoch is None:
+        return doc, _DIGITS.sub("#", prefix)[:120]
+    head, tail = prefix[: epoch.start()], prefix[epoch.end() :]
+    return doc, (_DIGITS.sub("#", head) + epoch.group(0) + _DIGITS.sub("#", tail))[:120]
 
 
 def _torchtune(bar: Bar, m: re.Match[str], now: float) -> LineReport | None:
