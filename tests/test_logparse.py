@@ -2506,3 +2506,24 @@ def test_the_kohya_gui_passes_its_planned_steps_on() -> None:
     )
     assert (report.step, report.max_steps) == (None, 12000)
     assert _read_lines(["23:06:06-584246 INFO     Total steps: 4800"]).max_steps is None
+
+
+def test_llamafactorys_throughput_is_its_tokens_per_second_where_it_counted_tokens() -> None:
+    """LLaMA-Factory's trainer_log.jsonl (round 61) writes ``throughput``, the tokens seen
+    over the time since the start, where it counts tokens; otherwise ``"0.00"`` beside
+    ``total_tokens: 0``, which is no throughput. Another tool's ``throughput`` key (no
+    ``current_steps``) stays a custom metric of that name."""
+    record = (
+        '{{"current_steps": 15, "total_steps": 18, "loss": 1.731, "epoch": 2.4, '
+        '"throughput": {t}, "total_tokens": {n}}}'
+    )
+    counted = _read_lines([record.format(t=1019.0, n=74784)])
+    assert (counted.step, counted.max_steps, counted.loss) == (15, 18, 1.731)
+    assert dict(counted.metrics).get("tokens_per_second") == 1019.0
+    assert "throughput" not in dict(counted.metrics)
+    uncounted = _read_lines([record.format(t='"0.00"', n=0)])
+    assert "tokens_per_second" not in dict(uncounted.metrics)
+    assert "throughput" not in dict(uncounted.metrics)
+    other = _read_lines(['{"step": 15, "loss": 1.7, "throughput": 33.0}'])
+    assert dict(other.metrics).get("throughput") == 33.0
+    assert "tokens_per_second" not in dict(other.metrics)

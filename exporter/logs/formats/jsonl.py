@@ -6,7 +6,10 @@ what they say: LLaMA-Factory's ``trainer_log.jsonl`` (``current_steps``, ``total
 ms-swift's ``"global_step/max_steps": "105/1230"``, fairseq's ``--log-format json``
 (``num_updates``, ``valid_loss``, numbers as strings; since 0.10 after its logger's prefix,
 ``... | INFO | train_inner | {...}``), DeiT- and DINO-style ``log.txt`` (``train_loss``),
-Detectron's ``json_stats: {...}`` (``iter``, numbers as strings). An object after a prefix
+Detectron's ``json_stats: {...}`` (``iter``, numbers as strings). LLaMA-Factory's
+``throughput`` is its tokens per second (its LogCallback: the tokens seen over the time
+since the start), where it counted tokens (``total_tokens`` above 0; else it writes
+``"0.00"``). An object after a prefix
 naming an evaluation (``| valid | {...}``, ``eval: {...}``) gives its eval loss only.
 ``null`` says nothing. A whole epoch index with no step beside it (a per-epoch summary: 0- or
 1-based is the tool's) is no fractional epoch and is not read.
@@ -74,6 +77,11 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
             doc.setdefault(key, raw)
             continue
         number_ = _value(raw)
+        if key == "throughput" and "current_steps" in value:
+            tokens = _value(value.get("total_tokens"))
+            if not tokens:
+                continue  # LLaMA-Factory counted no tokens: "0.00" is no throughput
+            key = "tokens_per_second"
         if number_ is not None:
             pairs.append(Pair(key, number_, isinstance(raw, str) and raw.strip().endswith("%")))
     if "step" not in doc:
