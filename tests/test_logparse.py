@@ -2527,3 +2527,19 @@ def test_llamafactorys_throughput_is_its_tokens_per_second_where_it_counted_toke
     other = _read_lines(['{"step": 15, "loss": 1.7, "throughput": 33.0}'])
     assert dict(other.metrics).get("throughput") == 33.0
     assert "tokens_per_second" not in dict(other.metrics)
+
+
+def test_an_epoch_summary_with_its_batches_counts_epochs_from_epoch_0() -> None:
+    """A CIFAR-10 loop (round 67) prints ``Epoch 9 iterations 12500, average loss 0.83``
+    after each epoch, the epoch 0-based and 12500 that epoch's batches: ten epochs, 125000
+    steps. Epoch 0 is surely the first; a log whose first summary is epoch 1 may be a
+    1-based loop's first or a 0-based loop's second (no step), and a count larger than the
+    first epoch held is a running count, not an epoch's (no step either)."""
+    line = "Epoch {e} iterations {n}, average loss 0.83"
+    zero = _read_lines([line.format(e=e, n=12500) for e in range(10)])
+    assert (zero.step, zero.max_steps, zero.loss) == (125000, None, 0.83)
+    assert _read_lines([line.format(e=0, n=12500)]).step == 12500
+    one = _read_lines([line.format(e=e, n=12500) for e in (1, 2, 3)])
+    assert (one.step, one.loss) == (None, 0.83)
+    running = _read_lines([line.format(e=0, n=12500), line.format(e=1, n=25000)])
+    assert running.step is None

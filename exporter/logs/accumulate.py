@@ -229,6 +229,11 @@ class LogAccumulator:
             # A count within an epoch whose size an earlier line printed (Time-Series-Library:
             # "Epoch: 4, Steps: 225 | ..." before "iters: 200, epoch: 5 | loss: ...").
             done, count = line.within
+            if count > self.steps_per_epoch:
+                # More than an epoch holds: a running count, not this epoch's. The step read
+                # before is an earlier epoch's: unknown from here.
+                self.values.pop("step", None)
+                return line
             step = int(done * self.steps_per_epoch) + count
             return line._replace(report=replace(r, step=step))
         elif line.parser == "progress" and r.step is not None and r.epoch is None:

@@ -148,6 +148,20 @@ def _tslib_epoch(m: re.Match[str]) -> Count:
     return Count(step=e * n, epoch=float(e))
 
 
+def _epoch_batches(m: re.Match[str]) -> Count:
+    """An epoch's summary that prints its batches, ``Epoch 9 iterations 12500, average loss
+    ...`` (a loop's ``f"Epoch {epoch} iterations {count}, ..."``): the epoch's size. Epoch 0
+    is surely the first: its size is the step, and later summaries place their epoch after
+    that many (the accumulator's ``within``). A first epoch printed as 1 may be a 1-based
+    loop's first or a 0-based loop's second: no step from it."""
+    e, n = int(m["e"]), int(m["n"])
+    if n < 1:
+        return Count()
+    if e == 0:
+        return Count(step=n, epoch=1.0)
+    return Count(within=(e, n))
+
+
 def _fairseq(m: re.Match[str]) -> Count:
     """fairseq's ``epoch 001:   3200 / 160368``: a 1-based epoch and the update within it
     (its ``num_updates`` pair, where printed, is the global step)."""
@@ -390,6 +404,10 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
     (re.compile(r"^\s*iters: (?P<i>\d{1,12}), epoch: (?P<e>\d{1,9}) \| (?=loss: )"), _tslib_iters),
     (re.compile(r"^\s*Epoch: (?P<e>\d{1,9}), Steps: (?P<n>\d{1,12}) \| "), _tslib_epoch),
+    (
+        re.compile(r"\bEpoch (?P<e>\d{1,9}),? (?:iterations|batches) (?P<n>\d{1,12}),"),
+        _epoch_batches,
+    ),
     # DGL-KE's "[proc 0][Train](15000/40000) average loss: 0.2598": the process's step of
     # its max_step (dglke/train_pytorch.py), one value a line.
     (re.compile(r"\[Train\]\((?P<i>\d{1,15})/(?P<n>\d{1,15})\)"), _step_of),
