@@ -2543,3 +2543,44 @@ def test_an_epoch_summary_with_its_batches_counts_epochs_from_epoch_0() -> None:
     assert (one.step, one.loss) == (None, 0.83)
     running = _read_lines([line.format(e=0, n=12500), line.format(e=1, n=25000)])
     assert running.step is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    first=st.integers(1, 4),
+    second=st.integers(1, 4),
+    sizes=st.tuples(st.integers(2, 50), st.integers(2, 50)).filter(lambda s: s[0] != s[1]),
+    gap=st.booleans(),
+    short=st.booleans(),
+)
+def test_described_bars_that_change_length_give_the_sum_or_nothing(
+    first: int, second: int, sizes: tuple[int, int], gap: bool, short: bool
+) -> None:
+    """Any number of whole epochs' bars of one length, then of another (a batch size that
+    changed): the step read is the sum of their batches where the epochs run on and the
+    earlier bar ended whole, and unknown otherwise, never another number."""
+    bar = "Train Epoch: {e} Loss: 1.5 Acc@1 3.6: 100%|##########| {n}/{t} [00:10<00:00,  2.7it/s]"
+    n1, n2 = sizes
+    lines = [bar.format(e=e, n=n1, t=n1) for e in range(1, first + 1)]
+    if short:
+        lines[-1] = bar.format(e=first, n=n1 - 1, t=n1)
+    start = first + (2 if gap else 1)
+    lines += [bar.format(e=e, n=n2, t=n2) for e in range(start, start + second)]
+    step = _read_lines(lines).step
+    if gap or short:
+        assert step is None, lines
+    else:
+        assert step == first * n1 + second * n2, lines
+
+
+@settings(max_examples=60, deadline=None)
+@given(start=st.integers(0, 2), epochs=st.integers(1, 6), size=st.integers(1, 20000))
+def test_epoch_summaries_with_their_batches_give_the_step_only_from_epoch_0(
+    start: int, epochs: int, size: int
+) -> None:
+    """``Epoch e iterations n, average loss x`` for consecutive epochs from ``start``: the
+    step is every epoch's batches where the log shows epoch 0, else unknown."""
+    line = "Epoch {e} iterations {n}, average loss 0.5"
+    report = _read_lines([line.format(e=e, n=size) for e in range(start, start + epochs)])
+    assert report.step == (epochs * size if start == 0 else None)
+    assert report.loss == 0.5
