@@ -233,8 +233,18 @@ def test_cli_demo_shows_every_state_within_two_minutes_in_real_time() -> None:
     """The README's promise, as a new user meets it: `training-progress-exporter demo`, then
     watch /api/v1/runs for two minutes of wall time."""
     port = free_port()
+    # -X faulthandler: a demo that does not stop is made to print every thread's stack.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "exporter", "demo", "--listen", f"127.0.0.1:{port}"],
+        [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            "exporter",
+            "demo",
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -252,7 +262,14 @@ def test_cli_demo_shows_every_state_within_two_minutes_in_real_time() -> None:
             time.sleep(1.0)
         elapsed = time.monotonic() - started
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=20)
+        stopping = time.monotonic()
+        try:
+            out, err = proc.communicate(timeout=25)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler prints the threads' stacks
+            out, err = proc.communicate(timeout=10)
+            pytest.fail(f"the demo did not stop within 25 s of SIGTERM; its threads:\n{err}")
+        print(f"stopped {time.monotonic() - stopping:.1f} s after SIGTERM")
     finally:
         proc.kill()
     print(f"\nevery demo state shown after {elapsed:.0f} s")
