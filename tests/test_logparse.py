@@ -2048,6 +2048,7 @@ def test_bars_described_by_their_epoch_count_the_epochs_even_when_their_length_c
     assert (_read_lines(big).step, _read_lines(big).max_steps) == (30030, None)
     both = _read_lines([*big, *(bar.format(e=e, loss=2.7, n=5005) for e in (4, 5, 6))])
     assert (both.step, both.max_steps, both.loss) == (45045, None, 2.7)
+    assert both.epoch == 6.0  # six whole epochs, not 45045 / 5005
     skipped = _read_lines([*big, bar.format(e=5, loss=2.7, n=5005)])
     assert (skipped.step, skipped.loss) == (None, 2.7)
     short = bar.format(e=3, loss=3.6, n=10010).replace("10010/10010", "9000/10010")
@@ -2566,11 +2567,12 @@ def test_described_bars_that_change_length_give_the_sum_or_nothing(
         lines[-1] = bar.format(e=first, n=n1 - 1, t=n1)
     start = first + (2 if gap else 1)
     lines += [bar.format(e=e, n=n2, t=n2) for e in range(start, start + second)]
-    step = _read_lines(lines).step
+    report = _read_lines(lines)
     if gap or short:
-        assert step is None, lines
+        assert report.step is None, lines
     else:
-        assert step == first * n1 + second * n2, lines
+        assert report.step == first * n1 + second * n2, lines
+        assert report.epoch == first + second, lines
 
 
 @settings(max_examples=60, deadline=None)
@@ -2584,3 +2586,26 @@ def test_epoch_summaries_with_their_batches_give_the_step_only_from_epoch_0(
     report = _read_lines([line.format(e=e, n=size) for e in range(start, start + epochs)])
     assert report.step == (epochs * size if start == 0 else None)
     assert report.loss == 0.5
+
+
+def test_a_real_tqdm_loop_whose_batch_size_changes_is_read(tmp_path: Path) -> None:
+    """tqdm run for real (tests/fixtures/logs/programs/tqdm_batch_size_change.py): a bar per
+    epoch described ``Train Epoch: e Loss: x ...``, 40 batches for three epochs and 20 for
+    three more. Its output as tqdm wrote it (frames joined by carriage returns) is read as
+    every batch run and every epoch done, the loss the last description's."""
+    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
+    truth_path = tmp_path / "truth.json"
+    done = subprocess.run(
+        [sys.executable, str(program / "tqdm_batch_size_change.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # one stream, as a container's log has them
+        env={**os.environ, "TRUTH_PATH": str(truth_path)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    truth = json.loads(truth_path.read_text())
+    lines = done.stdout.decode().split("\n")
+    report = _read_lines(lines)
+    assert (report.step, report.epoch) == (truth["step"], truth["epochs"]) == (180, 6)
+    assert report.loss == truth["loss"]
+    assert report.max_steps is None

@@ -555,8 +555,9 @@ class LogAccumulator:
                     values["total_from_bar"] = (
                         total is not None and track.epochs is None and outer is None
                     )
-                if track.per_pass and track.pass_size and "epoch" not in self.values:
-                    values["epoch"] = track.work() / track.pass_size
+                epochs_done = track.epochs_done() if track.per_pass else None
+                if epochs_done is not None and "epoch" not in self.values:
+                    values["epoch"] = epochs_done
                     if track.epochs is not None:
                         values["max_epochs"] = float(track.epochs)
             elif (

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from .lines import EPOCH_WORDS, Bar
 from .parse import FRAME_TICKS
@@ -69,6 +70,15 @@ def epoch_of(prefix: str) -> tuple[int, int | None] | None:
     return int(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
+class Handover(NamedTuple):
+    """Where a bar took over from an earlier one of the same description at another length:
+    the run's steps and epochs at its end, and the epoch the new bar's first pass was."""
+
+    steps: int
+    epochs: float
+    at: int
+
+
 @dataclass
 class BarTrack:
     total: int | None
@@ -117,11 +127,9 @@ class BarTrack:
     # An evaluation bar's: the training bar's count when it first appeared (Lightning before
     # 2.0 counts validation batches on in its main bar from there).
     opened_at: int | None = None
-    # The same description's epochs drawn before at another length (a run that changed its
-    # batch size between epochs): their steps, and the epoch this bar's first pass was.
-    # The earlier bar is ``continued`` from then on.
-    carried: int | None = None
-    carried_from: int | None = None
+    # Where this bar took over from the same description's bar at another length (a run
+    # that changed its batch size between epochs); the earlier bar is ``continued`` then on.
+    carried: Handover | None = None
     continued: bool = False
 
     @property
@@ -139,15 +147,31 @@ class BarTrack:
         if n is None:
             n = self.trained if self.trained is not None else self.last_n
         size = self.pass_size
-        if self.carried is not None and self.carried_from is not None and size:
-            label = self.label if self.label is not None else self.carried_from
-            return self.carried + max(0, label - self.carried_from) * size + min(n, size)
+        if self.carried is not None and size:
+            return self.carried.steps + self._passes_since_handover() * size + min(n, size)
         if self.label is not None and size and self.first_label is not None:
             # The description counts the epochs: exact even when a whole epoch fell between
             # two polls. 0-based when an epoch 0 was seen, else 1-based.
             first = self.origin if self.origin is not None else min(self.first_label, 1)
             return max(0, self.label - first) * size + min(n, size)
         return self.base + n
+
+    def epochs_done(self) -> float | None:
+        """The epochs the cumulative count stands for (fractional), where a pass's length is
+        known: passes of one length, or those since a :class:`Handover` on top of the
+        epochs before it (the earlier bar's passes were of another length)."""
+        size = self.pass_size
+        if not size:
+            return None
+        if self.carried is None:
+            return self.work() / size
+        n = self.trained if self.trained is not None else self.last_n
+        return self.carried.epochs + self._passes_since_handover() + min(n, size) / size
+
+    def _passes_since_handover(self) -> int:
+        assert self.carried is not None
+        label = self.label if self.label is not None else self.carried.at
+        return max(0, label - self.carried.at)
 
     def step_known(self) -> bool:
         """Whether the bar's cumulative count is the run's step. The passes counted by the
@@ -213,8 +237,9 @@ def continues(track: BarTrack, earlier: BarTrack, label: int | None) -> bool:
     ):
         return False
     earlier.continued = True
-    if label == earlier.label + 1 and earlier.ended and earlier.step_known():
-        track.carried, track.carried_from = earlier.work(), label
+    epochs = earlier.epochs_done()
+    if label == earlier.label + 1 and earlier.ended and earlier.step_known() and epochs:
+        track.carried = Handover(earlier.work(), epochs, label)
     return True
 
 
