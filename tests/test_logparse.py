@@ -2372,6 +2372,7 @@ def test_time_series_librarys_counts_within_epochs_take_the_size_its_summary_pri
     ]
     report = _read_lines(lines)
     assert (report.step, report.loss, report.eval_loss) == (4 * 225 + 200, 0.1428038, 0.1369737)
+    assert report.epoch == pytest.approx(4 + 200 / 225)  # the count's epoch, not the summary's
     summary = _read_lines(lines[:1])
     assert (summary.step, summary.loss) == (900, 0.1432611)
     alone = _read_lines(["\titers: 1700, epoch: 6 | loss: 0.5045499"])
@@ -2539,6 +2540,7 @@ def test_an_epoch_summary_with_its_batches_counts_epochs_from_epoch_0() -> None:
     line = "Epoch {e} iterations {n}, average loss 0.83"
     zero = _read_lines([line.format(e=e, n=12500) for e in range(10)])
     assert (zero.step, zero.max_steps, zero.loss) == (125000, None, 0.83)
+    assert zero.epoch == 10.0
     assert _read_lines([line.format(e=0, n=12500)]).step == 12500
     one = _read_lines([line.format(e=e, n=12500) for e in (1, 2, 3)])
     assert (one.step, one.loss) == (None, 0.83)
