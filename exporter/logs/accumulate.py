@@ -235,8 +235,8 @@ class LogAccumulator:
                 self.values.pop("step", None)
                 return line
             step = int(done * self.steps_per_epoch) + count
-            epoch = done + count / self.steps_per_epoch
-            return line._replace(report=replace(r, step=step, epoch=epoch))
+            at = done + count / self.steps_per_epoch  # the epoch, fractional
+            return line._replace(report=replace(r, step=step, epoch=at))
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             if line.epoch_of is not None:  # the epoch's number on the count's own line
                 self.epoch_counter.heading(line.epoch_of[0], None)
