@@ -2611,3 +2611,48 @@ def test_a_real_tqdm_loop_whose_batch_size_changes_is_read(tmp_path: Path) -> No
     assert (report.step, report.epoch) == (truth["step"], truth["epochs"]) == (180, 6)
     assert report.loss == truth["loss"]
     assert report.max_steps is None
+
+
+_EZPZ = "[2025-12-31 11:31:{s:02d},000000][I][{where}] "
+
+
+def test_ezpz_launchs_closing_line_ends_the_run_only_with_code_0() -> None:
+    """Argonne's ``ezpz launch`` (round 69) logs ``Execution finished with {retcode}.`` under
+    its logger ``ezpz/launch`` once the command it ran returned: the end with 0, coloured or
+    not; another code, or the words under another logger or inside a sentence, are no end."""
+    step = _EZPZ.format(s=1, where="ezpz/examples/test:325:train_step") + (
+        "iter=190 loss=0.044844 accuracy=0.984375 loss/mean=0.051969 loss/max=0.151458"
+    )
+    end = _EZPZ.format(s=2, where="ezpz/launch:448:launch") + "Execution finished with {rc}."
+    done = _read_lines([step, end.format(rc=0)])
+    assert (done.step, done.loss, done.final) == (190, 0.044844, True)
+    assert _read_lines([step, end.format(rc="\x1b[1;36m0\x1b[0m")]).final
+    for line in (
+        end.format(rc=1),
+        end.format(rc=127),
+        end.format(rc=0) + " Retrying",
+        _EZPZ.format(s=2, where="examples/vit:544:main") + "Execution finished with 0.",
+        "Execution finished with 0.",
+    ):
+        assert not _read_lines([step, line]).final, line
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "ezpz/examples/test:325:train_step",
+        "trainer/validate.py:88",
+        "eval_utils.py:12:log_step",
+        "test.py:40",
+    ],
+)
+def test_a_loggers_source_location_does_not_make_a_train_line_an_evaluation(where: str) -> None:
+    """ezpz's logger prints ``[I][ezpz/examples/test:325:train_step]`` before each line
+    (round 69): the module ``test`` is no test phase, so the line's loss is the train loss.
+    The words of an evaluation in the message itself still make it one."""
+    train = _EZPZ.format(s=1, where=where) + "iter=100 loss=0.079676 accuracy=1.000000"
+    report = _read_lines([train])
+    assert (report.step, report.loss, report.eval_loss) == (100, 0.079676, None)
+    test = _EZPZ.format(s=1, where=where) + "Test: iter=100 loss=0.079676"
+    evaluated = _read_lines([test])
+    assert (evaluated.loss, evaluated.eval_loss) == (None, 0.079676)

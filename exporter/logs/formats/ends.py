@@ -4,6 +4,7 @@
     Reached max_steps (5000). Stopping training.               scripts of the same wording
     Training complete. [11/07 14:03:13]                        3D Gaussian Splatting
     150 epochs completed in 16.469 hours.                      YOLOv5, YOLOv7, Ultralytics
+    [...][I][ezpz/launch:448:launch] Execution finished with 0.   ezpz launch
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -14,6 +15,11 @@ episode that gave up.
 ``safe_state``, which stamps every line it prints with `` [%d/%m %H:%M:%S]``
 (utils/general_utils.py): the sentence alone on its line with that stamp is its end (the
 words without it are any script's, which may train on in a next stage).
+
+Argonne's ezpz launcher (``ezpz launch``, src/ezpz/launch.py) logs ``Execution finished with
+{retcode}.`` under its own logger (``ezpz/launch``) once the command it ran has returned: the
+end with 0; any other code is no end (the traceback, if any, says why). The words under
+another logger are not its.
 """
 
 from __future__ import annotations
@@ -32,9 +38,13 @@ _GAUSSIAN_SPLATTING_END = re.compile(r"^\s*Training complete\. \[\d\d/\d\d \d\d:
 
 _YOLO_END = re.compile(r"^\s*[1-9]\d{0,6} epochs completed in \d{1,9}\.\d{3} hours\.\s*$")
 
+_EZPZ_LAUNCH_END = re.compile(
+    r"\[ezpz/launch(?::\d{1,6}:\w{1,64})?\]\s*Execution finished with 0\.\s*$"
+)
+
 
 def parse_ends(msg: str, now: float) -> LineReport | None:
-    if _GAUSSIAN_SPLATTING_END.match(msg) or _YOLO_END.match(msg):
+    if _GAUSSIAN_SPLATTING_END.match(msg) or _YOLO_END.match(msg) or _EZPZ_LAUNCH_END.search(msg):
         return LineReport("ends", ProgressReport(final=True))
     m = _MAX_STEPS_REACHED.search(msg)
     if m is None or (n := int(m["n"])) <= 0:
@@ -43,5 +53,12 @@ def parse_ends(msg: str, now: float) -> LineReport | None:
 
 
 FORMAT = Format(
-    "ends", ("Reached max_steps (", "Training complete. [", " epochs completed in "), parse_ends
+    "ends",
+    (
+        "Reached max_steps (",
+        "Training complete. [",
+        " epochs completed in ",
+        "Execution finished with 0",
+    ),
+    parse_ends,
 )
