@@ -2656,3 +2656,61 @@ def test_a_loggers_source_location_does_not_make_a_train_line_an_evaluation(wher
     test = _EZPZ.format(s=1, where=where) + "Test: iter=100 loss=0.079676"
     evaluated = _read_lines([test])
     assert (evaluated.loss, evaluated.eval_loss) == (None, 0.079676)
+
+
+_NEMO_RL_BANNER = "\n{bar} Step {i}/{n} {bar}".replace("{bar}", "=" * 25)
+
+
+def test_nemo_rls_results_are_read_under_its_step_banner() -> None:
+    """NeMo RL (round 70) prints a banner per step, then its results one bullet each
+    (nemo_rl/algorithms/dpo.py, grpo.py, ppo.py): ``  • loss: 0.6931`` (DPO), ``  • Loss:``
+    (GRPO, SFT), ``  • Policy Loss:`` (PPO) is the train loss and ``    • Validation loss:``
+    the eval loss; the other bullets (``sft_loss``, ``Critic Loss``, rewards, times) are no
+    loss. PPO's ``▶ Step 1/4...`` counts its passes over one rollout, not the run's steps."""
+    ppo = [
+        *_NEMO_RL_BANNER.format(i=5, n=100).split("\n"),
+        "▶ Preparing batch...",
+        "▶ Step 1/4...",
+        "▶ Step 2/4...",
+        "",
+        "📊 Training Results:",
+        "  • Policy Loss: 0.0123",
+        "  • Generation KL Error: 0.0010",
+        "  • Critic Loss: 0.5000",
+        "  • Avg Reward: 0.2500",
+        "",
+        "⏱️  Timing:",
+        "  • Total step time: 12.30s",
+    ]
+    report = _read_lines(ppo)
+    assert (report.step, report.max_steps, report.loss) == (5, 100, 0.0123)
+    dpo = [
+        *_NEMO_RL_BANNER.format(i=2, n=2).split("\n"),
+        "▶ Taking a training step...",
+        "📊 Validation Results for `default` set:",
+        "    • Validation loss: 0.6645",
+        "    • Validation sft_loss: 0.0000",
+        "📊 Training Results:",
+        "  • loss: 0.6931",
+        "  • sft_loss: 0.0000",
+        "  • preference_loss: 0.6931",
+    ]
+    report = _read_lines(dpo)
+    assert (report.step, report.max_steps, report.loss, report.eval_loss) == (2, 2, 0.6931, 0.6645)
+    assert _read_lines(["▶ Step 3/4..."]).step is None
+    assert _read_lines(["Step 3/4... loss 0.5"]).step == 3  # the words of another loop
+
+
+def test_mlx_lms_tokens_per_second_and_tokens_trained_are_read() -> None:
+    """mlx-lm's report (round 70) ``Iter 69: Train loss 0.001, ..., Tokens/sec 584.980,
+    Trained Tokens 37481.0, Peak mem 2.334 GB``: every rank's tokens per second and the tokens
+    trained so far feed the run's throughput and token count, not custom metrics."""
+    line = (
+        "Iter 69: Train loss 0.001, Learning Rate 1.000e-05, It/sec 1.019, "
+        "Tokens/sec 584.980, Trained Tokens 37481.0, Peak mem 2.334 GB"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.loss, report.tokens) == (69, 0.001, 37481)
+    metrics = dict(report.metrics)
+    assert metrics["tokens_per_second"] == 584.98
+    assert "trained_tokens" not in metrics and "tokens_sec" not in metrics

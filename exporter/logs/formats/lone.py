@@ -10,8 +10,11 @@ Some tools print one value per line rather than a counter with its pairs:
     |    loss                 | 20.1        |                         Stable-Baselines3
      | policy_loss              | -0.011813248  |                     Stable Baselines 2
                         Mean surrogate loss: -0.0076                  rsl_rl (Isaac Lab)
+      • Loss: 0.0123                                                NeMo RL, under its
+        • Validation loss: 0.6645                                   "📊 Training Results:"
 
-The line is the pair and nothing else (after a date and time, or a table's borders), and
+The line is the pair and nothing else (after a date and time, a table's borders, or a
+bullet: NeMo RL prints its results one ``  • {name}: {value:.4f}`` line each), and
 only the vocabulary's losses are read from it: a lone ``Total params: 9`` or ``lr: 0.01``
 says nothing about the run that a custom metric should keep. In SB3's table the row
 ``total_timesteps`` is the environment steps so far, which ``learn(total_timesteps=N)``
@@ -51,6 +54,8 @@ _STAMP = re.compile(
 # " | policy_loss              | -0.011813248  |").
 _ROW = re.compile(r"^\s*\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{1,40})\s+\|$")
 _READ = ("loss", "eval_loss")
+# A list's bullet before the pair (NeMo RL's nemo_rl/algorithms/*.py: "  • Loss: 0.0123").
+_BULLET = re.compile(r"^[•·]\s+")
 _TRAINER_METRICS_ROW = re.compile(r"^  train_\w+ *= +\S+$")
 _PHASE = re.compile(
     r"^(?P<phase>train|training|val|valid|validation|test|eval)(?: error)?\s*:?\s+"
@@ -94,6 +99,8 @@ def parse_lone(msg: str, now: float) -> LineReport | None:
     else:
         stamp = _STAMP.match(text)
         body = text[stamp.end() :] if stamp is not None else text.lstrip()
+        if (bullet := _BULLET.match(body)) is not None:
+            body = body[bullet.end() :]
         if _PHASE.match(body):
             phases = _phases(body)
             return native(phases, now, "lone") if phases else None

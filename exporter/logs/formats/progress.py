@@ -62,6 +62,9 @@ HINTS = (
 # max_step) beside "imps:" and "etc:": the index of the step just taken, one short of the
 # steps done.
 _INDEX_OF_STEP_TAKEN = re.compile(r"^\s*step:\s*\d+/\s*\d+ .*\bimps:[\d.]+ .*\betc:")
+# NeMo RL's PPO prints "▶ Step {step + 1}/{ppo_epochs}..." for each pass over one rollout
+# (nemo_rl/algorithms/ppo.py), under its "===== Step 5/100 =====" banner: no step of the run.
+_PPO_EPOCH = re.compile(r"^\s*▶ Step \d{1,6}/\d{1,6}\.\.\.\s*$")
 # A bare leading count before a "|" (modded-nanoGPT style "420 | loss 4.06 | lr ..."): only
 # with a loss on the line, since many lines start with a number.
 _BARE = re.compile(r"^\s*(?P<i>\d{1,12})\s+\|\s+(?=[A-Za-z])")
@@ -105,6 +108,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         return None
     if "Dropping entry" in msg:
         return None  # wandb refused a logged step ("User provided step: N is less than ...")
+    if _PPO_EPOCH.match(msg):
+        return None
     found = find_counter(msg)
     bare = None
     if found is None:

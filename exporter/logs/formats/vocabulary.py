@@ -106,13 +106,24 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm", "gnorm", "actor/grad_norm", "train/grad_norm"),
     "epoch": ("epoch", "training/epoch", "train/epoch"),
     "max_epochs": ("num_epochs", "max_epochs", "total_epochs"),
-    "tokens": ("num_input_tokens_seen", "tokens", "consumed_tokens"),
+    "tokens": (
+        "num_input_tokens_seen",
+        "tokens",
+        "consumed_tokens",
+        "trained_tokens",  # mlx-lm's "Trained Tokens 37481": every rank's, summed, so far
+    ),
 }
 # Throughput and utilisation: custom metrics under these names, which the run reads
 # (exporter.core.run.tokens: training_tokens_per_second; the printed MFU where the run gives no
 # FLOPs).
 RATES: dict[str, tuple[str, ...]] = {
-    "tokens_per_second": ("tokens_per_second", "tok/s", "tokens/s", "tokens_per_sec"),
+    "tokens_per_second": (
+        "tokens_per_second",
+        "tok/s",
+        "tokens/s",
+        "tokens_per_sec",
+        "tokens/sec",  # mlx-lm's "Tokens/sec 584.980", every rank's tokens
+    ),
     "tokens_per_second_per_gpu": (
         "tokens_per_second_per_gpu",  # torchtune
         "tps",  # torchtitan: tokens per second per device
