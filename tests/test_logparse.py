@@ -2638,18 +2638,25 @@ def test_ezpz_launchs_closing_line_ends_the_run_only_with_code_0() -> None:
 
 
 @pytest.mark.parametrize(
-    "where",
+    ("where", "validating"),
     [
-        "ezpz/examples/test:325:train_step",
-        "trainer/validate.py:88",
-        "eval_utils.py:12:log_step",
-        "test.py:40",
+        ("ezpz/examples/test:325:train_step", "ezpz/examples/test:325:validate"),
+        ("trainer/validate.py:88", None),
+        ("eval_utils.py:12:log_step", "eval_utils.py:12:validate"),
+        ("test.py:40", None),
+        ("tests.finetune:train:469", "tests.finetune:validate:469"),  # loguru's format
     ],
 )
-def test_a_loggers_source_location_does_not_make_a_train_line_an_evaluation(where: str) -> None:
+def test_a_loggers_source_location_does_not_make_a_train_line_an_evaluation(
+    where: str, validating: str | None
+) -> None:
     """ezpz's logger prints ``[I][ezpz/examples/test:325:train_step]`` before each line
     (round 69): the module ``test`` is no test phase, so the line's loss is the train loss.
-    The words of an evaluation in the message itself still make it one."""
+    The words of an evaluation in the message itself still make it one, and so does the
+    function that logged it (``validate``)."""
+    if validating is not None:
+        by_function = _read_lines([_EZPZ.format(s=1, where=validating) + "iter=100 loss=0.07"])
+        assert (by_function.loss, by_function.eval_loss) == (None, 0.07)
     train = _EZPZ.format(s=1, where=where) + "iter=100 loss=0.079676 accuracy=1.000000"
     report = _read_lines([train])
     assert (report.step, report.loss, report.eval_loss) == (100, 0.079676, None)

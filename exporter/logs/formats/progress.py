@@ -82,9 +82,21 @@ _EVAL_PHRASE = re.compile(
     r"[\[(](?:val|valid|eval|test)[\])]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
-# A logger's source location before the message ("[I][ezpz/examples/test:325:train_step]",
-# "[trainer/validate.py:88]"): the file or function it names says nothing of the line.
-_SOURCE_LOCATION = re.compile(r"[\w./\\-]{1,200}(?:\.py:\d{1,6}(?::\w{1,64})?|:\d{1,6}:\w{1,64})\b")
+# A logger's source location before the message: its file or module and line number
+# ("[trainer/validate.py:88]", ezpz's "[I][ezpz/examples/test:325:train_step]", loguru's
+# "finetune.trainer:train:469"). The file says nothing of the line (a module "test" is no test
+# phase); the function that logged it may ("validate"), so it is kept.
+_SOURCE_LOCATION = re.compile(
+    r"[\w./\\-]{1,200}(?:\.py:\d{1,6}(?::(?P<f>\w{1,64}))?|:\d{1,6}:(?P<g>[A-Za-z_]\w{0,63})"
+    r"|:(?P<h>[A-Za-z_]\w{0,63}):\d{1,6})\b"
+)
+
+
+def _without_source_files(text: str) -> str:
+    """``text`` with each source location replaced by the function it names, if any."""
+    return _SOURCE_LOCATION.sub(lambda m: f" {m['f'] or m['g'] or m['h'] or ''} ", text)
+
+
 # MACE's report after each evaluation: "Epoch 1: head: default, loss=  0.0001,
 # RMSE_E_per_atom=    33.7 meV, RMSE_F= ..." (mace/tools/train.py log_errors), the
 # validation set's loss beside its errors per atom and on forces: an evaluation's line.
@@ -131,7 +143,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     head = msg[start:end] + (rest[: rest.find(after[0].key)] if after else rest)
     evaluation = (
         count.evaluation
-        or _EVAL_PHRASE.search(_SOURCE_LOCATION.sub(" ", msg[:start]) + head) is not None
+        or _EVAL_PHRASE.search(_without_source_files(msg[:start]) + head) is not None
         or any(_ERROR_REPORT.fullmatch(p.key) for p in pairs)
     )
     if evaluation and _FRACTION.search(head):
