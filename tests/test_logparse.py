@@ -2721,3 +2721,57 @@ def test_mlx_lms_tokens_per_second_and_tokens_trained_are_read() -> None:
     metrics = dict(report.metrics)
     assert metrics["tokens_per_second"] == 584.98
     assert "trained_tokens" not in metrics and "tokens_sec" not in metrics
+
+
+_MEGATRON_ITERATION = (
+    " [2025-10-06 03:27:07] iteration       10/      10 | consumed samples:         5120 | "
+    "elapsed time per iteration (ms): 4647.8 | learning rate: 1.500000E-06 | global batch "
+    "size:   512 | lm loss: 9.763827E+00 | loss scale: 1.0 | grad norm: 33.055 |"
+)
+
+
+def test_megatrons_end_and_its_test_set_are_read_as_such() -> None:
+    """Megatron-Bridge's pretraining (round 71): ``[after training is done] datetime: ...``
+    once train() returned is the run's end; the validation set's loss is the eval loss and
+    the test set's after it (``validation loss at iteration 10 on test set``, or ``... at the
+    end of training for test data`` before 2023) is the test loss, a metric of its own."""
+    lines = [
+        _MEGATRON_ITERATION,
+        "[after training is done] datetime: 2025-10-06 03:27:07 ",
+        " validation loss at iteration 10 on validation set | lm loss value: 9.647480E+00 | "
+        "lm loss PPL: 1.548272E+04 |",
+        " validation loss at iteration 10 on test set | lm loss value: 9.625707E+00 | "
+        "lm loss PPL: 1.514926E+04 |",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (10, 10, 9.763827)
+    assert (report.eval_loss, report.final) == (9.64748, True)
+    assert dict(report.metrics)["test_loss"] == 9.625707
+    old = " validation loss at the end of training for test data | lm loss value: 3.2E+00 |"
+    assert _read_lines([_MEGATRON_ITERATION, old]).eval_loss is None
+    # Before the end, and in other words, no end.
+    assert not _read_lines([_MEGATRON_ITERATION]).final
+    for line in (
+        "[after training is done]",
+        "[after training is done] datetime: 2025-10-06 03:27:07 then resuming",
+        "[before the training loop] datetime: 2025-10-06 03:27:07",
+    ):
+        assert not _read_lines([_MEGATRON_ITERATION, line]).final, line
+    # A script's own test set, the only evaluation it prints, is still its eval loss.
+    assert _read_lines(["Test set: Average loss: 0.0329, Accuracy: 9890/10000 (99%)"]).eval_loss
+
+
+def test_trainers_metrics_table_pasted_with_ideographic_spaces_is_no_loss() -> None:
+    """A Trainer log pasted into a README (round 71), every line indented by two ideographic
+    spaces (U+3000) and padded with them: the ``***** train metrics *****`` rows still sum
+    up the run (``train_loss`` is its mean), so the last logged loss stands."""
+    pad = "\u3000\u3000"
+    lines = [
+        pad + "{'loss': 0.6449, 'grad_norm': 10.27, 'learning_rate': 5.9e-11, 'epoch': 30.0}  ",
+        pad + "***** train metrics *****  ",
+        pad + "epoch\u3000\u3000\u3000\u3000 =\u3000\u3000   30.0  ",
+        pad + "train_loss\u3000\u3000\u3000   =\u3000\u3000 1.0989  ",
+    ]
+    report = _read_lines(lines)
+    assert (report.loss, report.epoch) == (0.6449, 30.0)
+    assert _read_lines([pad + "loss\uff1a0.5234\uff0c lr\uff1a1e-4 step 3"]).loss == 0.5234

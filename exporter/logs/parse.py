@@ -163,9 +163,11 @@ _LAUNCHER = re.compile(
     r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
     r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
 )
-# Full-width punctuation, as scripts written in Chinese print it ("loss：0.5234，lr：1e-4"): the
-# ASCII the readers know.
-_FULL_WIDTH = str.maketrans({"：": ":", "，": ",", "＝": "=", "（": "(", "）": ")", "｜": "|"})
+# Full-width punctuation and space, as scripts written in Chinese print them ("loss：0.5234，
+# lr：1e-4", a README's indent of ideographic spaces): the ASCII the readers know.
+_FULL_WIDTH = str.maketrans(
+    {"：": ":", "，": ",", "＝": "=", "（": "(", "）": ")", "｜": "|", "\u3000": " "}
+)
 # Ray's log deduplication after the line: "... [repeated 3x across cluster]".
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
 # A label that may be a launcher's or the tool's own text: srun --label's task ("0: ",

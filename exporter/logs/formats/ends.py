@@ -5,6 +5,7 @@
     Training complete. [11/07 14:03:13]                        3D Gaussian Splatting
     150 epochs completed in 16.469 hours.                      YOLOv5, YOLOv7, Ultralytics
     [...][I][ezpz/launch:448:launch] Execution finished with 0.   ezpz launch
+    [after training is done] datetime: 2025-10-06 03:27:07         Megatron-LM, Megatron-Bridge
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -20,6 +21,13 @@ Argonne's ezpz launcher (``ezpz launch``, src/ezpz/launch.py) logs ``Execution f
 {retcode}.`` under its own logger (``ezpz/launch``) once the command it ran has returned: the
 end with 0; any other code is no end (the traceback, if any, says why). The words under
 another logger are not its.
+
+Megatron-LM's ``pretrain`` (training.py) and Megatron-Bridge's (training/pretrain.py) log
+``[after training is done] datetime: ...`` once ``train()`` has returned; ``train()`` ends
+the process itself when a signal, a duration or an exit interval stops it (``exiting program
+at iteration N``), so the line means the planned iterations are done. NVIDIA's own
+scripts/performance/setup_experiment.py takes it as the run's end. The evaluation of the
+validation and test sets may follow it.
 """
 
 from __future__ import annotations
@@ -42,9 +50,15 @@ _EZPZ_LAUNCH_END = re.compile(
     r"\[ezpz/launch(?::\d{1,6}:\w{1,64})?\]\s*Execution finished with 0\.\s*$"
 )
 
+_MEGATRON_END = re.compile(
+    r"^\s*\[after training is done\] datetime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$"
+)
+# The lines that end a run and say nothing else.
+_BARE_ENDS = (_GAUSSIAN_SPLATTING_END, _YOLO_END, _EZPZ_LAUNCH_END, _MEGATRON_END)
+
 
 def parse_ends(msg: str, now: float) -> LineReport | None:
-    if _GAUSSIAN_SPLATTING_END.match(msg) or _YOLO_END.match(msg) or _EZPZ_LAUNCH_END.search(msg):
+    if any(end.search(msg) for end in _BARE_ENDS):
         return LineReport("ends", ProgressReport(final=True))
     m = _MAX_STEPS_REACHED.search(msg)
     if m is None or (n := int(m["n"])) <= 0:
@@ -59,6 +73,7 @@ FORMAT = Format(
         "Training complete. [",
         " epochs completed in ",
         "Execution finished with 0",
+        "[after training is done]",
     ),
     parse_ends,
 )

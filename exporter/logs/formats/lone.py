@@ -56,7 +56,8 @@ _ROW = re.compile(r"^\s*\|\s+(?P<key>[A-Za-z_][\w/.]{0,64})\s+\|\s+(?P<value>\S{
 _READ = ("loss", "eval_loss")
 # A list's bullet before the pair (NeMo RL's nemo_rl/algorithms/*.py: "  • Loss: 0.0123").
 _BULLET = re.compile(r"^[•·]\s+")
-_TRAINER_METRICS_ROW = re.compile(r"^  train_\w+ *= +\S+$")
+# (Two spaces at least: pasted into a README it may be indented further.)
+_TRAINER_METRICS_ROW = re.compile(r"^ {2,}train_\w+ *= +\S+$")
 _PHASE = re.compile(
     r"^(?P<phase>train|training|val|valid|validation|test|eval)(?: error)?\s*:?\s+"
     r"(?=(?:avg\.?\s|average\s|mean\s)?loss\s*[:=])",

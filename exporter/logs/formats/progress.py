@@ -97,6 +97,11 @@ def _without_source_files(text: str) -> str:
     return _SOURCE_LOCATION.sub(lambda m: f" {m['f'] or m['g'] or m['h'] or ''} ", text)
 
 
+# Megatron's evaluation of the test set, after the validation set's at the end of training
+# (training.py: "validation loss at iteration 10 on test set | lm loss value: ...", before
+# 2023 "... at the end of training for test data"): another evaluation than the one the
+# run watches, so its loss is the test loss, never the eval loss.
+_MEGATRON_TEST_SET = re.compile(r"validation loss at .{0,80}\b(?:on test set|for test data)\b")
 # MACE's report after each evaluation: "Epoch 1: head: default, loss=  0.0001,
 # RMSE_E_per_atom=    33.7 meV, RMSE_F= ..." (mace/tools/train.py log_errors), the
 # validation set's loss beside its errors per atom and on forces: an evaluation's line.
@@ -170,6 +175,10 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         run_step = count.step if _FOR_STEP.search(msg[max(0, start - 12) : start + 5]) else None
         count = Count()
         values = {k: v for k, v in values.items() if k in ("eval_loss", "step")}
+        if "eval_loss" in values and _MEGATRON_TEST_SET.search(msg):
+            tested = {"test_loss": values.pop("eval_loss")}
+            tested.update({f"test_{k}": v for k, v in fields.metrics.items()})
+            return native({"metrics": tested}, now, "progress")
         if run_step is not None and "step" not in values:
             values["step"] = run_step
         if "eval_loss" not in values and run_step is None:
