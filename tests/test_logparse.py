@@ -2775,3 +2775,56 @@ def test_trainers_metrics_table_pasted_with_ideographic_spaces_is_no_loss() -> N
     report = _read_lines(lines)
     assert (report.loss, report.epoch) == (0.6449, 30.0)
     assert _read_lines([pad + "loss\uff1a0.5234\uff0c lr\uff1a1e-4 step 3"]).loss == 0.5234
+
+
+_WORD_LM = (
+    "| epoch {e:3d} | {i:5d}/{n:5d} batches | lr 5.0000 | ms/batch 11.86 | loss  4.19 | "
+    "ppl    65.84"
+)
+
+
+def test_pytorch_examples_word_language_model_is_read_to_its_end() -> None:
+    """pytorch/examples' word_language_model and the PyTorch Transformer tutorial (round 72):
+    ``| epoch 12 |  2800/ 2983 batches |`` is the batch's index in an epoch of 2983 (epochs
+    from 1), ``| end of epoch 12 | ... | valid loss 4.81`` the eval loss, and ``| End of
+    training | test loss 4.74 |`` the run's end with the test set's loss (no eval loss). The
+    command that ran it (``--epochs 12``) gives the run's length."""
+    lines = [
+        "python main.py --cuda --epochs 12 --model LSTM --nhid 200 --bptt 35",
+        _WORD_LM.format(e=11, i=2800, n=2983),
+        "| end of epoch  11 | time: 36.76s | valid loss  4.82 | valid ppl   124.31",
+        _WORD_LM.format(e=12, i=2800, n=2983),
+        "| end of epoch  12 | time: 36.78s | valid loss  4.81 | valid ppl   123.27",
+        "=" * 89,
+        "| End of training | test loss  4.74 | test ppl   114.95",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (11 * 2983 + 2800, 12 * 2983)
+    assert (report.loss, report.eval_loss, report.final) == (4.19, 4.81, True)
+    assert dict(report.metrics)["test_loss"] == 4.74
+    assert not _read_lines(lines[1:-1]).final
+    assert _read_lines(lines[1:2]).max_steps is None  # the epochs nowhere said
+
+
+@pytest.mark.parametrize(
+    ("line", "epochs", "steps"),
+    [
+        ("Namespace(batch_size=20, bptt=35, epochs=12, log_interval=200, lr=20)", 12.0, None),
+        ("INFO: Namespace(max_steps=None, num_train_epochs=3, seed=42)", 3.0, None),
+        ("Namespace(max_steps=-1, epochs=0)", None, None),
+        ("python main.py --cuda --epochs 12 --model LSTM", 12.0, None),
+        ("$ torchrun --nproc_per_node 8 train.py --max-steps 5000 --num_train_epochs 3", 3.0, 5000),
+        ("python3 train.py --max_iters=600000", None, 600000),
+        ("use --epochs 12 to train longer", None, None),
+        ("python main.py --epochs12", None, None),
+        ("Namespace(my_epochs=12, warmup_epochs=5)", None, None),
+    ],
+)
+def test_a_runs_length_is_read_from_the_arguments_it_echoes(
+    line: str, epochs: float | None, steps: int | None
+) -> None:
+    """argparse's ``Namespace(...)`` and the command that started the run (round 72): the
+    arguments that plainly say its length, as whole numbers; other words, other names, or
+    Trainer's "no limit" (``max_steps=-1``) say none."""
+    report = _read_lines([line])
+    assert (report.max_epochs, report.max_steps) == (epochs, steps)

@@ -12,7 +12,14 @@
 * the kohya_ss GUI (bmaltais), before it starts sd-scripts: ``max_train_steps (4800 / 4 / 1 *
   10 * 1) = 12000``, the total it passes on (its ``Total steps: 4800`` is an epoch's images);
 * mlx-lm's trainer (LoRA and full fine-tuning on Apple silicon): ``Starting training...,
-  iters: 3000`` (mlx_lm/tuner/trainer.py: ``args.iters``, the run's iterations).
+  iters: 3000`` (mlx_lm/tuner/trainer.py: ``args.iters``, the run's iterations);
+* the run's arguments as a script echoes them: argparse's ``Namespace(..., epochs=12, ...)``
+  (``print(args)``, pytorch/examples and most research code) and the command that started it
+  (``python main.py --cuda --epochs 12``, ``torchrun ... train.py --max_steps 5000``). Only
+  the names that plainly say the run's length are read (``epochs``, ``num_epochs``,
+  ``num_train_epochs``, ``max_epochs``; ``max_steps``, ``max_iters``, ``train_iters``,
+  ``total_steps``, ``max_train_steps``), and only a whole number (``max_steps=-1`` or ``None``,
+  Trainer's "no limit", is none).
 
 Only the run's planned length is read here: a banner says nothing of progress.
 """
@@ -29,10 +36,41 @@ _KOHYA = re.compile(r"\btotal optimization steps / [^:=]{1,40}: (?P<n>\d{1,15})\
 _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
 _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})\b")
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
+# The run's length among its arguments: "epochs=12" in a Namespace, "--epochs 12" on a command.
+_ARG_EPOCHS = ("epochs", "num_epochs", "n_epochs", "num_train_epochs", "max_epochs")
+_ARG_STEPS = ("max_steps", "max_iters", "train_iters", "total_steps", "max_train_steps")
+_ARG_NAMES = "|".join(_ARG_EPOCHS + _ARG_STEPS)
+_NAMESPACE_ARG = re.compile(rf"[(,]\s*(?P<k>{_ARG_NAMES})=(?P<n>\d{{1,15}})(?=[,)])")
+_COMMAND = re.compile(
+    r"^\s*(?:[$+]\s+)?(?:\S*/)?(?:python[\d.]*|torchrun|accelerate launch|deepspeed)\s"
+)
+_COMMAND_ARG = re.compile(
+    rf"\s--(?P<k>{_ARG_NAMES.replace('_', '[_-]')})[= ](?P<n>\d{{1,15}})(?=\s|$)"
+)
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 
 
+def _arguments(msg: str) -> LineReport | None:
+    """The run's length among the arguments it echoes (a Namespace, a command line), or
+    None: the number of epochs, or of steps, or both."""
+    if msg.lstrip().startswith("Namespace(") or " Namespace(" in msg:
+        found = _NAMESPACE_ARG.finditer(msg)
+    elif _COMMAND.match(msg):
+        found = _COMMAND_ARG.finditer(msg)
+    else:
+        return None
+    said = {m["k"].replace("-", "_"): int(m["n"]) for m in found if int(m["n"]) > 0}
+    epochs = next((said[k] for k in _ARG_EPOCHS if k in said), None)
+    steps = next((said[k] for k in _ARG_STEPS if k in said), None)
+    if epochs is None and steps is None:
+        return None
+    report = ProgressReport(max_steps=steps, max_epochs=float(epochs) if epochs else None)
+    return LineReport("banner", report)
+
+
 def parse_banner(msg: str, now: float) -> LineReport | None:
+    if ("Namespace(" in msg or "--" in msg) and (said := _arguments(msg)) is not None:
+        return said
     if (mmcv := _MMCV.search(msg)) is not None:
         n = int(mmcv["n"])
         if n <= 0:
@@ -63,6 +101,24 @@ FORMAT = Format(
         "workflow: ",
         "Starting training..., iters: ",
         "max_train_steps (",
+        "Namespace(",
+        "--epochs",
+        "--num_epochs",
+        "--num-epochs",
+        "--num_train_epochs",
+        "--num-train-epochs",
+        "--n_epochs",
+        "--max_epochs",
+        "--max-epochs",
+        "--max_steps",
+        "--max-steps",
+        "--max_iters",
+        "--max-iters",
+        "--train_iters",
+        "--train-iters",
+        "--total_steps",
+        "--max_train_steps",
+        "--max-train-steps",
     ),
     parse_banner,
 )

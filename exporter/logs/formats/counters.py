@@ -81,6 +81,13 @@ def _ltr(m: re.Match[str]) -> Count:
     return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
 
 
+def _word_language_model(m: re.Match[str]) -> Count:
+    """pytorch/examples' word_language_model and the PyTorch Transformer tutorial: ``| epoch
+    3 |   200/ 2983 batches |``, the 1-based epoch (``range(1, epochs + 1)``) and the batch's
+    index of ``len(train_data) // bptt``, the epoch's batches as the script states them."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
 def _timm(m: re.Match[str]) -> Count:
     """timm's ``Train: e [ i/n ( p%)]``: a 0-based epoch and the index of the update."""
     return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
@@ -386,6 +393,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (
         re.compile(r"\bepoch (?P<e>\d{1,9}):?\s+(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})(?![\d/])"),
         _fairseq,
+    ),
+    (
+        re.compile(
+            r"^\s*\|\s*epoch\s+(?P<e>\d{1,9})\s+\|\s*(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})"
+            r" batches\s*\|"
+        ),
+        _word_language_model,
     ),
     (
         re.compile(

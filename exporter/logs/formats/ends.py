@@ -6,6 +6,7 @@
     150 epochs completed in 16.469 hours.                      YOLOv5, YOLOv7, Ultralytics
     [...][I][ezpz/launch:448:launch] Execution finished with 0.   ezpz launch
     [after training is done] datetime: 2025-10-06 03:27:07         Megatron-LM, Megatron-Bridge
+    | End of training | test loss  4.74 | test ppl   114.95         pytorch/examples' word LM
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -28,6 +29,11 @@ the process itself when a signal, a duration or an exit interval stops it (``exi
 at iteration N``), so the line means the planned iterations are done. NVIDIA's own
 scripts/performance/setup_experiment.py takes it as the run's end. The evaluation of the
 validation and test sets may follow it.
+
+pytorch/examples' word_language_model (main.py) and the PyTorch Transformer tutorial print
+``| End of training | test loss {:5.2f} | test ppl {:8.2f}`` once, after the epochs and the
+test set's evaluation: the run's end, its loss the test set's (a metric of its own, not the
+eval loss: the validation set's is printed after each epoch).
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ _EZPZ_LAUNCH_END = re.compile(
 _MEGATRON_END = re.compile(
     r"^\s*\[after training is done\] datetime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$"
 )
+_WORD_LM_END = re.compile(
+    r"^\s*\|\s*End of training \| test loss\s+(?P<loss>\d{1,9}(?:\.\d{1,9})?|nan|inf) \| test ppl"
+)
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (_GAUSSIAN_SPLATTING_END, _YOLO_END, _EZPZ_LAUNCH_END, _MEGATRON_END)
 
@@ -60,6 +69,9 @@ _BARE_ENDS = (_GAUSSIAN_SPLATTING_END, _YOLO_END, _EZPZ_LAUNCH_END, _MEGATRON_EN
 def parse_ends(msg: str, now: float) -> LineReport | None:
     if any(end.search(msg) for end in _BARE_ENDS):
         return LineReport("ends", ProgressReport(final=True))
+    if (end := _WORD_LM_END.match(msg)) is not None:
+        tested = float(end["loss"])
+        return LineReport("ends", ProgressReport(final=True, metrics=(("test_loss", tested),)))
     m = _MAX_STEPS_REACHED.search(msg)
     if m is None or (n := int(m["n"])) <= 0:
         return None
@@ -74,6 +86,7 @@ FORMAT = Format(
         " epochs completed in ",
         "Execution finished with 0",
         "[after training is done]",
+        "End of training | test loss",
     ),
     parse_ends,
 )
