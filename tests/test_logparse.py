@@ -2828,3 +2828,27 @@ def test_a_runs_length_is_read_from_the_arguments_it_echoes(
     Trainer's "no limit" (``max_steps=-1``) say none."""
     report = _read_lines([line])
     assert (report.max_epochs, report.max_steps) == (epochs, steps)
+
+
+def test_nanot5s_lines_and_log_txts_train_lr_are_read() -> None:
+    """nanoT5 (round 73) writes ``[train] Step 53050 out of 80000 | Loss --> 1.822 | Lr -->
+    0.003 |`` (its "-->" between a name and its value; "out of" between the step and the
+    total), and ``[eval] Step ...`` its evaluation; DeiT's and MAE's log.txt name the
+    learning rate ``train_lr``."""
+    stamp = "[2024-08-11 14:43:51,226][Main][INFO] - "
+    train = stamp + "[train] Step 53050 out of 80000 | Loss --> 1.822 | Lr --> 0.003 |"
+    report = _read_lines([train])
+    assert (report.step, report.max_steps, report.loss, report.learning_rate) == (
+        53050,
+        80000,
+        1.822,
+        0.003,
+    )
+    evaluated = _read_lines([train, stamp + "[eval] Step 53050 out of 80000 | Loss --> 2.101 |"])
+    assert (evaluated.loss, evaluated.eval_loss) == (1.822, 2.101)
+    # An arrow after a pair's value is no pair: "lr 0.1 --> 0.01" keeps the rate printed first.
+    changed = _read_lines(["step 5 | lr 0.1 --> 0.01 | loss 0.5"])
+    assert (changed.step, changed.learning_rate, changed.loss) == (5, 0.1, 0.5)
+    assert _read_lines(['{"train_lr": "0.000089", "train_loss": "1.199931"}']).learning_rate == (
+        0.000089
+    )

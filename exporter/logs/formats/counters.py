@@ -477,11 +477,12 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         _train_step_in_epoch,
     ),
-    # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |"
+    # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |", nanoT5's
+    # "Step 53050 out of 80000 |"
     (
         re.compile(
-            r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
-            r"(?P<n>\d{1,15})\]?(?![\d/]|\.\d)"
+            r"(?i)(?<![\w/])(?:global[ _])?step\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*"
+            r"(?:/|(?:out )?of)\s*(?P<n>\d{1,15})\]?(?![\d/]|\.\d)"
         ),
         _loop_count,
     ),

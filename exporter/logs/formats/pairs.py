@@ -22,7 +22,8 @@ _KEY = (
     r"(?: (?:[A-Za-z_][\w/.@\-]*|\([^()\s]{1,32}\))){0,6}?)"
 )
 # Between them: ":" or "=" (spaces around allowed), or spaces alone ("loss 4.0863").
-_SEP = r"(?:\s*[:=]\s*|\s+)"
+# ":", "=", nanoT5's "-->" ("Loss --> 1.822"), or spaces.
+_SEP = r"(?:\s*[:=]\s*|\s*-->\s*|\s+)"
 # A number as printed: thousands separators ("10,050"), a decimal comma where a comma is not
 # followed by exactly three digits ("0,4941176", "5,939554E+12": ML.NET in a German or
 # French locale), exponents ("2.5E+00"), nan/inf; then

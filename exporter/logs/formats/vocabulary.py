@@ -101,6 +101,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "actor/lr",
         "train/learning_rate",
         "train_learning_rate",  # the Flax examples' CLU lines
+        "train_lr",  # DeiT's, MAE's and their kin's log.txt
         "l.r.",  # Marian ("L.r. 4.6154e-05")
     ),
     "grad_norm": ("grad_norm", "gnorm", "actor/grad_norm", "train/grad_norm"),
