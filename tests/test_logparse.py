@@ -2852,3 +2852,20 @@ def test_nanot5s_lines_and_log_txts_train_lr_are_read() -> None:
     assert _read_lines(['{"train_lr": "0.000089", "train_loss": "1.199931"}']).learning_rate == (
         0.000089
     )
+
+
+def test_ms_swifts_stdout_dicts_give_the_step_and_total() -> None:
+    """ms-swift logs each step's dict to stdout as a Python repr, its step and total one
+    string (``'global_step/max_steps': '13/176'``), as its logging.jsonl writes them in
+    JSON: both forms give the step and the total; a string of another shape gives neither."""
+    repr_line = (
+        "{'loss': 0.65555829, 'memory(GiB)': 60.09, 'epoch': 0.15, "
+        "'global_step/max_steps': '13/176', 'percentage': '7.39%'}"
+    )
+    json_line = repr_line.replace("'", '"')
+    for line in (repr_line, json_line):
+        report = _read_lines([line])
+        assert (report.step, report.max_steps, report.loss) == (13, 176, 0.65555829), line
+        assert "global_step/max_steps" not in dict(report.metrics)
+    odd = repr_line.replace("'13/176'", "'13 of 176'")
+    assert _read_lines([odd]).step is None

@@ -23,8 +23,8 @@ import re
 from ...core.model import NATIVE_FIELDS, as_float
 from ..lines import Format, LineReport, native
 from .pairs import Pair, number, to_fields
+from .vocabulary import STEP_OF_MAX_KEY, step_of_max
 
-_STEP_OF_MAX = re.compile(r"^\s*(\d{1,15})\s*/\s*(\d{1,15})\s*$")
 # What may stand before the object, with no brace of its own: a label ("json_stats: {...}":
 # Detectron's training_stats) or a logger's prefix (fairseq's --log-format json since 0.10:
 # "2020-10-28 17:41:27 | INFO | train_inner | {...}").
@@ -68,10 +68,10 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
     for key, raw in value.items():
         if not isinstance(key, str) or raw is None:
             continue
-        if key == "global_step/max_steps" and isinstance(raw, str):
-            m = _STEP_OF_MAX.match(raw)  # ms-swift
-            if m is not None:
-                doc["step"], doc["max_steps"] = int(m.group(1)), int(m.group(2))
+        if key == STEP_OF_MAX_KEY and isinstance(raw, str):
+            said = step_of_max(raw)
+            if said is not None:
+                doc["step"], doc["max_steps"] = said
             continue
         if key in native_keys and not isinstance(raw, str):
             doc.setdefault(key, raw)

@@ -10,7 +10,7 @@ import ast
 import re
 
 from ..lines import Format, LineReport, native
-from .vocabulary import field_of
+from .vocabulary import STEP_OF_MAX_KEY, field_of, step_of_max
 
 # The dict alone on its line, or after a logger's prefix (TFTrainer, and Trainer under
 # transformers' own logging: "[INFO|trainer_tf.py:398] 2021-01-15 10:28:50,371 >> {...}") or a
@@ -105,8 +105,12 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
         # TFTrainer's dicts carry its global_step (trainer_tf.py), ParlAI's its
         # total_train_updates.
         known["step"] = int(step)
+    elif (said := step_of_max(value.get(STEP_OF_MAX_KEY))) is not None:
+        known["step"], known["max_steps"] = said  # ms-swift's dicts on stdout
     rest = {
-        k: v for k, v in value.items() if k not in known and k != step_key and isinstance(k, str)
+        k: v
+        for k, v in value.items()
+        if k not in known and k not in (step_key, STEP_OF_MAX_KEY) and isinstance(k, str)
     }
     doc: dict[str, object] = {**known, "metrics": rest}
     if "train_runtime" in value and "train_loss" in value and "loss" not in value:

@@ -212,3 +212,17 @@ def metric_name(key: str) -> str:
     """A custom metric's name for ``key``: Prometheus-safe (``actor/entropy`` is
     ``actor_entropy``), at most 64 characters; empty when nothing is left."""
     return _METRIC_CHARS.sub("_", normalize(key)).strip("_")[:64]
+
+
+# ms-swift writes its step and total as one string, in its JSON lines and in the Python dict
+# it logs to stdout alike: "'global_step/max_steps': '12/176'" (swift/trainers/callback.py).
+STEP_OF_MAX_KEY = "global_step/max_steps"
+_STEP_OF_MAX = re.compile(r"^\s*(\d{1,15})\s*/\s*(\d{1,15})\s*$")
+
+
+def step_of_max(raw: object) -> tuple[int, int] | None:
+    """The step and the total a ``global_step/max_steps`` value says, or None."""
+    if not isinstance(raw, str):
+        return None
+    m = _STEP_OF_MAX.match(raw)
+    return None if m is None else (int(m.group(1)), int(m.group(2)))
