@@ -2869,3 +2869,32 @@ def test_ms_swifts_stdout_dicts_give_the_step_and_total() -> None:
         assert "global_step/max_steps" not in dict(report.metrics)
     odd = repr_line.replace("'13/176'", "'13 of 176'")
     assert _read_lines([odd]).step is None
+
+
+def test_composers_headers_by_the_unit_of_its_duration() -> None:
+    """Composer's ConsoleLogger heads each block by the run's max_duration unit
+    (composer/loggers/console_logger.py): ``[batch=10/100]`` the run's step and total;
+    ``[epoch=2][batch=3/5]`` the 1-based epoch and its batches done (step 8, the 5 no run's
+    total); ``[epoch=3][batch=17]`` (no epoch length) no step; ``[token=t/T]`` the share of
+    the run done and no step. The block's ``time/`` lines (taken when the batch began, one
+    behind the header) are not read; an evaluation's ``LanguageCrossEntropy`` is its loss."""
+    loss = "\t Train loss/train/total: 1.5"
+    epochs = _read_lines(["[epoch=2][batch=3/5]:", "\t Train time/batch: 7", loss])
+    assert (epochs.step, epochs.max_steps, epochs.epoch, epochs.loss) == (8, None, 1.6, 1.5)
+    unknown = _read_lines(["[epoch=3][batch=17]:", loss])
+    assert (unknown.step, unknown.loss) == (None, 1.5)
+    tokens = _read_lines(["[token=2048000/8000000]:", "\t Train time/batch: 250", loss])
+    assert (tokens.step, tokens.progress, tokens.loss) == (None, 0.256, 1.5)
+    evaluated = _read_lines(
+        [
+            "[batch=10/100]:",
+            loss,
+            "[Eval batch=10/10] Eval on eval data:",
+            "\t Eval metrics/eval/LanguageCrossEntropy: 2.7",
+            "\t Eval metrics/eval/LanguagePerplexity: 14.9",
+        ]
+    )
+    assert (evaluated.step, evaluated.max_steps, evaluated.loss) == (10, 100, 1.5)
+    assert evaluated.eval_loss == 2.7
+    # A share of no total is none.
+    assert _read_lines(["[token=5/0]:", loss]).progress is None

@@ -1,7 +1,12 @@
 """``composer``: MosaicML Composer's (and llm-foundry's) console logger, a block per logged
-batch: a ``[batch=366/48000]:`` header (read by the general reader) and one indented line
-per metric, ``Train loss/train/total: 10.3750`` (composer/loggers/console_logger.py). Each
-metric line is read on its own through the vocabulary: ``loss/train/total`` is the loss;
+batch: a header and one indented line per metric, ``Train loss/train/total: 10.3750``
+(composer/loggers/console_logger.py). The header says where the run is in its
+``max_duration``: ``[batch=366/48000]:`` and ``[epoch=2][batch=3/5]:`` (read by the general
+reader's counters), or, for a duration in tokens or samples, ``[token=2048000/8000000]:``,
+the share of the run done (read here). Each metric line is read on its own through the
+vocabulary: ``loss/train/total`` is the loss and an evaluation's
+``metrics/eval/LanguageCrossEntropy`` its loss; the ``time/`` lines repeat the clock, taken
+when the batch began (``time/batch`` is one behind the header's count), so they are not read;
 the rest are custom metrics.
 """
 
@@ -13,17 +18,27 @@ from ..lines import Format, LineReport, native
 from .pairs import Pair, number, to_fields
 
 _LINE = re.compile(r"^\s+(?P<stage>Train|Eval) (?P<key>[\w/.@\-]{1,128}): (?P<value>\S{1,40})\s*$")
-# What the block repeats of its header (time/batch is the header's count) or of the clock.
+# What the block repeats of the clock.
 _SKIP = re.compile(r"^time/")
+_EVAL_CROSS_ENTROPY = "metrics/eval/LanguageCrossEntropy"
+# A duration in tokens or samples: its share done, no step.
+_SHARE = re.compile(r"^\[(?:token|sample)=(?P<i>\d{1,18})/(?P<n>\d{1,18})\]:?\s*$")
 
 
 def parse_composer(msg: str, now: float) -> LineReport | None:
+    if (share := _SHARE.match(msg)) is not None:
+        done, total = int(share["i"]), int(share["n"])
+        return native({"progress": done / total}, now, "composer") if 0 < total >= done else None
     m = _LINE.match(msg)
-    if m is None or _SKIP.match(m["key"]):
+    if m is None:
         return None
     value = number(m["value"])
     if value is None:
         return None
+    if _SKIP.match(m["key"]):
+        return None
+    if m["key"] == _EVAL_CROSS_ENTROPY and m["stage"] == "Eval":
+        return native({"eval_loss": value}, now, "composer")
     fields = to_fields([Pair(m["key"], value)], evaluation=m["stage"] == "Eval")
     doc: dict[str, object] = {
         k: v
@@ -37,4 +52,4 @@ def parse_composer(msg: str, now: float) -> LineReport | None:
     return native(doc, now, "composer")
 
 
-FORMAT = Format("composer", (" Train ", " Eval "), parse_composer)
+FORMAT = Format("composer", (" Train ", " Eval ", "[token=", "[sample="), parse_composer)

@@ -31,6 +31,9 @@ class Count(NamedTuple):
     # A count within an epoch of a size the line does not print: (epochs done, the count).
     # The accumulator places it where another line printed the epoch's size.
     within: tuple[int, int] | None = None
+    # A block's header (Composer's "[epoch=2][batch=3/5]:"): its step stands without a value
+    # beside it, the block's lines carry them.
+    header: bool = False
 
 
 def _int(text: str | None) -> int | None:
@@ -86,6 +89,12 @@ def _word_language_model(m: re.Match[str]) -> Count:
     3 |   200/ 2983 batches |``, the 1-based epoch (``range(1, epochs + 1)``) and the batch's
     index of ``len(train_data) // bptt``, the epoch's batches as the script states them."""
     return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
+def _composer_epoch(m: re.Match[str]) -> Count:
+    """Composer's ``[epoch=2][batch=3/5]``: the 1-based epoch and the batches done in it, of
+    the epoch's ``n`` (its total is the epoch's, not the run's)."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)._replace(header=True)
 
 
 def _timm(m: re.Match[str]) -> Count:
@@ -300,7 +309,15 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         _clu,
     ),
-    # Composer: "[batch=366/48000]:" heads a block of "Train <metric>: <value>" lines.
+    # Composer: "[batch=366/48000]:" heads a block of "Train <metric>: <value>" lines; with a
+    # duration in epochs "[epoch=2][batch=3/5]:", the 1-based epoch and its batches done
+    # (composer/loggers/console_logger.py), or "[epoch=2][batch=3]:" where the epoch's length
+    # is unknown.
+    (
+        re.compile(r"\[epoch=(?P<e>[1-9]\d{0,8})\]\[batch=(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"),
+        _composer_epoch,
+    ),
+    (re.compile(r"\[epoch=\d{1,9}\]\[batch=\d{1,15}\]"), _step_unknown),
     (re.compile(r"\[batch=(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"), _step_of),
     (
         re.compile(

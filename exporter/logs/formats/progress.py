@@ -234,7 +234,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         # is too common a word ("saved at step 100").
         if "step" not in doc and (found is None or count.step is not None):
             return None
-        if not (named or fields.metrics or "max_steps" in doc or counted_twice):
+        if not (named or fields.metrics or "max_steps" in doc or counted_twice or count.header):
             return None
         if count.summary and not named:
             return None  # "Epoch 5: val_loss improved from 0.52 to 0.48" is no summary
