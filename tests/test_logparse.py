@@ -2898,3 +2898,17 @@ def test_composers_headers_by_the_unit_of_its_duration() -> None:
     assert evaluated.eval_loss == 2.7
     # A share of no total is none.
     assert _read_lines(["[token=5/0]:", loss]).progress is None
+
+
+def test_timms_validation_result_and_its_end_are_read() -> None:
+    """timm's train.py: validate() logs ``Test: [{batch_idx:>4d}/{last_idx}] ... Loss:
+    {val:>7.3f} ({avg:>6.3f})``; at its last batch (``[  78/78]``) the running mean is the
+    evaluation's loss, before it none is. ``*** Best metric: ... (epoch N)``, logged once the
+    epoch loop is over, ends the run."""
+    train = "Train: 3 [ 311/312 (100%)]  Loss: 3.456 (3.512)  Time: 0.331s,  773.4/s  LR: 1e-03"
+    test = "Test: [{i:>4d}/78]  Time: 0.2 (0.3)  Loss:  0.900 ( 0.950)  Acc@1: 78.0 (79.1)"
+    midway = _read_lines([train, test.format(i=40)])
+    assert (midway.step, midway.loss, midway.eval_loss) == (3 * 312 + 311, 3.456, None)
+    done = _read_lines([train, test.format(i=78), "*** Best metric: 80.126 (epoch 287)"])
+    assert (done.loss, done.eval_loss, done.final) == (3.456, 0.95, True)
+    assert not _read_lines([train, "*** Best metric: 80.126 (epoch 287) so far"]).final

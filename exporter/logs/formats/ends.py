@@ -7,6 +7,7 @@
     [...][I][ezpz/launch:448:launch] Execution finished with 0.   ezpz launch
     [after training is done] datetime: 2025-10-06 03:27:07         Megatron-LM, Megatron-Bridge
     | End of training | test loss  4.74 | test ppl   114.95         pytorch/examples' word LM
+    *** Best metric: 80.126 (epoch 287)                             timm's train.py
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -34,6 +35,9 @@ pytorch/examples' word_language_model (main.py) and the PyTorch Transformer tuto
 ``| End of training | test loss {:5.2f} | test ppl {:8.2f}`` once, after the epochs and the
 test set's evaluation: the run's end, its loss the test set's (a metric of its own, not the
 eval loss: the validation set's is printed after each epoch).
+
+timm's train.py logs ``*** Best metric: {0} (epoch {1})`` once its epoch loop is over (or a
+KeyboardInterrupt stopped it, which a pod's SIGTERM does not raise), just before it returns.
 """
 
 from __future__ import annotations
@@ -62,8 +66,9 @@ _MEGATRON_END = re.compile(
 _WORD_LM_END = re.compile(
     r"^\s*\|\s*End of training \| test loss\s+(?P<loss>\d{1,9}(?:\.\d{1,9})?|nan|inf) \| test ppl"
 )
+_TIMM_END = re.compile(r"(?:^|\s)\*\*\* Best metric: [-+]?\d[\d.eE+-]{0,30} \(epoch \d{1,9}\)\s*$")
 # The lines that end a run and say nothing else.
-_BARE_ENDS = (_GAUSSIAN_SPLATTING_END, _YOLO_END, _EZPZ_LAUNCH_END, _MEGATRON_END)
+_BARE_ENDS = (_GAUSSIAN_SPLATTING_END, _YOLO_END, _EZPZ_LAUNCH_END, _MEGATRON_END, _TIMM_END)
 
 
 def parse_ends(msg: str, now: float) -> LineReport | None:
@@ -87,6 +92,7 @@ FORMAT = Format(
         "Execution finished with 0",
         "[after training is done]",
         "End of training | test loss",
+        "*** Best metric: ",
     ),
     parse_ends,
 )

@@ -82,6 +82,12 @@ _EVAL_PHRASE = re.compile(
     r"[\[(](?:val|valid|eval|test)[\])]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
+# An evaluation's count at its last batch, "[  78/78]", and a loss with its running mean.
+_LAST_BATCH = re.compile(r"\[\s*(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})\]")
+_LOSS_MEAN = re.compile(
+    r"(?i)(?<![\w/])loss:\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?\s+"
+    r"\(\s*(?P<avg>[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*\)"
+)
 # A logger's source location before the message: its file or module and line number
 # ("[trainer/validate.py:88]", ezpz's "[I][ezpz/examples/test:325:train_step]", loguru's
 # "finetune.trainer:train:469"). The file says nothing of the line (a module "test" is no test
@@ -152,7 +158,13 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         or any(_ERROR_REPORT.fullmatch(p.key) for p in pairs)
     )
     if evaluation and _FRACTION.search(head):
-        return None  # an evaluation still counting its batches: its result comes later
+        last = _LAST_BATCH.search(head)
+        mean = _LOSS_MEAN.search(rest) if last and last["i"] == last["n"] else None
+        if mean is None:
+            return None  # an evaluation still counting its batches: its result comes later
+        # timm's validate() at its last batch ("Test: [  78/78] ... Loss:  0.9 (0.95)",
+        # batch_idx of last_idx): the running mean over the whole set is its result.
+        return native({"eval_loss": float(mean["avg"])}, now, "progress")
     fields = to_fields(pairs, evaluation=evaluation)
     values = fields.values
     if found is None and bare is None and "eval_loss" in values and "loss" not in values:
