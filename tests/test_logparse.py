@@ -2912,3 +2912,34 @@ def test_timms_validation_result_and_its_end_are_read() -> None:
     done = _read_lines([train, test.format(i=78), "*** Best metric: 80.126 (epoch 287)"])
     assert (done.loss, done.eval_loss, done.final) == (3.456, 0.95, True)
     assert not _read_lines([train, "*** Best metric: 80.126 (epoch 287) so far"]).final
+
+
+@pytest.mark.parametrize(
+    ("end", "finished"),
+    [
+        ("Training completed. Do not forget to share your model on huggingface.co/models =)", True),
+        ("[INFO|trainer.py:2622] >> Training completed. Do not forget to share it =)", False),
+        ("2021-01-01 00:00:00 | INFO | fairseq_cli.train | done training in 1234.5 seconds", True),
+        ("2021-01-01 00:00:00 | INFO | my_script | done training in 1234.5 seconds", False),
+        ("[titan] 2025-01-01 12:00:00,000 - root - INFO - Training completed", True),
+        ("2025-01-01 12:00:00,000 - root - INFO - Training completed", False),
+        ("Training completed", False),
+        (
+            "(TaskRunner pid=1) (\"Final validation metrics: {'val-core/gsm8k/reward/mean@1': 0.7}\")",
+            True,
+        ),
+        ("(TaskRunner pid=1) 'Final validation metrics: None'", True),
+        ("Final validation metrics will be computed at the end", False),
+        (
+            "[10/02 12:00:01 d2.engine.hooks]: Total training time: 7:25:08 (0:06:01 on hooks)",
+            False,
+        ),
+    ],
+)
+def test_the_tools_own_closing_lines_end_the_run(end: str, finished: bool) -> None:
+    """Transformers' Trainer, fairseq-train, torchtitan and verl each log one sentence once their
+    loop is over (never on the way out of an exception): each ends the run; the same words
+    under another logger, alone, or inside another sentence do not, nor does detectron2's
+    "Total training time" (logged in a ``finally:``, after a crash too)."""
+    step = "step:99 - actor/pg_loss:0.01 - training/global_step:99"
+    assert _read_lines([step, end]).final is finished

@@ -8,6 +8,11 @@
     [after training is done] datetime: 2025-10-06 03:27:07         Megatron-LM, Megatron-Bridge
     | End of training | test loss  4.74 | test ppl   114.95         pytorch/examples' word LM
     *** Best metric: 80.126 (epoch 287)                             timm's train.py
+    Training completed. Do not forget to share your model on huggingface.co/models =)
+                                                                    Transformers' Trainer
+    ... | INFO | fairseq_cli.train | done training in 1234.5 seconds fairseq-train
+    [titan] ... - root - INFO - Training completed                  torchtitan
+    ('Final validation metrics: {...}')                             verl's PPO trainer
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -38,6 +43,15 @@ eval loss: the validation set's is printed after each epoch).
 
 timm's train.py logs ``*** Best metric: {0} (epoch {1})`` once its epoch loop is over (or a
 KeyboardInterrupt stopped it, which a pod's SIGTERM does not raise), just before it returns.
+
+Each of these is logged once its loop is over, never on the way out of an exception:
+Transformers' ``Trainer`` (``_inner_training_loop``: "Training completed. Do not forget to
+share your model on huggingface.co/models =)"), fairseq-train (fairseq_cli/train.py: "done
+training in {:.1f} seconds"), torchtitan (train.py: "Training completed", under its own
+``[titan]`` logger prefix: the words alone are any script's), and verl's RayPPOTrainer at
+its last step (``pprint(f"Final validation metrics: {last_val_metrics}")``, pprint's quotes
+and parenthesis around it). detectron2's "Total training time" is not one: its hooks log it
+in a ``finally:``, after an exception too.
 """
 
 from __future__ import annotations
@@ -67,8 +81,25 @@ _WORD_LM_END = re.compile(
     r"^\s*\|\s*End of training \| test loss\s+(?P<loss>\d{1,9}(?:\.\d{1,9})?|nan|inf) \| test ppl"
 )
 _TIMM_END = re.compile(r"(?:^|\s)\*\*\* Best metric: [-+]?\d[\d.eE+-]{0,30} \(epoch \d{1,9}\)\s*$")
+_TRAINER_END = re.compile(
+    r"(?:^|\s)Training completed\. Do not forget to share your model on huggingface\.co/models =\)"
+    r"\s*$"
+)
+_FAIRSEQ_END = re.compile(r"\| fairseq_cli\.train \| done training in \d{1,12}\.\d seconds\s*$")
+_TORCHTITAN_END = re.compile(r"^\s*\[titan\] .{0,120} - INFO - Training completed\s*$")
+_VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
 # The lines that end a run and say nothing else.
-_BARE_ENDS = (_GAUSSIAN_SPLATTING_END, _YOLO_END, _EZPZ_LAUNCH_END, _MEGATRON_END, _TIMM_END)
+_BARE_ENDS = (
+    _GAUSSIAN_SPLATTING_END,
+    _YOLO_END,
+    _EZPZ_LAUNCH_END,
+    _MEGATRON_END,
+    _TIMM_END,
+    _TRAINER_END,
+    _FAIRSEQ_END,
+    _TORCHTITAN_END,
+    _VERL_END,
+)
 
 
 def parse_ends(msg: str, now: float) -> LineReport | None:
@@ -93,6 +124,9 @@ FORMAT = Format(
         "[after training is done]",
         "End of training | test loss",
         "*** Best metric: ",
+        "Training completed",
+        "done training in ",
+        "Final validation metrics: ",
     ),
     parse_ends,
 )
