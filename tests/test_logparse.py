@@ -2943,22 +2943,3 @@ def test_the_tools_own_closing_lines_end_the_run(end: str, finished: bool) -> No
     "Total training time" (logged in a ``finally:``, after a crash too)."""
     step = "step:99 - actor/pg_loss:0.01 - training/global_step:99"
     assert _read_lines([step, end]).final is finished
-
-
-def test_rllibs_yaml_result_gives_its_training_iteration() -> None:
-    """Ray RLlib's result printed as YAML (round 77): ``training_iteration: 27`` at the line's
-    start is the step, the learner's ``total_loss`` (indented under ``info:``) the loss;
-    ``timesteps_total`` counts environment steps and an indented or stamped iteration, or a
-    fraction, is none."""
-    result = [
-        "info:",
-        "  default:",
-        "    policy_loss: -0.0166153684258461",
-        "    total_loss: 132067.53125",
-        "timesteps_total: 108000",
-        "training_iteration: 27",
-    ]
-    report = _read_lines(result)
-    assert (report.step, report.loss) == (27, 132067.53125)
-    for line in ("  training_iteration: 27", "training_iteration: 2.5"):
-        assert _read_lines([line]).step is None, line

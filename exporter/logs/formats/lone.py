@@ -19,8 +19,6 @@ only the vocabulary's losses are read from it: a lone ``Total params: 9`` or ``l
 says nothing about the run that a custom metric should keep. In SB3's table the row
 ``total_timesteps`` is the environment steps so far, which ``learn(total_timesteps=N)``
 counts to N (stable_baselines3/common/logger.py prints the table); that row is the step.
-Ray RLlib's and Tune's results printed as YAML carry ``training_iteration: 27`` at the
-line's start, the trainable's iteration: the step.
 
 A phase's line names the phase, then its loss first (no counter; the epoch is on a header
 line of its own, or nowhere): the PyTorch transfer-learning tutorial's ``train Loss: 0.5821
@@ -83,9 +81,6 @@ def _phases(body: str) -> dict[str, object]:
 
 
 _TABLE_STEP = "total_timesteps"
-# Ray RLlib's and Tune's result, printed as YAML (``pretty_print``): "training_iteration: 27",
-# the trainable's iteration, alone on its line (timesteps_total counts environment steps).
-_RESULT_STEP = "training_iteration"
 
 
 def parse_lone(msg: str, now: float) -> LineReport | None:
@@ -113,12 +108,10 @@ def parse_lone(msg: str, now: float) -> LineReport | None:
         m = PAIR.fullmatch(body)
         if m is None or (value := number(m["value"])) is None:
             return None
-        if m["key"] == _RESULT_STEP and stamp is None and body is text:
-            return native({"step": int(value)}, now, "lone") if value == int(value) >= 0 else None
         pair = Pair(m["key"], value)
     fields = to_fields([pair])
     doc: dict[str, object] = {k: v for k, v in fields.values.items() if k in _READ}
     return native(doc, now, "lone") if doc else None
 
 
-FORMAT = Format("lone", ("oss", "OSS", _TABLE_STEP, _RESULT_STEP), parse_lone)
+FORMAT = Format("lone", ("oss", "OSS", _TABLE_STEP), parse_lone)
