@@ -2943,3 +2943,15 @@ def test_the_tools_own_closing_lines_end_the_run(end: str, finished: bool) -> No
     "Total training time" (logged in a ``finally:``, after a crash too)."""
     step = "step:99 - actor/pg_loss:0.01 - training/global_step:99"
     assert _read_lines([step, end]).final is finished
+
+
+def test_lightnings_checkpoint_line_gives_a_monitored_eval_loss() -> None:
+    """Lightning's ``ModelCheckpoint(verbose=True)`` names the value it monitors: where that
+    is an evaluation's loss (NeMo 2's ``'val_loss' reached 6.90000``) it is the eval loss;
+    a train loss or an accuracy it monitors is no eval loss."""
+    line = "Epoch 0, global step 9: '{name}' reached {v} (best {v}), saving model to '/c/x.ckpt' as top 3"
+    report = _read_lines([line.format(name="val_loss", v="6.90000")])
+    assert (report.checkpoint_step, report.eval_loss) == (9, 6.9)
+    for name in ("train_loss", "val_acc"):
+        other = _read_lines([line.format(name=name, v="0.91000")])
+        assert (other.checkpoint_step, other.eval_loss, other.loss) == (9, None, None), name

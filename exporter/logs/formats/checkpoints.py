@@ -4,7 +4,8 @@
   (captured from transformers 5.24 with ``log_level="info"``);
 * Lightning ``ModelCheckpoint(verbose=True)``: ``Epoch 0, global step 8: 'train_loss' reached
   0.21965 (best 0.21965), saving model to '/ck/epoch=0-step=8.ckpt' as top 2`` (captured
-  from lightning 2.6);
+  from lightning 2.6); where the monitored value is an evaluation's loss (``'val_loss'
+  reached 6.90000``) it is the eval loss too;
 * Accelerate ``save_state`` (INFO): ``[RANK 0] Saving current state to out/checkpoint_3``
   (accelerate 1.15; the directory counts saves, not steps: no step);
 * DeepSpeed: ``[Torch] Checkpoint global_step10 is ready now!``, printed once every file of
@@ -43,9 +44,13 @@ from __future__ import annotations
 import re
 
 from ..lines import Format, LineReport, native
+from .pairs import Pair, number, to_fields
 
 _HF = re.compile(r"Saving model checkpoint to \S*?checkpoint-(\d{1,15})\b")
 _LIGHTNING = re.compile(r"global step (\d{1,15}): .*saving model to '")
+_MONITORED = re.compile(
+    r"global step \d{1,15}: '(?P<name>[\w/.-]{1,64})' reached (?P<value>\S{1,40}) \("
+)
 _ACCELERATE = re.compile(r"Saving current state to \S")
 _DEEPSPEED = re.compile(r"\[Torch\] Checkpoint (\S{1,256}) is ready now!")
 _DS_STEP = re.compile(r"global_step(\d{1,15})$")
@@ -94,6 +99,11 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
         doc["last_checkpoint_step"] = step
     if epochs is not None:
         doc["epoch"] = float(epochs)
+    if (monitored := _MONITORED.search(msg)) is not None:
+        value = number(monitored["value"])
+        fields = to_fields([Pair(monitored["name"], value)]) if value is not None else None
+        if fields is not None and "eval_loss" in fields.values:
+            doc["eval_loss"] = fields.values["eval_loss"]
     return native(doc, now, "checkpoints")
 
 
