@@ -30,12 +30,10 @@ def parse_composer(msg: str, now: float) -> LineReport | None:
         done, total = int(share["i"]), int(share["n"])
         return native({"progress": done / total}, now, "composer") if 0 < total >= done else None
     m = _LINE.match(msg)
-    if m is None:
+    if m is None or _SKIP.match(m["key"]):
         return None
     value = number(m["value"])
     if value is None:
-        return None
-    if _SKIP.match(m["key"]):
         return None
     if m["key"] == _EVAL_CROSS_ENTROPY and m["stage"] == "Eval":
         return native({"eval_loss": value}, now, "composer")

@@ -60,6 +60,8 @@ import re
 
 from ...core.model import ProgressReport
 from ..lines import Format, LineReport
+from .pairs import PRINTF_NUMBER
+from .vocabulary import TEST_LOSS
 
 _MAX_STEPS_REACHED = re.compile(
     r"\bReached max_steps \((?P<n>\d{1,15})\)[.,]?\s+[Ss]topping training(?: early)?"
@@ -78,9 +80,9 @@ _MEGATRON_END = re.compile(
     r"^\s*\[after training is done\] datetime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$"
 )
 _WORD_LM_END = re.compile(
-    r"^\s*\|\s*End of training \| test loss\s+(?P<loss>\d{1,9}(?:\.\d{1,9})?|nan|inf) \| test ppl"
+    rf"^\s*\|\s*End of training \| test loss\s+(?P<loss>{PRINTF_NUMBER}) \| test ppl"
 )
-_TIMM_END = re.compile(r"(?:^|\s)\*\*\* Best metric: [-+]?\d[\d.eE+-]{0,30} \(epoch \d{1,9}\)\s*$")
+_TIMM_END = re.compile(rf"(?:^|\s)\*\*\* Best metric: {PRINTF_NUMBER} \(epoch \d{{1,9}}\)\s*$")
 _TRAINER_END = re.compile(
     r"(?:^|\s)Training completed\. Do not forget to share your model on huggingface\.co/models =\)"
     r"\s*$"
@@ -107,7 +109,7 @@ def parse_ends(msg: str, now: float) -> LineReport | None:
         return LineReport("ends", ProgressReport(final=True))
     if (end := _WORD_LM_END.match(msg)) is not None:
         tested = float(end["loss"])
-        return LineReport("ends", ProgressReport(final=True, metrics=(("test_loss", tested),)))
+        return LineReport("ends", ProgressReport(final=True, metrics=((TEST_LOSS, tested),)))
     m = _MAX_STEPS_REACHED.search(msg)
     if m is None or (n := int(m["n"])) <= 0:
         return None

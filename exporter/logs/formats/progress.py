@@ -30,7 +30,8 @@ import re
 
 from ..lines import Format, LineReport, native
 from .counters import Count, find_counter
-from .pairs import find_pairs, sole_eval_loss, sole_loss, to_fields
+from .pairs import PRINTF_NUMBER, find_pairs, sole_eval_loss, sole_loss, to_fields
+from .vocabulary import TEST_LOSS
 
 MAX_LINE = 4096
 # Text one of which every line this reader reads contains (the quick scan's, and its own).
@@ -85,8 +86,7 @@ _FRACTION = re.compile(r"\d\s*/\s*\d")
 # An evaluation's count at its last batch, "[  78/78]", and a loss with its running mean.
 _LAST_BATCH = re.compile(r"\[\s*(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})\]")
 _LOSS_MEAN = re.compile(
-    r"(?i)(?<![\w/])loss:\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?\s+"
-    r"\(\s*(?P<avg>[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*\)"
+    rf"(?i)(?<![\w/])loss:\s*{PRINTF_NUMBER}\s+\(\s*(?P<avg>{PRINTF_NUMBER})\s*\)"
 )
 # A logger's source location before the message: its file or module and line number
 # ("[trainer/validate.py:88]", ezpz's "[I][ezpz/examples/test:325:train_step]", loguru's
@@ -98,9 +98,14 @@ _SOURCE_LOCATION = re.compile(
 )
 
 
-def _without_source_files(text: str) -> str:
-    """``text`` with each source location replaced by the function it names, if any."""
-    return _SOURCE_LOCATION.sub(lambda m: f" {m['f'] or m['g'] or m['h'] or ''} ", text)
+def _said_evaluation(before: str, head: str) -> bool:
+    """Whether what the line prints before its first value says it is an evaluation, a
+    logger's source locations before the counter set aside: each is replaced by the function
+    it names, if any (which can only take a match away, so it is done only after one)."""
+    if _EVAL_PHRASE.search(before + head) is None:
+        return False
+    kept = _SOURCE_LOCATION.sub(lambda m: f" {m['f'] or m['g'] or m['h'] or ''} ", before)
+    return _EVAL_PHRASE.search(kept + head) is not None
 
 
 # Megatron's evaluation of the test set, after the validation set's at the end of training
@@ -154,7 +159,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     head = msg[start:end] + (rest[: rest.find(after[0].key)] if after else rest)
     evaluation = (
         count.evaluation
-        or _EVAL_PHRASE.search(_without_source_files(msg[:start]) + head) is not None
+        or _said_evaluation(msg[:start], head)
         or any(_ERROR_REPORT.fullmatch(p.key) for p in pairs)
     )
     if evaluation and _FRACTION.search(head):
@@ -188,7 +193,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         count = Count()
         values = {k: v for k, v in values.items() if k in ("eval_loss", "step")}
         if "eval_loss" in values and _MEGATRON_TEST_SET.search(msg):
-            tested = {"test_loss": values.pop("eval_loss")}
+            tested = {TEST_LOSS: values.pop("eval_loss")}
             tested.update({f"test_{k}": v for k, v in fields.metrics.items()})
             return native({"metrics": tested}, now, "progress")
         if run_step is not None and "step" not in values:

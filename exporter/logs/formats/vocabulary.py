@@ -214,6 +214,11 @@ def metric_name(key: str) -> str:
     return _METRIC_CHARS.sub("_", normalize(key)).strip("_")[:64]
 
 
+# A test set's loss, where a tool evaluates one after the validation set the run watches
+# (Megatron, pytorch/examples' word language model): a custom metric, never the eval loss.
+TEST_LOSS = "test_loss"
+
+
 # ms-swift writes its step and total as one string, in its JSON lines and in the Python dict
 # it logs to stdout alike: "'global_step/max_steps': '12/176'" (swift/trainers/callback.py).
 STEP_OF_MAX_KEY = "global_step/max_steps"
