@@ -2815,6 +2815,7 @@ def test_pytorch_examples_word_language_model_is_read_to_its_end() -> None:
         ("python main.py --cuda --epochs 12 --model LSTM", 12.0, None),
         ("$ torchrun --nproc_per_node 8 train.py --max-steps 5000 --num_train_epochs 3", 3.0, 5000),
         ("python3 train.py --max_iters=600000", None, 600000),
+        ("python train.py --n-epochs 3 --total-steps 900", 3.0, 900),
         ("use --epochs 12 to train longer", None, None),
         ("python main.py --epochs12", None, None),
         ("Namespace(my_epochs=12, warmup_epochs=5)", None, None),

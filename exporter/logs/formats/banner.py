@@ -40,6 +40,12 @@ _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 _ARG_EPOCHS = ("epochs", "num_epochs", "n_epochs", "num_train_epochs", "max_epochs")
 _ARG_STEPS = ("max_steps", "max_iters", "train_iters", "total_steps", "max_train_steps")
 _ARG_NAMES = "|".join(_ARG_EPOCHS + _ARG_STEPS)
+# Each name as a command line writes it, with "_" or "-": the quick scan's hints.
+_ARG_HINTS = tuple(
+    dict.fromkeys(
+        f"--{spelled}" for n in _ARG_EPOCHS + _ARG_STEPS for spelled in (n, n.replace("_", "-"))
+    )
+)
 _NAMESPACE_ARG = re.compile(rf"[(,]\s*(?P<k>{_ARG_NAMES})=(?P<n>\d{{1,15}})(?=[,)])")
 _COMMAND = re.compile(
     r"^\s*(?:[$+]\s+)?(?:\S*/)?(?:python[\d.]*|torchrun|accelerate launch|deepspeed)\s"
@@ -69,7 +75,7 @@ def _arguments(msg: str) -> LineReport | None:
 
 
 def parse_banner(msg: str, now: float) -> LineReport | None:
-    if ("Namespace(" in msg or "--" in msg) and (said := _arguments(msg)) is not None:
+    if (said := _arguments(msg)) is not None:
         return said
     if (mmcv := _MMCV.search(msg)) is not None:
         n = int(mmcv["n"])
@@ -102,23 +108,7 @@ FORMAT = Format(
         "Starting training..., iters: ",
         "max_train_steps (",
         "Namespace(",
-        "--epochs",
-        "--num_epochs",
-        "--num-epochs",
-        "--num_train_epochs",
-        "--num-train-epochs",
-        "--n_epochs",
-        "--max_epochs",
-        "--max-epochs",
-        "--max_steps",
-        "--max-steps",
-        "--max_iters",
-        "--max-iters",
-        "--train_iters",
-        "--train-iters",
-        "--total_steps",
-        "--max_train_steps",
-        "--max-train-steps",
+        *_ARG_HINTS,
     ),
     parse_banner,
 )
