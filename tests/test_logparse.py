@@ -2956,3 +2956,65 @@ def test_lightnings_checkpoint_line_gives_a_monitored_eval_loss() -> None:
     for name in ("train_loss", "val_acc"):
         other = _read_lines([line.format(name=name, v="0.91000")])
         assert (other.checkpoint_step, other.eval_loss, other.loss) == (9, None, None), name
+
+
+_MLLOG = ':::MLLOG {{"namespace": "", "time_ms": 1715850093688, "event_type": "{kind}", "key": "{key}", "value": {value}, "metadata": {{"file": "custom_callbacks.py", "lineno": 195{meta}}}}}'
+
+
+def test_mlperf_compliance_log_gives_the_loss_the_target_metric_and_the_end() -> None:
+    """MLPerf's ``:::MLLOG`` events (mlcommons/logging's mllog): ``train_loss`` is the loss with
+    its metadata's learning rate (AMD's Primus form, from its MLPerf reproduction guide),
+    ``eval_accuracy`` a custom metric (a perplexity or an accuracy by benchmark, never an eval
+    loss), and ``run_stop`` ends the run only with status success; no step is read from the
+    sample counts, behind a rank's prefix too."""
+    loss = _MLLOG.format(
+        kind="POINT_IN_TIME",
+        key="train_loss",
+        value="11.846",
+        meta=', "samples_count": 0, "lr": 3.125e-06',
+    )
+    target = _MLLOG.format(
+        kind="POINT_IN_TIME", key="eval_accuracy", value="0.925", meta=', "samples_count": 3072'
+    )
+    report = _read_lines(["0: " + loss, target])
+    assert (report.loss, report.learning_rate, report.step, report.eval_loss) == (
+        11.846,
+        3.125e-06,
+        None,
+        None,
+    )
+    assert dict(report.metrics)["eval_accuracy"] == 0.925
+    assert report.final is False
+
+    def stop(status: str) -> str:
+        meta = f', "status": "{status}"'
+        return _MLLOG.format(kind="INTERVAL_END", key="run_stop", value="null", meta=meta)
+
+    assert _read_lines([loss, stop("success")]).final is True
+    for status in ("aborted", "abort", "fail"):
+        assert _read_lines([loss, stop(status)]).final is False, status
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ':::MLLOG {"key": "train_loss", "value": 1.5',  # cut off
+        ':::MLLOG ["train_loss", 1.5]',
+        ':::MLLOG {"key": "train_loss", "value": true}',
+        ':::MLLOG {"key": "train_loss", "value": "1.5"}',
+        ':::MLLOG {"key": "run_stop", "value": null, "metadata": "success"}',
+        ':::MLLOG {"key": "tracked_stats", "value": [1.9], "metadata": {"step": 1536}}',
+    ],
+)
+def test_mlperf_events_that_say_nothing_read_nothing(line: str) -> None:
+    """A cut or malformed event, a bool or a string for a number, a status outside the
+    metadata: nothing is read, and nothing else reads the line."""
+    report = _read_lines([line])
+    assert (report.loss, report.final, report.metrics, report.step) == (None, False, (), None)
+
+
+def test_mlperf_nan_loss_is_kept_as_divergence() -> None:
+    """A NaN loss (Python's json writes it bare) is the divergence signal, kept as such."""
+    line = _MLLOG.format(kind="POINT_IN_TIME", key="train_loss", value="NaN", meta="")
+    loss = _read_lines([line]).loss
+    assert loss is not None and loss != loss
