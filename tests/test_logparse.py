@@ -3018,3 +3018,61 @@ def test_mlperf_nan_loss_is_kept_as_divergence() -> None:
     line = _MLLOG.format(kind="POINT_IN_TIME", key="train_loss", value="NaN", meta="")
     loss = _read_lines([line]).loss
     assert loss is not None and loss != loss
+
+
+_ORBIT_PREFIX = "I0324 07:55:20.597360 140348344015936 controller.py:479] "
+
+
+def test_orbit_lines_give_the_step_the_train_loss_and_the_evaluations_loss() -> None:
+    """Orbit's controller (TensorFlow Model Garden): the one-line form behind absl's prefix;
+    ``training until step N`` is this call's stop, the next evaluation's step under
+    train_and_evaluate, never the run's total; an evaluation's losses are its eval loss and
+    its other values the evaluation's own metrics."""
+    lines = [
+        "train | step:    100 | training until step 200...",
+        _ORBIT_PREFIX
+        + "train | step:    200 | steps/sec:    2.1 | output: {'train_accuracy': 0.5, 'train_loss': 2.5}",
+        "eval | step:    200 | running 11 steps of evaluation...",
+        "eval | step:    200 | eval time:   48.1 | output: {'accuracy': 0.7, 'validation_loss': 1.9}",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss, report.eval_loss) == (200, None, 2.5, 1.9)
+    metrics = dict(report.metrics)
+    assert (metrics["train_accuracy"], metrics["eval_accuracy"]) == (0.5, 0.7)
+    assert "training_until_step" not in metrics
+
+
+def test_orbit_pretty_printed_output_is_read_in_its_block_only() -> None:
+    """pprint's entries under a header that ends in ``output:`` are that step's (an
+    evaluation's total_loss is its eval loss, never the train loss); the same entries under no
+    such header (a config dict printed at start) or after the dict closed are nobody's."""
+    train = [
+        "train | step:    188 | steps/sec:    0.1 | output:       ",
+        "    {'learning_rate': 0.009999976,      ",
+        "     'total_loss': 0.009622246,   ",
+        "     'training_loss': 0.009622246} ",
+    ]
+    evaluation = [
+        "eval | step:    188 | eval time:   48.1 | output:            ",
+        "    {'gap': 0.0286,                         ",
+        "     'total_loss': 0.01632894,  ",
+        "     'validation_loss': 0.01632894}",
+    ]
+    report = _read_lines(train + evaluation)
+    assert (report.step, report.loss, report.eval_loss) == (188, 0.009622246, 0.01632894)
+    assert report.learning_rate == 0.009999976
+    assert dict(report.metrics)["eval_gap"] == 0.0286
+    stray = ["    {'learning_rate': 0.1,", "     'total_loss': 3.0}"]
+    assert _read_lines(stray).loss is None
+    after = _read_lines([*train, "     'total_loss': 7.0,"])
+    assert after.loss == 0.009622246
+
+
+def test_time_history_gives_the_global_step_and_the_example_rate() -> None:
+    """keras_utils' TimeHistory (Model Garden): the later bound of ``between steps`` is the
+    global step; its rate where a number is printed (a README's ``xx`` is none)."""
+    line = "I0203 02:48:47.790128 139660941027136 keras_utils.py:145] TimeHistory: {t} seconds, {r} examples/second between steps 2200 and 2300"
+    report = _read_lines([line.format(t="15.58", r="6572.89")])
+    assert (report.step, dict(report.metrics)["examples_per_second"]) == (2300, 6572.89)
+    placeholder = _read_lines([line.format(t="xx", r="xxxx")])
+    assert (placeholder.step, placeholder.metrics) == (2300, ())

@@ -52,15 +52,14 @@ from .bars import (
 from .epoch_counter import EpochCounter
 from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
+from .orbit_blocks import OrbitBlocks
 from .parse import bar_key
 from .table_rows import TableRows
 
 RECENT = 120.0
 MAX_SAMPLES = 256  # value samples kept between two reports (the newest)
 _OBSERVED = ("loss", "eval_loss", "learning_rate", "grad_norm")  # a line with one is a sample
-# Trainer's log dicts kept (time, epoch) until a bar chunk shows the step at their time.
-EPOCH_MARKS = 32
-
+EPOCH_MARKS = 32  # Trainer's dicts kept (time, epoch) until a bar chunk shows their step
 
 # What a log may say of the tokens trained on (Trainer's num_input_tokens_seen, torchtune's
 # tokens_per_second_per_gpu): kept like the other values, the newest wins.
@@ -116,8 +115,10 @@ class LogAccumulator:
     # since (chemprop's "Epoch 25", then "Loss = 3.77e-01, PNorm = 37.1, ..."): such lines
     # are the epoch's, their step unknown.
     under_header: bool = False
-    # The training table printed last (exporter.logs.table_rows): rows are read under it.
+    # The training table printed last, Orbit's dict printed under its header: the rows and the
+    # entries are read under them (exporter.logs.table_rows, exporter.logs.orbit_blocks).
     tables: TableRows = field(default_factory=TableRows)
+    orbit: OrbitBlocks = field(default_factory=OrbitBlocks)
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
@@ -125,12 +126,12 @@ class LogAccumulator:
         part of another (``LineReport.part``) is dropped where that other is not there."""
         if line.part == "continued" and not (self.awaits_loss or self.under_header):
             return False  # values of no counted line: nothing says which step they are
-        if line.parser in ("table", "box-table"):
-            taken = self.tables.take(line)
-            if taken is None:
-                return False  # numbers under no header, or not the header's: nothing to read
-            line = taken
-        self._take(line, now, at)
+        taken = self.orbit.take(line)
+        if taken is not None and taken.parser in ("table", "box-table"):
+            taken = self.tables.take(taken)
+        if taken is None:
+            return False  # a row or a dict's entry under no header of its own: nobody's values
+        self._take(taken, now, at)
         return True
 
     def _take(self, line: LineReport, now: float, at: float | None) -> None:

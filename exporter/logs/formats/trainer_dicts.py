@@ -36,7 +36,7 @@ _FLAT_DICT = re.compile(rf"\{{{_FLAT_PAIR}(?:, {_FLAT_PAIR})*\}}")
 _FLAT_ITEM = re.compile(r"'([A-Za-z_][\w./-]*)': (?:'([^'\\]*)'|([-+\w.]+))")
 
 
-def _literal_dict(text: str) -> object:
+def literal_dict(text: str) -> object:
     """The dict ``text`` writes, or None; never evaluates code."""
     if _FLAT_DICT.fullmatch(text):
         out: dict[str, object] = {}
@@ -82,7 +82,7 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
     m = _DICT.match(msg)
     if not m:
         return None
-    value = _literal_dict(m.group(1))
+    value = literal_dict(m.group(1))
     if not isinstance(value, dict):
         return None
     loss_key = None if "loss" in value else _best(value, "loss")
