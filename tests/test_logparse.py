@@ -3076,3 +3076,33 @@ def test_time_history_gives_the_global_step_and_the_example_rate() -> None:
     assert (report.step, dict(report.metrics)["examples_per_second"]) == (2300, 6572.89)
     placeholder = _read_lines([line.format(t="xx", r="xxxx")])
     assert (placeholder.step, placeholder.metrics) == (2300, ())
+
+
+_CENTERNET = "ctdet/coco_dla |####      | {phase}: [{e}][{i}/{n}]|Tot: 0:00:55 |ETA: 2:33:53 |loss {loss} |hm_loss 57.9812 |wh_loss 20.8580 |off_loss 0.2626 |Data 0.002s(0.008s) |Net 0.653s"
+
+
+def test_centernets_bar_gives_the_global_step_and_its_validation_the_eval_loss() -> None:
+    """CenterNet's Bar (FairMOT, CenterTrack): the 1-based epoch times the printed epoch size
+    plus the batch index; the first stat is the total loss; a ``val`` phase gives the eval
+    loss and no step; frames a terminal overwrote with ``\\r`` read as their last."""
+    train = _CENTERNET.format(phase="train", e=3, i=84, n=100, loss="60.3296")
+    report = _read_lines([train])
+    assert (report.step, report.loss, report.eval_loss) == (284, 60.3296, None)
+    assert dict(report.metrics)["hm_loss"] == 57.9812
+    val = _CENTERNET.format(phase="val", e=3, i=5, n=6, loss="92.2464")
+    after = _read_lines([train, val])
+    assert (after.step, after.loss, after.eval_loss) == (284, 60.3296, 92.2464)
+    frames = "\r".join(
+        _CENTERNET.format(phase="train", e=1, i=i, n=100, loss=f"{9 - i / 10:.4f}")
+        for i in (7, 8, 9)
+    )
+    assert (_read_lines([frames]).step, _read_lines([frames]).loss) == (9, 8.1)
+
+
+def test_centernets_bar_without_its_stats_or_with_a_count_past_the_epoch_reads_no_step() -> None:
+    """Only the Bar's own shape is read: a count past its epoch's size gives no step (the
+    loss still), and a ``|Tot:`` with no stats after it nothing."""
+    past = _CENTERNET.format(phase="train", e=1, i=500, n=100, loss="1.5")
+    assert (_read_lines([past]).step, _read_lines([past]).loss) == (None, 1.5)
+    bare = "mot/default |###   | train: [1][5/100]|Tot: 0:00:01 |ETA: 0:01:00 |Data 0.1s"
+    assert (_read_lines([bare]).step, _read_lines([bare]).loss) == (None, None)
