@@ -3106,3 +3106,15 @@ def test_centernets_bar_without_its_stats_or_with_a_count_past_the_epoch_reads_n
     assert (_read_lines([past]).step, _read_lines([past]).loss) == (None, 1.5)
     bare = "mot/default |###   | train: [1][5/100]|Tot: 0:00:01 |ETA: 0:01:00 |Data 0.1s"
     assert (_read_lines([bare]).step, _read_lines([bare]).loss) == (None, None)
+
+
+def test_a_value_glued_to_the_next_capitalized_word_is_read() -> None:
+    """MindSpore's ResNet benchmark monitor prints the time right after the loss with no space
+    (``loss is 7.078993Epoch time``): the loss is the number, which a lower-case word glued on
+    (``5abcde``, a name, not a value) never is."""
+    line = (
+        "epoch: [0/1] step: [40/5004], loss is 7.078993Epoch time: 3438.972 ms, fps: 1488 img/sec."
+    )
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (40, 5004, 7.078993)
+    assert _read_lines(["step 3 loss 5abcde"]).loss is None

@@ -29,14 +29,16 @@ _SEP = r"(?:\s*[:=]\s*|\s*-->\s*|\s+)"
 # French locale), exponents ("2.5E+00"), nan/inf; then
 # an optional percent sign or unit ("3961M", "66.91GiB", "561.94ms"); never the first part of
 # a clock ("4:44:04"), a ratio ("5092/261"), a date ("cellpose: 2021-12-10") or a longer
-# word; a sentence's full stop may follow it ("Loss is 0.53861904."). The MSVC runtime's
+# word, unless that word is capitalized, the next message glued on ("loss is 7.078993Epoch
+# time": MindSpore's benchmark monitor); a sentence's full stop may follow it ("Loss is
+# 0.53861904."). The MSVC runtime's
 # NaN and infinity ("1.#QNAN000", "-1.#IND", "1.#INF00": CNTK on Windows) are NaN and inf.
 _VALUE = (
     r"(?P<value>[-+]?\d\.#(?:QNAN|SNAN|IND|INF)\d*"
     r"|[-+]?\d+,(?!\d{3}(?![\d,]))\d+(?:[eE][-+]?\d+)?(?![,.]\d)"
     r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
     r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))"
-    r"(?P<percent>%)?(?P<unit>[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)"
+    r"(?:(?P<percent>%)?(?P<unit>[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)|(?=[A-Z][a-z]{2,}))"
 )
 PAIR = re.compile(_KEY + _SEP + _VALUE)
 # Another bare number right after a pair's value: the key names a list ("loss:0.3555 0.3044
