@@ -3118,3 +3118,31 @@ def test_a_value_glued_to_the_next_capitalized_word_is_read() -> None:
     report = _read_lines([line])
     assert (report.step, report.max_steps, report.loss) == (40, 5004, 7.078993)
     assert _read_lines(["step 3 loss 5abcde"]).loss is None
+
+
+def test_a_value_in_angle_brackets_after_its_key_is_read_a_comparison_is_not() -> None:
+    """Apache MADlib prints ``Loss: <0.0995580174594>``: the number in the brackets is the
+    value; ``loss < 0.5`` (a condition a script states) gives no loss."""
+    report = _read_lines(["INFO:  Iteration: 8, Loss: <0.0995580174594>"])
+    assert (report.step, report.loss) == (8, 0.0995580174594)
+    assert _read_lines(["Iteration: 3, stop when loss < 0.5"]).loss is None
+
+
+def test_an_ascii_framed_progress_table_is_read_as_a_table() -> None:
+    """Turi Create's toolkits frame their progress table in ASCII (``+---+`` borders, ``|``
+    between cells): rows under the header are read as the unframed table's; a framed row
+    under no header, or a framed key-value table (Stable Baselines'), gives no step."""
+    border = "+-----------+---------------+------------------------+"
+    header = "| Iteration | Training Loss | Elapsed Time (seconds) |"
+    rows = [
+        "| 1         | 2.931         | 17.959                 |",
+        "| 4         | 2.388         | 85.326                 |",
+    ]
+    report = _read_lines([border, header, border, rows[0], border, rows[1], border])
+    assert (report.step, report.loss, report.metrics) == (4, 2.388, ())
+    assert _read_lines(rows).step is None
+    stable_baselines = [
+        "| fps                | 142           |",
+        "| nupdates           | 782           |",
+    ]
+    assert _read_lines(stable_baselines).step is None

@@ -69,6 +69,9 @@ _CTIME = re.compile(
 )
 _LEVEL = re.compile(r"^(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|TRACE) ")
 _SCALAR_HINTS = ("tensor(", "np.", "numpy.", "Array(")
+# A value in angle brackets right after its key's colon or equals sign (Apache MADlib's
+# "Iteration: 8, Loss: <0.0995580174594>"); "loss < 0.5", a comparison, is no value.
+_ANGLED = re.compile(rf"(?<=[:=] )<(?P<value>{PRINTF_NUMBER})>")
 
 
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
@@ -98,9 +101,12 @@ def _path_part(text: str, m: re.Match[str]) -> bool:
 
 
 def plain_scalars(text: str) -> str:
-    """``text`` with each scalar's repr (:data:`_SCALAR_REPR`) as its number."""
+    """``text`` with each scalar's repr (:data:`_SCALAR_REPR`) and each value in angle brackets
+    (:data:`_ANGLED`) as its number."""
     if "(" in text and any(h in text for h in _SCALAR_HINTS):
-        return _SCALAR_REPR.sub(r"\g<value>", text)
+        text = _SCALAR_REPR.sub(r"\g<value>", text)
+    if ": <" in text or "= <" in text:
+        text = _ANGLED.sub(r"\g<value>", text)
     return text
 
 

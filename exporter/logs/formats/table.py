@@ -3,7 +3,9 @@ scikit-learn's gradient boosting prints it with ``verbose=1`` (``  Iter       Tr
 Estimated Time``, then ``   100           0.8599            0.00s``), skorch's ``PrintLog``
 (``  epoch    train_loss    valid_loss     dur``), spaCy's ``train`` loop (``E    #
 LOSS TOK2VEC  LOSS NER  ENTS_F ...``) and fastai's ``Learner`` as text (``epoch
-train_loss  valid_loss  accuracy  time``).
+train_loss  valid_loss  accuracy  time``); and the same drawn in ASCII frames, as Turi
+Create's toolkits print their progress (``| Iteration | Training Loss | Elapsed Time
+(seconds) |`` between ``+----+`` borders): the frame's bars are the columns' gaps.
 
 A row alone names nothing, so the header is a line report of its own (its column names)
 and each row one of its cells (``LineReport.part`` "row"); the accumulator pairs a row with
@@ -22,7 +24,7 @@ from .vocabulary import field_of, metric_name
 
 # Columns are apart by a tab or two spaces; a name may hold one ("Train Loss", "LOSS NER").
 _SPLIT = re.compile(r"\t+| {2,}")
-_NAME = re.compile(r"[A-Za-z#][\w#()%/.\-]*(?: [A-Za-z][\w()%/.\-]*){0,3}")
+_NAME = re.compile(r"[A-Za-z#][\w#()%/.\-]*(?: [A-Za-z(][\w()%/.\-]*){0,3}")
 # The first column counts: the step (scikit-learn's boosting round "Iter", spaCy's "#")
 # or the epoch. An epoch's index alone is no step, and 0- or 1-based is the tool's: the
 # rows give values, no step.
@@ -38,13 +40,24 @@ _CELL = (
 ROW = re.compile(rf"^[ \t]*{_CELL}(?:[ \t]+{_CELL}){{1,{MAX_COLUMNS - 1}}}[ \t]*$")
 # A superset of ROW for a log's raw bytes (a CRI line's prefix before the message): a line
 # whose last word is a number. The quick scan looks at such lines only after a header.
-ROW_BYTES = re.compile(rb"[ \t]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*\r?\n?$")
-_TIMES = frozenset({"time", "dur", "duration", "estimated_time", "remaining_time", "elapsed"})
+ROW_BYTES = re.compile(rb"[ \t]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*(?:\|[ \t]*)?\r?\n?$")
+_TIMES = frozenset(
+    {"time", "dur", "duration", "estimated_time", "remaining_time", "elapsed", "elapsed_time"}
+)
+
+
+def _unframed(msg: str) -> str:
+    """A row of an ASCII-framed table (``| 4 | 2.388 | 85.326 |``) as the same row with its
+    bars as gaps; any other line as it is."""
+    text = msg.strip()
+    if len(text) < 5 or text[0] != "|" or text[-1] != "|" or text.count("|") < 3:
+        return msg
+    return "  ".join(cell.strip() for cell in text[1:-1].split("|"))
 
 
 def parse_header(msg: str, now: float) -> LineReport | None:
     """A table's header: column names only, the first a counter, one a loss; or None."""
-    text = msg.strip()
+    text = _unframed(msg).strip()
     if len(text) > 400:
         return None
     names = _SPLIT.split(text)
@@ -59,6 +72,8 @@ def parse_header(msg: str, now: float) -> LineReport | None:
 
 def row_cells(msg: str) -> LineReport | None:
     """A row of bare numbers (its cells), which only a header before it gives a meaning."""
+    if msg[-1:] == "|" or msg.rstrip()[-1:] == "|":
+        msg = _unframed(msg)
     if len(msg) > 400 or ROW.match(msg) is None:
         return None
     return LineReport("table", EMPTY, columns=tuple(msg.split()), part="row")
