@@ -3146,3 +3146,25 @@ def test_an_ascii_framed_progress_table_is_read_as_a_table() -> None:
         "| nupdates           | 782           |",
     ]
     assert _read_lines(stable_baselines).step is None
+
+
+def test_kaldis_iteration_line_counts_the_iterations_done_of_all() -> None:
+    """Kaldi's nnet3 trainers print the 0-based iteration starting and the last one's index
+    (``Iter: 27/59``, 45.0 % complete): 27 done of 60. The same words without Kaldi's epoch
+    and share are any loop's ``iter i/n``."""
+    line = "2022-03-25 12:08:20,179 [steps/nnet3/chain/train.py:535 - train - INFO ] Iter: 27/59   Jobs: 1   Epoch: 9.00/20.0 (45.0% complete)   lr: 0.000355   "
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.epoch, report.max_epochs) == (27, 60, 9.0, 20.0)
+    assert report.learning_rate == 0.000355
+    assert (
+        _read_lines(["Iter: 27/59 loss 2.5"]).step,
+        _read_lines(["Iter: 27/59 loss 2.5"]).max_steps,
+    ) == (27, 59)
+
+
+def test_a_sentences_next_clause_is_no_part_of_a_key() -> None:
+    """``... learning rate is 0.0017 and shrink value is 0.97.`` (Kaldi): the second value's
+    key is ``shrink value``; ``accuracy 0.9 and loss 0.3`` gives the loss."""
+    line = "On iteration 220, learning rate is 0.00170658356495 and shrink value is 0.965868328701."
+    assert dict(_read_lines([line]).metrics) == {"shrink_value": 0.965868328701}
+    assert _read_lines(["step 5 accuracy 0.9 and loss 0.3"]).loss == 0.3

@@ -262,6 +262,19 @@ def _step_of(m: re.Match[str]) -> Count:
     return Count(step=_int(m["i"]), total=_int(m.groupdict().get("n")))
 
 
+def _kaldi(m: re.Match[str]) -> Count:
+    """Kaldi's nnet3 trainers (steps/nnet3/train_*.py, chain/train.py) log ``Iter: 27/59
+    Jobs: 1   Epoch: 9.00/20.0 (45.0% complete)`` as iteration 27 (0-based) starts, of
+    ``num_iters - 1``: 27 done of 60."""
+    epochs = float(m["E"])  # num_epochs may be fractional ("1.5"): no whole count then
+    return Count(
+        step=int(m["i"]),
+        total=int(m["n"]) + 1,
+        epoch=float(m["e"]),
+        max_epochs=int(epochs) if epochs.is_integer() else None,
+    )
+
+
 def _loop_count(m: re.Match[str]) -> Count:
     """A loop's ``step i/n``, ``iter: i``: the step as printed (and its total), unless an
     epoch beside it shows it counts within the epoch (:func:`.progress.read_progress`)."""
@@ -308,6 +321,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"(?=[A-Za-z_][\w/.-]{0,128}=)"
         ),
         _clu,
+    ),
+    (
+        re.compile(
+            r"\bIter: (?P<i>\d{1,12})/(?P<n>\d{1,12})\s+(?:Jobs: \d{1,6}\s+)?"
+            r"Epoch: (?P<e>\d{1,9}(?:\.\d+)?)/(?P<E>\d{1,9}(?:\.\d+)?) "
+            r"\(\d{1,3}(?:\.\d+)?% complete\)"
+        ),
+        _kaldi,
     ),
     # Composer: "[batch=366/48000]:" heads a block of "Train <metric>: <value>" lines; with a
     # duration in epochs "[epoch=2][batch=3/5]:", the 1-based epoch and its batches done

@@ -158,6 +158,10 @@ def find_pairs(text: str) -> list[Pair]:
         # A key does not run across a sentence's end ("records/second. Loss is 0.5386"), nor
         # does it start with a logger's level ("INFO loss 2.5").
         key = _LEVEL.sub("", m["key"].rsplit(". ", 1)[-1])
+        # A sentence's next clause is no part of its key ("learning rate is 0.0017 and shrink
+        # value is 0.97": Kaldi's "shrink value").
+        if key[:4] in ("and ", "And ") or key[:3] in ("or ", "Or "):
+            key = key.split(" ", 1)[1]
         each = _PER_DEVICE.match(text, m.end())
         if each is not None and (field_of(key) or ("",))[0] in _THROUGHPUT:
             out.append(Pair("tokens_per_second", value))
