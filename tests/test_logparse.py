@@ -3168,3 +3168,40 @@ def test_a_sentences_next_clause_is_no_part_of_a_key() -> None:
     line = "On iteration 220, learning rate is 0.00170658356495 and shrink value is 0.965868328701."
     assert dict(_read_lines([line]).metrics) == {"shrink_value": 0.965868328701}
     assert _read_lines(["step 5 accuracy 0.9 and loss 0.3"]).loss == 0.3
+
+
+def test_tacotron_lines_give_the_iteration_loss_validation_and_save() -> None:
+    """NVIDIA's Tacotron 2 puts the iteration between the loss's name and its value; its
+    validation line is the eval loss and its save line the checkpoint's step. Another
+    script's "Train loss 3" with no Grad Norm after it is not Tacotron's."""
+    lines = [
+        "Train loss 64000 0.302735 Grad Norm 0.958112 4.36s/it",
+        "Validation loss 64000:  0.323265  ",
+        "Saving model and optimizer state at iteration 64000 to /out/checkpoint_64000",
+        "Train loss 64001 0.314525 Grad Norm 0.615372 4.37s/it",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss, report.grad_norm) == (
+        64001,
+        0.314525,
+        0.323265,
+        0.615372,
+    )
+    assert report.checkpoint_step == 64000
+    assert _read_lines(["Train loss 3 is high"]).step is None
+
+
+def test_a_bare_step_beside_a_larger_iteration_and_a_late_epoch_is_the_epochs_batch() -> None:
+    """``epoch : 231  iter : 120160  step : 502`` (an SSD trainer): the step counts the
+    epoch's batches, the iteration is the run's; LitGPT's ``Epoch 34 | iter 3051000 step
+    610200`` counts micro-batches as iterations (610200 is no epoch's batch) and a first
+    epoch cannot tell the two apart: the step stands there."""
+    assert _read_lines(["epoch :  231  iter :  120160  step :  502  loss :  2.07"]).step == 120160
+    litgpt = "Epoch 34 | iter 3051000 step 610200 | loss train: 2.857, val: 2.861 | iter time: 111.49 ms (step)"
+    assert _read_lines([litgpt]).step == 610200
+    assert (
+        _read_lines(
+            ["Epoch 1 | iter 52 step 1 | loss train: 3.725, val: n/a | iter time: 46.98 ms"]
+        ).step
+        == 1
+    )

@@ -18,6 +18,8 @@
   /ckpt`` (older releases: ``... at iteration``);
 * fairseq ``checkpoint_utils.py``: ``saved checkpoint checkpoints/checkpoint1.pt (epoch 1 @
   1891 updates, score 8.1) (writing took 3.2 seconds)``;
+* NVIDIA's Tacotron 2 (``save_checkpoint``, also WaveGlow's and Mellotron's): ``Saving model
+  and optimizer state at iteration 64000 to /out/checkpoint_64000``;
 * mmengine ``CheckpointHook``: ``Saving checkpoint at 5000 iterations``, or ``at 3 epochs``
   (after the third epoch, ``runner.epoch + 1``): the epochs done, whose step the accumulator
   gives where the log printed the epoch's size.
@@ -58,6 +60,7 @@ _NANOGPT = re.compile(r"^saving checkpoint to \S")
 _MEGATRON = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d{1,15})\b")
 _FAIRSEQ = re.compile(r"saved checkpoint \S+ \(epoch \d+ @ (\d{1,15}) updates")
 _MMENGINE = re.compile(r"Saving checkpoint at (\d{1,15}) (iterations|epochs)\b")
+_TACOTRON = re.compile(r"^Saving model and optimizer state at iteration (\d{1,15}) to \S")
 # "checkpoint" in either case of its first letter only, as the hint "heckpoint" lets through.
 _SAVE = re.compile(
     r"(?i:\b(?:sav(?:ing|ed)|wr(?:ote|iting))\s+(?:(?:a|the|model|new)\s+)?)[Cc]heckpoint\b"
@@ -85,7 +88,11 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     elif (m := _DEEPSPEED.search(msg)) is not None:
         tag = _DS_STEP.search(m.group(1))
         step = int(tag.group(1)) if tag else None
-    elif (m := _MEGATRON.search(msg)) is not None or (m := _FAIRSEQ.search(msg)) is not None:
+    elif (
+        (m := _MEGATRON.search(msg)) is not None
+        or (m := _FAIRSEQ.search(msg)) is not None
+        or (m := _TACOTRON.search(msg)) is not None
+    ):
         step = int(m.group(1))
     elif (m := _MMENGINE.search(msg)) is not None:
         if m.group(2) == "iterations":
@@ -130,6 +137,7 @@ FORMAT = Format(
         "saving checkpoint to ",
         "saved checkpoint ",
         "Saving checkpoint at ",
+        "Saving model and optimizer state at iteration ",
         # The general rule's: "checkpoint" and "Checkpoint" both hold it.
         "heckpoint",
     ),

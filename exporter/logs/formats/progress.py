@@ -30,7 +30,7 @@ import re
 
 from ..lines import Format, LineReport, native
 from .counters import Count, find_counter
-from .pairs import PRINTF_NUMBER, find_pairs, sole_eval_loss, sole_loss, to_fields
+from .pairs import PRINTF_NUMBER, Pair, find_pairs, sole_eval_loss, sole_loss, to_fields
 from .vocabulary import TEST_LOSS
 
 MAX_LINE = 4096
@@ -130,6 +130,29 @@ _MAYBE = re.compile(
 )
 
 
+_STEP_WORD = re.compile(r"(?i)\s*steps?\b")
+_ITERATION_KEYS = frozenset({"iter", "iters", "iteration"})
+
+
+def _run_iteration(count: Count, counter: str, pairs: list[Pair], msg: str) -> int | None:
+    """The run's iteration, where the loop's counter is a bare ``step`` counting the epoch's
+    batches beside it (acm5656's ssd_pytorch: ``epoch : 231  iter : 120160  step : 502``): one
+    ``iter`` above the step, and the step no more than one of the epochs before it holds
+    (502 of 120160 over 230 epochs). LitGPT's ``Epoch 34 | iter 3051000 step 610200`` counts
+    micro-batches as iterations and optimizer steps as steps (610200 is no epoch's), and in a
+    first epoch the two cannot be told apart: None, the step stands."""
+    if count.step is None or not count.loop or not _STEP_WORD.match(counter):
+        return None
+    epoch = _EPOCH_NUMBER.search(msg)
+    its = [p.value for p in pairs if p.key.lower() in _ITERATION_KEYS]
+    if epoch is None or int(epoch["e"]) < 2 or len(its) != 1 or its[0] != int(its[0]):
+        return None
+    run = int(its[0])
+    if run > count.step and count.step <= (run - count.step) / (int(epoch["e"]) - 1):
+        return run
+    return None
+
+
 def read_progress(msg: str, now: float) -> LineReport | None:
     """The report a progress line makes, or None for any other line."""
     if len(msg) > MAX_LINE or not any(h in msg for h in HINTS) or not _MAYBE.search(msg):
@@ -154,6 +177,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     # Values printed before the counter count too ("loss:0.74, global_step:190").
     before = find_pairs(_EPOCH_WORD.sub(" | ", msg[:start])) if found is not None else []
     pairs = before + find_pairs(rest)
+    if (run := _run_iteration(count, msg[start:end], pairs, msg)) is not None:
+        count = count._replace(step=run, total=None)
     # What the line prints before its first value: the counter, and words saying what it is.
     after = pairs[len(before) :]
     head = msg[start:end] + (rest[: rest.find(after[0].key)] if after else rest)
