@@ -3205,3 +3205,24 @@ def test_a_bare_step_beside_a_larger_iteration_and_a_late_epoch_is_the_epochs_ba
         ).step
         == 1
     )
+
+
+def test_neuralclassifier_sets_loss_lines_are_read_by_the_set_before_them() -> None:
+    """NeuralClassifier prints each set's scores and then ``Loss is: x.``: the train set's is
+    the loss, the validation set's the eval loss, the test set's neither; a ``Loss is:`` line
+    under no set's header is nobody's."""
+    lines = [
+        "Train performance at epoch 2 is precision: 0.500000, recall: 0.400000, fscore: 0.444444, macro-fscore: 0.300000, right: 5, predict: 10, standard: 12.",
+        "Loss is: 0.185657.",
+        "Validate performance at epoch 2 is precision: 0.450000, recall: 0.350000, fscore: 0.393750, macro-fscore: 0.250000, right: 4, predict: 9, standard: 11.",
+        "Loss is: 0.185401.",
+        "test performance at epoch 2 is precision: 0.400000, recall: 0.300000, fscore: 0.342857, macro-fscore: 0.200000, right: 3, predict: 8, standard: 10.",
+        "Loss is: 0.999999.",
+        "Epoch 2 cost time: 273 second",
+    ]
+    report = _read_lines(lines)
+    assert (report.loss, report.eval_loss, report.step) == (0.185657, 0.185401, None)
+    metrics = dict(report.metrics)
+    assert (metrics["precision"], metrics["eval_precision"]) == (0.5, 0.45)
+    assert "right" not in metrics and "standard" not in metrics
+    assert _read_lines(["Loss is: 0.5."]).loss is None

@@ -49,10 +49,10 @@ from .bars import (
     inner_loop,
     next_pass,
 )
+from .blocks import Blocks
 from .epoch_counter import EpochCounter
 from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
-from .orbit_blocks import OrbitBlocks
 from .parse import bar_key
 from .table_rows import TableRows
 
@@ -115,10 +115,10 @@ class LogAccumulator:
     # since (chemprop's "Epoch 25", then "Loss = 3.77e-01, PNorm = 37.1, ..."): such lines
     # are the epoch's, their step unknown.
     under_header: bool = False
-    # The training table printed last, Orbit's dict printed under its header: the rows and the
-    # entries are read under them (exporter.logs.table_rows, exporter.logs.orbit_blocks).
+    # The training table printed last, the block a header opened: the rows and the entries
+    # are read under them (exporter.logs.table_rows, exporter.logs.blocks).
     tables: TableRows = field(default_factory=TableRows)
-    orbit: OrbitBlocks = field(default_factory=OrbitBlocks)
+    blocks: Blocks = field(default_factory=Blocks)
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
@@ -126,7 +126,7 @@ class LogAccumulator:
         part of another (``LineReport.part``) is dropped where that other is not there."""
         if line.part == "continued" and not (self.awaits_loss or self.under_header):
             return False  # values of no counted line: nothing says which step they are
-        taken = self.orbit.take(line)
+        taken = self.blocks.take(line)
         if taken is not None and taken.parser in ("table", "box-table"):
             taken = self.tables.take(taken)
         if taken is None:

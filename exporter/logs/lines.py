@@ -32,6 +32,16 @@ class Bar(NamedTuple):
     nested: bool = False
 
 
+# The parts of a block a log prints over several lines (exporter.logs.blocks): a header that
+# opens the train step's, an evaluation's or a test set's block, and the entries under it
+# (the last one closes it). An entry names neither its step nor whose it is.
+TRAIN_BLOCK = "block-train"
+EVAL_BLOCK = "block-eval"
+TEST_BLOCK = "block-test"
+ENTRY = "block-entry"
+LAST_ENTRY = "block-last-entry"
+
+
 class LineReport(NamedTuple):
     """What one line said: the parser that matched, report fields, and a bar if it was one."""
 

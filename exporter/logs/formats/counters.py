@@ -210,6 +210,13 @@ def _step_unknown(m: re.Match[str]) -> Count:
     return Count()
 
 
+def _one_based_epoch(m: re.Match[str]) -> Count:
+    """A 1-based epoch and the batches done in it, of ``n``: flair's ModelTrainer (``epoch
+    150 - iter 120/128 - loss ...``: ``self.epoch`` from 1, ``seen_batches`` counted after
+    each batch)."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
 def _zero_based_epoch(m: re.Match[str]) -> Count:
     """A 0-based epoch and the batches done in it, of ``n``."""
     return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
@@ -396,6 +403,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         _zero_based_epoch,
     ),
     (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), _step_unknown),
+    (
+        re.compile(r"\bepoch (?P<e>[1-9]\d{0,8}) - iter (?P<i>\d{1,15})/(?P<n>\d{1,15}) - "),
+        _one_based_epoch,
+    ),
+    # NCRF++: "Instance: 12500; Time: 5.25s; loss: 367.3678; acc: 141830/170170=0.8335", the
+    # sentences of the epoch so far (main.py): no step, its values read.
+    (re.compile(r"^\s*Instance: \d{1,15}; Time: "), _step_unknown),
     # WeNet and WeKWS: "TRAIN Batch 4/203800", the 0-based epoch and the batch's index within
     # it (its size not printed); "CV Batch 4/0" a cross-validation still under way.
     (

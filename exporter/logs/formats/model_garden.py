@@ -10,10 +10,9 @@ Orbit's ``Controller`` (orbit/controller.py) logs, behind absl's prefix where it
 Its ``output`` is ``pprint``'s: on the line when it fits, else the dict's entries on the lines
 that follow, indented (``    {'learning_rate': 0.0099,``, ``     'training_loss': 0.0096}``).
 Those lines do not say whose they are: the header that ends in ``output:`` opens a block
-(:data:`TRAIN_BLOCK`, :data:`EVAL_BLOCK` as ``LineReport.part``), each entry is a part
-(:data:`ENTRY`, :data:`LAST_ENTRY` for the one that closes the dict), and the accumulator
-keeps entries only in an open block; an evaluation's loss is its eval loss
-(:func:`in_block`). ``training until step N`` is where this ``train()`` call stops, under
+(``LineReport.part``), each entry is a part (the last closes the dict), and the accumulator
+keeps entries only in an open block, an evaluation's loss its eval loss
+(:mod:`exporter.logs.blocks`). ``training until step N`` is where this ``train()`` call stops, under
 ``train_and_evaluate`` the next evaluation, not the run's total: it gives the step only.
 
 ``keras_utils``' ``TimeHistory`` callback (official/utils/misc/keras_utils.py) logs ``TimeHistory:
@@ -24,17 +23,13 @@ global step, the rate the custom metric ``examples_per_second`` (where a number 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from ...core.model import ProgressReport
-from ..lines import Format, LineReport, native
+from ..lines import ENTRY, EVAL_BLOCK, LAST_ENTRY, TRAIN_BLOCK, Format, LineReport, native
 from .pairs import Pair, number, to_fields
 from .trainer_dicts import literal_dict
+from .vocabulary import evaluated
 
-TRAIN_BLOCK = "orbit-train"
-EVAL_BLOCK = "orbit-eval"
-ENTRY = "orbit-entry"
-LAST_ENTRY = "orbit-last-entry"
 _PARSER = "model-garden"
 
 # Behind absl's prefix ("I0324 07:55:20.597360 1403... controller.py:479] train | ...") or
@@ -55,12 +50,6 @@ _TIME_HISTORY = re.compile(
 _KEPT = ("loss", "eval_loss", "learning_rate", "grad_norm")
 
 
-def _evaluated(name: str) -> str:
-    """An evaluation's custom metric's name: the train step's own of the same name (Orbit's
-    ``model_loss`` in both) stays apart."""
-    return name if name.startswith(("eval", "val")) else f"eval_{name}"
-
-
 def _values(pairs: list[Pair], evaluation: bool) -> dict[str, object]:
     """The report document the pairs of one output dict make: its losses, learning rate and
     gradient norm through the vocabulary, the rest custom metrics."""
@@ -68,7 +57,7 @@ def _values(pairs: list[Pair], evaluation: bool) -> dict[str, object]:
     doc: dict[str, object] = {k: v for k, v in fields.values.items() if k in _KEPT}
     if fields.metrics:
         doc["metrics"] = (
-            {_evaluated(k): v for k, v in fields.metrics.items()} if evaluation else fields.metrics
+            {evaluated(k): v for k, v in fields.metrics.items()} if evaluation else fields.metrics
         )
     return doc
 
@@ -82,18 +71,6 @@ def _dict_pairs(text: str) -> list[Pair]:
         for k, v in value.items()
         if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
     ]
-
-
-def in_block(line: LineReport, block: str) -> LineReport:
-    """An entry line read in its block: in an evaluation's, its loss is the eval loss and its
-    custom metrics are the evaluation's (:func:`_evaluated`)."""
-    r = line.report
-    if block != EVAL_BLOCK:
-        return line
-    metrics = tuple((_evaluated(k), v) for k, v in r.metrics)
-    if r.loss is None:
-        return line._replace(report=replace(r, metrics=metrics))
-    return line._replace(report=replace(r, loss=None, eval_loss=r.loss, metrics=metrics))
 
 
 def parse_model_garden(msg: str, now: float) -> LineReport | None:

@@ -231,3 +231,9 @@ def step_of_max(raw: object) -> tuple[int, int] | None:
         return None
     m = _STEP_OF_MAX.match(raw)
     return None if m is None else (int(m.group(1)), int(m.group(2)))
+
+
+def evaluated(name: str) -> str:
+    """An evaluation's custom metric's name: apart from the train step's own of the same name
+    (Orbit's ``model_loss`` in both, NeuralClassifier's ``precision``)."""
+    return name if name.startswith(("eval", "val")) else f"eval_{name}"
