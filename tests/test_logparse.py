@@ -3226,3 +3226,16 @@ def test_neuralclassifier_sets_loss_lines_are_read_by_the_set_before_them() -> N
     assert (metrics["precision"], metrics["eval_precision"]) == (0.5, 0.45)
     assert "right" not in metrics and "standard" not in metrics
     assert _read_lines(["Loss is: 0.5."]).loss is None
+
+
+def test_the_cifar10_tutorials_counts_and_its_end() -> None:
+    """PyTorch's CIFAR-10 tutorial: ``[1, 12000] loss: 1.476`` is the first epoch's 12000th
+    batch (the step); in the second epoch the count starts over and the epoch's size was never
+    printed, so the step is unknown from there (not the first epoch's, which would look
+    stalled); ``Finished Training`` alone on its line ends the run, inside another sentence
+    it does not."""
+    first = _read_lines(["[1,  2000] loss: 2.170", "[1, 12000] loss: 1.476"])
+    assert (first.step, first.loss) == (12000, 1.476)
+    second = _read_lines(["[1, 12000] loss: 1.476", "[2,  2000] loss: 1.462", "Finished Training"])
+    assert (second.step, second.loss, second.final) == (None, 1.462, True)
+    assert _read_lines(["[1, 2000] loss: 2.1", "Finished Training epoch 1 of 5"]).final is False

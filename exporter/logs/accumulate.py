@@ -226,13 +226,13 @@ class LogAccumulator:
                     report=replace(r, max_epochs=float(epochs)), epoch_of=(epoch, epochs)
                 )
             self.epoch_counter.heading(epoch, epochs or None)
-        elif line.within is not None and r.step is None and self.steps_per_epoch:
-            # A count within an epoch whose size an earlier line printed (Time-Series-Library:
-            # "Epoch: 4, Steps: 225 | ..." before "iters: 200, epoch: 5 | loss: ...").
-            done, count = line.within
-            if count > self.steps_per_epoch:
-                # More than an epoch holds: a running count, not this epoch's. The step read
-                # before is an earlier epoch's: unknown from here.
+        elif r.step is None and (within := line.within) and (self.steps_per_epoch or within[0]):
+            # A count within an epoch of the size an earlier line printed (Time-Series-Library:
+            # "Epoch: 4, Steps: 225 | ..." before "iters: 200, epoch: 5 | loss: ..."); in a later
+            # epoch of a size no line printed (the CIFAR-10 tutorial's "[2, 2000]"), or past the
+            # size, the step read before is an earlier epoch's: unknown from here.
+            done, count = within
+            if not self.steps_per_epoch or count > self.steps_per_epoch:
                 self.values.pop("step", None)
                 return line
             step = int(done * self.steps_per_epoch) + count

@@ -145,10 +145,13 @@ def _of_epoch(m: re.Match[str]) -> Count:
     return _epoch_relative(e - 1, i, n, epochs)
 
 
-def _tslib_iters(m: re.Match[str]) -> Count:
-    """The Time-Series-Library family (Informer, Autoformer, TimesNet, PatchTST, iTransformer):
-    ``\titers: {i + 1}, epoch: {epoch + 1} | loss: ...``, the 1-based batch of the 1-based
-    epoch, whose size only its summary line prints (:func:`_tslib_epoch`)."""
+def _batch_of_one_based_epoch(m: re.Match[str]) -> Count:
+    """The 1-based batch of a 1-based epoch whose size the line does not print: the
+    Time-Series-Library family (Informer, Autoformer, TimesNet, PatchTST, iTransformer:
+    ``\titers: {i + 1}, epoch: {epoch + 1} | loss: ...``, the size on its summary line,
+    :func:`_tslib_epoch`) and PyTorch's CIFAR-10 tutorial and its many copies (``[{epoch +
+    1}, {i + 1:5d}] loss: ...``, every 2000 batches, the size never printed). The first
+    epoch's count is the step; a later one's only where the epoch's size is known."""
     e, i = int(m["e"]), int(m["i"])
     if e < 1:
         return Count()
@@ -468,7 +471,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # iteration just learned (on_policy_runner.py: for it in range(start, tot_iter)).
     (re.compile(r"\bLearning iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), _after_index),
     (re.compile(r"\biteration\s+(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\b"), _step_of),  # Megatron
-    (re.compile(r"^\s*iters: (?P<i>\d{1,12}), epoch: (?P<e>\d{1,9}) \| (?=loss: )"), _tslib_iters),
+    (
+        re.compile(r"^\s*iters: (?P<i>\d{1,12}), epoch: (?P<e>\d{1,9}) \| (?=loss: )"),
+        _batch_of_one_based_epoch,
+    ),
+    (
+        re.compile(r"^\s*\[(?P<e>\d{1,9}),\s*(?P<i>\d{1,12})\] (?=loss: )"),
+        _batch_of_one_based_epoch,
+    ),
     (re.compile(r"^\s*Epoch: (?P<e>\d{1,9}), Steps: (?P<n>\d{1,12}) \| "), _tslib_epoch),
     (
         re.compile(r"\bEpoch (?P<e>\d{1,9}),? (?:iterations|batches) (?P<n>\d{1,12}),"),

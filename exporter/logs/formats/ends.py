@@ -13,6 +13,7 @@
     ... | INFO | fairseq_cli.train | done training in 1234.5 seconds fairseq-train
     [titan] ... - root - INFO - Training completed                  torchtitan
     ('Final validation metrics: {...}')                             verl's PPO trainer
+    Finished Training                                               PyTorch's CIFAR-10 tutorial
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -89,6 +90,9 @@ _TRAINER_END = re.compile(
 )
 _FAIRSEQ_END = re.compile(r"\| fairseq_cli\.train \| done training in \d{1,12}\.\d seconds\s*$")
 _TORCHTITAN_END = re.compile(r"^\s*\[titan\] .{0,120} - INFO - Training completed\s*$")
+# PyTorch's CIFAR-10 tutorial (beginner_source/blitz/cifar10_tutorial.py) and its copies:
+# print('Finished Training') after the loop, which has no other way out.
+_TUTORIAL_END = re.compile(r"^Finished Training\s*$")
 _VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
@@ -101,6 +105,7 @@ _BARE_ENDS = (
     _FAIRSEQ_END,
     _TORCHTITAN_END,
     _VERL_END,
+    _TUTORIAL_END,
 )
 
 
@@ -129,6 +134,7 @@ FORMAT = Format(
         "Training completed",
         "done training in ",
         "Final validation metrics: ",
+        "Finished Training",
     ),
     parse_ends,
 )

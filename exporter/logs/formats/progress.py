@@ -126,7 +126,8 @@ _FOR_STEP = re.compile(r"(?i)\b(?:for|after|at)\s+(?:global[ _])?(?:step|iter(?:
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
     r"(?i)step|iter|epoch|batch=|batch \d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
-    r"words/sec/thread|loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d"
+    r"words/sec/thread|loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
+    r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:"
 )
 
 
