@@ -3239,3 +3239,20 @@ def test_the_cifar10_tutorials_counts_and_its_end() -> None:
     second = _read_lines(["[1, 12000] loss: 1.476", "[2,  2000] loss: 1.462", "Finished Training"])
     assert (second.step, second.loss, second.final) == (None, 1.462, True)
     assert _read_lines(["[1, 2000] loss: 2.1", "Finished Training epoch 1 of 5"]).final is False
+
+
+def test_a_csv_log_is_read_as_a_table_and_its_empty_cells_are_no_values() -> None:
+    """A script appending CSV rows (``step,loss,lr,...``) is a table with commas for gaps.
+    Lightning's CSVLogger leaves the cells a row does not log empty (``0,49,0.71,,``): such a
+    row is no row (an empty cell is never a NaN loss); a sentence with commas is no row."""
+    csv = [
+        "step,loss,lr,tokens_per_sec,eta_seconds,timestamp",
+        "11508,2.4971,1.99e-04,6898.26,8265013,1773304246.25",
+        "11509,2.4995,1.99e-04,7065.68,8069134,1773304283.35",
+    ]
+    report = _read_lines(csv)
+    assert (report.step, report.loss) == (11509, 2.4995)
+    assert "timestamp" not in dict(report.metrics) and "eta_seconds" not in dict(report.metrics)
+    lightning = ["epoch,step,train_loss,val_loss", "0,49,0.7132,", "0,49,,0.6911"]
+    assert (_read_lines(lightning).loss, _read_lines(lightning).eval_loss) == (None, None)
+    assert _read_lines(["step,loss", "loaded 10,000 samples, 3 files"]).step is None

@@ -5,7 +5,8 @@ Estimated Time``, then ``   100           0.8599            0.00s``), skorch's `
 LOSS TOK2VEC  LOSS NER  ENTS_F ...``) and fastai's ``Learner`` as text (``epoch
 train_loss  valid_loss  accuracy  time``); and the same drawn in ASCII frames, as Turi
 Create's toolkits print their progress (``| Iteration | Training Loss | Elapsed Time
-(seconds) |`` between ``+----+`` borders): the frame's bars are the columns' gaps.
+(seconds) |`` between ``+----+`` borders), or a CSV file's lines as a script appends them
+(``step,loss,lr,tokens_per_sec``): the frame's bars or the commas are the columns' gaps.
 
 A row alone names nothing, so the header is a line report of its own (its column names)
 and each row one of its cells (``LineReport.part`` "row"); the accumulator pairs a row with
@@ -40,16 +41,23 @@ _CELL = (
 ROW = re.compile(rf"^[ \t]*{_CELL}(?:[ \t]+{_CELL}){{1,{MAX_COLUMNS - 1}}}[ \t]*$")
 # A superset of ROW for a log's raw bytes (a CRI line's prefix before the message): a line
 # whose last word is a number. The quick scan looks at such lines only after a header.
-ROW_BYTES = re.compile(rb"[ \t]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*(?:\|[ \t]*)?\r?\n?$")
+ROW_BYTES = re.compile(
+    rb"[ \t,]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*(?:\|[ \t]*)?\r?\n?$"
+)
 _TIMES = frozenset(
     {"time", "dur", "duration", "estimated_time", "remaining_time", "elapsed", "elapsed_time"}
+    | {"timestamp", "eta_seconds"}
 )
 
 
 def _unframed(msg: str) -> str:
-    """A row of an ASCII-framed table (``| 4 | 2.388 | 85.326 |``) as the same row with its
-    bars as gaps; any other line as it is."""
+    """A row of an ASCII-framed table (``| 4 | 2.388 | 85.326 |``) or of a CSV file
+    (``11509,2.4995,1.99e-04``: commas and no spaces) as the same row with its bars or commas
+    as gaps; any other line as it is. A CSV row with an empty cell then has fewer cells than
+    its header, and is no row."""
     text = msg.strip()
+    if "," in text and " " not in text and "\t" not in text:
+        return "  ".join(text.split(","))
     if len(text) < 5 or text[0] != "|" or text[-1] != "|" or text.count("|") < 3:
         return msg
     return "  ".join(cell.strip() for cell in text[1:-1].split("|"))
@@ -72,7 +80,7 @@ def parse_header(msg: str, now: float) -> LineReport | None:
 
 def row_cells(msg: str) -> LineReport | None:
     """A row of bare numbers (its cells), which only a header before it gives a meaning."""
-    if msg[-1:] == "|" or msg.rstrip()[-1:] == "|":
+    if msg.rstrip()[-1:] == "|" or ("," in msg and " " not in msg.strip()):
         msg = _unframed(msg)
     if len(msg) > 400 or ROW.match(msg) is None:
         return None
