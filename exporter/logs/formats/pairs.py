@@ -101,12 +101,9 @@ def _path_part(text: str, m: re.Match[str]) -> bool:
 
 
 def plain_scalars(text: str) -> str:
-    """``text`` with each scalar's repr (:data:`_SCALAR_REPR`) and each value in angle brackets
-    (:data:`_ANGLED`) as its number."""
+    """``text`` with each scalar's repr (:data:`_SCALAR_REPR`) as its number."""
     if "(" in text and any(h in text for h in _SCALAR_HINTS):
-        text = _SCALAR_REPR.sub(r"\g<value>", text)
-    if ": <" in text or "= <" in text:
-        text = _ANGLED.sub(r"\g<value>", text)
+        return _SCALAR_REPR.sub(r"\g<value>", text)
     return text
 
 
@@ -141,8 +138,13 @@ def number(text: str) -> float | None:
 def find_pairs(text: str) -> list[Pair]:
     """Every ``key: value``, ``key=value`` and ``key value`` pair in ``text``, in order (at
     most :data:`MAX_PAIRS`). A value printed as a PyTorch tensor's repr
-    (``eval_epoch_loss=tensor(6.8830, device='cuda:2')``) is its number (:func:`plain_scalars`)."""
+    (``eval_epoch_loss=tensor(6.8830, device='cuda:2')``) is its number (:func:`plain_scalars`),
+    and so is one in angle brackets (:data:`_ANGLED`)."""
     text = plain_scalars(text)
+    if ": <" in text or "= <" in text:
+        # Only here, on a line the pairs are read from: a whole message may be a 16 KiB
+        # chunk of bar frames, too long to scan once more for nothing.
+        text = _ANGLED.sub(r"\g<value>", text)
     out: list[Pair] = []
     for m in PAIR.finditer(text):
         value = number(m["value"])
