@@ -30,6 +30,8 @@ _FRAME = re.compile(
 
 
 def parse_centernet(msg: str, now: float) -> LineReport | None:
+    # Each stat is printed with a space after it ("|loss 0.7843 "); a log line's last may
+    # have lost its own to the line's end.
     frames = list(_FRAME.finditer(msg + " "))
     if not frames:
         return None
