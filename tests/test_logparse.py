@@ -3256,3 +3256,27 @@ def test_a_csv_log_is_read_as_a_table_and_its_empty_cells_are_no_values() -> Non
     lightning = ["epoch,step,train_loss,val_loss", "0,49,0.7132,", "0,49,,0.6911"]
     assert (_read_lines(lightning).loss, _read_lines(lightning).eval_loss) == (None, None)
     assert _read_lines(["step,loss", "loaded 10,000 samples, 3 files"]).step is None
+
+
+_SKLEARN = Path(__file__).parent / "fixtures" / "logs" / "sklearn"
+
+
+@pytest.mark.parametrize(
+    "name, step, loss",
+    [
+        ("sklearn-mlp-no-improvement", 138, 0.26398826),
+        ("sklearn-mlp-max-iter", 400, 0.04179212),
+        ("sklearn-sgd-verbose", None, 0.299079),
+    ],
+)
+def test_real_scikit_learn_fits_are_read_and_never_finished(
+    name: str, step: int | None, loss: float
+) -> None:
+    """Three fits of scikit-learn 1.9.1 run on this machine, their output as printed (first
+    and last lines): MLPClassifier's ``Iteration N, loss = x`` (stopped on tol with ``...
+    Stopping.``, or run to max_iter with a ConvergenceWarning), SGDClassifier's ``-- Epoch N``
+    with a ``Total training time`` after every epoch. None is finished: a fit's end is no
+    job's (cross-validation fits again), and max_iter's total, printed only in the closing
+    warning, is not read, since read it would finish the run."""
+    report = _read_lines((_SKLEARN / f"{name}.log").read_text().splitlines())
+    assert (report.step, report.loss, report.max_steps, report.final) == (step, loss, None, False)
