@@ -3280,3 +3280,18 @@ def test_real_scikit_learn_fits_are_read_and_never_finished(
     warning, is not read, since read it would finish the run."""
     report = _read_lines((_SKLEARN / f"{name}.log").read_text().splitlines())
     assert (report.step, report.loss, report.max_steps, report.final) == (step, loss, None, False)
+
+
+def test_starspace_reads_the_runs_share_not_the_epochs() -> None:
+    """StarSpace's ``Epoch: 100.0%`` ends an epoch; the share in parentheses is the run's: 20 %
+    after the first of five epochs (no finish), 100 % after the last."""
+    line = "Epoch: 100.0%  lr: {lr}  loss: {loss}  eta: 0h19m  tot: 0h4m53s  ({share}%)"
+    first = _read_lines([line.format(lr="0.008006", loss="0.048233", share="20.0")])
+    assert (first.loss, first.learning_rate, first.progress, first.final) == (
+        0.048233,
+        0.008006,
+        0.2,
+        False,
+    )
+    last = _read_lines([line.format(lr="0.000027", loss="0.048544", share="100.0")])
+    assert (last.progress, last.final) == (1.0, True)
