@@ -3236,8 +3236,9 @@ def test_the_cifar10_tutorials_counts_and_its_end() -> None:
     it does not."""
     first = _read_lines(["[1,  2000] loss: 2.170", "[1, 12000] loss: 1.476"])
     assert (first.step, first.loss) == (12000, 1.476)
-    second = _read_lines(["[1, 12000] loss: 1.476", "[2,  2000] loss: 1.462", "Finished Training"])
+    second = _read_lines(["[1, 12000] loss: 1.476", "[2,  6000] loss: 1.462", "Finished Training"])
     assert (second.step, second.loss, second.final) == (None, 1.462, True)
+    assert second.epoch == 1.5  # placed by the first epoch's last count: the run moves on
     assert _read_lines(["[1, 2000] loss: 2.1", "Finished Training epoch 1 of 5"]).final is False
 
 

@@ -391,3 +391,36 @@ def test_per_epoch_bars_read_live_count_every_epoch_once(
         (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
         assert (run["step"], run.get("max_steps")) == (30, None), (form, run)
         assert run["epoch"] == 3.0 and run["state"] == "running", (form, run)
+
+
+def test_a_later_epoch_of_unprinted_size_keeps_the_run_moving_not_stalled(
+    exporter_factory: Any, clock: Any, tmp_path: Path
+) -> None:
+    """PyTorch's CIFAR-10 tutorial prints ``[epoch, batch] loss`` and never the epoch's size:
+    in its second epoch the step is unknown, but the count moving on within the epoch moves
+    the run's epoch on (placed by the first epoch's last count), so a second epoch longer than
+    the stall threshold is running, not stalled; a count that stands still is stalled."""
+    from exporter.core.thresholds import Thresholds
+
+    log = tmp_path / "cifar.log"
+    exp = exporter_factory(
+        log_paths=(str(tmp_path / "*.log"),),
+        namespace="local",
+        thresholds=Thresholds(stall_seconds=60, plateau_seconds=10**6),
+    )
+    for i in (2000, 4000, 6000, 8000):
+        append(log, f"[1, {i:5d}] loss: 2.1\n")
+        exp.poll_once()
+        clock.advance(40)
+    for i in (2000, 4000, 6000, 8000):  # 160 s of a second epoch, past the 60 s threshold
+        append(log, f"[2, {i:5d}] loss: 1.5\n")
+        exp.poll_once()
+        clock.advance(40)
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert (run["state"], run["loss"], run["epoch"]) == ("running", 1.5, 2.0)
+    for _ in range(3):  # the same count again: no progress for 120 s
+        clock.advance(40)
+        append(log, "[2,  8000] loss: 1.5\n")
+        exp.poll_once()
+    (run,) = get_json(exp.url + "/api/v1/runs")["runs"]
+    assert run["state"] == "stalled"

@@ -50,7 +50,7 @@ from .bars import (
     next_pass,
 )
 from .blocks import Blocks
-from .epoch_counter import EpochCounter
+from .epoch_counter import EpochCounter, WithinEpoch
 from .formats.pairs import number
 from .lines import EMPTY, Bar, LineReport
 from .parse import bar_key
@@ -119,6 +119,7 @@ class LogAccumulator:
     # are read under them (exporter.logs.table_rows, exporter.logs.blocks).
     tables: TableRows = field(default_factory=TableRows)
     blocks: Blocks = field(default_factory=Blocks)
+    within: WithinEpoch = field(default_factory=WithinEpoch)  # counts within an epoch
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
@@ -227,17 +228,12 @@ class LogAccumulator:
                 )
             self.epoch_counter.heading(epoch, epochs or None)
         elif r.step is None and (within := line.within) and (self.steps_per_epoch or within[0]):
-            # A count within an epoch of the size an earlier line printed (Time-Series-Library:
-            # "Epoch: 4, Steps: 225 | ..." before "iters: 200, epoch: 5 | loss: ..."); in a later
-            # epoch of a size no line printed (the CIFAR-10 tutorial's "[2, 2000]"), or past the
-            # size, the step read before is an earlier epoch's: unknown from here.
-            done, count = within
-            if not self.steps_per_epoch or count > self.steps_per_epoch:
+            # A count within an epoch of a size its line does not print (WithinEpoch): where no
+            # line printed it either, the step read so far is an earlier epoch's.
+            step, at = self.within.place(within, self.steps_per_epoch, self.values.get("step"))
+            if step is None:
                 self.values.pop("step", None)
-                return line
-            step = int(done * self.steps_per_epoch) + count
-            at = done + count / self.steps_per_epoch  # the epoch, fractional
-            return line._replace(report=replace(r, step=step, epoch=at))
+            return line if at is None else line._replace(report=replace(r, step=step, epoch=at))
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             if line.epoch_of is not None:  # the epoch's number on the count's own line
                 self.epoch_counter.heading(line.epoch_of[0], None)

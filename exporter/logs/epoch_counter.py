@@ -72,3 +72,33 @@ class EpochCounter:
         if self.base is None:
             return None, run_total
         return self.base + step, run_total
+
+
+@dataclass
+class WithinEpoch:
+    """Counts within an epoch whose size their own line does not print: the
+    Time-Series-Library's ``iters: 200, epoch: 5`` (its summary line prints the size), the
+    CIFAR-10 tutorial's ``[2, 2000]`` (never printed). One per log."""
+
+    size_at_least: int = 0  # the largest step read before a later epoch's count came
+
+    def place(
+        self, within: tuple[int, int], steps_per_epoch: float | None, step_read: object
+    ) -> tuple[int | None, float | None]:
+        """The run's step and fractional epoch for ``within`` (epochs done, the count): exact
+        where an earlier line printed the epoch's size, nothing for a count past it. Where no
+        line printed it, no step (the one read so far is an earlier epoch's), but an epoch
+        placed by the first epoch's last count, a size it has at least: a run whose step
+        became unknown still shows that it moves on, and is not stalled."""
+        done, count = within
+        if steps_per_epoch:
+            if count > steps_per_epoch:
+                return None, None
+            return int(done * steps_per_epoch) + count, done + count / steps_per_epoch
+        if isinstance(step_read, int) and step_read > self.size_at_least:
+            self.size_at_least = step_read
+        if self.size_at_least <= 0:
+            return None, None
+        at = done + min(count / self.size_at_least, 1.0)
+        self.size_at_least = max(self.size_at_least, count)  # an epoch holds at least its count
+        return None, at
