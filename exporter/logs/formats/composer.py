@@ -5,9 +5,9 @@ batch: a header and one indented line per metric, ``Train loss/train/total: 10.3
 reader's counters), or, for a duration in tokens or samples, ``[token=2048000/8000000]:``,
 the share of the run done (read here). Each metric line is read on its own through the
 vocabulary: ``loss/train/total`` is the loss and an evaluation's
-``metrics/eval/LanguageCrossEntropy`` its loss; the ``time/`` lines repeat the clock, taken
-when the batch began (``time/batch`` is one behind the header's count), so they are not read;
-the rest are custom metrics.
+``metrics/eval/LanguageCrossEntropy`` its loss (the vocabulary's eval loss); the ``time/``
+lines repeat the clock, taken when the batch began (``time/batch`` is one behind the header's
+count), so they are not read; the rest are custom metrics.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from .pairs import Pair, number, to_fields
 _LINE = re.compile(r"^\s+(?P<stage>Train|Eval) (?P<key>[\w/.@\-]{1,128}): (?P<value>\S{1,40})\s*$")
 # What the block repeats of the clock.
 _SKIP = re.compile(r"^time/")
-_EVAL_CROSS_ENTROPY = "metrics/eval/LanguageCrossEntropy"
 # A duration in tokens or samples: its share done, no step.
 _SHARE = re.compile(r"^\[(?:token|sample)=(?P<i>\d{1,18})/(?P<n>\d{1,18})\]:?\s*$")
 
@@ -35,8 +34,6 @@ def parse_composer(msg: str, now: float) -> LineReport | None:
     value = number(m["value"])
     if value is None:
         return None
-    if m["key"] == _EVAL_CROSS_ENTROPY and m["stage"] == "Eval":
-        return native({"eval_loss": value}, now, "composer")
     fields = to_fields([Pair(m["key"], value)], evaluation=m["stage"] == "Eval")
     doc: dict[str, object] = {
         k: v

@@ -57,7 +57,7 @@ def _mm(m: re.Match[str]) -> Count:
     iterations (mmengine ``LoggerHook``: ``runner.epoch + 1``, ``batch_idx + 1``)."""
     if m["mode"] and m["mode"] != "train":
         return Count(evaluation=True)
-    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+    return _one_based_epoch(m)
 
 
 def _mm_iter(m: re.Match[str]) -> Count:
@@ -81,20 +81,13 @@ def _ltr(m: re.Match[str]) -> Count:
     ltr_trainer.py: ``enumerate(loader, 1)``); ``[val: ...]`` is its evaluation."""
     if m["mode"] != "train":
         return Count(evaluation=True)
-    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
-
-
-def _word_language_model(m: re.Match[str]) -> Count:
-    """pytorch/examples' word_language_model and the PyTorch Transformer tutorial: ``| epoch
-    3 |   200/ 2983 batches |``, the 1-based epoch (``range(1, epochs + 1)``) and the batch's
-    index of ``len(train_data) // bptt``, the epoch's batches as the script states them."""
-    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+    return _one_based_epoch(m)
 
 
 def _composer_epoch(m: re.Match[str]) -> Count:
     """Composer's ``[epoch=2][batch=3/5]``: the 1-based epoch and the batches done in it, of
     the epoch's ``n`` (its total is the epoch's, not the run's)."""
-    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)._replace(header=True)
+    return _one_based_epoch(m)._replace(header=True)
 
 
 def _timm(m: re.Match[str]) -> Count:
@@ -184,7 +177,7 @@ def _epoch_batches(m: re.Match[str]) -> Count:
 def _fairseq(m: re.Match[str]) -> Count:
     """fairseq's ``epoch 001:   3200 / 160368``: a 1-based epoch and the update within it
     (its ``num_updates`` pair, where printed, is the global step)."""
-    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+    return _one_based_epoch(m)
 
 
 def _nemo(m: re.Match[str]) -> Count:
@@ -214,9 +207,11 @@ def _step_unknown(m: re.Match[str]) -> Count:
 
 
 def _one_based_epoch(m: re.Match[str]) -> Count:
-    """A 1-based epoch and the batches done in it, of ``n``: flair's ModelTrainer (``epoch
-    150 - iter 120/128 - loss ...``: ``self.epoch`` from 1, ``seen_batches`` counted after
-    each batch)."""
+    """A 1-based epoch and the batches done in it, of the epoch's ``n``: flair's ModelTrainer
+    (``epoch 150 - iter 120/128 - loss ...``: ``self.epoch`` from 1, ``seen_batches`` counted
+    after each batch), pytorch/examples' word_language_model and the PyTorch Transformer
+    tutorial (``| epoch 3 |   200/ 2983 batches |``: ``range(1, epochs + 1)``, the batch's index
+    of ``len(train_data) // bptt``); mmcv's, pytracking's and Composer's in their own shapes."""
     return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
 
 
@@ -242,7 +237,7 @@ def _epoch_summary(m: re.Match[str]) -> Count:
 
 def _onmt_epoch(m: re.Match[str]) -> Count:
     """OpenNMT-py before 0.4: ``Epoch  1, 12850/37527;``, both 1-based."""
-    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+    return _one_based_epoch(m)
 
 
 def _train_step_in_epoch(m: re.Match[str]) -> Count:
@@ -454,7 +449,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"^\s*\|\s*epoch\s+(?P<e>\d{1,9})\s+\|\s*(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})"
             r" batches\s*\|"
         ),
-        _word_language_model,
+        _one_based_epoch,
     ),
     (
         re.compile(

@@ -93,6 +93,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss_val",
         "test_loss",
         "loss_test",  # Cellpose ("Loss 1.2783, Loss Test 1.2959")
+        "metrics/eval/languagecrossentropy",  # Composer's evaluation of a language model
         "val",  # LitGPT: "loss train: 2.846, val: 2.861"
     ),
     "learning_rate": (
