@@ -3296,3 +3296,18 @@ def test_starspace_reads_the_runs_share_not_the_epochs() -> None:
     )
     last = _read_lines([line.format(lr="0.000027", loss="0.048544", share="100.0")])
     assert (last.progress, last.final) == (1.0, True)
+
+
+def test_an_inferencing_bar_is_an_evaluation_never_the_training_bar() -> None:
+    """YOLOv6 (meituan/YOLOv6#614) draws ``Inferencing model in train datasets.: 100%|...| 11/11``
+    after each epoch; with the training bar's frames cut in the paste it was the only bar
+    left, and read as the run at 11 of 11 steps, finished. Any ``infer`` word makes a bar an
+    evaluation's (as ``inference`` and ``infer`` did)."""
+    bar = "Inferencing model in train datasets.: 100%|█████| 11/11 [00:01<00:00,  9.37it/s]"
+    report = _read_lines([bar])
+    assert (report.step, report.max_steps, report.progress, report.final) == (
+        None,
+        None,
+        None,
+        False,
+    )

@@ -28,7 +28,7 @@ MAX_STEP_RATE = 5000.0
 # DataLoader 0", "Sanity Checking DataLoader 0", "Testing", "Predicting"; Trainer's and
 # Accelerate scripts': "Evaluating", "eval", "valid".
 _EVAL_WORDS = re.compile(
-    r"(?i)(?:^|[^a-z])(eval\w*|valid\w*|val|test\w*|predict\w*|sanity\w*|inference|infer)"
+    r"(?i)(?:^|[^a-z])(eval\w*|valid\w*|val|test\w*|predict\w*|sanity\w*|infer\w*)"
     r"(?:[^a-z]|$)"
 )
 
