@@ -177,6 +177,8 @@ def test_every_format_reads_only_lines_its_hints_let_through() -> None:
     candidates += ["Step 10 loss 0.5", "STEP 3 of 9", "epoch 2 step 10 | loss: 0.53"]
     # Ludwig's box table (its excerpt is in the unread set: its step is not read)
     candidates += ["│ rating   │   loss │   accuracy │", "│ train    │ 1.1529 │     0.3988 │"]
+    # ChainerMN's ProgressBar (its excerpt is in the unread set: its one row lost a cell)
+    candidates += ["      6000 iter, 20 epoch / 20 epochs", "       100 iter, 0 epoch / 20 epochs"]
     assert len(candidates) > 500
     read = {f.name: 0 for f in FORMATS}
     for msg in candidates:
@@ -3311,3 +3313,57 @@ def test_an_inferencing_bar_is_an_evaluation_never_the_training_bar() -> None:
         None,
         False,
     )
+
+
+def test_chainers_print_report_reads_its_iteration_and_its_evaluators_loss() -> None:
+    """Chainer's PrintReport: ``main/loss`` is the optimizer's target's loss (the training
+    loss), ``validation/main/loss`` the Evaluator's, and an ``iteration`` column beside the
+    epoch the updater's step. Without an iteration column no step is read; a row that lost a
+    cell (its epoch, where the ProgressBar redrew over it) is no row."""
+    header = "epoch       iteration   main/loss   validation/main/loss  main/accuracy  elapsed_time"
+    row = "2           712         0.0748937   0.0690557             0.977333       10.951"
+    report = _read_lines([header, row])
+    assert (report.step, report.loss, report.eval_loss) == (712, 0.0748937, 0.0690557)
+    by_epoch = _read_lines(
+        [header.replace("iteration   ", ""), "2  0.0748937  0.0690557  0.98  10.9"]
+    )
+    assert (by_epoch.step, by_epoch.loss, by_epoch.eval_loss) == (None, 0.0748937, 0.0690557)
+    shifted = "           0.22397     0.109173              0.9321         23.6282"
+    assert _read_lines([header, shifted]).loss is None
+
+
+def test_chainers_progress_bar_status_is_the_step_and_its_length_the_end() -> None:
+    """ProgressBar's ``{iteration} iter, {epoch} epoch / {length} {unit}s``: the step and the
+    epochs done; the training length is the stop trigger's, so reaching it is the end (the
+    trainer leaves its loop there and the bar erases itself). Before it, no end; a length in
+    iterations is the run's total."""
+    last = _read_lines(["      6000 iter, 20 epoch / 20 epochs"])
+    assert (last.step, last.epoch, last.max_epochs, last.final) == (6000, 20.0, 20, True)
+    under_way = _read_lines(["       200 iter, 0 epoch / 20 epochs"])
+    assert (under_way.step, under_way.final) == (200, False)
+    by_iterations = _read_lines(["      2500 iter, 3 epoch / 100000 iterations"])
+    assert (by_iterations.step, by_iterations.max_steps, by_iterations.final) == (
+        2500,
+        100000,
+        False,
+    )
+    assert _read_lines(["    100000 iter, 41 epoch / 100000 iterations"]).final is True
+    assert _read_lines(["saw 6000 iter, 20 epoch / 20 epochs of data"]).final is False
+
+
+def test_a_record_naming_its_value_is_read_under_that_name() -> None:
+    """caikit-nlp's and fms-hf-tuning's training_logs.jsonl write one named value per record
+    (fms-hf-tuning's FileLoggingCallback: ``training_loss`` or ``validation_loss``, its keys
+    sorted). The name goes through the vocabulary; another object with a "name" and a "data"
+    is read as it is."""
+    caikit = '{"name": "loss", "data": {"epoch": 0.01, "step": 2, "value": 4.4904, "timestamp": "2023-09-26T19:25:19.316729"}}'
+    report = _read_lines([caikit])
+    assert (report.step, report.loss, report.epoch) == (2, 4.4904, 0.01)
+    fms = [
+        '{"data": {"epoch": 0.5, "step": 10, "timestamp": "2024-06-11T10:00:00", "value": 2.31}, "name": "training_loss"}',
+        '{"data": {"epoch": 1.0, "step": 20, "timestamp": "2024-06-11T10:01:00", "value": 2.05}, "name": "validation_loss"}',
+    ]
+    report = _read_lines(fms)
+    assert (report.step, report.loss, report.eval_loss) == (20, 2.31, 2.05)
+    other = '{"name": "resnet", "data": {"path": "/data"}, "step": 3, "loss": 1.5}'
+    assert (_read_lines([other]).step, _read_lines([other]).loss) == (3, 1.5)

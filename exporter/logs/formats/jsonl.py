@@ -11,14 +11,19 @@ Detectron's ``json_stats: {...}`` (``iter``, numbers as strings). LLaMA-Factory'
 since the start), where it counted tokens (``total_tokens`` above 0; else it writes
 ``"0.00"``). An object after a prefix
 naming an evaluation (``| valid | {...}``, ``eval: {...}``) gives its eval loss only.
-``null`` says nothing. A whole epoch index with no step beside it (a per-epoch summary: 0- or
-1-based is the tool's) is no fractional epoch and is not read.
+A record that names its one value (``{"name": "loss", "data": {"step": 2, "value": 4.49,
+"epoch": 0.01}}``: caikit-nlp's and fms-hf-tuning's ``training_logs.jsonl``, where
+fms-hf-tuning names it ``training_loss`` or ``validation_loss``) is read as that value under
+its name beside the data's other keys. ``null`` says nothing. A whole epoch index with no
+step beside it (a per-epoch summary: 0- or 1-based is the tool's) is no fractional epoch and
+is not read.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ...core.model import NATIVE_FIELDS, as_float
 from ..lines import Format, LineReport, native
@@ -46,6 +51,20 @@ def _value(raw: object) -> float | None:
     return None
 
 
+_RECORD_KEYS = frozenset({"name", "data", "timestamp"})
+
+
+def _named_record(value: dict[str, Any]) -> dict[str, Any]:
+    """A record that names its value (``{"name": ..., "data": {..., "value": ...}}``) as one
+    object of its data with the value under its name; any other object as it is."""
+    name, data = value.get("name"), value.get("data")
+    if not (isinstance(name, str) and isinstance(data, dict) and "value" in data):
+        return value
+    if not value.keys() <= _RECORD_KEYS or name in data:
+        return value
+    return {**{k: v for k, v in data.items() if k != "value"}, name: data["value"]}
+
+
 def parse_jsonl(msg: str, now: float) -> LineReport | None:
     text = msg.strip()
     before = _BEFORE.match(text)
@@ -62,6 +81,7 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         return None
     if not isinstance(value, dict) or len(value) > 512:
         return None
+    value = _named_record(value)
     native_keys = set(NATIVE_FIELDS)
     doc: dict[str, object] = {}
     pairs: list[Pair] = []

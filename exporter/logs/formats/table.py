@@ -30,8 +30,9 @@ _NAME = re.compile(r"[A-Za-z#][\w#()%/.\-]*(?: [A-Za-z(][\w()%/.\-]*){0,3}")
 # or the epoch. An epoch's index alone is no step, and 0- or 1-based is the tool's: the
 # rows give values, no step.
 _COUNTERS = {"iter": "step", "iteration": "step", "step": "step", "epoch": "epoch", "e": "epoch"}
-# spaCy's second column, the step beside its epoch.
-_STEP_COLUMNS = frozenset({"#", "step", "steps", "iter"})
+# The second column, the step beside its epoch: spaCy's "#", Chainer's PrintReport's
+# "iteration" (the updater's, its optimizer steps).
+_STEP_COLUMNS = frozenset({"#", "step", "steps", "iter", "iteration"})
 # A cell as the tables print it: a number (a unit of time or a percent sign after it), nan,
 # inf, or a clock ("00:03", "1:02:03").
 _CELL = (

@@ -79,6 +79,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "ce_mean_words",  # Marian's validation cost per target word (read as the eval loss)
         "train_loss_per_sample",  # CNTK 1 ("TrainLossPerSample =  5.87155566;")
         "cost",  # Marian ("Cost 3.89087892"), the TensorFlow tutorials' "cost="
+        "main/loss",  # Chainer's reporter: the optimizer's target link, observed as "main"
     ),
     "eval_loss": (
         "eval_loss",
@@ -95,6 +96,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss_test",  # Cellpose ("Loss 1.2783, Loss Test 1.2959")
         "metrics/eval/languagecrossentropy",  # Composer's evaluation of a language model
         "val",  # LitGPT: "loss train: 2.846, val: 2.861"
+        "validation/main/loss",  # Chainer's Evaluator, under its default name "validation"
     ),
     "learning_rate": (
         "learning_rate",
