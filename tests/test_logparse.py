@@ -3367,3 +3367,52 @@ def test_a_record_naming_its_value_is_read_under_that_name() -> None:
     assert (report.step, report.loss, report.eval_loss) == (20, 2.31, 2.05)
     other = '{"name": "resnet", "data": {"path": "/data"}, "step": 3, "loss": 1.5}'
     assert (_read_lines([other]).step, _read_lines([other]).loss) == (3, 1.5)
+
+
+def test_equibinds_epoch_and_iteration_count_within_a_one_based_epoch() -> None:
+    """EquiBind's trainer and its kin print ``[Epoch 12; Iter    85/   85]``: the 1-based
+    epoch and its batches, so the run's step is 11 x 85 + 85, never the count alone (a
+    resumed run's first line is a late epoch's). A terminal pane's border after the value
+    is no part of it."""
+    line = "[Epoch 12; Iter    85/   85] train: loss: 0.0166987" + " " * 40 + "│"
+    report = _read_lines([line])
+    assert (report.step, report.epoch, report.loss) == (1020, 12.0, 0.0166987)
+    assert _read_lines(["[Epoch 1; Iter    20/   85] train: loss: 0.5"]).step == 20
+    # After the loop, the evaluation of the best checkpoint: the trainer's end.
+    end = _read_lines([line, "Statistics on  val_best_checkpoint", "mae: 1.1165286655164222"])
+    assert end.final is True
+    assert _read_lines([line, "Statistics on  val_best_checkpoint" + " " * 9 + "│"]).final is True
+    assert _read_lines([line, "Statistics on  test"]).final is False
+
+
+def test_trimodal_ep_lines_count_within_a_zero_based_epoch_of_unprinted_size() -> None:
+    """The gesture trainers after Trimodal-Context print ``EP {epoch} ({iter_idx + 1})``
+    (``for epoch in range(args.epochs)``) and never the epoch's size: the count is the step
+    in epoch 0 only; later, its loss is read and no step. ``[VAL] loss`` is the validation's."""
+    first = _read_lines(
+        ["2023-04-03 19:20:01,000: EP 0 (156) |  5m 1s, 584 samples/s | loss: 40.1, KLD: 0.01, "]
+    )
+    assert (first.step, first.loss) == (156, 40.1)
+    later = _read_lines(
+        [
+            "2023-04-03 20:28:48,844: [VAL] loss: 0.114, joint mae: 0.03963, FGD: 170.022 / 79.7s",
+            "2023-04-03 20:38:10,138: EP 4 (468) |  77m 28s, 491 samples/s | loss: 33.686, KLD: 0.097, ",
+        ]
+    )
+    assert (later.step, later.loss, later.eval_loss) == (None, 33.686, 0.114)
+    assert _read_lines(["[VAL] accuracy: 0.9"]).eval_loss is None
+
+
+def test_a_value_named_before_the_step_it_is_at_is_read_at_that_step() -> None:
+    """TensorFlow's word2vec tutorial and its copies: ``Average loss at step  2000 :
+    118.85819623184204``; the Udacity assignments' ``Minibatch loss at step 500: 1.23``.
+    The value is the loss at that step, never the step's number; a sentence is no such line."""
+    report = _read_lines(
+        [
+            "Average loss at step  0 :  287.22259521484375",
+            "Average loss at step  2000 :  118.85819623184204",
+        ]
+    )
+    assert (report.step, report.loss) == (2000, 118.85819623184204)
+    assert _read_lines(["Minibatch loss at step 500: 1.230"]).loss == 1.23
+    assert _read_lines(["Saved the model at step 500: ok"]).step is None

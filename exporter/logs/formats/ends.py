@@ -14,6 +14,7 @@
     [titan] ... - root - INFO - Training completed                  torchtitan
     ('Final validation metrics: {...}')                             verl's PPO trainer
     Finished Training                                               PyTorch's CIFAR-10 tutorial
+    Statistics on  val_best_checkpoint                              EquiBind's trainer and kin
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -51,7 +52,10 @@ share your model on huggingface.co/models =)"), fairseq-train (fairseq_cli/train
 training in {:.1f} seconds"), torchtitan (train.py: "Training completed", under its own
 ``[titan]`` logger prefix: the words alone are any script's), and verl's RayPPOTrainer at
 its last step (``pprint(f"Final validation metrics: {last_val_metrics}")``, pprint's quotes
-and parenthesis around it). detectron2's "Total training time" is not one: its hooks log it
+and parenthesis around it), and the trainer of EquiBind and its kin (3DInfomax, EquiReact:
+``train()`` ends its epoch loop, early stopped or not, by evaluating the best checkpoint and
+printing ``'Statistics on ', 'val_best_checkpoint'``; a terminal pane's border after it is
+kept by a copy from one). detectron2's "Total training time" is not one: its hooks log it
 in a ``finally:``, after an exception too.
 """
 
@@ -94,6 +98,7 @@ _TORCHTITAN_END = re.compile(r"^\s*\[titan\] .{0,120} - INFO - Training complete
 # print('Finished Training') after the loop, which has no other way out.
 _TUTORIAL_END = re.compile(r"^Finished Training\s*$")
 _VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
+_BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
     _GAUSSIAN_SPLATTING_END,
@@ -106,6 +111,7 @@ _BARE_ENDS = (
     _TORCHTITAN_END,
     _VERL_END,
     _TUTORIAL_END,
+    _BEST_CHECKPOINT_END,
 )
 
 
@@ -135,6 +141,7 @@ FORMAT = Format(
         "done training in ",
         "Final validation metrics: ",
         "Finished Training",
+        "val_best_checkpoint",
     ),
     parse_ends,
 )

@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 
 from ..lines import Format, LineReport, native
-from .counters import Count, find_counter
+from .counters import find_counter
+from .counts import Count
 from .pairs import PRINTF_NUMBER, Pair, find_pairs, sole_eval_loss, sole_loss, to_fields
 from .vocabulary import TEST_LOSS
 
@@ -127,11 +128,18 @@ _FOR_STEP = re.compile(r"(?i)\b(?:for|after|at)\s+(?:global[ _])?(?:step|iter(?:
 _MAYBE = re.compile(
     r"(?i)step|iter|epoch|batch=|batch \d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
     r"words/sec/thread|loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
-    r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:"
+    r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] "
 )
 
 
 _STEP_WORD = re.compile(r"(?i)\s*steps?\b")
+# "Average loss at step  2000 :  118.86" (TensorFlow's word2vec tutorial and its copies),
+# "Minibatch loss at step 500: 1.23": a value named before the step it is at, read as
+# "step 2000 | Average loss: 118.86".
+_AT_STEP = re.compile(
+    rf"(?i)^\s*(?P<key>[a-z][a-z ]{{0,40}}?)\s+at\s+(?P<unit>step|iteration|iter)\s+"
+    rf"(?P<i>\d{{1,15}})\s*[:=]\s*(?P<v>{PRINTF_NUMBER})\s*$"
+)
 _ITERATION_KEYS = frozenset({"iter", "iters", "iteration"})
 
 
@@ -162,6 +170,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         return None  # wandb refused a logged step ("User provided step: N is less than ...")
     if _PPO_EPOCH.match(msg):
         return None
+    if (at_step := _AT_STEP.match(msg)) is not None:
+        msg = f"{at_step['unit']} {at_step['i']} | {at_step['key']}: {at_step['v']}"
     found = find_counter(msg)
     bare = None
     if found is None:
