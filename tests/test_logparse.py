@@ -3416,3 +3416,32 @@ def test_a_value_named_before_the_step_it_is_at_is_read_at_that_step() -> None:
     assert (report.step, report.loss) == (2000, 118.85819623184204)
     assert _read_lines(["Minibatch loss at step 500: 1.230"]).loss == 1.23
     assert _read_lines(["Saved the model at step 500: ok"]).step is None
+
+
+def test_fasttexts_progress_line_is_the_runs_share_and_its_last_the_end() -> None:
+    """fastText prints the share of all the words to process (its run's progress), the rate,
+    the learning rate and the average loss (``loss:`` before 0.9); its 100.0 % is printed
+    after the training threads joined: the end. No step is read."""
+    mid = _read_lines(
+        [
+            "Progress: 41.3% words/sec/thread: 1767038 lr: 0.058725 avg.loss: 0.831745 ETA:   0h11m 2s"
+        ]
+    )
+    assert (mid.progress, mid.loss, mid.learning_rate, mid.step, mid.final) == (
+        0.413,
+        0.831745,
+        0.058725,
+        None,
+        False,
+    )
+    old = _read_lines(
+        ["Progress: 0.1%  words/sec/thread: 1765863  lr: 0.099877  loss: 1.385701  eta: 0h11m"]
+    )
+    assert (old.progress, old.loss) == (0.001, 1.385701)
+    end = _read_lines(
+        [
+            "Progress: 100.0% words/sec/thread:  992044 lr:  0.000000 avg.loss:  0.401522 ETA:   0h 0m 0s"
+        ]
+    )
+    assert (end.progress, end.final) == (1.0, True)
+    assert _read_lines(["Progress: 41.3% done"]).progress is None

@@ -171,9 +171,6 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\b(?P<mode>TRAIN|CV) Batch (?P<e>\d{1,9})/(?P<i>\d{1,15})\b"),
         wenet,
     ),
-    # fastText: "Progress: 41.3% words/sec/thread: 1767038 lr: 0.0998 loss: 1.3856 ETA: 0h11m"
-    # (avg.loss since 0.9), the share of the words to process: no step, its values read.
-    (re.compile(r"^\s*Progress:\s+\d{1,3}(?:\.\d+)?%\s+words/sec/thread:"), step_unknown),
     # A text bar of the share done, no count: "| Progress [##   ][11.64%] | LR 0.000377 | Loss
     # 9.7263 (  6.9621) |" (MonoCon's engine): its values read, no step.
     (re.compile(r"\bProgress\s?\[[#=>.\- ]{0,200}\]\s?\[\s*\d{1,3}(?:\.\d+)?%\]"), step_unknown),

@@ -50,7 +50,6 @@ HINTS = (
     "Test:",
     "Up.",
     "Batch ",
-    "words/sec/thread",
     # A line with a loss and no counter this reader knows ("| Progress [##  ][11.64%] | ...
     # Loss 9.7263", Megatron's "... at the end of training for val data | lm loss value: ..."):
     # the quick scan already looks for these for the lone loss's reader.
@@ -127,7 +126,7 @@ _FOR_STEP = re.compile(r"(?i)\b(?:for|after|at)\s+(?:global[ _])?(?:step|iter(?:
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
     r"(?i)step|iter|epoch|batch=|batch \d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
-    r"words/sec/thread|loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
+    r"loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
     r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] "
 )
 
