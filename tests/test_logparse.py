@@ -3445,3 +3445,60 @@ def test_fasttexts_progress_line_is_the_runs_share_and_its_last_the_end() -> Non
     )
     assert (end.progress, end.final) == (1.0, True)
     assert _read_lines(["Progress: 41.3% done"]).progress is None
+
+
+def test_a_rate_printed_after_its_number_names_that_number() -> None:
+    """``Speed: 171.26 samples/sec 8627.36 tokens/sec 1.61 updates/sec`` (Sockeye's and
+    MXNet's Speedometer): each unit names the number before it; read as ``key value`` the
+    tokens per second would be the updates' 1.61."""
+    line = "[INFO:sockeye.training] Epoch[1] Batch [6000]   Speed: 171.26 samples/sec 8627.36 tokens/sec 1.61 updates/sec     perplexity=17.815732"
+    metrics = dict(_read_lines(["Updates=6000 Epoch=1 Samples=633045", line]).metrics)
+    assert metrics["tokens_per_second"] == 8627.36
+    assert (metrics["samples_sec"], metrics["updates_sec"]) == (171.26, 1.61)
+    assert (
+        dict(_read_lines(["step 10 | loss 2.5 | 112,241 tok/s"]).metrics)["tokens_per_second"]
+        == 112241.0
+    )
+
+
+def test_sockeyes_checkpoint_gives_the_updates_not_the_checkpoints_number() -> None:
+    """``Checkpoint [88] Updates=440000 Epoch=16 ...``: the updates are the step; the bracket
+    after a word is the checkpoint's number, no CLU step (whose ``[1000]`` leads its message
+    or follows a logger's prefix)."""
+    quoted = "> [2020-05-14:17:46:36:INFO:sockeye.training:fit] Checkpoint [88] Updates=440000 Epoch=16 Samples=280841176 Time-cost=2919.597 Updates/sec=1.713"
+    assert _read_lines([quoted]).step == 440000
+    clu = "I0312 10:00:00.000000 139 logging_writer.py:48] [1000] steps_per_second=1.76, train_loss=6.52"
+    assert (_read_lines([clu]).step, _read_lines([clu]).loss) == (1000, 6.52)
+    assert _read_lines(["[2000] train_loss=5.5, lr=0.1"]).step == 2000
+
+
+def test_an_evaluation_at_an_epoch_and_step_is_at_the_runs_step() -> None:
+    """JoeyNMT's ``Validation result (greedy) at epoch   6, step     2400: ... loss: 4489.4``:
+    the evaluation's loss, at the run's step 2400; an evaluation counting its own batches
+    moves no step."""
+    line = "Validation result (greedy) at epoch   6, step     2400: bleu:  37.37, loss: 4489.4004, ppl:   1.2274, duration: 537.8312s"
+    report = _read_lines([line])
+    assert (report.step, report.eval_loss, report.loss) == (2400, 4489.4004, None)
+    assert _read_lines(["Validation: step 30/50 loss: 1.2"]).step is None
+
+
+def test_returnns_epoch_summary_is_the_loss_and_the_dev_sets() -> None:
+    """RETURNN's ``epoch N score: S elapsed: T dev: score D error E``: the training score is
+    its loss, the dev set's score the eval loss, the epoch done 1-based; devtrain's is no eval
+    loss, and scores of several losses at once are no one loss."""
+    report = _read_lines(
+        [
+            "epoch 1 score: 3.96068657248 elapsed: 3:19:03 dev: score 3.65861076902 error 0.99728335187"
+        ]
+    )
+    assert (report.loss, report.eval_loss, report.epoch, report.step) == (
+        3.96068657248,
+        3.65861076902,
+        1.0,
+        None,
+    )
+    newer = _read_lines(
+        ["epoch 12 score: 0.8412 error: 0.2551 elapsed: 1:02:11 devtrain: score 0.80 error 0.24"]
+    )
+    assert (newer.loss, newer.eval_loss, dict(newer.metrics)["error"]) == (0.8412, None, 0.2551)
+    assert _read_lines(["epoch 3 score: ctc 1.2 ce 2.3 elapsed: 0:10:00"]).loss is None

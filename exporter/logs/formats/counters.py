@@ -64,10 +64,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     ),
     # CLU's LoggingWriter (the Flax examples, T5X, Scenic): "[1000] steps_per_second=1.76,
     # train_loss=6.52", "[0] collection=train a=3, b=0.15" (clu/metric_writers/
-    # logging_writer.py and its test): the global step, then name=value pairs.
+    # logging_writer.py and its test): the global step, then name=value pairs. It leads the
+    # message, or follows a logger's prefix ("...logging_writer.py:53] [1000] ...",
+    # "INFO:absl:[2] ..."): after a
+    # word it is another count's ("Checkpoint [88] Updates=440000", Sockeye's).
     (
         re.compile(
-            r"(?<![\w\[\]])\[(?P<i>\d{1,15})\] (?:collection=(?P<c>[\w-]{1,64}) )?"
+            r"(?:^\s*|(?<=\] )|(?<=:) ?)\[(?P<i>\d{1,15})\] (?:collection=(?P<c>[\w-]{1,64}) )?"
             r"(?=[A-Za-z_][\w/.-]{0,128}=)"
         ),
         clu,

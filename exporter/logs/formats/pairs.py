@@ -74,6 +74,17 @@ _SCALAR_HINTS = ("tensor(", "np.", "numpy.", "Array(")
 _ANGLED = re.compile(rf"(?<=[:=] )<(?P<value>{PRINTF_NUMBER})>")
 
 
+# A rate printed after its number: "171.26 samples/sec 8627.36 tokens/sec 1.61 updates/sec"
+# (Sockeye's and MXNet's Speedometer), "491 samples/s", "112241 tok/s": the unit names the
+# number before it, never the one after (read as "key value", the tokens per second would
+# be the updates').
+_RATE_AFTER = re.compile(
+    r"(?<![\w.,])(?P<value>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s?"
+    r"(?P<unit>(?:samples?|tokens?|toks?|updates?|words?|sents?|sentences?|examples?|images?"
+    r"|imgs?|frames?|seqs?|sequences?|batches|records)/(?:s|sec|second))(?![\w/])"
+)
+
+
 IGNORED = frozenset({"eta"})  # a clock or a phrase, never a number worth keeping
 # A word of a sentence before a number is no key, nor a phrase ending in one: "resuming from
 # iteration 0, epoch 12 until 13 epochs" (ignite) names no metric "until", Megatron's "number of
@@ -146,6 +157,9 @@ def find_pairs(text: str) -> list[Pair]:
         # chunk of bar frames, too long to scan once more for nothing.
         text = _ANGLED.sub(r"\g<value>", text)
     out: list[Pair] = []
+    if "/s" in text and (rates := list(_RATE_AFTER.finditer(text))):
+        out += [Pair(m["unit"], float(m["value"].replace(",", ""))) for m in rates]
+        text = _RATE_AFTER.sub(" | ", text)
     for m in PAIR.finditer(text):
         value = number(m["value"])
         if (

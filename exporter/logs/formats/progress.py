@@ -119,7 +119,9 @@ _MEGATRON_TEST_SET = re.compile(r"validation loss at .{0,80}\b(?:on test set|for
 _ERROR_REPORT = re.compile(r"(?:RMSE|MAE)_(?:E_per_atom|F|E|stress|virials)(?:_per_atom)?")
 # What an evaluation says before the run's step it is for: "for step: 1500", "after step: 99",
 # "at step 200", "at iteration 1000".
-_FOR_STEP = re.compile(r"(?i)\b(?:for|after|at)\s+(?:global[ _])?(?:step|iter(?:ation)?)\b")
+_FOR_STEP = re.compile(
+    r"(?i)\b(?:for|after|at)\s+(?:epoch\s+\d{1,9},\s+)?(?:global[ _])?(?:step|iter(?:ation)?)\b"
+)
 
 
 # Every counter and every step key has one of these: a line without is no progress line,
@@ -224,7 +226,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         # Its counter is the evaluation's; the global step keys still are the run's, and so
         # is a step the evaluation says it is for (Ludwig's "Running evaluation for step:
         # 1500, epoch: 23", MaxText's "eval metrics after step: 99").
-        run_step = count.step if _FOR_STEP.search(msg[max(0, start - 12) : start + 5]) else None
+        run_step = count.step if _FOR_STEP.search(msg[max(0, start - 30) : start + 5]) else None
         count = Count()
         values = {k: v for k, v in values.items() if k in ("eval_loss", "step")}
         if "eval_loss" in values and _MEGATRON_TEST_SET.search(msg):
@@ -288,8 +290,10 @@ def read_progress(msg: str, now: float) -> LineReport | None:
             return None
         if not (named or fields.metrics or "max_steps" in doc or counted_twice or count.header):
             return None
-        if count.summary and not named:
-            return None  # "Epoch 5: val_loss improved from 0.52 to 0.48" is no summary
+        if count.summary and not named and step is None:
+            # "Epoch 5: val_loss improved from 0.52 to 0.48" is no summary; a step key beside
+            # the epoch makes it a step's line (Sockeye's "Updates=6000 Epoch=1 ...").
+            return None
     if fields.metrics:
         doc["metrics"] = fields.metrics
     found_report = native(doc, now, "progress")

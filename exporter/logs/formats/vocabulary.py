@@ -35,6 +35,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "trainer/global_step",
         "step",
         "steps",  # SpeechBrain's train logger: "epoch: 81, lr: ..., steps: 43659, ..."
+        "updates",  # Sockeye's checkpoint: "Checkpoint [6] Updates=6000 Epoch=1 Samples=..."
     ),
     "max_steps": (
         "max_steps",
