@@ -3502,3 +3502,33 @@ def test_returnns_epoch_summary_is_the_loss_and_the_dev_sets() -> None:
     )
     assert (newer.loss, newer.eval_loss, dict(newer.metrics)["error"]) == (0.8412, None, 0.2551)
     assert _read_lines(["epoch 3 score: ctc 1.2 ce 2.3 elapsed: 0:10:00"]).loss is None
+
+
+def test_a_stage_header_makes_the_lone_values_under_it_its_own() -> None:
+    """PyText prints ``Stage.EVAL``, the epoch, then ``loss: 1.219663`` alone: the
+    evaluation's loss, never the training's; under ``Stage.TRAIN`` the training loss; under
+    ``Stage.TEST`` none the run watches. A lone loss under no header stays the loss."""
+    evaluation = _read_lines(["Stage.EVAL", "Epoch:10", "loss: 1.219663", "Accuracy: 96.70"])
+    assert (evaluation.loss, evaluation.eval_loss) == (None, 1.219663)
+    both = _read_lines(
+        [
+            "Stage.TRAIN",
+            "Epoch:10",
+            "loss: 1.3",
+            "Stage.EVAL",
+            "Epoch:10",
+            "loss: 1.2",
+            "Stage.TEST",
+            "Epoch:10",
+            "loss: 9.9",
+        ]
+    )
+    assert (both.loss, both.eval_loss) == (1.3, 1.2)
+    assert _read_lines(["train_loss: 0.75"]).loss == 0.75
+
+
+def test_skyrls_step_dict_gives_its_step() -> None:
+    """SkyRL v0 logs ``step 1: {'train/loss': ..., 'train/step': 1}``: the step key is the step."""
+    line = "model.py:660 - step 7: {'train/loss': 0.0006, 'train/pg_loss': 0.0, 'train/grad_norm': 0.03, 'train/step': 7}"
+    report = _read_lines([line])
+    assert (report.step, report.loss) == (7, 0.0006)

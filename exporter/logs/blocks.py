@@ -4,7 +4,8 @@ Some tools print one report over several lines, a header and then entries that n
 the step nor whose they are: Orbit's output dict pretty-printed under its ``train | step:``
 or ``eval | step:`` header (:mod:`exporter.logs.formats.model_garden`), NeuralClassifier's
 ``Validate performance at epoch 2 is ...`` and then ``Loss is: 0.185.``
-(:mod:`exporter.logs.formats.neuralclassifier`). A format marks the header as opening the
+(:mod:`exporter.logs.formats.neuralclassifier`), PyText's ``Stage.EVAL`` and then its epoch and
+lone ``loss: 1.22`` (:mod:`exporter.logs.formats.stages`). A format marks the header as opening the
 train step's, an evaluation's or a test set's block and each entry as one (``LineReport.part``,
 :mod:`exporter.logs.lines`); this keeps, for one log, the block the last header opened, and
 makes each entry the value it is in it.
@@ -18,6 +19,13 @@ from .formats.vocabulary import evaluated
 from .lines import ENTRY, EVAL_BLOCK, LAST_ENTRY, TEST_BLOCK, TRAIN_BLOCK, LineReport
 
 _BLOCKS = (TRAIN_BLOCK, EVAL_BLOCK, TEST_BLOCK)
+
+
+def _epoch_header(line: LineReport) -> bool:
+    """Whether ``line`` says nothing but an epoch's number (``Epoch:10``)."""
+    return line.parser == "epochs" and line.report.step is None and line.report.loss is None
+
+
 _ENTRIES = (ENTRY, LAST_ENTRY)
 
 
@@ -47,6 +55,10 @@ class Blocks:
         (None, dropped, under no block: anyone's dict or sentence; or in a test set's); a
         header opens its block; any other line closes it."""
         if line.part not in _ENTRIES:
+            if self.open is not None and line.parser == "lone":
+                return in_block(line, self.open)  # a stage's value, one a line (PyText's)
+            if self.open is not None and _epoch_header(line):
+                return line  # the stage's epoch, before its values
             self.open = line.part if line.part in _BLOCKS else None
             return line
         block = self.open

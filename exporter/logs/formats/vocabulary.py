@@ -33,6 +33,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "total_train_updates",  # ParlAI's train report
         "env_step",  # Tianshou's trainer: environment steps, its logger's x axis
         "trainer/global_step",
+        "train/step",  # SkyRL v0's step dict ("'train/step': 1")
         "step",
         "steps",  # SpeechBrain's train logger: "epoch: 81, lr: ..., steps: 43659, ..."
         "updates",  # Sockeye's checkpoint: "Checkpoint [6] Updates=6000 Epoch=1 Samples=..."
