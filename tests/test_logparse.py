@@ -3532,3 +3532,41 @@ def test_skyrls_step_dict_gives_its_step() -> None:
     line = "model.py:660 - step 7: {'train/loss': 0.0006, 'train/pg_loss': 0.0, 'train/grad_norm': 0.03, 'train/step': 7}"
     report = _read_lines([line])
     assert (report.step, report.loss) == (7, 0.0006)
+
+
+_RAY_TABLE = [
+    "Training finished iteration 3 at 2023-06-27 09:28:54. Total running time: 2min 4s",
+    "╭───────────────────────────────────────────────╮",
+    "│ Training result                               │",
+    "├───────────────────────────────────────────────┤",
+    "│ time_this_iter_s                      8.63442 │",
+    "│ training_iteration                          3 │",
+    "│ acc                                      0.91 │",
+    "│ config/train_loop_config/lr             0.001 │",
+    "│ loss                                  0.32971 │",
+    "╰───────────────────────────────────────────────╯",
+]
+
+
+def test_ray_trains_result_table_is_the_reported_iteration_and_loss() -> None:
+    """Ray Train prints each report as a table under ``Training finished iteration N``: the
+    iteration is the step, the loss the loss, other numbers custom metrics; the config and
+    durations are not read, nor ``2min 4s`` as 2. ``Training completed after N iterations``
+    is the end; a Tune sweep's trial tables are no run's of this log."""
+    report = _read_lines(_RAY_TABLE)
+    assert (report.step, report.loss, report.final) == (3, 0.32971, False)
+    metrics = dict(report.metrics)
+    assert metrics == {"acc": 0.91}
+    end = _read_lines(
+        [
+            *_RAY_TABLE,
+            "Training completed after 3 iterations at 2023-06-27 09:29:01. Total running time: 2min 11s",
+        ]
+    )
+    assert (end.step, end.final) == (3, True)
+    trial = [
+        line.replace("│ Training result      ", "│ Trial TorchTrainer_8dace_00004 result")
+        for line in _RAY_TABLE[1:]
+    ]
+    assert (_read_lines(trial).step, _read_lines(trial).loss) == (None, None)
+    assert _read_lines(["│ loss                                  0.32971 │"]).loss is None

@@ -94,6 +94,9 @@ _PROSE = frozenset(
      "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
 )  # fmt: skip
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
+# The rest of a duration in two units ("Total running time: 2min 4s", Ray's): the first
+# number alone is no value of it.
+_DURATION_GOES_ON = re.compile(r"\s*\d+(?:\.\d+)?\s?(?:s|sec|secs|ms|m|min)\b")
 
 
 def _path_part(text: str, m: re.Match[str]) -> bool:
@@ -169,6 +172,7 @@ def find_pairs(text: str) -> list[Pair]:
             or _SOURCE_LINE.search(m["key"])
             or _CTIME.match(m["key"])
             or _path_part(text, m)
+            or (m["unit"] in _TIME_UNITS and _DURATION_GOES_ON.match(text, m.end()))
         ):
             continue
         # A key does not run across a sentence's end ("records/second. Loss is 0.5386"), nor
