@@ -3570,3 +3570,17 @@ def test_ray_trains_result_table_is_the_reported_iteration_and_loss() -> None:
     ]
     assert (_read_lines(trial).step, _read_lines(trial).loss) == (None, None)
     assert _read_lines(["│ loss                                  0.32971 │"]).loss is None
+
+
+def test_yolov6s_table_rows_count_a_zero_based_epoch_of_the_last() -> None:
+    """YOLOv6's header has no GPU memory column (``Epoch  lr  iou_loss  dfl_loss
+    cls_loss``); each row is its bar's description, ``{epoch}/{max_epoch - 1}`` and the mean
+    losses: 0-based of the last, its bar the epoch's steps. Epoch 2 of 0..4 at 50 of 106 is
+    step 262 of 530. The same numbers under no such header are any bar's: no run total."""
+    header = "     Epoch        lr  iou_loss  dfl_loss  cls_loss"
+    row = "       2/4   0.00062    0.8123    0.9911     1.102:  47%|████▋     | 50/106 [00:08<00:09,  5.99it/s]"
+    report = _read_lines([header, row])
+    assert (report.step, report.max_steps, report.max_epochs) == (262, 530, 5.0)
+    assert report.loss is None  # parts of the loss, no total
+    alone = _read_lines([row])
+    assert (alone.step, alone.max_steps, alone.max_epochs) == (50, 106, None)

@@ -52,6 +52,7 @@ from .bars import (
 from .blocks import Blocks
 from .epoch_counter import EpochCounter, WithinEpoch
 from .formats.pairs import number
+from .formats.tqdm import yolov6_row
 from .lines import EMPTY, Bar, LineReport
 from .parse import bar_key
 from .table_rows import TableRows
@@ -127,6 +128,8 @@ class LogAccumulator:
         part of another (``LineReport.part``) is dropped where that other is not there."""
         if line.part == "continued" and not (self.awaits_loss or self.under_header):
             return False  # values of no counted line: nothing says which step they are
+        if line.parser == "yolov6":
+            line = yolov6_row(line, self.row_columns)
         taken = self.blocks.take(line)
         if taken is not None and taken.parser in ("table", "box-table"):
             taken = self.tables.take(taken)
@@ -156,8 +159,8 @@ class LogAccumulator:
                 self.failure = line.report.failure
             return
         self.traceback_open = False
-        if line.parser in ("yolo-header", "yolov5-header"):
-            self.rows_from_zero = line.parser == "yolov5-header"
+        if line.parser in ("yolo-header", "yolov5-header", "yolov6-header"):
+            self.rows_from_zero = line.parser != "yolo-header"
             self.row_columns = line.columns
             return
         if line.parser == "ultralytics" and line.columns:

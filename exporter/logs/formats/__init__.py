@@ -93,5 +93,5 @@ HINTS: tuple[str, ...] = tuple(dict.fromkeys(h for f in FORMATS for h in f.hints
 PARSER_NAMES: frozenset[str] = frozenset(
     {f.name for f in FORMATS}
     | {"tqdm", "lightning", "ultralytics", "exception", "kubeflow-marker", "deepspeed"}
-    | {"yolov5-header"}
+    | {"yolov5-header", "yolov6-header"}
 )

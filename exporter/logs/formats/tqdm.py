@@ -89,6 +89,14 @@ _ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
 # batch within the epoch, "{epoch}|{idx + 1}|Loss: ...", told apart by the bar's count.
 _TORCHTUNE = re.compile(r"^\s*(?P<epoch>\d{1,6})\|(?P<n>\d{1,12})\|Loss: (?P<loss>[^:\s]{1,40}):\s")
 _ROW_HEADER = re.compile(r"^\s*Epoch\s+(?:GPU_mem|gpu_mem)\s+(?P<columns>.{1,300})$")
+# YOLOv6's header has no memory column: "Epoch  iou_loss  dfl_loss  cls_loss", with "lr"
+# before the losses in later versions (yolov6/core/engine.py: its loss_info); its rows are
+# the bar's description, '{epoch}/{max_epoch - 1}' (0-based of the last) and the mean losses.
+_YOLOV6_HEADER = re.compile(
+    r"^\s*Epoch\s+(?P<columns>(?:lr\s+)?iou_loss(?:\s+\w{1,16}_loss){1,4})\s*$"
+)
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_YOLOV6_ROW = re.compile(rf"^\s*(\d{{1,9}})/(\d{{1,9}})(?P<values>(?:\s+{_NUMBER}){{3,6}})\s*$")
 _OBJECTNESS = re.compile(r"\bobj(?:_loss)?\b")
 
 
@@ -111,6 +119,13 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
             return LineReport(
                 "ultralytics", EMPTY, row_bar, epoch_of=(epoch, epochs), columns=values
             )
+    v6 = _YOLOV6_ROW.match(bar.prefix)
+    if v6 is not None and 0 <= int(v6.group(1)) <= int(v6.group(2)):
+        # A row of numbers only under YOLOv6's own header (yolov6_row, the accumulator's).
+        values = tuple(v6["values"].split())
+        return LineReport(
+            "yolov6", EMPTY, bar, epoch_of=(int(v6.group(1)), int(v6.group(2))), columns=values
+        )
     # An empty version ("v_num=,": NeMo's loggers) is still Lightning's.
     tune = _TORCHTUNE.match(msg) if "|Loss: " in msg else None
     if tune is not None:
@@ -207,10 +222,24 @@ def parse_row_header(msg: str, now: float) -> LineReport | None:
     ``yolo-header`` (1-based of all), and names the rows' columns."""
     m = _ROW_HEADER.match(msg)
     if m is None:
-        return None
+        v6 = _YOLOV6_HEADER.match(msg)
+        columns = tuple(v6["columns"].split()) if v6 is not None else ()
+        return None if v6 is None else LineReport("yolov6-header", EMPTY, columns=columns)
     yolov5 = _OBJECTNESS.search(m["columns"]) is not None
     columns = tuple(m["columns"].split()[:MAX_COLUMNS])
     return LineReport("yolov5-header" if yolov5 else "yolo-header", EMPTY, columns=columns)
 
 
-ROW_HEADER = Format("yolo-header", ("GPU_mem", "gpu_mem"), parse_row_header)
+def yolov6_row(line: LineReport, columns: tuple[str, ...]) -> LineReport:
+    """A ``yolov6`` row as the accumulator takes it: the table's row (0-based of the last,
+    read as Ultralytics' rows are, one bar across epochs) under YOLOv6's header, whose
+    columns name ``iou_loss``; under no such header, any bar with numbers in its
+    description, its epoch unknown."""
+    if "iou_loss" in columns:
+        return line._replace(
+            parser="ultralytics", bar=line.bar and line.bar._replace(prefix="ultralytics")
+        )
+    return line._replace(parser="tqdm", epoch_of=None, columns=())
+
+
+ROW_HEADER = Format("yolo-header", ("GPU_mem", "gpu_mem", "iou_loss"), parse_row_header)
