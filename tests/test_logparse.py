@@ -3584,3 +3584,20 @@ def test_yolov6s_table_rows_count_a_zero_based_epoch_of_the_last() -> None:
     assert report.loss is None  # parts of the loss, no total
     alone = _read_lines([row])
     assert (alone.step, alone.max_steps, alone.max_epochs) == (50, 106, None)
+
+
+def test_allennlps_phase_lines_tell_whose_bar_follows() -> None:
+    """AllenNLP logs ``Training`` and ``Validating`` before each phase's bar, whose
+    description is its metrics (``accuracy: 0.87, batch_loss: 0.32, loss: 0.40 ||``): the
+    training bar's loss is the loss, the validation bar's the eval loss, and the validation
+    bar is never the training bar (its 2 of 2 no step of the run)."""
+    lines = [
+        "2018-05-18 00:15:30,001 - INFO - allennlp.training.trainer - Training",
+        "accuracy: 0.8700, batch_loss: 0.3214, loss: 0.4012 ||:  40%|####      | 80/200 [00:05<00:07, 16.00it/s]",
+        "2018-05-18 00:15:37,750 - INFO - allennlp.training.trainer - Validating",
+        "loss: 2.3851 ||: 100%|##########| 2/2 [00:00<00:00, 10.31it/s]",
+    ]
+    report = _read_lines(lines)
+    assert (report.loss, report.eval_loss, report.step) == (0.4012, 2.3851, 80)
+    alone = _read_lines(lines[2:])
+    assert (alone.step, alone.max_steps, alone.eval_loss) == (None, None, 2.3851)

@@ -53,7 +53,7 @@ from .blocks import Blocks
 from .epoch_counter import EpochCounter, WithinEpoch
 from .formats.pairs import number
 from .formats.tqdm import yolov6_row
-from .lines import EMPTY, Bar, LineReport
+from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
 from .parse import bar_key
 from .table_rows import TableRows
 
@@ -344,7 +344,8 @@ class LogAccumulator:
         key = bar_key(bar)
         track = self.bars.get(key)
         if track is None:
-            track = self.bars[key] = BarTrack(total=bar.total, evaluation=eval_bar(bar.prefix))
+            evaluation = eval_bar(bar.prefix) or self.blocks.open == EVAL_BLOCK
+            track = self.bars[key] = BarTrack(total=bar.total, evaluation=evaluation)
             if track.evaluation and self.lightning:
                 counts = [t.last_n for t in self.bars.values() if t.frames and not t.evaluation]
                 track.opened_at = max(counts) if counts else None

@@ -57,6 +57,8 @@ class Blocks:
         if line.part not in _ENTRIES:
             if self.open is not None and line.parser == "lone":
                 return in_block(line, self.open)  # a stage's value, one a line (PyText's)
+            if self.open is not None and line.bar is not None:
+                return in_block(line, self.open)  # a bar drawn in the stage: its values
             if self.open is not None and _epoch_header(line):
                 return line  # the stage's epoch, before its values
             self.open = line.part if line.part in _BLOCKS else None

@@ -4,8 +4,11 @@ PyText's metric reporters print each stage's report as ``Stage.TRAIN``, ``Stage.
 ``Stage.TEST`` (its ``Stage`` enum), then the epoch (``Epoch:10``), then ``loss: 1.219663``
 and the stage's metrics, each on a line of its own (pytext/metric_reporters). The loss
 line alone is any tool's training loss (:mod:`.lone`); under an evaluation's header it is the
-evaluation's, under a test stage's no value the run watches. The header opens its block
-(:mod:`exporter.logs.blocks`), which takes the lone values under it.
+evaluation's, under a test stage's no value the run watches. AllenNLP's trainer logs
+``Training`` and ``Validating`` (``allennlp.training.trainer - Validating``) before each
+phase's bar, whose description (``loss: 2.3851 ||``) names no phase. The header opens its block
+(:mod:`exporter.logs.blocks`), which takes the lone values under it and tells the bars drawn
+in it whose they are.
 """
 
 from __future__ import annotations
@@ -16,14 +19,20 @@ from ..lines import EMPTY, EVAL_BLOCK, TEST_BLOCK, TRAIN_BLOCK, Format, LineRepo
 
 _HEADER = re.compile(r"^\s*Stage\.(?P<stage>TRAIN|EVAL|TEST)\s*$")
 _BLOCK = {"TRAIN": TRAIN_BLOCK, "EVAL": EVAL_BLOCK, "TEST": TEST_BLOCK}
+# AllenNLP's phase, alone after its logger's name.
+_PHASE = re.compile(r"(?:^|\s-\s)(?P<phase>Training|Validating)\s*$")
+_PHASE_BLOCK = {"Training": TRAIN_BLOCK, "Validating": EVAL_BLOCK}
 
 
 def parse_stage(msg: str, now: float) -> LineReport | None:
     """The block a stage's header opens, or None."""
     header = _HEADER.match(msg)
-    if header is None:
+    if header is not None:
+        return LineReport("stages", EMPTY, part=_BLOCK[header["stage"]])
+    phase = _PHASE.search(msg)
+    if phase is None:
         return None
-    return LineReport("stages", EMPTY, part=_BLOCK[header["stage"]])
+    return LineReport("stages", EMPTY, part=_PHASE_BLOCK[phase["phase"]])
 
 
-FORMAT = Format("stages", ("Stage.",), parse_stage)
+FORMAT = Format("stages", ("Stage.", "Training", "Validating"), parse_stage)

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 
 from ..lines import EMPTY, EPOCH_WORDS, MAX_COLUMNS, Bar, Format, LineReport, native
-from .pairs import Pair, number, to_fields
+from .pairs import Pair, find_pairs, number, to_fields
 from .progress import read_progress
 from .vocabulary import field_of
 
@@ -69,7 +69,10 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     if text is not None and text != "?":
         value = float(text)
         rate = value if unit == "it/s" else (1 / value if value else None)
-    bar = Bar(int(m["n"]), total, rate, remaining, m["prefix"].strip(), clock(m["elapsed"]))
+    prefix = m["prefix"].strip()
+    if not prefix and frame[: m.start()].endswith("||"):
+        prefix = frame[: m.start()].strip()  # AllenNLP's description ends with "||"
+    bar = Bar(int(m["n"]), total, rate, remaining, prefix, clock(m["elapsed"]))
     postfix = m["postfix"]
     return bar, (_postfix(postfix) if postfix else {})
 
@@ -176,6 +179,14 @@ def _described(prefix: str, now: float) -> tuple[dict[str, object], str] | None:
     the description with its numbers masked (the bar's name across frames), or None."""
     if len(prefix) < 8 or not any(h in prefix for h in ("tep", "TEP", "oss", "OSS")):
         return None
+    if prefix.endswith(" ||"):
+        # AllenNLP's metrics ("accuracy: 0.87, batch_loss: 0.32, loss: 0.40 ||",
+        # allennlp/training/util.py): no counter, its values alone; whose phase they are is
+        # the phase line's before the bar (exporter.logs.formats.stages).
+        fields = to_fields(find_pairs(prefix[:-3]))
+        metrics: dict[str, object] = {"metrics": fields.metrics} if fields.metrics else {}
+        said = {k: v for k, v in fields.values.items() if k in _DESCRIBED_FIELDS}
+        return ({**said, **metrics}, _DIGITS.sub("#", prefix)[:120]) if said else None
     found = read_progress(prefix, now)
     if found is None:
         return None
