@@ -19,14 +19,12 @@ from .formats.vocabulary import evaluated
 from .lines import ENTRY, EVAL_BLOCK, LAST_ENTRY, TEST_BLOCK, TRAIN_BLOCK, LineReport
 
 _BLOCKS = (TRAIN_BLOCK, EVAL_BLOCK, TEST_BLOCK)
+_ENTRIES = (ENTRY, LAST_ENTRY)
 
 
 def _epoch_header(line: LineReport) -> bool:
     """Whether ``line`` says nothing but an epoch's number (``Epoch:10``)."""
     return line.parser == "epochs" and line.report.step is None and line.report.loss is None
-
-
-_ENTRIES = (ENTRY, LAST_ENTRY)
 
 
 def in_block(line: LineReport, block: str) -> LineReport | None:
@@ -52,8 +50,10 @@ class Blocks:
 
     def take(self, line: LineReport) -> LineReport | None:
         """``line`` as the log's accumulator takes it: an entry becomes its block's value
-        (None, dropped, under no block: anyone's dict or sentence; or in a test set's); a
-        header opens its block; any other line closes it."""
+        (None, dropped, under no block: anyone's dict or sentence; or in a test set's); so do
+        a lone value and a bar's frame in an open block (a stage's values one a line, a bar
+        drawn in it); an epoch's header keeps the block open; a header opens its block; any
+        other line closes it."""
         if line.part not in _ENTRIES:
             if self.open is not None and line.parser == "lone":
                 return in_block(line, self.open)  # a stage's value, one a line (PyText's)
