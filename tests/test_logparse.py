@@ -3601,3 +3601,36 @@ def test_allennlps_phase_lines_tell_whose_bar_follows() -> None:
     assert (report.loss, report.eval_loss, report.step) == (0.4012, 2.3851, 80)
     alone = _read_lines(lines[2:])
     assert (alone.step, alone.max_steps, alone.eval_loss) == (None, None, 2.3851)
+
+
+def test_a_table_row_with_blank_cells_is_read_by_its_cells_places() -> None:
+    """Chainer's PrintReport pads a missing value with spaces, each cell left-aligned at its
+    column's start: a row with blank cells is read by where its cells stand (one character
+    off at most). A cell under no column's start makes no row; a row without its counter
+    is none either."""
+    header = "epoch       iteration   main/loss   lr          validation/main/loss  validation/main/accuracy"
+    train_only = "1           600         2.26055     6.71828e-05                                                "
+    validated = "1           500         2.25634     6.27392e-05  2.26484               0                       "
+    report = _read_lines([header, validated, train_only])
+    assert (report.step, report.loss, report.eval_loss) == (600, 2.26055, 2.26484)
+    assert report.learning_rate == 6.71828e-05
+    misaligned = "1      700    2.2"
+    assert _read_lines([header, misaligned]).step is None
+    no_counter = "            700         2.2739      7.0964e-05"
+    assert _read_lines([header, no_counter]).step is None
+
+
+def test_a_bracketed_count_leading_the_line_is_the_step_of_its_total() -> None:
+    """deep-text-recognition-benchmark's ``[1/300000] Train loss: 3.63514, Valid loss: ...``:
+    iteration + 1 of num_iter, its losses. A package manager's ``[1/4] Resolving
+    packages...`` has no values: nothing."""
+    report = _read_lines(
+        ["[2000/300000] Train loss: 0.36514, Valid loss: 0.57144, Elapsed_time: 1175.33"]
+    )
+    assert (report.step, report.max_steps, report.loss, report.eval_loss) == (
+        2000,
+        300000,
+        0.36514,
+        0.57144,
+    )
+    assert _read_lines(["[1/4] Resolving packages..."]).step is None

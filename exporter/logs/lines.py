@@ -69,6 +69,9 @@ class LineReport(NamedTuple):
     # A count within an epoch whose size this line does not print: (epochs done, the count);
     # the accumulator makes it the run's step where it learned the epoch's size.
     within: tuple[int, int] | None = None
+    # Where each of ``columns`` starts in its line, for a table whose columns are aligned
+    # (a row that leaves a cell blank is read by its cells' places: Chainer's PrintReport).
+    offsets: tuple[int, ...] = ()
 
 
 def native(

@@ -20,6 +20,7 @@ class TableRows:
     """The last table header one log printed, and the count of its last row read."""
 
     header: tuple[str, ...] = ()
+    starts: tuple[int, ...] = ()  # where the header's columns start, where they are aligned
     count: int = -1
     # A box table's header (exporter.logs.formats.box_table): its rows are the data's splits.
     box_header: tuple[str, ...] = ()
@@ -34,15 +35,17 @@ class TableRows:
                 return line
             report = box_table.read_row(self.box_header, line.columns)
         elif not line.part:
-            self.header, self.count = line.columns, -1
+            self.header, self.starts, self.count = line.columns, line.offsets, -1
             return line
         else:
-            report = self._row(line.columns)
+            report = self._row(line.columns, line.offsets)
         if report is None:
             return None
         return line._replace(report=report, columns=(), part="")
 
-    def _row(self, cells: tuple[str, ...]) -> ProgressReport | None:
+    def _row(self, cells: tuple[str, ...], at: tuple[int, ...]) -> ProgressReport | None:
+        if self.header and len(cells) < len(self.header):
+            cells = table.placed(self.header, self.starts, cells, at) or cells
         if not self.header or len(cells) != len(self.header):
             return None
         count = table.counter(cells)

@@ -219,6 +219,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"^\s*(?:Validation|Testing|Sanity checking)\b[^:]{0,40}: iteration \d"),
         eval_count,
     ),
+    # A count in brackets leading the line, a word after it: deep-text-recognition-benchmark's
+    # "[1/300000] Train loss: 3.63, Valid loss: 3.57" ({iteration + 1} of num_iter).
+    (re.compile(r"^\s*\[(?P<i>\d{1,12})/(?P<n>\d{1,12})\] (?=[A-Za-z])"), step_of),
     # rsl_rl (Isaac Lab, legged_gym): "Learning iteration 1/10", the 0-based index of the
     # iteration just learned (on_policy_runner.py: for it in range(start, tot_iter)).
     (re.compile(r"\bLearning iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), after_index),

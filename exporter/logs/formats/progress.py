@@ -129,7 +129,8 @@ _FOR_STEP = re.compile(
 _MAYBE = re.compile(
     r"(?i)step|iter|epoch|batch=|batch \d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
     r"loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
-    r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] "
+    r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] |"
+    r"^\s*\[\d{1,12}/\d{1,12}\] "
 )
 
 

@@ -76,7 +76,19 @@ def parse_header(msg: str, now: float) -> LineReport | None:
         return None
     if not any("loss" in n.lower() for n in names):
         return None
-    return LineReport("table", EMPTY, columns=tuple(names))
+    offsets = () if text != msg.strip() else _offsets(msg, names)
+    return LineReport("table", EMPTY, columns=tuple(names), offsets=offsets)
+
+
+def _offsets(msg: str, names: list[str]) -> tuple[int, ...]:
+    """Where each of ``names`` starts in ``msg``, in order."""
+    out: list[int] = []
+    at = 0
+    for name in names:
+        at = msg.index(name, at)
+        out.append(at)
+        at += len(name)
+    return tuple(out)
 
 
 def row_cells(msg: str) -> LineReport | None:
@@ -85,7 +97,35 @@ def row_cells(msg: str) -> LineReport | None:
         msg = _unframed(msg)
     if len(msg) > 400 or ROW.match(msg) is None:
         return None
-    return LineReport("table", EMPTY, columns=tuple(msg.split()), part="row")
+    cells = [(m.start(), m.group()) for m in _CELLS.finditer(msg)]
+    return LineReport(
+        "table",
+        EMPTY,
+        columns=tuple(c for _, c in cells),
+        part="row",
+        offsets=tuple(o for o, _ in cells),
+    )
+
+
+_CELLS = re.compile(r"\S+")
+
+
+def placed(
+    columns: tuple[str, ...], starts: tuple[int, ...], cells: tuple[str, ...], at: tuple[int, ...]
+) -> tuple[str, ...] | None:
+    """A row with blank cells as a full row (its blanks empty), each cell under the column
+    that starts where it does (one character off at most: a copy may lose one); None where a
+    cell starts under none, or two under one. Chainer's PrintReport left-aligns each value at
+    its column's start and pads a missing one with spaces."""
+    if not starts or len(starts) != len(columns) or len(at) != len(cells):
+        return None
+    full = [""] * len(columns)
+    for cell, where in zip(cells, at, strict=True):
+        index = min(range(len(starts)), key=lambda i: abs(starts[i] - where))
+        if abs(starts[index] - where) > 1 or full[index]:
+            return None
+        full[index] = cell
+    return tuple(full)
 
 
 def counter(cells: tuple[str, ...]) -> int | None:
@@ -99,13 +139,13 @@ def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport
     where one column is the training loss (several parts, as spaCy's components', are no
     loss), the eval loss, the other numbers as custom metrics. None where the row does not
     fit the header."""
-    if len(cells) != len(columns) or counter(cells) is None:
+    if len(cells) != len(columns) or not cells[0] or counter(cells) is None:
         return None
     doc: dict[str, object] = {}
     metrics: dict[str, float] = {}
     kind = _COUNTERS[columns[0].lower()]
     for index, (name, cell) in enumerate(zip(columns, cells, strict=True)):
-        if ":" in cell or cell[-1:] in ("s", "m", "h"):
+        if not cell or ":" in cell or cell[-1:] in ("s", "m", "h"):
             continue  # a time: how long, never a metric worth a series
         value = number(cell)
         if value is None:
