@@ -3634,3 +3634,28 @@ def test_a_bracketed_count_leading_the_line_is_the_step_of_its_total() -> None:
         0.57144,
     )
     assert _read_lines(["[1/4] Resolving packages..."]).step is None
+
+
+def test_a_loops_plural_iterations_leading_its_line_is_its_count() -> None:
+    """``iterations:69, train acc:0.305, train loss:461.343, ...`` (a loop using ESPnet as a
+    library) counts its iterations; the plural anywhere else is a setting, no step."""
+    report = _read_lines(
+        ["iterations:69, train acc:0.305, train loss:461.343, train loss ctc:840.656,"]
+    )
+    assert (report.step, report.loss) == (69, 461.343)
+    assert _read_lines(["Total iterations: 5000, lr: 0.01"]).step is None
+
+
+def test_espnet1s_printreport_rows_after_their_erase_codes_are_read_by_place() -> None:
+    """ESPnet1 trains on Chainer's trainer: each PrintReport row follows an erase code
+    (``\\x1b[J``, the ProgressBar's cursor moves before it) and leaves the validation cells
+    blank until the evaluator runs; ProgressBar's status gives the step too."""
+    header = "epoch       iteration   main/loss   main/loss_ctc  validation/main/loss  main/acc    elapsed_time"
+    row = "\x1b[4A\x1b[J0           200         677.669     1669.19                              0.000181526  152.819     "
+    report = _read_lines([header, row, "       200 iter, 0 epoch / 100 epochs"])
+    assert (report.step, report.loss, report.eval_loss, report.max_epochs) == (
+        200,
+        677.669,
+        None,
+        100,
+    )

@@ -319,6 +319,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         loop_count,
     ),
+    # A loop's own "iterations:57, train loss:..." leading its line (a script's print); the
+    # plural elsewhere is a setting's ("Total iterations: 5000"), no count.
+    (re.compile(r"^\s*iterations:(?P<i>\d{1,15}), (?=[A-Za-z])"), loop_count),
     # "iter: 1259", "iter 1631:"
     (
         re.compile(
