@@ -2833,6 +2833,30 @@ def test_a_runs_length_is_read_from_the_arguments_it_echoes(
     assert (report.max_epochs, report.max_steps) == (epochs, steps)
 
 
+@pytest.mark.parametrize(
+    ("line", "epochs", "steps"),
+    [
+        ("Training: 2022-05-05 03:02:23,624-: total_step               3318320", None, 3318320),
+        ("Training: 2022-05-05 03:02:23,624-: num_epoch                20", 20.0, None),
+        ("max_steps: 5000", None, 5000),
+        ("  num_epochs: 3", 3.0, None),
+        ("step 10 | loss 1.2 | epochs: 3", None, None),
+        ("Saving at max_steps  5000 and later", None, None),
+        ("my_total_step               3318320", None, None),
+        ("warmup_steps             2000", None, None),
+        ("total_step               0", None, None),
+    ],
+)
+def test_a_runs_length_is_read_from_a_config_dumped_a_setting_a_line(
+    line: str, epochs: float | None, steps: int | None
+) -> None:
+    """InsightFace's arcface_torch (round 108) logs its config a setting a line, the name
+    padded to a column: its ``total_step`` is the run's length; so is a YAML echo's line of
+    the setting alone. A pair among a line's others, another name, or 0 says none."""
+    report = _read_lines([line])
+    assert (report.max_epochs, report.max_steps) == (epochs, steps)
+
+
 def test_nanot5s_lines_and_log_txts_train_lr_are_read() -> None:
     """nanoT5 (round 73) writes ``[train] Step 53050 out of 80000 | Loss --> 1.822 | Lr -->
     0.003 |`` (its "-->" between a name and its value; "out of" between the step and the

@@ -19,7 +19,10 @@
   the names that plainly say the run's length are read (``epochs``, ``num_epochs``,
   ``num_train_epochs``, ``max_epochs``; ``max_steps``, ``max_iters``, ``train_iters``,
   ``total_steps``, ``max_train_steps``), and only a whole number (``max_steps=-1`` or ``None``,
-  Trainer's "no limit", is none).
+  Trainer's "no limit", is none);
+* a config dumped a setting a line, the name and the number alone at the line's end:
+  InsightFace's arcface_torch (``: total_step               3318320``, the name padded to a
+  column) and a YAML echo (``max_steps: 5000``).
 
 Only the run's planned length is read here: a banner says nothing of progress.
 """
@@ -37,8 +40,15 @@ _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
 _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})\b")
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 # The run's length among its arguments: "epochs=12" in a Namespace, "--epochs 12" on a command.
-_ARG_EPOCHS = ("epochs", "num_epochs", "n_epochs", "num_train_epochs", "max_epochs")
-_ARG_STEPS = ("max_steps", "max_iters", "train_iters", "total_steps", "max_train_steps")
+_ARG_EPOCHS = ("epochs", "num_epochs", "n_epochs", "num_train_epochs", "max_epochs", "num_epoch")
+_ARG_STEPS = (
+    "max_steps",
+    "max_iters",
+    "train_iters",
+    "total_steps",
+    "max_train_steps",
+    "total_step",
+)
 _ARG_NAMES = "|".join(_ARG_EPOCHS + _ARG_STEPS)
 # Each name as a command line writes it, with "_" or "-": the quick scan's hints.
 _ARG_HINTS = tuple(
@@ -52,6 +62,12 @@ _COMMAND = re.compile(
 )
 _COMMAND_ARG = re.compile(
     rf"\s--(?P<k>{_ARG_NAMES.replace('_', '[_-]')})[= ](?P<n>\d{{1,15}})(?=\s|$)"
+)
+# A config dumped a setting a line: the name padded to a column before its number, at the
+# line's end (InsightFace's arcface_torch: ": total_step               3318320"), or the line
+# the setting alone (a YAML echo: "max_steps: 5000"). A pair among others is no setting.
+_DUMPED = re.compile(
+    rf"(?:(?:^|\s)(?P<k>{_ARG_NAMES})\s{{2,60}}|^\s*(?P<y>{_ARG_NAMES}):\s{{0,40}})(?P<n>\d{{1,15}})\s*$"
 )
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 
@@ -74,8 +90,18 @@ def _arguments(msg: str) -> LineReport | None:
     return LineReport("banner", report)
 
 
+def _dumped(msg: str) -> LineReport | None:
+    """A setting of the run's length on its own line, as a config dump prints it, or None."""
+    m = _DUMPED.search(msg)
+    if m is None or int(m["n"]) <= 0:
+        return None
+    if (m["k"] or m["y"]) in _ARG_STEPS:
+        return LineReport("banner", ProgressReport(max_steps=int(m["n"])))
+    return LineReport("banner", ProgressReport(max_epochs=float(m["n"])))
+
+
 def parse_banner(msg: str, now: float) -> LineReport | None:
-    if (said := _arguments(msg)) is not None:
+    if (said := _arguments(msg) or _dumped(msg)) is not None:
         return said
     if (mmcv := _MMCV.search(msg)) is not None:
         n = int(mmcv["n"])
@@ -109,6 +135,8 @@ FORMAT = Format(
         "max_train_steps (",
         "Namespace(",
         *_ARG_HINTS,
+        *_ARG_EPOCHS,
+        *_ARG_STEPS,
     ),
     parse_banner,
 )
