@@ -3683,3 +3683,40 @@ def test_espnet1s_printreport_rows_after_their_erase_codes_are_read_by_place() -
         None,
         100,
     )
+
+
+def test_nerfstudios_rows_give_the_step_and_the_runs_share() -> None:
+    """nerfstudio's LocalWriter (round 109) prints ``{step} ({share:.2f}%)`` padded to 20, then
+    its statistics, a time as ``_format_time`` writes it: the step, and the share of the run's
+    iterations as its progress (rounded: no total). A line of the same start with no such
+    time is no row of it."""
+    header = "Step (% Done)       Train Iter (time)    ETA (time)           Train Rays / Sec"
+    row = "4310 (86.18%)       44.431 ms            30 s, 701.883 ms     14.51 M"
+    report = _read_lines([header, "-" * 83, row])
+    assert (report.step, report.max_steps) == (4310, None)
+    assert report.progress == pytest.approx(0.8618)
+    assert _read_lines(["100 (50.00%)  of the files copied"]).step is None
+
+
+def test_mmfs_logistics_line_gives_its_total_loss_and_max_updates() -> None:
+    """MMF's LogisticsCallback (round 109): ``progress: 10600/22000, train/<dataset>/<loss>:
+    ..., train/total_loss: 0.0024, train/total_loss/avg: ..., num_updates: 10600, ...,
+    max_updates: 22000``: the total loss is the loss (its running mean a metric), max_updates
+    the run's length."""
+    line = (
+        "2021-02-14T07:18:04 | mmf.trainers.callbacks.logistics: progress: 10600/22000, "
+        "train/hateful_memes/cross_entropy: 0.0024, train/hateful_memes/cross_entropy/avg: "
+        "0.1518, train/total_loss: 0.0031, train/total_loss/avg: 0.1518, max mem: 6424.0, "
+        "experiment: run, epoch: 40, num_updates: 10600, iterations: 10600, max_updates: "
+        "22000, lr: 0.00001, ups: 2.00"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (10600, 22000, 0.0031)
+
+
+def test_gluoncvs_rank_between_the_epoch_and_the_batch_is_read() -> None:
+    """GluonCV's scripts under Horovod (round 109): ``Epoch [0] Rank [0] Batch [239]``, the
+    0-based epoch and the batch's index as MXNet's Speedometer prints them, the rank between."""
+    line = "[2020-05-27 11:14:49] Epoch [0] Rank [0] Batch [239]    accuracy=0.015853       loss=6.220434   lr=0.766773"
+    report = _read_lines([line])
+    assert (report.step, report.loss) == (239, 6.220434)

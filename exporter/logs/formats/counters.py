@@ -274,9 +274,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         train_step_in_epoch,
     ),
     # MXNet's Speedometer: "Epoch[7] Batch [300]" (and "Batch [200-300]" since 1.3), the
-    # 0-based epoch and the batch's index within it (module.fit's enumerate).
+    # 0-based epoch and the batch's index within it (module.fit's enumerate); GluonCV's
+    # scripts under Horovod name the rank between: "Epoch [0] Rank [0] Batch [239]".
     (
-        re.compile(r"\bEpoch\[(?P<e>\d{1,9})\]\s*Batch\s*\[(?:\d{1,15}-)?(?P<i>\d{1,15})\]"),
+        re.compile(
+            r"\bEpoch ?\[(?P<e>\d{1,9})\]\s*(?:Rank ?\[\d{1,6}\]\s*)?Batch\s*"
+            r"\[(?:\d{1,15}-)?(?P<i>\d{1,15})\]"
+        ),
         train_step_in_epoch,
     ),
     # The Hugging Face Flax examples (transformers' and diffusers'): "Step... (1000 | Loss:

@@ -44,6 +44,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "total_optimization_steps",  # Trainer's and Accelerate scripts' banner
         "train_iters",
         "max_iters",
+        "max_updates",  # MMF's LogisticsCallback ("progress: 10600/22000, ... max_updates: 22000")
     ),
     "loss": (
         "loss",
@@ -58,6 +59,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss/train/total",  # Composer
         "loss/total",  # pytracking's LTR trainer (OSTrack, STARK): the total of its parts
         "train/loss",
+        "train/total_loss",  # MMF: the sum of its losses, beside each ("train/<dataset>/<loss>")
         "loss_train",  # LitGPT ("loss train")
         "actor/loss",  # verl
         "actor/pg_loss",  # verl before it printed actor/loss
