@@ -3720,3 +3720,21 @@ def test_gluoncvs_rank_between_the_epoch_and_the_batch_is_read() -> None:
     line = "[2020-05-27 11:14:49] Epoch [0] Rank [0] Batch [239]    accuracy=0.015853       loss=6.220434   lr=0.766773"
     report = _read_lines([line])
     assert (report.step, report.loss) == (239, 6.220434)
+
+
+def test_paddlepaddles_passes_count_batches_and_its_test_is_an_evaluation() -> None:
+    """PaddlePaddle's demos (round 110), v2 (``Pass 0, Batch 100, Cost 2.26, {...}``) and
+    Fluid (``Pass:0, Batch:100, Cost:0.40671, Accuracy:...``): a 0-based pass and the batch's
+    index, the pass's size never printed, so a later pass's step is unknown (not the first
+    pass's last, which would make the run look stalled at it). Fluid's ``Test:N, Cost:...``
+    after each pass is its evaluation: its cost the eval loss, its accuracy no train one."""
+    first = "Pass:0, Batch:300, Cost:0.24156, Accuracy:0.89844"
+    assert (_read_lines([first]).step, _read_lines([first]).loss) == (300, 0.24156)
+    test = "Test:0, Cost:0.26778, Accuracy:0.92138"
+    later = _read_lines([first, test, "Pass:1, Batch:100, Cost:0.27148, Accuracy:0.92188"])
+    assert (later.step, later.loss, later.eval_loss) == (None, 0.27148, 0.26778)
+    metrics = dict(later.metrics)
+    assert (metrics["accuracy"], metrics["eval_accuracy"]) == (0.92188, 0.92138)
+    v2 = _read_lines(["Pass 0, Batch 100, Cost 2.261713, {'classification_error_evaluator': 0.8}"])
+    assert (v2.step, v2.loss) == (100, 2.261713)
+    assert _read_lines(["Test:0 passed, 3 skipped"]).eval_loss is None

@@ -265,6 +265,16 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # size it does not print (train.py's enumerate(train_dl)); its epochs count from 0 in
     # older recipes and from 1 in newer ones, so only epoch 0 is surely the first.
     (re.compile(r"\bEpoch (?P<e>\d{1,9}), batch (?P<i>\d{1,15}),"), train_step_in_epoch),
+    # PaddlePaddle's demos, v2 ("Pass 0, Batch 100, Cost 2.26, {...}") and Fluid ("Pass:0,
+    # Batch:100, Cost:0.40671, ..."): its epoch is a pass, 0-based, and the batch's index
+    # within it (the pass's size never printed).
+    (
+        re.compile(r"\bPass ?:? ?(?P<e>\d{1,9}), Batch ?:? ?(?P<i>\d{1,15}),"),
+        train_step_in_epoch,
+    ),
+    # ... and after each pass its test ("Test:2, Cost:0.15264, Accuracy:0.95876", Fluid's
+    # demos): the pass's evaluation.
+    (re.compile(r"^\s*Test ?:? ?\d{1,9}, (?=Cost|Loss|Acc)"), eval_count),
     # "Epoch: 0 Sample 75/76" (DexiNed): a batch's index in the epoch; only 0 is surely first.
     (
         re.compile(

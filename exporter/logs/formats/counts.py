@@ -248,8 +248,10 @@ def onmt_epoch(m: re.Match[str]) -> Count:
 def train_step_in_epoch(m: re.Match[str]) -> Count:
     """PaddleClas' ``epoch:4   train step:6``: the index of the batch within the epoch
     (tools/program.py: ``enumerate(dataloader)``, the epoch 0-based), whose size the line
-    does not print: the run's step only in epoch 0."""
-    return Count(step=int(m["i"])) if m["e"] == "0" else Count()
+    does not print: the run's step in epoch 0; a later epoch's only where another line
+    printed the epoch's size (else the step read so far is an earlier epoch's: unknown)."""
+    e, i = int(m["e"]), int(m["i"])
+    return Count(step=i if e == 0 else None, within=(e, i))
 
 
 def cntk(m: re.Match[str]) -> Count:

@@ -32,7 +32,7 @@ from ..lines import Format, LineReport, native
 from .counters import find_counter
 from .counts import Count
 from .pairs import PRINTF_NUMBER, Pair, find_pairs, sole_eval_loss, sole_loss, to_fields
-from .vocabulary import TEST_LOSS
+from .vocabulary import TEST_LOSS, evaluated
 
 MAX_LINE = 4096
 # Text one of which every line this reader reads contains (the quick scan's, and its own).
@@ -50,6 +50,7 @@ HINTS = (
     "Test:",
     "Up.",
     "Batch ",
+    "Batch:",  # PaddlePaddle Fluid's "Pass:0, Batch:100, Cost:0.40671, ..."
     # A line with a loss and no counter this reader knows ("| Progress [##  ][11.64%] | ...
     # Loss 9.7263", Megatron's "... at the end of training for val data | lm loss value: ..."):
     # the quick scan already looks for these for the lone loss's reader.
@@ -127,7 +128,7 @@ _FOR_STEP = re.compile(
 # Every counter and every step key has one of these: a line without is no progress line,
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
-    r"(?i)step|iter|epoch|batch=|batch \d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
+    r"(?i)step|iter|epoch|batch=|batch:? ?\d|train:|\btest\b|num_updates|^\s*\d+\s+\||\bUp\.|"
     r"loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
     r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] |"
     r"^\s*\[\d{1,12}/\d{1,12}\] "
@@ -296,7 +297,11 @@ def read_progress(msg: str, now: float) -> LineReport | None:
             # the epoch makes it a step's line (Sockeye's "Updates=6000 Epoch=1 ...").
             return None
     if fields.metrics:
-        doc["metrics"] = fields.metrics
+        # An evaluation's accuracy is not the train step's of the same name (PaddlePaddle's
+        # "Test:2, Cost:..., Accuracy:..." after its "Pass:2, Batch:400, ..., Accuracy:...").
+        doc["metrics"] = (
+            {evaluated(k): v for k, v in fields.metrics.items()} if evaluation else fields.metrics
+        )
     found_report = native(doc, now, "progress")
     if found_report is not None and epoch_of is not None:
         found_report = found_report._replace(epoch_of=epoch_of)
