@@ -3738,3 +3738,30 @@ def test_paddlepaddles_passes_count_batches_and_its_test_is_an_evaluation() -> N
     v2 = _read_lines(["Pass 0, Batch 100, Cost 2.261713, {'classification_error_evaluator': 0.8}"])
     assert (v2.step, v2.loss) == (100, 2.261713)
     assert _read_lines(["Test:0 passed, 3 skipped"]).eval_loss is None
+
+
+def test_traxs_loop_lines_give_the_step_the_loss_and_the_eval_loss() -> None:
+    """Trax's training.Loop (round 111): ``Step %6d: train <loss layer> | value`` is the
+    loss whatever the layer's name, ``eval`` lines the evaluation's metrics, the one named as
+    a loss its eval loss; ``Ran N train steps in ... secs`` gives the step and no metric."""
+    lines = [
+        "Step   2000: Ran 500 train steps in 5.35 secs",
+        "Step   2000: train                 L2Loss |  0.38129005",
+        "Step   2000: eval  WeightedCategoryCrossEntropy |  0.33760912",
+        "Step   2000: eval      WeightedCategoryAccuracy |  0.85312500",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss) == (2000, 0.38129005, 0.33760912)
+    assert dict(report.metrics) == {"eval_weightedcategoryaccuracy": 0.853125}
+    assert _read_lines(lines[:1]).metrics == ()
+
+
+def test_a_bracketed_epoch_batch_and_step_give_the_runs_length() -> None:
+    """PSENet.pytorch and its kin (round 111): ``[9/100], [0/11], step: 99, ...``: the run's
+    step is printed, its length 100 epochs of 11 batches."""
+    line = (
+        "2019-10-13 05:41:38 INFO      train.py: [11/100], [0/11], step: 121, 25.979 "
+        "samples/sec, batch_loss: 0.4168, batch_loss_c: 0.4013, time:0.3849, lr:0.0001"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (121, 1100, 0.4168)

@@ -47,6 +47,7 @@ from . import (
     tqdm,
     traceback,
     trainer_dicts,
+    trax,
 )
 
 # In order: the formats of one tool's exact shape first (they are unambiguous), bars, then
@@ -81,6 +82,7 @@ FORMATS: tuple[Format, ...] = (
     tacotron.FORMAT,
     starspace.FORMAT,
     nerfstudio.FORMAT,
+    trax.FORMAT,
     fasttext.FORMAT,
     returnn.FORMAT,
     chainer.FORMAT,

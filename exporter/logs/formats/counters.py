@@ -23,6 +23,7 @@ from .counts import (
     epoch_batches,
     epoch_of_n,
     epoch_summary,
+    epochs_batches_and_step,
     espnet,
     eval_count,
     fairseq,
@@ -112,6 +113,15 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         metric_logger,
     ),
     (re.compile(r"^\s*Test:\s*(?:\[|Total)"), eval_count),  # MetricLogger's evaluation
+    # WenmuZhou's OCR trainers: "[9/100], [0/11], step: 99, ..." (PSENet.pytorch; DBNet's
+    # "global_step:"), the epoch, the batch and the run's step.
+    (
+        re.compile(
+            r"\[(?P<e>\d{1,9})/(?P<E>\d{1,9})\], \[(?P<i>\d{1,12})/(?P<n>\d{1,12})\], "
+            r"(?:global_)?step: (?P<s>\d{1,15})\b"
+        ),
+        epochs_batches_and_step,
+    ),
     (
         re.compile(
             r"^\s*\[(?P<mode>train|val|valid|test): (?P<e>\d{1,9}), (?P<i>\d{1,12}) / "

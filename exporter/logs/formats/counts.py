@@ -308,3 +308,12 @@ def after_index(m: re.Match[str]) -> Count:
 
 def eval_count(m: re.Match[str]) -> Count:
     return Count(evaluation=True)
+
+
+def epochs_batches_and_step(m: re.Match[str]) -> Count:
+    """WenmuZhou's OCR trainers (PSENet.pytorch, PAN.pytorch, DBNet.pytorch): ``[e/E], [i/n],
+    step: s`` (or ``global_step: s``), the epoch of ``E``, the batch of the epoch's ``n`` and
+    the run's step, printed: the run's length is ``E`` epochs of ``n`` batches."""
+    epochs, per_epoch = int(m["E"]), int(m["n"])
+    total = epochs * per_epoch if epochs > 0 and per_epoch > 0 else None
+    return Count(step=int(m["s"]), total=total, max_epochs=epochs or None)
