@@ -2233,15 +2233,16 @@ def test_a_step_key_that_disagrees_with_the_counter_takes_the_counters_total_awa
 
 def test_a_loops_count_after_an_epochs_number_claims_no_total() -> None:
     """DrQA (round 50): ``Epoch = 0 | iter = 1150/2714``: the count may be the epoch's (it is,
-    in DrQA's train.py), so 2714 is no total; once it starts over under the next epoch it
-    counts on from the last. A count before the epoch (OLMo's ``[step=1/739328,epoch=0]``),
+    in DrQA's train.py), so 2714 is no total; once it starts over under the next epoch, 2714
+    is the epoch's size (a run's total does not start over: round 112) and it counts on from
+    it, not from the epoch's last printed count. A count before the epoch (OLMo's ``[step=1/739328,epoch=0]``),
     beside the number of epochs, or PaddleSeg's global ``[TRAIN] epoch: 1, iter: 20/500``
     keeps its total."""
     drqa = "[ train: Epoch = {e} | iter = {i}/2714 | loss = 4.95 | elapsed time = 87.94 (s) ]"
     first = _read_lines([drqa.format(e=0, i=1150)])
     assert (first.step, first.max_steps, first.loss) == (1150, None, 4.95)
     later = _read_lines([drqa.format(e=0, i=2700), drqa.format(e=1, i=25)])
-    assert (later.step, later.max_steps) == (2725, None)
+    assert (later.step, later.max_steps) == (2714 + 25, None)
     olmo = _read_lines(["[step=3/739328,epoch=0]", "    train/CrossEntropyLoss=12.18"])
     assert (olmo.step, olmo.max_steps) == (3, 739328)
     epochs = _read_lines(["Epoch 1/3 | iter 20/500 | loss 0.4"])
@@ -3765,3 +3766,14 @@ def test_a_bracketed_epoch_batch_and_step_give_the_runs_length() -> None:
     )
     report = _read_lines([line])
     assert (report.step, report.max_steps, report.loss) == (121, 1100, 0.4168)
+
+
+def test_opennmts_lua_epoch_and_iteration_count_within_a_one_based_epoch() -> None:
+    """OpenNMT's Lua trainer and its forks (round 112): ``Epoch 2 ; Iteration 4000/77776 ;
+    ...`` (``Iter`` in data2text's), the 1-based epoch and its iterations done of the epoch's,
+    so 77776 + 4000; the end epoch is never printed. Only perplexities are, never a loss."""
+    line = "Epoch {e} ; Iteration {i}/77776 ; Learning rate 1.0000 ; Source tokens/s 1270 ; Perplexity 8.29"
+    report = _read_lines([line.format(e=1, i=77000), line.format(e=2, i=4000)])
+    assert (report.step, report.max_steps, report.loss) == (77776 + 4000, None, None)
+    fork = "Epoch 3 ; Iter 200/213 ; LR 1.0000 ; Target tokens/s 1320 ; PPL 31.60 ;"
+    assert _read_lines([fork]).step == 2 * 213 + 200

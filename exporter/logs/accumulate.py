@@ -240,7 +240,7 @@ class LogAccumulator:
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             if line.epoch_of is not None:  # the epoch's number on the count's own line
                 self.epoch_counter.heading(line.epoch_of[0], None)
-            run_step, total = self.epoch_counter.count(r.step, r.max_steps)
+            run_step, total = self.epoch_counter.count(r.step, r.max_steps, line.printed_size)
             if self.epoch_counter.relative:
                 if total is None and self.values.get("max_steps") == self.epoch_counter.size:
                     self.values.pop("max_steps", None)  # an epoch's size, not the run's

@@ -41,10 +41,15 @@ class EpochCounter:
         if epochs:
             self.epochs = epochs
 
-    def count(self, step: int, total: int | None) -> tuple[int | None, int | None]:
+    def count(
+        self, step: int, total: int | None, printed: int | None = None
+    ) -> tuple[int | None, int | None]:
         """The run's step and total for a count printed under the headers (and the
-        counter's own total, if it prints one): as printed until the counter starts over,
-        then None where the epochs' sizes are unknown."""
+        counter's own total, if it prints one; ``printed``, a size its line printed that may
+        be the epoch's or the run's): as printed until the counter starts over, then None
+        where the epochs' sizes are unknown. Once it starts over, ``printed`` is the epoch's
+        (a run's total does not start over)."""
+        total = total if total is not None or not self._starts_over(step) else printed
         if self.header is None:
             return step, total
         self.zero = self.zero or step == 0
@@ -72,6 +77,16 @@ class EpochCounter:
         if self.base is None:
             return None, run_total
         return self.base + step, run_total
+
+    def _starts_over(self, step: int) -> bool:
+        """Whether ``step`` is a count that did not move on over a new epoch's header."""
+        return (
+            self.header is not None
+            and self.last is not None
+            and step <= self.last
+            and self.last_header is not None
+            and self.header > self.last_header
+        )
 
 
 @dataclass

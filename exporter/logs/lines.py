@@ -72,6 +72,10 @@ class LineReport(NamedTuple):
     # Where each of ``columns`` starts in its line, for a table whose columns are aligned
     # (a row that leaves a cell blank is read by its cells' places: Chainer's PrintReport).
     offsets: tuple[int, ...] = ()
+    # The size a loop's count printed beside it after the epoch's number ("Epoch = 1 | iter =
+    # 25/2714"): the epoch's or the run's, unknown until the count starts over in a new epoch
+    # (then the epoch's: a run's total does not start over).
+    printed_size: int | None = None
 
 
 def native(

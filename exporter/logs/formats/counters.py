@@ -175,6 +175,15 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\bepoch (?P<e>[1-9]\d{0,8}) - iter (?P<i>\d{1,15})/(?P<n>\d{1,15}) - "),
         one_based_epoch,
     ),
+    # OpenNMT's Lua trainer (train.lua) and its forks (harvardnlp's data2text): "Epoch 2 ;
+    # Iteration 4000/77776 ; ..." or "Epoch 3 ; Iter 200/213 ; ...", the 1-based epoch and
+    # its iterations done, of the epoch's.
+    (
+        re.compile(
+            r"\bEpoch (?P<e>[1-9]\d{0,8}) ; Iter(?:ation)? (?P<i>\d{1,15})/(?P<n>\d{1,15}) ;"
+        ),
+        one_based_epoch,
+    ),
     # NCRF++: "Instance: 12500; Time: 5.25s; loss: 367.3678; acc: 141830/170170=0.8335", the
     # sentences of the epoch so far (main.py): no step, its values read.
     (re.compile(r"^\s*Instance: \d{1,15}; Time: "), step_unknown),

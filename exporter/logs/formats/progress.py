@@ -244,6 +244,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     step = values.pop("step", None)
     doc: dict[str, object] = {}
     epoch_of = None
+    printed_size = None
     # A counter and a step key on one line ("STEP: 49/377 -- GLOBAL_STEP: 370050"): two
     # counts are no sentence's "saved at step 100", so the line stands without a value.
     counted_twice = step is not None and count.step is not None
@@ -254,6 +255,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         # epoch counter tells whether the count starts over in each epoch (DrQA's "Epoch = 1
         # | iter = 25/2714"). A count that leads its line, the epoch after it, is the run's
         # (OLMo's "[step=1/739328,epoch=0]").
+        printed_size = count.total
         count = count._replace(total=None)
         epoch_of = (int(number["e"]), 0)
     if step is not None and step >= 0 and step == int(step):
@@ -304,7 +306,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         )
     found_report = native(doc, now, "progress")
     if found_report is not None and epoch_of is not None:
-        found_report = found_report._replace(epoch_of=epoch_of)
+        found_report = found_report._replace(epoch_of=epoch_of, printed_size=printed_size)
     if found_report is not None and count.within is not None and "step" not in doc:
         found_report = found_report._replace(within=count.within)
     return found_report
