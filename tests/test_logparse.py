@@ -3777,3 +3777,27 @@ def test_opennmts_lua_epoch_and_iteration_count_within_a_one_based_epoch() -> No
     assert (report.step, report.max_steps, report.loss) == (77776 + 4000, None, None)
     fork = "Epoch 3 ; Iter 200/213 ; LR 1.0000 ; Target tokens/s 1320 ; PPL 31.60 ;"
     assert _read_lines([fork]).step == 2 * 213 + 200
+
+
+def test_deeplearning4js_score_at_iteration_is_its_loss() -> None:
+    """Deeplearning4j's ScoreIterationListener (round 113): ``Score at iteration 78700 is
+    0.98`` under its logger's name: the network's score, its loss, at that iteration. The
+    same words inside another sentence are none."""
+    line = (
+        "01:49:29.507 [main] INFO org.deeplearning4j.optimize.listeners.ScoreIterationListener"
+        " - Score at iteration 78700 is 0.9849485238764399"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.loss, report.metrics) == (78700, 0.9849485238764399, ())
+    assert _read_lines(["The Score at iteration 5 is 3 and rising"]).loss is None
+
+
+def test_a_trainer_dict_after_a_bars_frames_on_its_line_is_read() -> None:
+    """Trainer writes its log dict with tqdm.write, which blanks the bar's line first; a copy
+    of the log that lost its carriage returns (round 113, a train.log kept in a repository)
+    holds the frames, the blanking spaces and the dict on one line: the dict is read."""
+    frame = "100%|█████████▉| {i}/4854 [2:15:54<00:07,  1.56s/it]"
+    frames = "".join(frame.format(i=i) for i in range(4841, 4851))  # longer than a prefix
+    line = frames + " " * 53 + "{'loss': 1.1103, 'grad_norm': 0.36, 'epoch': 3.0}"
+    report = _read_lines([line])
+    assert (report.loss, report.epoch) == (1.1103, 3.0)

@@ -143,6 +143,11 @@ _AT_STEP = re.compile(
     rf"(?i)^\s*(?P<key>[a-z][a-z ]{{0,40}}?)\s+at\s+(?P<unit>step|iteration|iter)\s+"
     rf"(?P<i>\d{{1,15}})\s*[:=]\s*(?P<v>{PRINTF_NUMBER})\s*$"
 )
+# Deeplearning4j's ScoreIterationListener: "Score at iteration 78700 is 0.98", the
+# network's score (its loss function's value) at its iteration count.
+_DL4J_SCORE = re.compile(
+    rf"(?:^|\s-\s)Score at iteration (?P<i>\d{{1,15}}) is (?P<v>{PRINTF_NUMBER})\s*$"
+)
 _ITERATION_KEYS = frozenset({"iter", "iters", "iteration"})
 
 
@@ -175,6 +180,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         return None
     if (at_step := _AT_STEP.match(msg)) is not None:
         msg = f"{at_step['unit']} {at_step['i']} | {at_step['key']}: {at_step['v']}"
+    elif (score := _DL4J_SCORE.search(msg)) is not None:
+        msg = f"iteration {score['i']} | loss: {score['v']}"
     found = find_counter(msg)
     bare = None
     if found is None:

@@ -17,6 +17,10 @@ from .vocabulary import STEP_OF_MAX_KEY, field_of, step_of_max
 # launcher's, which ends in ":" with no space (torchrun --tee's "[rank0]:{...}", "[default0]:",
 # mpirun's "[1,0]<stdout>:").
 _DICT = re.compile(r"^(?:[^{]{0,200}[\s:])?(\{'[A-Za-z_][\w./-]*': .*\})\s*$")
+# The dict after a bar's frames on one line: Trainer's ProgressCallback writes it with
+# tqdm.write, which blanks the bar's line first ("\r" + spaces + "\r"); a copy of the log
+# that lost its carriage returns keeps the frames, the blanking spaces and then the dict.
+_AFTER_FRAME = re.compile(r"(?:it/s|s/it)\]\s{2,}(\{'[A-Za-z_][\w./-]*': .*\})\s*$")
 _TRANSFORMERS_KEYS = {
     "loss",
     "grad_norm",
@@ -79,7 +83,7 @@ def _best(value: dict[object, object], name: str) -> str | None:
 def parse_transformers(msg: str, now: float) -> LineReport | None:
     if "{'" not in msg:
         return None
-    m = _DICT.match(msg)
+    m = _DICT.match(msg) or _AFTER_FRAME.search(msg)
     if not m:
         return None
     value = literal_dict(m.group(1))
