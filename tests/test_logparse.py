@@ -3801,3 +3801,13 @@ def test_a_trainer_dict_after_a_bars_frames_on_its_line_is_read() -> None:
     line = frames + " " * 53 + "{'loss': 1.1103, 'grad_norm': 0.36, 'epoch': 3.0}"
     report = _read_lines([line])
     assert (report.loss, report.epoch) == (1.1103, 3.0)
+
+
+def test_a_scripts_short_ep_is_an_epoch_word_and_its_batch_no_step() -> None:
+    """A pretraining script's ``ep: 0, batch: 260, ..., loss: 8.39`` (round 114): ``ep:`` is
+    its epoch, so the line is an epoch's and its loss read; ``batch: 260`` beside it is no
+    step (the same words print a batch size elsewhere). Without its colon ``ep`` is no
+    epoch."""
+    report = _read_lines(["ep: 0, batch: 260, time: 8.56, ntokens: 413.40/513, loss: 8.390625"])
+    assert (report.step, report.loss) == (None, 8.390625)
+    assert _read_lines(["ep 0 batch 260 loss 8.39"]).loss is None

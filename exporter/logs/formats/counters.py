@@ -363,10 +363,12 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         loop_count,
     ),
     # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832",
-    # "num_epoch: 44, loss: 0.3741" (a loop's epoch just done)
+    # "num_epoch: 44, loss: 0.3741" (a loop's epoch just done), "ep: 0, batch: 20, ..." (a
+    # script's short word, with its colon)
     (
         re.compile(
-            r"(?i)(?<![\w/])(?:num_)?epoch\s*[:=#]?\s*\[?\s*\d{1,9}(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
+            r"(?i)(?<![\w/])(?:(?:num_)?epoch\s*[:=#]?|ep\s*:)\s*\[?\s*\d{1,9}"
+            r"(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
             r"(?![\d/]|\.\d)"
         ),
         epoch_summary,
