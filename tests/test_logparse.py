@@ -3811,3 +3811,19 @@ def test_a_scripts_short_ep_is_an_epoch_word_and_its_batch_no_step() -> None:
     report = _read_lines(["ep: 0, batch: 260, time: 8.56, ntokens: 413.40/513, loss: 8.390625"])
     assert (report.step, report.loss) == (None, 8.390625)
     assert _read_lines(["ep 0 batch 260 loss 8.39"]).loss is None
+
+
+@pytest.mark.parametrize(
+    ("line", "steps"),
+    [
+        ("INFO:absl:  Num steps = 8242", 8242),
+        ("INFO:tensorflow:  Num steps = 3000", 3000),
+        ("Num steps = 8242 were skipped", None),
+        ("INFO:absl:  Num steps = 0", None),
+    ],
+)
+def test_google_berts_training_banner_gives_the_runs_steps(line: str, steps: int | None) -> None:
+    """Google BERT's run_classifier and its forks (round 115) log ``  Num steps = %d``
+    (num_train_steps, the Estimator's max_steps) under ``***** Running training *****``: the
+    setting alone on its line is the run's length; in a sentence, or 0, it is none."""
+    assert _read_lines([line]).max_steps == steps

@@ -11,6 +11,8 @@
   epochs`` (``EpochBasedRunner.run``) or ``max: 90000 iters`` (``IterBasedRunner.run``);
 * the kohya_ss GUI (bmaltais), before it starts sd-scripts: ``max_train_steps (4800 / 4 / 1 *
   10 * 1) = 12000``, the total it passes on (its ``Total steps: 4800`` is an epoch's images);
+* Google BERT's run_classifier and run_squad (and their forks), under ``***** Running
+  training *****``: ``  Num steps = 8242`` (``num_train_steps``), the line the setting alone;
 * mlx-lm's trainer (LoRA and full fine-tuning on Apple silicon): ``Starting training...,
   iters: 3000`` (mlx_lm/tuner/trainer.py: ``args.iters``, the run's iterations);
 * the run's arguments as a script echoes them: argparse's ``Namespace(..., epochs=12, ...)``
@@ -37,6 +39,9 @@ from ..lines import Format, LineReport
 _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")
 _KOHYA = re.compile(r"\btotal optimization steps / [^:=]{1,40}: (?P<n>\d{1,15})\b")
 _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
+# Google BERT's run_classifier / run_squad and their forks, under "***** Running training *****":
+# "  Num steps = 8242" (num_train_steps, the Estimator's max_steps), the setting alone.
+_BERT_STEPS = re.compile(r"(?:^|:)\s+Num steps = (?P<n>\d{1,15})\s*$")
 _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})\b")
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 # The run's length among its arguments: "epochs=12" in a Namespace, "--epochs 12" on a command.
@@ -110,7 +115,13 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         if mmcv["unit"] == "iters":
             return LineReport("banner", ProgressReport(max_steps=n))
         return LineReport("banner", ProgressReport(max_epochs=float(n)))
-    steps = _STEPS.search(msg) or _KOHYA.search(msg) or _KOHYA_GUI.search(msg) or _MLX.search(msg)
+    steps = (
+        _STEPS.search(msg)
+        or _KOHYA.search(msg)
+        or _KOHYA_GUI.search(msg)
+        or _MLX.search(msg)
+        or _BERT_STEPS.search(msg)
+    )
     epochs = _EPOCHS.search(msg)
     if steps is None and epochs is None:
         return None
@@ -130,6 +141,7 @@ FORMAT = Format(
         "total optimization steps / ",
         "Total steps = ",
         "Num Epochs = ",
+        "Num steps = ",
         "workflow: ",
         "Starting training..., iters: ",
         "max_train_steps (",
