@@ -49,24 +49,26 @@ class EpochCounter:
         be the epoch's or the run's): as printed until the counter starts over, then None
         where the epochs' sizes are unknown. Once it starts over, ``printed`` is the epoch's
         (a run's total does not start over)."""
-        total = total if total is not None or not self._starts_over(step) else printed
         if self.header is None:
             return step, total
         self.zero = self.zero or step == 0
+        last, last_header = self.last, self.last_header
+        # A count that did not move on over a new epoch's header: it counts within epochs.
         if (
-            self.last is not None
-            and step <= self.last  # a count that did not move on over a new epoch's header
-            and self.last_header is not None
-            and self.header > self.last_header
+            last is not None
+            and last_header is not None
+            and step <= last
+            and self.header > last_header
         ):
+            total = printed if total is None else total
             if self.base is None:
                 pass  # an earlier epoch's size was unknown: so is the run's step
-            elif total is not None and total >= self.last:
-                self.base += total * (self.header - self.last_header)
+            elif total is not None and total >= last:
+                self.base += total * (self.header - last_header)
             elif self.zero:
                 self.base = None  # the epoch's last index printed is not its size
             else:
-                self.base += self.last
+                self.base += last
             self.relative = True
         self.last, self.last_header = step, self.header
         if total is not None:
@@ -77,16 +79,6 @@ class EpochCounter:
         if self.base is None:
             return None, run_total
         return self.base + step, run_total
-
-    def _starts_over(self, step: int) -> bool:
-        """Whether ``step`` is a count that did not move on over a new epoch's header."""
-        return (
-            self.header is not None
-            and self.last is not None
-            and step <= self.last
-            and self.last_header is not None
-            and self.header > self.last_header
-        )
 
 
 @dataclass
