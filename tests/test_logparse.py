@@ -3827,3 +3827,25 @@ def test_google_berts_training_banner_gives_the_runs_steps(line: str, steps: int
     (num_train_steps, the Estimator's max_steps) under ``***** Running training *****``: the
     setting alone on its line is the run's length; in a sentence, or 0, it is none."""
     assert _read_lines([line]).max_steps == steps
+
+
+def test_a_files_table_with_no_counter_gives_values_and_no_step() -> None:
+    """FADNet's train.log (round 116): a tab-separated header of values only
+    (``train_loss\\ttrain_EPE\\tEPE``) and a row an epoch: the last row's loss is read, no
+    step; the same header with spaces is no table (console prose has double spaces)."""
+    header = "train_loss\ttrain_EPE\tEPE"
+    rows = ["8.01\t13.72\t13.41", "7.71\t13.22\t13.12"]
+    report = _read_lines([header, *rows])
+    assert (report.step, report.loss) == (None, 7.71)
+    assert dict(report.metrics)["epe"] == 13.12
+    spaced = _read_lines(["train_loss  train_EPE  EPE", "8.01  13.72  13.41"])
+    assert spaced.loss is None
+
+
+def test_an_epochs_mean_loss_under_its_header_is_the_loss() -> None:
+    """A Faster R-CNN script's logger (round 116) puts each message on the line after its
+    prefix: ``EPOCH 10 of 30`` then ``EPOCH loss: 0.3842``, the epoch's mean: the loss."""
+    prefix = "2024-05-26 19:10:03 - INFO - task2_train_fasterrcnn.py - 65 - "
+    lines = [prefix, "EPOCH 10 of 30", prefix, "EPOCH loss: 0.3842035332923396"]
+    report = _read_lines(lines)
+    assert (report.loss, report.max_epochs, report.step) == (0.3842035332923396, 30.0, None)

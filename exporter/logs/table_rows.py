@@ -48,6 +48,8 @@ class TableRows:
             cells = table.placed(self.header, self.starts, cells, at) or cells
         if not self.header or len(cells) != len(self.header):
             return None
+        if not table.counted(self.header):
+            return table.read_row(self.header, cells)  # values only, an epoch a row
         count = table.counter(cells)
         if count is None or count < self.count:
             return None

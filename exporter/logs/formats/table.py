@@ -70,8 +70,10 @@ def parse_header(msg: str, now: float) -> LineReport | None:
     if len(text) > 400:
         return None
     names = _SPLIT.split(text)
-    if not 2 <= len(names) <= MAX_COLUMNS or names[0].lower() not in _COUNTERS:
+    if not 2 <= len(names) <= MAX_COLUMNS:
         return None
+    if not counted(tuple(names)) and "\t" not in text and text == msg.strip():
+        return None  # a header with no counter only as a file's table: tabs, commas or bars
     if not all(_NAME.fullmatch(n) for n in names):
         return None
     if not any("loss" in n.lower() for n in names):
@@ -128,6 +130,13 @@ def placed(
     return tuple(full)
 
 
+def counted(columns: tuple[str, ...]) -> bool:
+    """Whether a header's first column counts (steps or epochs): its rows are in order. A
+    script's file of one row an epoch may name values only (FADNet's ``train_loss\ttrain_EPE
+    \tEPE``): its rows give values, no step."""
+    return bool(columns) and columns[0].lower() in _COUNTERS
+
+
 def counter(cells: tuple[str, ...]) -> int | None:
     """The row's count in its first column (a whole number), or None."""
     value = number(cells[0])
@@ -139,11 +148,13 @@ def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport
     where one column is the training loss (several parts, as spaCy's components', are no
     loss), the eval loss, the other numbers as custom metrics. None where the row does not
     fit the header."""
-    if len(cells) != len(columns) or not cells[0] or counter(cells) is None:
+    kind = _COUNTERS.get(columns[0].lower()) if columns else None
+    if len(cells) != len(columns) or not cells[0]:
+        return None
+    if kind is not None and counter(cells) is None:
         return None
     doc: dict[str, object] = {}
     metrics: dict[str, float] = {}
-    kind = _COUNTERS[columns[0].lower()]
     for index, (name, cell) in enumerate(zip(columns, cells, strict=True)):
         if not cell or ":" in cell or cell[-1:] in ("s", "m", "h"):
             continue  # a time: how long, never a metric worth a series
@@ -154,7 +165,7 @@ def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport
         if (index == 0 and kind == "step") or (index == 1 and key in _STEP_COLUMNS):
             doc["step"] = int(value) if value == int(value) else None
             continue
-        if index == 0:
+        if index == 0 and kind is not None:
             continue  # an epoch's index
         field = field_of(name)
         if field is not None and field[0] in ("loss", "eval_loss"):

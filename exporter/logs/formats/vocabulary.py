@@ -51,6 +51,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train_loss",
         "training_loss",  # "Training Loss: 0.41", "Avg Training Loss: 14.4859"
         "train_epoch_loss",  # llama-recipes and PEFT's examples, after each epoch
+        "epoch_loss",  # a script's "EPOCH loss: 0.38" after its epoch: the epoch's mean
         "lm_loss",  # Megatron, GPT-NeoX
         "lm_loss_value",  # Megatron's evaluation: "validation loss at ... | lm loss value: ..."
         "reduced_train_loss",  # NeMo 2
