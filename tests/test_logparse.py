@@ -3849,3 +3849,14 @@ def test_an_epochs_mean_loss_under_its_header_is_the_loss() -> None:
     lines = [prefix, "EPOCH 10 of 30", prefix, "EPOCH loss: 0.3842035332923396"]
     report = _read_lines(lines)
     assert (report.loss, report.max_epochs, report.step) == (0.3842035332923396, 30.0, None)
+
+
+def test_a_resumed_runs_global_step_claims_no_length_from_its_epochs() -> None:
+    """DBNet.pytorch resumed from another run's checkpoint (round 117): ``[38/200], [1/604],
+    global_step: 13099`` is no step epoch 38 and batch 1 place (37 x 604 + 1), so 200 x 604
+    is not its length in steps; a fresh run's ``[1/200], [1/1], global_step: 1`` is."""
+    line = "DBNet INFO: [{e}/200], [{i}/{n}], global_step: {s}, speed: 7.7 samples/sec, loss: 0.8310, lr:0.0008"
+    resumed = _read_lines([line.format(e=38, i=3, n=604, s=13101)])
+    assert (resumed.step, resumed.max_steps, resumed.loss) == (13101, None, 0.831)
+    fresh = _read_lines([line.format(e=1, i=1, n=1, s=1)])
+    assert (fresh.step, fresh.max_steps) == (1, 200)

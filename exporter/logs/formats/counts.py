@@ -313,7 +313,12 @@ def eval_count(m: re.Match[str]) -> Count:
 def epochs_batches_and_step(m: re.Match[str]) -> Count:
     """WenmuZhou's OCR trainers (PSENet.pytorch, PAN.pytorch, DBNet.pytorch): ``[e/E], [i/n],
     step: s`` (or ``global_step: s``), the epoch of ``E``, the batch of the epoch's ``n`` and
-    the run's step, printed: the run's length is ``E`` epochs of ``n`` batches."""
-    epochs, per_epoch = int(m["E"]), int(m["n"])
-    total = epochs * per_epoch if epochs > 0 and per_epoch > 0 else None
-    return Count(step=int(m["s"]), total=total, max_epochs=epochs or None)
+    the run's step, printed. The run's length is ``E`` epochs of ``n`` batches only where the
+    step is where the epoch and batch place it (0-based, PSENet's ``[9/100], [0/11], step:
+    99``; or 1-based, DBNet's ``[1/200], [1/1], global_step: 1``): a run resumed from another
+    run's checkpoint counts on from that run's steps (DBNet's ``[38/200], [1/604],
+    global_step: 13099``), and its length in steps is unknown."""
+    e, epochs, i, n, step = int(m["e"]), int(m["E"]), int(m["i"]), int(m["n"]), int(m["s"])
+    placed = step in (e * n + i, e * n + i + 1, (e - 1) * n + i)
+    total = epochs * n if placed and epochs > 0 and n > 0 else None
+    return Count(step=step, total=total, max_epochs=epochs or None)
