@@ -181,7 +181,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         return None
     if (at_step := _AT_STEP.match(msg)) is not None:
         msg = f"{at_step['unit']} {at_step['i']} | {at_step['key']}: {at_step['v']}"
-    elif (score := _DL4J_SCORE.search(msg)) is not None:
+    elif "Score at iteration " in msg and (score := _DL4J_SCORE.search(msg)) is not None:
         msg = f"iteration {score['i']} | loss: {score['v']}"
     found = find_counter(msg)
     bare = None

@@ -130,11 +130,17 @@ def placed(
     return tuple(full)
 
 
+def _counts(columns: tuple[str, ...]) -> str | None:
+    """What a header's first column counts ("step" or "epoch"), or None where it names a
+    value."""
+    return _COUNTERS.get(columns[0].lower()) if columns else None
+
+
 def counted(columns: tuple[str, ...]) -> bool:
     """Whether a header's first column counts (steps or epochs): its rows are in order. A
     script's file of one row an epoch may name values only (FADNet's ``train_loss\ttrain_EPE
     \tEPE``): its rows give values, no step."""
-    return bool(columns) and columns[0].lower() in _COUNTERS
+    return _counts(columns) is not None
 
 
 def counter(cells: tuple[str, ...]) -> int | None:
@@ -148,7 +154,7 @@ def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport
     where one column is the training loss (several parts, as spaCy's components', are no
     loss), the eval loss, the other numbers as custom metrics. None where the row does not
     fit the header."""
-    kind = _COUNTERS.get(columns[0].lower()) if columns else None
+    kind = _counts(columns)
     if len(cells) != len(columns) or not cells[0]:
         return None
     if kind is not None and counter(cells) is None:
