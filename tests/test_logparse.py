@@ -3860,3 +3860,44 @@ def test_a_resumed_runs_global_step_claims_no_length_from_its_epochs() -> None:
     assert (resumed.step, resumed.max_steps, resumed.loss) == (13101, None, 0.831)
     fresh = _read_lines([line.format(e=1, i=1, n=1, s=1)])
     assert (fresh.step, fresh.max_steps) == (1, 200)
+
+
+def test_a_rounded_step_is_no_step_and_leaves_none_stale() -> None:
+    """LeRobot's MetricsTracker (round 118) prints its counts through format_big_number:
+    ``step:23K`` is a step rounded to thousands, never 23, and the exact ``step:800`` read
+    before it is stale once the run logs ``step:1K``; its ``ep`` counts episodes beside its
+    ``epch``, no epoch. Its checkpoint line says the exact step; ``End of training`` ends it."""
+    line = "INFO 2026-06-12 10:58:46 ot_train.py:357 step:{s} smpl:32K ep:{ep} epch:2.53 loss:1.226 grdn:34.825 lr:1.0e-05 updt_s:0.502 data_s:0.010"
+    exact = _read_lines([line.format(s=800, ep=81)])
+    assert (exact.step, exact.loss, exact.epoch) == (800, 1.226, None)
+    rounded = _read_lines([line.format(s=800, ep=81), line.format(s="1K", ep="101")])
+    assert (rounded.step, rounded.loss, rounded.epoch) == (None, 1.226, None)
+    end = [
+        line.format(s="50K", ep="5K"),
+        "INFO 2026-06-12 18:27:57 ot_train.py:367 Checkpoint policy after step 50000",
+        "INFO 2026-06-12 18:27:59 ot_train.py:438 End of training",
+    ]
+    finished = _read_lines(end)
+    assert (finished.step, finished.checkpoint_step, finished.final) == (50000, 50000, True)
+    # The words inside another sentence end nothing.
+    assert not _read_lines(["End of training data reached, restarting the loader"]).final
+    # A rounded count is never a counter's value, whatever names it.
+    assert _read_lines(["iteration: 3, tokens: 1.5M, loss: 2.0"]).tokens is None
+
+
+def test_an_epochs_own_step_count_is_no_run_step() -> None:
+    """The Annotated Transformer's run_epoch (round 118): ``Epoch Step: 1801`` is the batch's
+    index within an epoch named on a line of its own and never sized: no run's step, its
+    loss read; its validation prints run_epoch's (loss, TrainState): the eval loss."""
+    lines = [
+        "[Epoch 3] Training ====",
+        "Epoch Step:   1801 | Accumulation Step: 181 | Loss:   1.47 | Tokens / Sec:   128.9 | Learning Rate: 1.0e-03",
+        "[Epoch 3] Validation ====",
+        "(tensor(1.5898), <__main__.TrainState object at 0x000001EDF0FB6C90>)",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss) == (None, 1.47, 1.5898)
+    # A step read before (another counter) is stale after it.
+    assert _read_lines(["step: 40, loss: 2.0", lines[1]]).step is None
+    # The tuple without the TrainState is any print of a tensor.
+    assert _read_lines(["(tensor(1.5898), 3)"]).eval_loss is None

@@ -51,11 +51,10 @@ from .bars import (
 )
 from .blocks import Blocks
 from .epoch_counter import EpochCounter, WithinEpoch
-from .formats.pairs import number
 from .formats.tqdm import yolov6_row
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
 from .parse import bar_key
-from .table_rows import TableRows
+from .table_rows import TableRows, row_total
 
 RECENT = 120.0
 MAX_SAMPLES = 256  # value samples kept between two reports (the newest)
@@ -163,8 +162,9 @@ class LogAccumulator:
             self.rows_from_zero = line.parser != "yolo-header"
             self.row_columns = line.columns
             return
-        if line.parser == "ultralytics" and line.columns:
-            self._row_loss(line.columns)
+        total = row_total(self.row_columns, line.columns) if line.parser == "ultralytics" else None
+        if total is not None:
+            self.values["loss"] = total
         if self.failure is not None and self._advances(line):
             self.failure = None  # it trained on after the traceback: not how it ended
         if line.parser == "lightning":
@@ -219,6 +219,9 @@ class LogAccumulator:
         """``line`` with its printed count as the run's step where epoch headers on lines
         of their own show it counts within an epoch (:mod:`~exporter.logs.epoch_counter`)."""
         r = line.report
+        if line.moved_on and r.step is None:
+            self.values.pop("step", None)  # stale: the loop went on to a step not printed
+            return line
         if line.epoch_of is not None and line.bar is None and line.parser in ("keras", "epochs"):
             epoch, epochs = line.epoch_of
             if line.parser == "keras" and (epoch == 0 or self.epoch_counter.from_zero):
@@ -248,17 +251,6 @@ class LogAccumulator:
                     self.values.pop("step", None)  # a count within an epoch, not the run's
                 return line._replace(report=replace(r, step=run_step, max_steps=total))
         return line
-
-    def _row_loss(self, values: tuple[str, ...]) -> None:
-        """A training table's row under its header: its ``total`` column, where the header
-        has one (YOLOv5 before 6 and YOLOv7: box + obj + cls), is the loss. The components
-        alone (``box_loss``, ``cls_loss``...) are parts, never the loss."""
-        columns = self.row_columns
-        if len(values) != len(columns) or "total" not in columns:
-            return
-        total = number(values[columns.index("total")])
-        if total is not None:
-            self.values["loss"] = total
 
     def _epochs_done(self, epochs: float) -> None:
         """A line that says ``epochs`` are done (mmcv's save after an epoch): the step at

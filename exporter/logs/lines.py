@@ -76,6 +76,9 @@ class LineReport(NamedTuple):
     # 25/2714"): the epoch's or the run's, unknown until the count starts over in a new epoch
     # (then the epoch's: a run's total does not start over).
     printed_size: int | None = None
+    # The loop went on to a step this line does not say exactly (Count.moved_on): the step
+    # read so far is stale, and so unknown until a line says it again.
+    moved_on: bool = False
 
 
 def native(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..core.model import ProgressReport
 from .formats import box_table, table
+from .formats.pairs import number
 from .lines import LineReport
 
 
@@ -57,3 +58,12 @@ class TableRows:
         if report is not None:
             self.count = count
         return report
+
+
+def row_total(columns: tuple[str, ...], values: tuple[str, ...]) -> float | None:
+    """The loss of a training table's row under its header (``columns``): its ``total``
+    column, where the header has one (YOLOv5 before 6 and YOLOv7: box + obj + cls). The
+    components alone (``box_loss``, ``cls_loss``...) are parts, never the loss: None."""
+    if not values or len(values) != len(columns) or "total" not in columns:
+        return None
+    return number(values[columns.index("total")])

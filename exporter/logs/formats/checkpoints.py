@@ -30,6 +30,8 @@
 * Megatron-LM's start of a save, ``saving checkpoint at iteration     500 to /ckpt in
   torch_dist format`` (``checkpointing.py``; older versions and Megatron-DeepSpeed prefix
   ``global rank 0 is``);
+* LeRobot's ``lerobot_train.py``: ``Checkpoint policy after step 50000``, logged right before
+  it saves, after the step's update (``step`` counts the updates done): the run's step too;
 * and the lines people print themselves, read by one general rule: "saving" or "saved" (or
   "wrote", "writing"), then "checkpoint", optionally "a", "the", "model" or "new" between:
   ``Saved checkpoint at step 50 to ckpt/ckpt-50.pt``, ``Saving checkpoint to ckpt/``,
@@ -61,6 +63,7 @@ _MEGATRON = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(
 _FAIRSEQ = re.compile(r"saved checkpoint \S+ \(epoch \d+ @ (\d{1,15}) updates")
 _MMENGINE = re.compile(r"Saving checkpoint at (\d{1,15}) (iterations|epochs)\b")
 _TACOTRON = re.compile(r"^Saving model and optimizer state at iteration (\d{1,15}) to \S")
+_LEROBOT = re.compile(r"\bCheckpoint policy after step (\d{1,15})\s*$")
 # "checkpoint" in either case of its first letter only, as the hint "heckpoint" lets through.
 _SAVE = re.compile(
     r"(?i:\b(?:sav(?:ing|ed)|wr(?:ote|iting))\s+(?:(?:a|the|model|new)\s+)?)[Cc]heckpoint\b"
@@ -83,6 +86,7 @@ _SAVE_SECONDS = re.compile(
 def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     step: int | None = None
     epochs: int | None = None
+    run_step = False  # the line's step is the run's too (LeRobot's "after step N")
     if (m := _HF.search(msg)) is not None or (m := _LIGHTNING.search(msg)) is not None:
         step = int(m.group(1))
     elif (m := _DEEPSPEED.search(msg)) is not None:
@@ -94,6 +98,8 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
         or (m := _TACOTRON.search(msg)) is not None
     ):
         step = int(m.group(1))
+    elif (m := _LEROBOT.search(msg)) is not None:
+        step, run_step = int(m.group(1)), True
     elif (m := _MMENGINE.search(msg)) is not None:
         if m.group(2) == "iterations":
             step = int(m.group(1))
@@ -104,6 +110,8 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     doc: dict[str, object] = {"last_checkpoint_timestamp": now}
     if step is not None:
         doc["last_checkpoint_step"] = step
+    if run_step:
+        doc["step"] = step
     if epochs is not None:
         doc["epoch"] = float(epochs)
     if (monitored := _MONITORED.search(msg)) is not None:

@@ -34,6 +34,7 @@ from .counts import (
     metric_logger,
     mm,
     mm_iter,
+    moved_on,
     nemo,
     of_epoch,
     one_based_epoch,
@@ -327,6 +328,16 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         train_step_in_epoch,
     ),
+    # The Annotated Transformer's run_epoch: "Epoch Step:   1801 | Accumulation Step: 181 |
+    # Loss:   1.47 | ...", the batch's index within an epoch it names on a line of its own
+    # ("[Epoch 3] Training ====") and never sizes: no run's step.
+    (re.compile(r"(?i)(?<![\w/])epoch[ _]step\s*[:=#]?\s*\d"), moved_on),
+    # LeRobot's MetricsTracker: "step:23K smpl:736K ep:2K epch:58.21 loss:0.032 ...", its
+    # counts through format_big_number (rounded to thousands, millions...): no exact step.
+    (
+        re.compile(r"(?i)(?<![\w/])step\s*[:=#]?\s*\d{1,4}(?:\.\d{1,3})?[KMBT](?![\w/])"),
+        moved_on,
+    ),
     # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |", nanoT5's
     # "Step 53050 out of 80000 |"
     (
@@ -367,9 +378,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # script's short word, with its colon)
     (
         re.compile(
-            r"(?i)(?<![\w/])(?:(?:num_)?epoch\s*[:=#]?|ep\s*:)\s*\[?\s*\d{1,9}"
+            r"(?i)(?<![\w/])(?:(?:num_)?epoch\s*[:=#]?|ep\s*:(?!.*\bepo?ch\b))\s*\[?\s*\d{1,9}"
             r"(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
-            r"(?![\d/]|\.\d)"
+            r"(?![\d/]|\.\d|[KMBT]\b)"
         ),
         epoch_summary,
     ),

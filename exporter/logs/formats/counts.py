@@ -30,6 +30,10 @@ class Count(NamedTuple):
     # A block's header (Composer's "[epoch=2][batch=3/5]:"): its step stands without a value
     # beside it, the block's lines carry them.
     header: bool = False
+    # The loop went on, to a step the line does not say exactly (LeRobot's rounded
+    # "step:23K", the Annotated Transformer's "Epoch Step: 1801" within an unnamed epoch):
+    # the step read so far is stale.
+    moved_on: bool = False
 
 
 def _int(text: str | None) -> int | None:
@@ -209,6 +213,15 @@ def step_unknown(m: re.Match[str]) -> Count:
     (samples of the epoch), AllenNLP's ``Batch 1701/17168:`` (batches of an epoch named on
     a line of its own). Its line's values are still read."""
     return Count()
+
+
+def moved_on(m: re.Match[str]) -> Count:
+    """A count that is no run's exact step, though the loop went on: LeRobot's
+    ``step:23K`` (its MetricsTracker prints the step through ``format_big_number``, rounded
+    to thousands), the Annotated Transformer's ``Epoch Step: 1801`` (the batch's index
+    within an epoch no line names or sizes). Its line's values are read; the step read
+    before it is no longer the run's."""
+    return Count(moved_on=True)
 
 
 def one_based_epoch(m: re.Match[str]) -> Count:

@@ -13,6 +13,7 @@
     ... | INFO | fairseq_cli.train | done training in 1234.5 seconds fairseq-train
     [titan] ... - root - INFO - Training completed                  torchtitan
     ('Final validation metrics: {...}')                             verl's PPO trainer
+    INFO 2026-06-12 18:27:59 ot_train.py:438 End of training        LeRobot
     Finished Training                                               PyTorch's CIFAR-10 tutorial
     Statistics on  val_best_checkpoint                              EquiBind's trainer and kin
 
@@ -97,6 +98,9 @@ _TORCHTITAN_END = re.compile(r"^\s*\[titan\] .{0,120} - INFO - Training complete
 # PyTorch's CIFAR-10 tutorial (beginner_source/blitz/cifar10_tutorial.py) and its copies:
 # print('Finished Training') after the loop, which has no other way out.
 _TUTORIAL_END = re.compile(r"^Finished Training\s*$")
+# LeRobot (lerobot_train.py, and its older scripts/train.py): logging.info("End of training")
+# after its loop, behind its logger's "INFO <time> <file>.py:<line> " prefix.
+_LEROBOT_END = re.compile(r"(?:^|\.py:\d{1,6}\s)End of training\s*$")
 _VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
 _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
 # The lines that end a run and say nothing else.
@@ -112,6 +116,7 @@ _BARE_ENDS = (
     _VERL_END,
     _TUTORIAL_END,
     _BEST_CHECKPOINT_END,
+    _LEROBOT_END,
 )
 
 
@@ -135,7 +140,7 @@ FORMAT = Format(
         " epochs completed in ",
         "Execution finished with 0",
         "[after training is done]",
-        "End of training | test loss",
+        "End of training",
         "*** Best metric: ",
         "Training completed",
         "done training in ",

@@ -29,6 +29,11 @@ The PyTorch tutorials' ``Test Error: Avg loss: 0.0629`` (and a loop's ``Train Er
 "Validation loss decreased (0.52 --> 0.48)" (an early-stopping note) is none: the loss must be
 a ``loss: value`` pair.
 
+The Annotated Transformer's ``train_worker`` prints what ``run_epoch`` returns after each
+validation (``print(sloss)``; the training epochs' return is not printed): the evaluation's
+mean loss as a tensor's repr, then its ``TrainState``: ``(tensor(1.5898),
+<__main__.TrainState object at 0x000001EDF0FB6C90>)``. That line is the eval loss.
+
 Transformers' ``log_metrics`` prints its table under ``***** train metrics *****``, each row
 ``"  {key: <{k_width}} = {value:>{v_width}}"`` (trainer_pt_utils.py). Its ``train_`` rows sum
 up the whole run (``train_loss`` is the mean over every step), so they are not read; an
@@ -40,7 +45,7 @@ from __future__ import annotations
 import re
 
 from ..lines import Format, LineReport, native
-from .pairs import PAIR, Pair, find_pairs, number, to_fields
+from .pairs import PAIR, PRINTF_NUMBER, Pair, find_pairs, number, to_fields
 
 MAX_LINE = 256
 # A date and time before the pair ("2024-04-23 15:23:41.803760: "), as loggers stamp lines.
@@ -81,12 +86,20 @@ def _phases(body: str) -> dict[str, object]:
 
 
 _TABLE_STEP = "total_timesteps"
+_TRAIN_STATE_HINT = "TrainState object at 0x"
+_TRAIN_STATE = re.compile(
+    # (The tensor's repr is its number by then: exporter.logs.parse reads scalars' reprs first.)
+    rf"^\((?:tensor\()?(?P<value>{PRINTF_NUMBER})(?:(?:, device='[\w:]{{1,16}}')?\))?, "
+    rf"<[\w.]{{1,64}}\.{_TRAIN_STATE_HINT}[0-9a-fA-F]{{1,16}}>\)$"
+)
 
 
 def parse_lone(msg: str, now: float) -> LineReport | None:
     if len(msg) > MAX_LINE:
         return None
     text = msg.rstrip()
+    if (state := _TRAIN_STATE.match(text)) is not None:
+        return native({"eval_loss": float(state["value"])}, now, "lone")
     if _TRAINER_METRICS_ROW.match(text):
         return None  # the whole run's summary, not a step's values
     row = _ROW.match(text)
@@ -114,4 +127,4 @@ def parse_lone(msg: str, now: float) -> LineReport | None:
     return native(doc, now, "lone") if doc else None
 
 
-FORMAT = Format("lone", ("oss", "OSS", _TABLE_STEP), parse_lone)
+FORMAT = Format("lone", ("oss", "OSS", _TABLE_STEP, _TRAIN_STATE_HINT), parse_lone)

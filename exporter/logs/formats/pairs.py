@@ -94,6 +94,9 @@ _PROSE = frozenset(
      "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
 )  # fmt: skip
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
+_MAGNITUDES = frozenset({"K", "M", "B", "T"})  # thousands, millions, billions, trillions
+# The fields that count (a step, a number of tokens): a rounded count is none of them.
+_COUNTS = frozenset({"step", "max_steps", "epoch", "max_epochs", "tokens"})
 # The rest of a duration in two units ("Total running time: 2min 4s", Ray's): the first
 # number alone is no value of it.
 _DURATION_GOES_ON = re.compile(r"\s*\d+(?:\.\d+)?\s?(?:s|sec|secs|ms|m|min)\b")
@@ -129,6 +132,9 @@ class Pair:
     value: float
     percent: bool = False
     seconds: bool = False  # printed with a unit of time ("0.25s", "561.94ms"): never a loss
+    # Rounded to thousands or more ("step:23K", "smpl:736K": LeRobot's format_big_number): no
+    # count's exact value.
+    rounded: bool = False
 
 
 _GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?")
@@ -193,6 +199,7 @@ def find_pairs(text: str) -> list[Pair]:
                 value,
                 m["percent"] is not None,
                 m["unit"] in _TIME_UNITS,
+                m["unit"] in _MAGNITUDES,
             )
         )
         if len(out) >= MAX_PAIRS:
@@ -264,6 +271,8 @@ def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
                 metrics.setdefault(name, p.value)
             continue
         field, rank = found
+        if p.rounded and field in _COUNTS:
+            continue
         if field == "eval_loss" and "loss" not in values and metric_name(p.key) == "val":
             # A bare "val" is the eval loss after the line's train loss (LitGPT's "loss
             # train: 2.846, val: 2.861"); alone it is whatever was validated ("Accs: Train:

@@ -317,6 +317,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         found_report = found_report._replace(epoch_of=epoch_of, printed_size=printed_size)
     if found_report is not None and count.within is not None and "step" not in doc:
         found_report = found_report._replace(within=count.within)
+    if found_report is not None and count.moved_on and "step" not in doc:
+        found_report = found_report._replace(moved_on=True)
     return found_report
 
 
