@@ -3901,3 +3901,28 @@ def test_an_epochs_own_step_count_is_no_run_step() -> None:
     assert _read_lines(["step: 40, loss: 2.0", lines[1]]).step is None
     # The tuple without the TrainState is any print of a tensor.
     assert _read_lines(["(tensor(1.5898), 3)"]).eval_loss is None
+
+
+def test_an_epoch_bar_not_yet_advanced_makes_the_inner_bars_total_no_runs() -> None:
+    """sentence-transformers' fit (2.x) draws ``trange(epochs, desc="Epoch")`` around
+    ``trange(steps_per_epoch, desc="Iteration")``. In the first epoch the outer bar stands at
+    0/5: the inner bar's 9083 is one epoch's, the run 5 x 9083, whether the copy of the log
+    kept tqdm's cursor moves (nested) or not. A bar at 0 of another description (a loading
+    bar) is no epoch bar: the inner bar's total stands."""
+    outer = "Epoch:   {p}%|          | {e}/5 [00:00<?, ?it/s]"
+    frame = "Iteration:  34%|###3      | {n}/9083 [{m:02d}:00<40:00,  2.50it/s]"
+
+    def frames(first: int, last: int) -> str:
+        return "\r".join(frame.format(n=n, m=n // 150 % 60) for n in range(first, last, 20))
+
+    first_epoch = [outer.format(p=0, e=0), frames(3000, 3062)]
+    for lines in (first_epoch, [first_epoch[0], first_epoch[1] + "\x1b[A"]):
+        report = _read_lines(lines)
+        assert (report.step, report.max_steps, report.total_from_bar) == (3060, 45415, False)
+    second = [*first_epoch, frames(9000, 9084), outer.format(p=20, e=1), frames(0, 3062)]
+    assert (_read_lines(second).step, _read_lines(second).max_steps) == (12143, 45415)
+    loading = [
+        "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]",
+        frames(3000, 3062),
+    ]
+    assert (_read_lines(loading).step, _read_lines(loading).max_steps) == (3060, 9083)

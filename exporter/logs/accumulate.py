@@ -44,6 +44,7 @@ from .bars import (
     again_at_end,
     continues,
     counted_on,
+    counts_epochs,
     epoch_of,
     eval_bar,
     inner_loop,
@@ -479,12 +480,13 @@ class LogAccumulator:
         return max(candidates, key=lambda kt: (len(kt[1].recent), kt[1].advances))
 
     def _epoch_bar(self, track: BarTrack) -> BarTrack | None:
-        """The bar that counts the passes of ``track``, a nested bar (``for epoch in
-        trange(N)`` around it): an outer bar that is not itself per pass, at no more than
-        the passes so far plus one (from the first pass on: the outer bar is drawn first,
-        at 0)."""
-        if not track.nested:
-            return None  # tqdm draws an inner bar below the outer one (nested) while both run
+        """The bar that counts the passes of ``track`` (``for epoch in trange(N)`` around
+        it): an outer bar that is not itself per pass, at no more than the passes so far
+        plus one (the outer bar is drawn first, at 0). Around a nested bar (tqdm draws an
+        inner bar below the outer one), one that advanced; before it advances (the first
+        pass under way), or around a bar a copy of the log did not mark nested, one whose
+        description is "Epoch" (sentence-transformers' ``trange(epochs, desc="Epoch")``):
+        the inner bar's total is then no run's."""
         for other in self.bars.values():
             if (
                 other is not track
@@ -492,8 +494,8 @@ class LogAccumulator:
                 and not other.evaluation
                 and not other.per_pass
                 and other.total
-                and other.advances > 0
                 and other.last_n <= track.passes + 1
+                and ((track.nested and other.advances > 0) or counts_epochs(other))
             ):
                 return other
         return None

@@ -70,6 +70,19 @@ def epoch_of(prefix: str) -> tuple[int, int | None] | None:
     return int(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
+# A bar's description that says it counts epochs, with no number of its own: tqdm's
+# ``trange(epochs, desc="Epoch")`` (sentence-transformers' fit, many scripts) around the
+# batches' bar.
+_EPOCHS_BAR = re.compile(r"(?i)^\s*epochs?\s*:?\s*$")
+
+
+def counts_epochs(track: BarTrack) -> bool:
+    """Whether a bar's description is the word "Epoch" alone: an outer bar over the epochs,
+    whose total is their number."""
+    last = track.last
+    return last is not None and _EPOCHS_BAR.match(last.prefix) is not None
+
+
 class Handover(NamedTuple):
     """Where a bar took over from an earlier one of the same description at another length:
     the run's steps and epochs at its end, and the epoch the new bar's first pass was."""
