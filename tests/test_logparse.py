@@ -3926,3 +3926,13 @@ def test_an_epoch_bar_not_yet_advanced_makes_the_inner_bars_total_no_runs() -> N
         frames(3000, 3062),
     ]
     assert (_read_lines(loading).step, _read_lines(loading).max_steps) == (3060, 9083)
+
+
+def test_a_scripts_chinese_loss_names_are_the_vocabularys() -> None:
+    """A Transformer script's epoch summary (round 119): ``Epoch 30 完成 | 训练损失: 4.3711 |
+    验证损失: 5.9969 | 时间: 385.5s`` (done, training loss, validation loss, time): the train
+    and eval losses; the time, a key outside Prometheus' alphabet, is no metric."""
+    line = "Epoch 30 完成 | 训练损失: 4.3711 | 验证损失: 5.9969 | 时间: 385.5s"
+    report = _read_lines(["Epoch:  30 | Batch:  1320/ 1330 | LR: 2.18e-04 |Loss: 4.3712", line])
+    assert (report.loss, report.eval_loss, report.metrics) == (4.3711, 5.9969, ())
+    assert _read_lines(["step 5 | 学习率: 0.001 | 损失: 2.5"]).learning_rate == 0.001

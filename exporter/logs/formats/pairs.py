@@ -16,10 +16,11 @@ from .vocabulary import COUNTER_KEYS, field_of, metric_name
 
 # A key: words of letters, digits and ``_/.@-``, up to seven of them, or a unit in
 # parentheses ("elapsed time per iteration (ms)", "throughput per GPU (TFLOP/s/GPU)"),
-# starting after a separator.
+# starting after a separator; a word may start with a CJK ideograph ("训练损失: 4.37",
+# a script's Chinese "training loss").
 _KEY = (
-    r"(?<![\w/.@\-'\"])(?P<key>[A-Za-z_][\w/.@\-]*"
-    r"(?: (?:[A-Za-z_][\w/.@\-]*|\([^()\s]{1,32}\))){0,6}?)"
+    r"(?<![\w/.@\-'\"])(?P<key>[A-Za-z_\u4e00-\u9fff][\w/.@\-]*"
+    r"(?: (?:[A-Za-z_\u4e00-\u9fff][\w/.@\-]*|\([^()\s]{1,32}\))){0,6}?)"
 )
 # Between them: ":" or "=" (spaces around allowed), or spaces alone ("loss 4.0863").
 # ":", "=", nanoT5's "-->" ("Loss --> 1.822"), or spaces.

@@ -85,6 +85,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train_loss_per_sample",  # CNTK 1 ("TrainLossPerSample =  5.87155566;")
         "cost",  # Marian ("Cost 3.89087892"), the TensorFlow tutorials' "cost="
         "main/loss",  # Chainer's reporter: the optimizer's target link, observed as "main"
+        # Chinese, as scripts print it: "训练损失" (training loss), "损失" (loss).
+        "训练损失",
+        "损失",
     ),
     "eval_loss": (
         "eval_loss",
@@ -102,6 +105,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "metrics/eval/languagecrossentropy",  # Composer's evaluation of a language model
         "val",  # LitGPT: "loss train: 2.846, val: 2.861"
         "validation/main/loss",  # Chainer's Evaluator, under its default name "validation"
+        "验证损失",  # Chinese: validation loss
     ),
     "learning_rate": (
         "learning_rate",
@@ -111,6 +115,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train_learning_rate",  # the Flax examples' CLU lines
         "train_lr",  # DeiT's, MAE's and their kin's log.txt
         "l.r.",  # Marian ("L.r. 4.6154e-05")
+        "学习率",  # Chinese: learning rate
     ),
     "grad_norm": ("grad_norm", "gnorm", "actor/grad_norm", "train/grad_norm"),
     "epoch": ("epoch", "training/epoch", "train/epoch"),
