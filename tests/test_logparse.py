@@ -3936,3 +3936,25 @@ def test_a_scripts_chinese_loss_names_are_the_vocabularys() -> None:
     report = _read_lines(["Epoch:  30 | Batch:  1320/ 1330 | LR: 2.18e-04 |Loss: 4.3712", line])
     assert (report.loss, report.eval_loss, report.metrics) == (4.3711, 5.9969, ())
     assert _read_lines(["step 5 | 学习率: 0.001 | 损失: 2.5"]).learning_rate == 0.001
+
+
+def test_a_csv_loggers_rows_give_the_step_column_and_the_reduced_loss() -> None:
+    """StableSR's metrics file from Lightning 1.x's CSV logger (round 120): a header of the
+    logged names and a row per log step, its created_at a date and time (a time, never a
+    value), its global_step a column among the values (the step), and train/loss_step the
+    loss (Lightning names a value logged on_step and on_epoch "<name>_step" and
+    "<name>_epoch"); the parts beside it (loss_simple, loss_vlb) stay custom metrics."""
+    header = (
+        "train/loss_simple_step,train/loss_vlb_step,train/loss_step,global_step,epoch,created_at"
+    )
+    row = "0.1471,0.0006,0.1471,649.0,0,2025-11-07 07:24:14.265115"
+    report = _read_lines([header, row])
+    assert (report.step, report.loss) == (649, 0.1471)
+    assert dict(report.metrics) == {"train_loss_simple_step": 0.1471, "train_loss_vlb_step": 0.0006}
+    # Words with commas and a date are no row.
+    later = _read_lines([header, "written 2025-11-07 07:24:14,3 files,0.5"])
+    assert (later.step, later.loss) == (None, None)
+    # In the bar too: the step's value is the loss, the epoch's mean a metric of its own.
+    bar = "Epoch 0: 100%|██████████| 5/5 [00:01<00:00, 4.1it/s, v_num=0, train_loss_step=0.25, train_loss_epoch=0.31]"
+    in_bar = _read_lines([bar])
+    assert (in_bar.loss, dict(in_bar.metrics).get("train_loss_epoch")) == (0.25, 0.31)

@@ -45,6 +45,7 @@ ROW = re.compile(rf"^[ \t]*{_CELL}(?:[ \t]+{_CELL}){{1,{MAX_COLUMNS - 1}}}[ \t]*
 ROW_BYTES = re.compile(
     rb"[ \t,]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*(?:\|[ \t]*)?\r?\n?$"
 )
+_DATE_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[ T](?P<clock>\d\d:\d\d:\d\d)(?:[.,]\d{1,9})?\b")
 _TIMES = frozenset(
     {"time", "dur", "duration", "estimated_time", "remaining_time", "elapsed", "elapsed_time"}
     | {"timestamp", "eta_seconds"}
@@ -57,8 +58,12 @@ def _unframed(msg: str) -> str:
     as gaps; any other line as it is. A CSV row with an empty cell then has fewer cells than
     its header, and is no row."""
     text = msg.strip()
-    if "," in text and " " not in text and "\t" not in text:
-        return "  ".join(text.split(","))
+    if "," in text and "\t" not in text and (" " not in text or _DATE_TIME.search(text)):
+        # A date and time in a cell (Lightning's CSV logger's created_at) is its clock: a
+        # time, never a value; no other space.
+        cells = [_DATE_TIME.sub(r"\g<clock>", cell) for cell in text.split(",")]
+        if not any(" " in cell for cell in cells):
+            return "  ".join(cells)
     if len(text) < 5 or text[0] != "|" or text[-1] != "|" or text.count("|") < 3:
         return msg
     return "  ".join(cell.strip() for cell in text[1:-1].split("|"))
@@ -95,7 +100,9 @@ def _offsets(msg: str, names: list[str]) -> tuple[int, ...]:
 
 def row_cells(msg: str) -> LineReport | None:
     """A row of bare numbers (its cells), which only a header before it gives a meaning."""
-    if msg.rstrip()[-1:] == "|" or ("," in msg and " " not in msg.strip()):
+    if msg.rstrip()[-1:] == "|" or (
+        "," in msg and (" " not in msg.strip() or _DATE_TIME.search(msg))
+    ):
         msg = _unframed(msg)
     if len(msg) > 400 or ROW.match(msg) is None:
         return None
@@ -174,6 +181,11 @@ def read_row(columns: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport
         if index == 0 and kind is not None:
             continue  # an epoch's index
         field = field_of(name)
+        if field is not None and field[0] == "step" and kind is None:
+            # A column of the run's step where no first column counts (a CSV logger's
+            # "global_step" among the values).
+            doc["step"] = int(value) if value == int(value) else None
+            continue
         if field is not None and field[0] in ("loss", "eval_loss"):
             doc.setdefault(field[0], value)
         elif (metric := metric_name(name)) not in _TIMES:
