@@ -3958,3 +3958,29 @@ def test_a_csv_loggers_rows_give_the_step_column_and_the_reduced_loss() -> None:
     bar = "Epoch 0: 100%|██████████| 5/5 [00:01<00:00, 4.1it/s, v_num=0, train_loss_step=0.25, train_loss_epoch=0.31]"
     in_bar = _read_lines([bar])
     assert (in_bar.loss, dict(in_bar.metrics).get("train_loss_epoch")) == (0.25, 0.31)
+
+
+def test_tqdm_loggables_lines_give_exact_counts_only() -> None:
+    """openpi's training (round 121) logs its bar through tqdm-loggable: ``Progress on:
+    -/30000`` before its first step (0 of 30000), ``4.00it/30.0kit`` (4 exact; 30.0k rounded:
+    no total), ``12.9kit/200kit`` (rounded: no step, and the step its ``Step 12800:`` line
+    gave is stale). A described bar may be any loop's: not read."""
+    stamp = "04:51:12.146 [I] Progress on:{desc} {n}/{total} rate:1.4it/s remaining:36:56:20 elapsed:2:48:09 postfix:- (8428:tqdm_logging.py:145)"
+    first = _read_lines([stamp.format(desc="", n="-", total="30000")])
+    assert (first.step, first.max_steps) == (0, 30000)
+    early = _read_lines([stamp.format(desc="", n="4.00it", total="30.0kit")])
+    assert (early.step, early.max_steps) == (4, None)
+    step_line = "Step 12800: grad_norm=0.2181, loss=0.0112, param_norm=1382.5397"
+    assert _read_lines([step_line]).step == 12800
+    later = _read_lines([step_line, stamp.format(desc="", n="12.9kit", total="200kit")])
+    assert (later.step, later.max_steps, later.loss) == (None, None, 0.0112)
+    evaluating = _read_lines([stamp.format(desc="Evaluating", n="40.0it", total="50.0it")])
+    assert evaluating.step is None
+
+
+def test_gaitsets_training_complete_ends_its_run() -> None:
+    """GaitSet's train.py prints ``Training COMPLETE`` once fit() returned (round 121)."""
+    line = "iter 80000:, hard_loss_metric=0.16106798, full_loss_metric=0.18531343, lr=0.000100, hard or full='full'"
+    assert not _read_lines([line]).final
+    assert _read_lines([line, "Training COMPLETE"]).final
+    assert not _read_lines([line, "Training COMPLETE for fold 1 of 5"]).final

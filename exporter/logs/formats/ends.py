@@ -14,6 +14,7 @@
     [titan] ... - root - INFO - Training completed                  torchtitan
     ('Final validation metrics: {...}')                             verl's PPO trainer
     INFO 2026-06-12 18:27:59 ot_train.py:438 End of training        LeRobot
+    Training COMPLETE                                               GaitSet's train.py
     Finished Training                                               PyTorch's CIFAR-10 tutorial
     Statistics on  val_best_checkpoint                              EquiBind's trainer and kin
 
@@ -101,6 +102,8 @@ _TUTORIAL_END = re.compile(r"^Finished Training\s*$")
 # LeRobot (lerobot_train.py, and its older scripts/train.py): logging.info("End of training")
 # after its loop, behind its logger's "INFO <time> <file>.py:<line> " prefix.
 _LEROBOT_END = re.compile(r"(?:^|\.py:\d{1,6}\s)End of training\s*$")
+# GaitSet's train.py: print("Training COMPLETE") once m.fit() returned (at total_iter).
+_GAITSET_END = re.compile(r"^Training COMPLETE\s*$")
 _VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
 _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
 # The lines that end a run and say nothing else.
@@ -117,6 +120,7 @@ _BARE_ENDS = (
     _TUTORIAL_END,
     _BEST_CHECKPOINT_END,
     _LEROBOT_END,
+    _GAITSET_END,
 )
 
 
@@ -141,6 +145,7 @@ FORMAT = Format(
         "Execution finished with 0",
         "[after training is done]",
         "End of training",
+        "Training COMPLETE",
         "*** Best metric: ",
         "Training completed",
         "done training in ",
