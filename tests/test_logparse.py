@@ -3984,3 +3984,12 @@ def test_gaitsets_training_complete_ends_its_run() -> None:
     assert not _read_lines([line]).final
     assert _read_lines([line, "Training COMPLETE"]).final
     assert not _read_lines([line, "Training COMPLETE for fold 1 of 5"]).final
+
+
+def test_a_plural_iters_count_of_its_total_is_the_runs_step() -> None:
+    """awesome-semantic-segmentation-pytorch's trainer and its forks (CIRKD, round 122):
+    ``Iters: 19990/20000 || Lr: ... || Task Loss: ... || KD Loss: ...``, the run's
+    iteration of max_iters; its two losses are parts of the one it optimizes (no loss)."""
+    line = "2023-10-03 03:57:17,967 semantic_segmentation INFO: Iters: 19990/20000 || Lr: 0.000023 || Task Loss: 8.2226 || KD Loss: 0.3666|| Cost Time: 4:48:41 || Estimated Time: 0:00:08"
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (19990, 20000, None)

@@ -347,10 +347,11 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         loop_count,
     ),
-    # "iter: [10/500]", "Iteration 5/100"
+    # "iter: [10/500]", "Iteration 5/100", "Iters: 19990/20000 || Lr: ..." (awesome-semantic-
+    # segmentation-pytorch's trainer and its forks: CIRKD, CWD, SKD)
     (
         re.compile(
-            r"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]?"
+            r"(?i)(?<![\w/])iter(?:ation)?s?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]?"
             r"(?![\d/]|\.\d)"
         ),
         loop_count,
