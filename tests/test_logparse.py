@@ -3993,3 +3993,14 @@ def test_a_plural_iters_count_of_its_total_is_the_runs_step() -> None:
     line = "2023-10-03 03:57:17,967 semantic_segmentation INFO: Iters: 19990/20000 || Lr: 0.000023 || Task Loss: 8.2226 || KD Loss: 0.3666|| Cost Time: 4:48:41 || Estimated Time: 0:00:08"
     report = _read_lines([line])
     assert (report.step, report.max_steps, report.loss) == (19990, 20000, None)
+
+
+def test_a_segmentation_trainers_total_training_time_ends_it_and_detectron2s_does_not() -> None:
+    """awesome-semantic-segmentation-pytorch's train.py logs ``Total training time: 4:49:16.
+    701480 (0.8678s / it)`` after its loop (round 122, CIRKD): the end. detectron2 logs its
+    ``Total training time: 0:41:22 (0:00:03 on hooks)`` in a finally, on the way out of an
+    exception too: no end."""
+    prefix = "2023-10-03 03:57:53,388 semantic_segmentation INFO: "
+    assert _read_lines([prefix + "Total training time: 4:49:16.701480 (0.8678s / it)"]).final
+    d2 = "[01/09 08:46:41 d2.engine.hooks]: Total training time: 0:41:22 (0:00:03 on hooks)"
+    assert not _read_lines([d2]).final

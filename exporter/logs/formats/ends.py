@@ -15,6 +15,8 @@
     ('Final validation metrics: {...}')                             verl's PPO trainer
     INFO 2026-06-12 18:27:59 ot_train.py:438 End of training        LeRobot
     Training COMPLETE                                               GaitSet's train.py
+    ... INFO: Total training time: 4:49:16.701480 (0.8678s / it)    awesome-semantic-
+                                                                    segmentation-pytorch
     Finished Training                                               PyTorch's CIFAR-10 tutorial
     Statistics on  val_best_checkpoint                              EquiBind's trainer and kin
 
@@ -104,6 +106,13 @@ _TUTORIAL_END = re.compile(r"^Finished Training\s*$")
 _LEROBOT_END = re.compile(r"(?:^|\.py:\d{1,6}\s)End of training\s*$")
 # GaitSet's train.py: print("Training COMPLETE") once m.fit() returned (at total_iter).
 _GAITSET_END = re.compile(r"^Training COMPLETE\s*$")
+# awesome-semantic-segmentation-pytorch's train.py (and its forks: CIRKD, CWD) after its loop:
+# "Total training time: 4:49:16.701480 (0.8678s / it)"; detectron2's "Total training time:
+# 0:41:22 (0:00:03 on hooks)", logged in a finally, is none.
+_SEGMENTATION_END = re.compile(
+    r"(?:^|\sINFO: )Total training time: \d{1,5}:\d\d:\d\d(?:\.\d{1,6})? "
+    r"\(\d{1,6}\.\d{4}s / it\)\s*$"
+)
 _VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
 _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
 # The lines that end a run and say nothing else.
@@ -121,6 +130,7 @@ _BARE_ENDS = (
     _BEST_CHECKPOINT_END,
     _LEROBOT_END,
     _GAITSET_END,
+    _SEGMENTATION_END,
 )
 
 
@@ -146,6 +156,7 @@ FORMAT = Format(
         "[after training is done]",
         "End of training",
         "Training COMPLETE",
+        "Total training time: ",
         "*** Best metric: ",
         "Training completed",
         "done training in ",
