@@ -4004,3 +4004,24 @@ def test_a_segmentation_trainers_total_training_time_ends_it_and_detectron2s_doe
     assert _read_lines([prefix + "Total training time: 4:49:16.701480 (0.8678s / it)"]).final
     d2 = "[01/09 08:46:41 d2.engine.hooks]: Total training time: 0:41:22 (0:00:03 on hooks)"
     assert not _read_lines([d2]).final
+
+
+def test_a_banners_spoken_max_steps_and_a_dataclass_field_are_the_runs_length() -> None:
+    """A pretraining script's banner (round 123): ``Max steps               : 100,000`` (words,
+    padded, grouped digits); Oumi's TrainingParams repr a field a line: ``    max_steps=1000,``
+    (its epochs beside it are not read: Trainer's max_steps wins). rsl_rl's ``Total steps:
+    512`` counts the environment steps so far: no length."""
+    assert _read_lines(["Max steps               : 100,000"]).max_steps == 100000
+    oumi = ["    gradient_accumulation_steps=1,", "    max_steps=1000,", "    num_train_epochs=3,"]
+    assert (_read_lines(oumi).max_steps, _read_lines(oumi).max_epochs) == (1000, None)
+    assert _read_lines(["    max_steps=-1,"]).max_steps is None
+    assert _read_lines(["                            Total steps: 512 "]).max_steps is None
+
+
+def test_a_rate_rounded_with_an_si_prefix_is_scaled() -> None:
+    """``37.2k tok/s`` (round 123, a pretraining script) is 37,200 tokens per second: a rate
+    rounded is still the rate (a rounded count is no count)."""
+    line = "step   48180 | loss 14.0980 | lr 1.77e-04 | grad 0.731 | 37.2k tok/s | mfu 37.40%"
+    report = _read_lines([line])
+    assert (report.step, report.loss) == (48180, 14.098)
+    assert dict(report.metrics)["tokens_per_second"] == 37200.0

@@ -70,10 +70,20 @@ _COMMAND_ARG = re.compile(
 )
 # A config dumped a setting a line: the name padded to a column before its number, at the
 # line's end (InsightFace's arcface_torch: ": total_step               3318320"), or the line
-# the setting alone (a YAML echo: "max_steps: 5000"). A pair among others is no setting.
+# the setting alone: a YAML echo ("max_steps: 5000"), a script's banner in words padded to a
+# column ("Max steps               : 100,000": the steps' names only). A pair among others is
+# no setting.
+# ("Total steps: 512" is no length: rsl_rl's count of environment steps so far.)
+_SPOKEN = "|".join(n.replace("_", "[ _]") for n in _ARG_STEPS if not n.startswith("total"))
+# Their words as the hints see them: "Max steps", "max iters", "Train iters".
+_SPOKEN_HINTS = ("ax steps", "ax iters", "ain iters", "ax train steps")
 _DUMPED = re.compile(
-    rf"(?:(?:^|\s)(?P<k>{_ARG_NAMES})\s{{2,60}}|^\s*(?P<y>{_ARG_NAMES}):\s{{0,40}})(?P<n>\d{{1,15}})\s*$"
+    rf"(?:(?:^|\s)(?P<k>{_ARG_NAMES})\s{{2,60}}|^\s*(?P<y>{_ARG_NAMES}|(?i:{_SPOKEN}))\s{{0,40}}:\s{{0,40}})"
+    r"(?P<n>\d{1,3}(?:,\d{3})+|\d{1,15})\s*$"
 )
+# A dataclass's repr a field a line ("   max_steps=1000," in Oumi's TrainingParams): the
+# steps only, since Trainer's max_steps wins over the epochs printed beside it.
+_FIELD = re.compile(rf"^\s*(?P<k>{'|'.join(_ARG_STEPS)})=(?P<n>\d{{1,15}}),?\s*$")
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 
 
@@ -97,12 +107,15 @@ def _arguments(msg: str) -> LineReport | None:
 
 def _dumped(msg: str) -> LineReport | None:
     """A setting of the run's length on its own line, as a config dump prints it, or None."""
+    if (field := _FIELD.match(msg)) is not None:
+        n = int(field["n"])
+        return LineReport("banner", ProgressReport(max_steps=n)) if n > 0 else None
     m = _DUMPED.search(msg)
-    if m is None or int(m["n"]) <= 0:
+    if m is None or (n := int(m["n"].replace(",", ""))) <= 0:
         return None
-    if (m["k"] or m["y"]) in _ARG_STEPS:
-        return LineReport("banner", ProgressReport(max_steps=int(m["n"])))
-    return LineReport("banner", ProgressReport(max_epochs=float(m["n"])))
+    if (m["k"] or m["y"]).lower().replace(" ", "_") in _ARG_STEPS:
+        return LineReport("banner", ProgressReport(max_steps=n))
+    return LineReport("banner", ProgressReport(max_epochs=float(n)))
 
 
 def parse_banner(msg: str, now: float) -> LineReport | None:
@@ -149,6 +162,7 @@ FORMAT = Format(
         *_ARG_HINTS,
         *_ARG_EPOCHS,
         *_ARG_STEPS,
+        *_SPOKEN_HINTS,
     ),
     parse_banner,
 )

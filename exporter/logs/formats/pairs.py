@@ -76,11 +76,11 @@ _ANGLED = re.compile(rf"(?<=[:=] )<(?P<value>{PRINTF_NUMBER})>")
 
 
 # A rate printed after its number: "171.26 samples/sec 8627.36 tokens/sec 1.61 updates/sec"
-# (Sockeye's and MXNet's Speedometer), "491 samples/s", "112241 tok/s": the unit names the
-# number before it, never the one after (read as "key value", the tokens per second would
-# be the updates').
+# (Sockeye's and MXNet's Speedometer), "491 samples/s", "112241 tok/s", "37.2k tok/s" (an SI
+# prefix before a space: applied): the unit names the number before it, never the one after
+# (read as "key value", the tokens per second would be the updates').
 _RATE_AFTER = re.compile(
-    r"(?<![\w.,])(?P<value>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s?"
+    r"(?<![\w.,])(?P<value>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?P<si>[kKM](?= ))?\s?"
     r"(?P<unit>(?:samples?|tokens?|toks?|updates?|words?|sents?|sentences?|examples?|images?"
     r"|imgs?|frames?|seqs?|sequences?|batches|records)/(?:s|sec|second))(?![\w/])"
 )
@@ -156,6 +156,12 @@ def number(text: str) -> float | None:
         return None
 
 
+def _scaled(value: str, si: str | None) -> float:
+    """A rate as printed, its SI prefix applied: a rate rounded to three digits ("37.2k tok/s")
+    is still the rate, unlike a count."""
+    return float(value.replace(",", "")) * {"k": 1e3, "K": 1e3, "M": 1e6}.get(si or "", 1.0)
+
+
 def find_pairs(text: str) -> list[Pair]:
     """Every ``key: value``, ``key=value`` and ``key value`` pair in ``text``, in order (at
     most :data:`MAX_PAIRS`). A value printed as a PyTorch tensor's repr
@@ -168,7 +174,7 @@ def find_pairs(text: str) -> list[Pair]:
         text = _ANGLED.sub(r"\g<value>", text)
     out: list[Pair] = []
     if "/s" in text and (rates := list(_RATE_AFTER.finditer(text))):
-        out += [Pair(m["unit"], float(m["value"].replace(",", ""))) for m in rates]
+        out += [Pair(m["unit"], _scaled(m["value"], m["si"])) for m in rates]
         text = _RATE_AFTER.sub(" | ", text)
     for m in PAIR.finditer(text):
         value = number(m["value"])
