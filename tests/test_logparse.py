@@ -4025,3 +4025,25 @@ def test_a_rate_rounded_with_an_si_prefix_is_scaled() -> None:
     report = _read_lines([line])
     assert (report.step, report.loss) == (48180, 14.098)
     assert dict(report.metrics)["tokens_per_second"] == 37200.0
+
+
+def test_a_loggers_line_glued_after_a_bars_frame_is_read_alone() -> None:
+    """TMR under Lightning (round 124): Rich's log line printed right after a validation
+    bar's total-less frame, on the same line: ``Validation: |  | 0/? [00:00<?, ?it/s][13/09/24
+    21:52:43] INFO   Epoch 499: v_recons 3.818e-01 ... loss 3.056e-01``. Its loss is the
+    train loss the line prints, not an evaluation's (the bar's word is no part of it)."""
+    frame = "\rValidation: |          | 0/? [00:00<?, ?it/s]\x1b[A"
+    line = "[13/09/24 21:52:43] INFO   Epoch 499: v_recons 3.818e-01  recons 2.136e-01  loss 3.056e-01  kl 3.668e+01"
+    report = _read_lines([frame + line])
+    assert (report.loss, report.eval_loss) == (0.3056, None)
+
+
+def test_v_prefixed_twins_are_the_validations_and_a_lone_v_loss_is_not() -> None:
+    """TMR's epoch line (round 124) prints each value twice, ``v_x`` (the validation's)
+    beside ``x``: ``v_loss 2.128`` is the eval loss there. A PPO line's lone ``v_loss`` beside
+    its ``loss`` is the value function's loss: no eval loss."""
+    line = "Epoch 499: v_recons 3.818e-01  recons 2.136e-01  v_loss 2.128e+00  loss 3.056e-01  v_kl 8.701e+01  kl 3.668e+01"
+    report = _read_lines([line])
+    assert (report.loss, report.eval_loss) == (0.3056, 2.128)
+    ppo = _read_lines(["step 10 | loss 0.5 | pi_loss 0.1 | v_loss 0.3 | entropy 1.2"])
+    assert (ppo.loss, ppo.eval_loss) == (0.5, None)

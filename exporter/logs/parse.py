@@ -308,8 +308,10 @@ _AFTER_BAR = re.compile(r"(?:it/s|s/it|\?it/s)[^\]\r]{0,512}\](?P<rest>\S.*)$")
 
 def after_bar(segment: str) -> str:
     """The text another logger appended to a bar frame, or "" (a frame ends in its ``]``:
-    the usual case costs no search)."""
+    the usual case costs no search). A bar without a total has no ``%|``: its rate ends it."""
     bar = segment.find("%|")
+    if bar < 0:
+        bar = max(segment.find("it/s]"), segment.find("s/it]"))
     end = segment.find("]", bar) if bar >= 0 else -1
     if end < 0 or not segment[end + 1 :].strip():
         return ""  # no bar, or nothing after the frame's own "]"
@@ -320,9 +322,16 @@ def after_bar(segment: str) -> str:
 def _parse_segment(raw: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
     """One segment (no carriage return), terminal codes removed; a bar drawn with a cursor
     move up after it is marked nested."""
-    found = parse_line(plain(raw), now, extra)
+    text = plain(raw)
+    found = parse_line(text, now, extra)
     if found is not None and found.bar is not None and _CURSOR_UP in raw:
         return found._replace(bar=found.bar._replace(nested=True))
+    # A bar's frame with a logger's line glued after it (a total-less validation bar, then
+    # Rich's "Epoch 499: v_loss ... loss ..."), read as one line: the line alone, never taken
+    # for the bar's (an evaluation's) words.
+    glued = found is not None and found.bar is None and ("it/s]" in text or "s/it]" in text)
+    if glued and (rest := after_bar(text)):
+        return parse_line(rest, now, extra)
     return found
 
 

@@ -214,6 +214,20 @@ def find_pairs(text: str) -> list[Pair]:
     return out
 
 
+def validation_twins(pairs: list[Pair]) -> list[Pair]:
+    """``pairs`` with a short ``v_`` prefix read as the validation's where the line prints
+    its values in twins, each ``v_x`` beside its ``x`` (TMR's ``v_recons ... recons ...
+    v_loss 2.128 loss 0.3056 v_kl ... kl``): two twins at least, since a lone ``v_loss``
+    beside a ``loss`` is a policy's value loss elsewhere (PPO)."""
+    keys = {p.key for p in pairs}
+    twins = [p for p in pairs if p.key.startswith("v_") and p.key[2:] in keys]
+    if len(twins) < 2:
+        return pairs
+    return [
+        Pair("val_" + p.key[2:], p.value, p.percent, p.seconds) if p in twins else p for p in pairs
+    ]
+
+
 @dataclass
 class Fields:
     """What pairs said, by field: the vocabulary's fields, the rates, and the rest as custom

@@ -31,7 +31,15 @@ import re
 from ..lines import Format, LineReport, native
 from .counters import find_counter
 from .counts import Count
-from .pairs import PRINTF_NUMBER, Pair, find_pairs, sole_eval_loss, sole_loss, to_fields
+from .pairs import (
+    PRINTF_NUMBER,
+    Pair,
+    find_pairs,
+    sole_eval_loss,
+    sole_loss,
+    to_fields,
+    validation_twins,
+)
 from .vocabulary import TEST_LOSS, evaluated
 
 MAX_LINE = 4096
@@ -198,7 +206,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     rest = _EPOCH_WORD.sub(" | ", rest)
     # Values printed before the counter count too ("loss:0.74, global_step:190").
     before = find_pairs(_EPOCH_WORD.sub(" | ", msg[:start])) if found is not None else []
-    pairs = before + find_pairs(rest)
+    pairs = validation_twins(before + find_pairs(rest))
     if (run := _run_iteration(count, msg[start:end], pairs, msg)) is not None:
         count = count._replace(step=run, total=None)
     # What the line prints before its first value: the counter, and words saying what it is.
