@@ -4047,3 +4047,11 @@ def test_v_prefixed_twins_are_the_validations_and_a_lone_v_loss_is_not() -> None
     assert (report.loss, report.eval_loss) == (0.3056, 2.128)
     ppo = _read_lines(["step 10 | loss 0.5 | pi_loss 0.1 | v_loss 0.3 | entropy 1.2"])
     assert (ppo.loss, ppo.eval_loss) == (0.5, None)
+
+
+def test_basicsrs_training_statistics_give_the_runs_length() -> None:
+    """BasicSR's trainer (pyiqa, round 125) logs ``Training statistics:`` and, on its last
+    line, ``\\tTotal epochs: 100; iters: 11100.``: the run is 11100 iterations."""
+    report = _read_lines(["\tTotal epochs: 100; iters: 11100."])
+    assert (report.max_steps, report.max_epochs) == (11100, 100.0)
+    assert _read_lines(["\tTotal epochs: 100; iters: 0."]).max_steps is None

@@ -44,6 +44,9 @@ _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
 _BERT_STEPS = re.compile(r"(?:^|:)\s+Num steps = (?P<n>\d{1,15})\s*$")
 _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})\b")
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
+# BasicSR's "Training statistics:" (basicsr/train.py, and the trainers built on it: pyiqa,
+# Real-ESRGAN, GFPGAN), its last line "\tTotal epochs: 100; iters: 11100.": the run's length.
+_BASICSR = re.compile(r"\bTotal epochs: (?P<e>\d{1,9}); iters: (?P<n>\d{1,15})\.")
 # The run's length among its arguments: "epochs=12" in a Namespace, "--epochs 12" on a command.
 _ARG_EPOCHS = ("epochs", "num_epochs", "n_epochs", "num_train_epochs", "max_epochs", "num_epoch")
 _ARG_STEPS = (
@@ -121,6 +124,9 @@ def _dumped(msg: str) -> LineReport | None:
 def parse_banner(msg: str, now: float) -> LineReport | None:
     if (said := _arguments(msg) or _dumped(msg)) is not None:
         return said
+    if (basicsr := _BASICSR.search(msg)) is not None and int(basicsr["n"]) > 0:
+        length = ProgressReport(max_steps=int(basicsr["n"]), max_epochs=float(basicsr["e"]) or None)
+        return LineReport("banner", length)
     if (mmcv := _MMCV.search(msg)) is not None:
         n = int(mmcv["n"])
         if n <= 0:
@@ -157,6 +163,7 @@ FORMAT = Format(
         "Num steps = ",
         "workflow: ",
         "Starting training..., iters: ",
+        "; iters: ",
         "max_train_steps (",
         "Namespace(",
         *_ARG_HINTS,
