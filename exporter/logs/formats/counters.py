@@ -335,7 +335,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # LeRobot's MetricsTracker: "step:23K smpl:736K ep:2K epch:58.21 loss:0.032 ...", its
     # counts through format_big_number (rounded to thousands, millions...): no exact step.
     (
-        re.compile(r"(?i)(?<![\w/])step\s*[:=#]?\s*\d{1,4}(?:\.\d{1,3})?[KMBT](?![\w/])"),
+        re.compile(r"(?i)(?<![\w/])step\s*[:=#]?\s*\d{1,4}(?:\.\d{1,3})?[KMBGT](?![\w/])"),
         moved_on,
     ),
     # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |", nanoT5's
@@ -381,7 +381,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(
             r"(?i)(?<![\w/])(?:(?:num_)?epoch\s*[:=#]?|ep\s*:(?!.*\bepo?ch\b))\s*\[?\s*\d{1,9}"
             r"(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
-            r"(?![\d/]|\.\d|[KMBT]\b)"
+            r"(?![\d/]|\.\d|[KMBGT]\b)"
         ),
         epoch_summary,
     ),

@@ -95,7 +95,8 @@ _PROSE = frozenset(
      "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
 )  # fmt: skip
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
-_MAGNITUDES = frozenset({"K", "M", "B", "T"})  # thousands, millions, billions, trillions
+# Thousands ("k", "K"), millions, billions ("B", "G"), trillions.
+_MAGNITUDES = frozenset({"k", "K", "M", "B", "G", "T"})
 # The fields that count (a step, a number of tokens): a rounded count is none of them.
 _COUNTS = frozenset({"step", "max_steps", "epoch", "max_epochs", "tokens"})
 # The rest of a duration in two units ("Total running time: 2min 4s", Ray's): the first

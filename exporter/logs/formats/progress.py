@@ -286,9 +286,11 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         doc["step"] = count.step + (1 if _INDEX_OF_STEP_TAKEN.match(msg) else 0)
     said = {k: v for k, v in values.items() if k != "max_steps" or v == int(v)}
     total = said.pop("max_steps", None)
+    # A total of 0 ("step 0 / 0") is no run's length: none.
     if count.total is not None:
-        doc["max_steps"] = count.total
-    elif total is not None:
+        if count.total > 0:
+            doc["max_steps"] = count.total
+    elif total is not None and total > 0:
         doc["max_steps"] = int(total)
     if count.epoch is not None and "epoch" not in said:
         doc["epoch"] = count.epoch
