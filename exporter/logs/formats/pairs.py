@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .vocabulary import COUNTER_KEYS, field_of, metric_name
 
@@ -221,12 +221,10 @@ def validation_twins(pairs: list[Pair]) -> list[Pair]:
     v_loss 2.128 loss 0.3056 v_kl ... kl``): two twins at least, since a lone ``v_loss``
     beside a ``loss`` is a policy's value loss elsewhere (PPO)."""
     keys = {p.key for p in pairs}
-    twins = [p for p in pairs if p.key.startswith("v_") and p.key[2:] in keys]
+    twins = {k for k in keys if k.startswith("v_") and k[2:] in keys}
     if len(twins) < 2:
         return pairs
-    return [
-        Pair("val_" + p.key[2:], p.value, p.percent, p.seconds) if p in twins else p for p in pairs
-    ]
+    return [replace(p, key="val_" + p.key[2:]) if p.key in twins else p for p in pairs]
 
 
 @dataclass

@@ -47,11 +47,11 @@ def parse_tqdm_loggable(msg: str, now: float) -> LineReport | None:
     if m is None or m["desc"].strip():
         return None
     step = exact(m["n"])
-    total = exact(m["total"]) if m["total"] != "-" else None
+    total = exact(m["total"])
     doc: dict[str, object] = {}
     if step is not None:
         doc["step"] = step
-    if total:  # "-" or 0 is a bar without a total
+    if total:  # "-" (0) is a bar without a total
         doc["max_steps"] = total
     found = native(doc, now, "tqdm-loggable")
     if found is None or step is not None:
