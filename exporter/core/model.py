@@ -141,10 +141,7 @@ class ProgressReport:
             ("learning_rate", self.learning_rate),
             ("grad_norm", self.grad_norm),
         )
-        return (
-            *((k, float(v)) for k, v in named if v is not None),
-            *self.metrics,
-        )
+        return (*[(k, float(v)) for k, v in named if v is not None], *self.metrics)
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,8 @@ class _Builder:
 
     def build(self, **extra: Any) -> Parsed:
         values = dict(self.values)
-        values.update({k: v for k, v in extra.items() if v is not None})
+        if extra:
+            values.update({k: v for k, v in extra.items() if v is not None})
         report = ProgressReport(
             **values, metrics=tuple(sorted(self.metrics.items())), format=self.fmt
         )
@@ -135,15 +136,17 @@ class _Builder:
 
 def _to_float(raw: Any) -> float | None:
     """Parse a JSON number or a numeric string (Kubeflow sends strings). None if neither."""
+    if isinstance(raw, str):  # first: what logs and Kubeflow send
+        if 0 < len(raw) <= KUBEFLOW_MAX_FIELD_CHARS:
+            try:
+                return float(raw.strip())
+            except ValueError:
+                return None
+        return None
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int | float):
         return as_float(raw)
-    if isinstance(raw, str) and 0 < len(raw) <= KUBEFLOW_MAX_FIELD_CHARS:
-        try:
-            return float(raw.strip())
-        except ValueError:
-            return None
     return None
 
 
@@ -403,13 +406,14 @@ def parse_native(obj: Any, now: float) -> Parsed:
         raise ReportError("invalid_type", "body must be a JSON object")
     b = _Builder(FORMAT_NATIVE)
     for key in NATIVE_FIELDS:
-        if obj.get(key) is not None:
-            b.known(key, obj[key])
+        if (value := obj.get(key)) is not None:
+            b.known(key, value)
     for key in CHECKPOINT_FIELDS:
-        if obj.get(key) is not None:
-            b.metric(key, obj[key])
-    _named_values(b, obj.get("metrics"), "metrics")
-    _named_values(b, obj.get("eval_metrics"), "eval_metrics")
+        if (value := obj.get(key)) is not None:
+            b.metric(key, value)
+    for key in ("metrics", "eval_metrics"):
+        if (values := obj.get(key)) is not None:
+            _named_values(b, values, key)
     if _NATIVE_REST.isdisjoint(obj):
         return b.build()  # values and metrics only: every line a log format reads
     progress = (

@@ -130,7 +130,7 @@ class CriJoiner:
         cri = parse_cri(line)
         if cri is None:
             return Message(line.rstrip("\n"))
-        return self._join(cri, now)
+        return self._join(cri.time, cri.stream, cri.partial, cri.message, now)
 
     def push_raw(self, raw: bytes, now: float) -> Message | None:
         """:meth:`push` for a line as read (bytes): a CRI line's head is read from its
@@ -147,15 +147,18 @@ class CriJoiner:
         gave ``start``, ``stream`` and ``partial``)."""
         stamp = raw[: start - 10].decode("utf-8", "replace")
         message = raw[start:].rstrip(b"\n").decode("utf-8", "replace")
-        return self._join(CriLine(stamp, stream, partial, message), now)
+        return self._join(stamp, stream, partial, message, now)
 
-    def _join(self, cri: CriLine, now: float) -> Message | None:
-        stream = cri.stream
-        if not cri.partial and stream not in self._partial:  # the usual whole line
-            return Message(cri.message, cri.time)
+    def _join(
+        self, stamp: str, stream: str, partial: bool, message: str, now: float
+    ) -> Message | None:
+        """One CRI line's part (:class:`CriLine`'s fields, passed apart: a CRI-O log has a
+        line per bar frame) joined to its stream's waiting chunks."""
+        if not partial and stream not in self._partial:  # the usual whole line
+            return Message(message, stamp)
         chunks = self._partial.setdefault(stream, [])
-        chunks.append(cri.message)
-        size = self._size.get(stream, 0) + len(cri.message)
+        chunks.append(message)
+        size = self._size.get(stream, 0) + len(message)
         if size > self.max_chars:
             # A bar redrawn without a newline for a long time: keep its newest frames.
             joined = "".join(chunks)
@@ -165,10 +168,10 @@ class CriJoiner:
             chunks[:] = [joined]
             size = len(joined)
         self._size[stream] = size
-        if cri.partial:
+        if partial:
             if size <= self.max_chars:
                 self._since.setdefault(stream, now)
-                self._time[stream] = cri.time
+                self._time[stream] = stamp
             else:
                 self._drop(stream)
                 self.too_long += 1
@@ -178,7 +181,7 @@ class CriJoiner:
         if len(joined) > self.max_chars:
             self.too_long += 1
             return None
-        return Message(joined, cri.time)
+        return Message(joined, stamp)
 
     def _drop(self, stream: str) -> None:
         self._partial.pop(stream, None)

@@ -63,7 +63,8 @@ def messages(
     are yielded too."""
     tail = FileTail(path, backfill=1 << 62, budget=4 << 20)  # the whole file, 4 MiB at a time
     joiner = CriJoiner()
-    search = HINT_BYTES.search
+    # Bound once: this loop runs for every line of the file, most of them passed over.
+    search, waits_on_stream, push_head = HINT_BYTES.search, joiner.waits_on_stream, joiner.push_head
     try:
         while True:
             lines = tail.read()
@@ -77,7 +78,7 @@ def messages(
                         # A whole CRI line of a stream with no partial line waiting, or a
                         # line of another shape that can be neither (a partial chunk is
                         # joined whatever it holds: no need to look into it).
-                        not partial and not joiner.waits_on_stream(stream)
+                        not partial and not waits_on_stream(stream)
                         if stream
                         else cannot_be_partial(raw) and not joiner.waits_on(raw)
                     )
@@ -87,7 +88,7 @@ def messages(
                     skipped[0] += 1
                     continue
                 message = (
-                    joiner.push_head(raw, start, stream, partial, now)
+                    push_head(raw, start, stream, partial, now)
                     if stream
                     else joiner.push(raw.decode("utf-8", "replace"), now)
                 )

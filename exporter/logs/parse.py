@@ -104,10 +104,14 @@ def _builtin(msg: str, now: float) -> LineReport | None:
         if found is not None:
             return found
     for _, hints, parser in FORMATS:
-        if any(h in msg for h in hints):
-            found = parser(msg, now)
-            if found is not None:
-                return found
+        # A loop, not any() over a generator: a line reaches this for every format ahead of
+        # its own, and the generator cost a Trainer dict 3 µs of its 27 (CRI-O benchmark).
+        for h in hints:
+            if h in msg:
+                found = parser(msg, now)
+                if found is not None:
+                    return found
+                break
     return None
 
 

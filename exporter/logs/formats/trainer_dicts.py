@@ -91,7 +91,7 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
         return None
     loss_key = None if "loss" in value else _best(value, "loss")
     step_key = "step" if "step" in value else _best(value, "step")
-    if not (_TRANSFORMERS_KEYS & set(value) or loss_key or step_key):
+    if _TRANSFORMERS_KEYS.isdisjoint(value) and not (loss_key or step_key):
         # A dict of the same family that names its loss or step otherwise (ParlAI's train
         # report: "{'exs': 570, 'mean_loss': 4.698, ..., 'total_train_updates': 73}").
         return None
