@@ -4059,3 +4059,38 @@ def test_basicsrs_training_statistics_give_the_runs_length() -> None:
     report = _read_lines(["\tTotal epochs: 100; iters: 11100."])
     assert (report.max_steps, report.max_epochs) == (11100, 100.0)
     assert _read_lines(["\tTotal epochs: 100; iters: 0."]).max_steps is None
+
+
+def test_fast_scnns_epoch_counts_from_zero() -> None:
+    """Fast-SCNN's train.py (round 127) and the trainers copied from it print ``Epoch:
+    [e/E] Iter [i/n] || Time: ...`` with the epoch of ``range(start_epoch, epochs)``, 0-based,
+    and the batch ``i + 1``: the last line of a 200-epoch run is epoch 199, its last batch the
+    run's end, never 198 epochs and a batch."""
+    line = "2025-06-13 18:31:46,139 - INFO - Epoch: [{e}/200] Iter [{i}/1487] || Time: 104436.8641 sec || lr: 0.00000000 || Loss: 1.1492"
+    last = _read_lines([line.format(e=199, i=1487)])
+    assert (last.step, last.max_steps, last.loss) == (297400, 297400, 1.1492)
+    first = _read_lines([line.format(e="0", i="  10")])
+    assert (first.step, first.max_steps) == (10, 297400)
+    # Past the last epoch of a 0-based loop: no line of this shape, nothing read as a step.
+    assert _read_lines([line.format(e=200, i=10)]).step is None
+
+
+def test_an_epoch_bar_first_seen_mid_run_counts_epochs_from_one() -> None:
+    """A tqdm bar per epoch described ``Epoch e/E train`` (round 127's wind-power trainer,
+    its log read from epoch 55 on) counts its epochs from 1 as a counter line's do, where
+    it states their number: 55 epochs of 2590 done, then 1695; the run is 400 of them. A
+    step printed beside it that disagrees (a resumed run's) keeps the run's length unknown."""
+    frame = "Epoch {e}/400 train:  {p}%|#| {n}/2590 [00:12<00:06, 138.07it/s]"
+    lines = [
+        frame.format(e=55, p=99, n=2580) + "\r" + frame.format(e=55, p=100, n=2590),
+        "[SeqAR-Diffusion] Epoch 55/400 Train Loss: 0.0669 | Val Loss: 0.0698",
+        frame.format(e=56, p=0, n=1200) + "\r" + frame.format(e=56, p=65, n=1695),
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (55 * 2590 + 1695, 400 * 2590)
+    assert (report.loss, report.eval_loss) == (0.0669, 0.0698)
+    printed = "Step: {s}. Epoch: 1072/2000. Iteration: {i}/35. Total loss: 0.18:  {p}%|#| {n}/35 [00:53<00:55,  2.21s/it]"
+    resumed = _read_lines(
+        [printed.format(s=37528, i=9, p=26, n=9), printed.format(s=37529, i=10, p=29, n=10)]
+    )
+    assert (resumed.step, resumed.max_steps) == (37529, None)

@@ -562,6 +562,8 @@ class LogAccumulator:
                 and "max_steps" not in self.values
                 and total is not None
                 and total >= int(self.values.get("step", 0))  # type: ignore[call-overload]
+                # an epoch's base taken as 1: only where the step printed agrees with it
+                and not (track.base_assumed and track.work() != self.values.get("step"))
             ):
                 # A printed step wins over the bar's count, not over its length: Trainer's
                 # bar beside DeepSpeed's "step=2000" still says the run is 24128 steps.

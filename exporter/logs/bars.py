@@ -209,10 +209,19 @@ class BarTrack:
         elif self.first_label <= 1:
             first = self.first_label
         else:
-            return False
+            # First seen past the first epoch, its base unknown: where the description
+            # states the number of epochs ("Epoch 54/400 train"), 1-based as a counter
+            # line's (the last epoch shows E/E; an epoch 0 seen would have made it 0-based).
+            return self.epochs is not None and bool(self.total)
         if self.epochs is not None and self.total:
             return True
         return self.first_label <= first
+
+    @property
+    def base_assumed(self) -> bool:
+        """Whether the epochs its description counts were taken as 1-based with nothing to
+        show it (first seen past the first epoch, no epoch 0 and no origin read)."""
+        return self.origin is None and self.first_label is not None and self.first_label > 1
 
     @property
     def per_pass(self) -> bool:

@@ -48,6 +48,7 @@ from .counts import (
     tslib_epoch,
     wenet,
     zero_based_epoch,
+    zero_based_epoch_of,
 )
 
 _N = r"(\d{1,15})"
@@ -160,6 +161,16 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         zero_based_epoch,
     ),
     (re.compile(r"\bTrain Epoch: \d{1,9} \[\s*\d{1,15}/\d{1,15} \(\d{1,3}%\)\]"), step_unknown),
+    # Fast-SCNN's train.py (Tramac) and the trainers copied from it: "Epoch: [199/200] Iter
+    # [1487/1487] || Time: 104436.8641 sec || lr: ... || Loss: 1.1492", the epoch as
+    # range(start_epoch, epochs) gives it (0-based, of E) and the batch i + 1 of the epoch's.
+    (
+        re.compile(
+            r"\bEpoch: \[\s*(?P<e>\d{1,9})/(?P<E>\d{1,9})\] Iter \[\s*(?P<i>\d{1,15})/"
+            r"(?P<n>\d{1,15})\] \|\| Time: "
+        ),
+        zero_based_epoch_of,
+    ),
     # EquiBind's trainer and its kin (3DInfomax, EquiReact): "[Epoch 12; Iter    85/   85]",
     # the 1-based epoch (range(start_epoch, num_epochs + 1), from 1) and its batch (i + 1).
     (

@@ -238,6 +238,15 @@ def zero_based_epoch(m: re.Match[str]) -> Count:
     return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), None)
 
 
+def zero_based_epoch_of(m: re.Match[str]) -> Count:
+    """A 0-based epoch of ``E`` (the last prints ``E-1/E``) and the batches done in it, of
+    ``n``: the run's step and length."""
+    e, epochs = int(m["e"]), int(m["E"])
+    if e >= epochs:
+        return Count()  # no epoch of a 0-based loop: not this shape's line
+    return _epoch_relative(e, int(m["i"]), int(m["n"]), epochs)
+
+
 def wenet(m: re.Match[str]) -> Count:
     """WeNet's ``TRAIN Batch e/i``: a 0-based epoch and the batch's index in it (the run's
     step in epoch 0 only); ``CV Batch``: the cross-validation's own count."""
