@@ -196,3 +196,43 @@ def test_a_heartbeat_after_the_final_report_is_finished_but_running() -> None:
     s = one(tracker, T0 + 180)
     assert s.state == "finished-but-running", s.state_reason
     assert one(tracker, T0 + 180 + 600).state == "finished"  # it went quiet: it exited
+
+
+def test_a_log_whose_steps_go_on_rounded_is_not_stalled_and_keeps_no_stale_step() -> None:
+    """LeRobot prints its step exact below 1000 and rounded from there (``step:1K``, round
+    118): the step read before is then no longer the run's (unknown, never the stale 800 on
+    /metrics), and its lines of values keep coming, which is training going on, not a stall.
+    When they stop, the run stalls. Fed as the log source feeds the tracker: each poll the
+    accumulator's report with the value samples read since the last."""
+    from dataclasses import replace
+
+    from exporter.logs.accumulate import LogAccumulator
+    from exporter.logs.parse import parse_message
+
+    line = (
+        "INFO 2026-06-12 10:58:46 ot_train.py:357 step:{s} smpl:32K ep:81 epch:2.53"
+        " loss:{loss} grdn:34.8 lr:1.0e-05"
+    )
+    tracker = Tracker(TrackerConfig(thresholds=SHORT))
+    acc = LogAccumulator()
+
+    def poll(text: str, now: float) -> Any:
+        for found in parse_message(text, now):
+            acc.feed(found, now)
+        samples = acc.take_samples()
+        tracker.apply(KEY, replace(acc.report(), value_samples=samples), now)
+        return one(tracker, now)
+
+    assert poll(line.format(s=800, loss=1.5), T0).step == 800
+    t = T0
+    for i in range(1, 31):  # five minutes of rounded steps, a line every 10 s
+        t = T0 + 10 * i
+        s = poll(line.format(s=f"{i}K", loss=1.5 - i * 0.01), t)
+        assert s.state == "running" and s.step is None, (i, s.state, s.step)
+    assert s.loss == pytest.approx(1.2)
+    # The same line again and again (a loop stuck printing) is no progress, nor are no lines:
+    # stalled once the threshold has passed since the last line that moved.
+    last = line.format(s="30K", loss=1.5 - 30 * 0.01)
+    assert poll(last, t + 30).state == "running"
+    assert poll(last, t + SHORT.stall_seconds + 5).state == "stalled"
+    assert poll("", t + SHORT.stall_seconds + 15).state == "stalled"

@@ -129,6 +129,10 @@ class ProgressReport:
     # Logs only: the exception a Python traceback at the log's end names ("Type: message",
     # bounded): the run failed, and this is why (states.reason).
     failure: str | None = None
+    # Logs only: the step read before is no longer the run's (the loop went on to steps the
+    # log prints rounded, LeRobot's "step:23K", or to a count within an epoch it cannot
+    # place): the run's step is unknown, not the last one read (exporter.core.run.merge).
+    step_stale: bool = False
 
     def values(self) -> tuple[tuple[str, float], ...]:
         """The report's own numbers by name (step, epoch, loss, eval_loss, learning_rate,

@@ -43,12 +43,12 @@ from .bars import (
     BarTrack,
     again_at_end,
     continues,
-    counted_on,
     counts_epochs,
     epoch_of,
     eval_bar,
     inner_loop,
     next_pass,
+    validation_in_count,
 )
 from .blocks import Blocks
 from .epoch_counter import EpochCounter, WithinEpoch
@@ -121,6 +121,7 @@ class LogAccumulator:
     tables: TableRows = field(default_factory=TableRows)
     blocks: Blocks = field(default_factory=Blocks)
     within: WithinEpoch = field(default_factory=WithinEpoch)  # counts within an epoch
+    step_stale: bool = False  # a step read was dropped as stale since the last one read
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
         """Take one parsed line, read at ``now``; ``at`` is when it was written, where the
@@ -197,6 +198,7 @@ class LogAccumulator:
                 self.values["checkpoint_seconds"] = r.checkpoint_seconds
             if r.step is not None:  # a printed step (bars count in Bar.n, never here)
                 self.structured_step = True
+                self.step_stale = False
             if r.metrics:
                 self.metrics.update(r.metrics)
             self.final = self.final or r.final
@@ -221,7 +223,8 @@ class LogAccumulator:
         of their own show it counts within an epoch (:mod:`~exporter.logs.epoch_counter`)."""
         r = line.report
         if line.moved_on and r.step is None:
-            self.values.pop("step", None)  # stale: the loop went on to a step not printed
+            # Stale: the loop went on to a step not printed.
+            self.step_stale |= self.values.pop("step", None) is not None
             return line
         if line.epoch_of is not None and line.bar is None and line.parser in ("keras", "epochs"):
             epoch, epochs = line.epoch_of
@@ -239,7 +242,7 @@ class LogAccumulator:
             # line printed it either, the step read so far is an earlier epoch's.
             step, at = self.within.place(within, self.steps_per_epoch, self.values.get("step"))
             if step is None:
-                self.values.pop("step", None)
+                self.step_stale |= self.values.pop("step", None) is not None
             return line if at is None else line._replace(report=replace(r, step=step, epoch=at))
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             if line.epoch_of is not None:  # the epoch's number on the count's own line
@@ -249,7 +252,8 @@ class LogAccumulator:
                 if total is None and self.values.get("max_steps") == self.epoch_counter.size:
                     self.values.pop("max_steps", None)  # an epoch's size, not the run's
                 if run_step is None:
-                    self.values.pop("step", None)  # a count within an epoch, not the run's
+                    # A count within an epoch, not the run's.
+                    self.step_stale |= self.values.pop("step", None) is not None
                 return line._replace(report=replace(r, step=run_step, max_steps=total))
         return line
 
@@ -394,7 +398,7 @@ class LogAccumulator:
                 if track.last_n < n < bar.n and elapsed <= bar.elapsed_seconds:
                     track.samples.append((now - (bar.elapsed_seconds - elapsed), track.work(n)))
         if not track.evaluation and bar.n > track.last_n and track.frames and self.lightning:
-            self._validation_in_count(track, bar.n)
+            validation_in_count(self.bars.values(), track, bar.n)
         if track.first_n is None:
             track.first_n = min(bar.n, oldest)
         elif again_at_end(track, bar, oldest):
@@ -419,33 +423,6 @@ class LogAccumulator:
         recent = track.recent
         while recent and now - recent[0] > RECENT:
             recent.popleft()
-
-    def _validation_in_count(self, track: BarTrack, n: int) -> None:
-        """A Lightning main bar advancing to ``n``: while a validation bar is open (drawn
-        and short of its end), the main bar counts validation batches (Lightning before
-        2.0, TQDMProgressBar.on_validation_batch_end: train_batch_idx + val_processed)."""
-        open_bars = [
-            t
-            for t in self.bars.values()
-            if t.evaluation
-            and t.frames
-            and not t.ended
-            and ((t.total and t.last_n > 0) or counted_on(track, t, n))
-        ]
-        if not open_bars:
-            track.trained = None
-            return
-        validation = max(open_bars, key=lambda t: (t.last_n, t.opened_at or 0))
-        track.counts_validation = True
-        track.validation_total = validation.total
-        if validation.last_n > 0 or validation.opened_at is None:
-            trained = max(0, n - validation.last_n)
-        else:
-            # Drawn at 0 and not since (a terminal's copy keeps one frame of it): the main
-            # bar's count when it appeared is the training done.
-            trained = min(n, validation.opened_at)
-        if track.trained is None or trained < track.trained:
-            track.trained = trained
 
     def _start_over(self) -> None:
         """Forget everything but the match counts: a new attempt begins."""
@@ -591,6 +568,7 @@ class LogAccumulator:
             final=self.final,
             format="log",
             start_time=self.start_time,
+            step_stale=self.step_stale and values.get("step") is None,
         )
         known = {k: v for k, v in values.items() if k in ProgressReport.__dataclass_fields__}
         return replace(report, **known)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -332,3 +332,31 @@ def inner_loop(track: BarTrack, outer: Sequence[tuple[object, BarTrack]]) -> boo
     if not outer:
         return False
     return all(t.last_n <= track.passes + 1 < track.work() for _, t in outer)
+
+
+def validation_in_count(bars: Iterable[BarTrack], track: BarTrack, n: int) -> None:
+    """A Lightning main bar advancing to ``n``: while a validation bar is open (drawn
+    and short of its end), the main bar counts validation batches (Lightning before
+    2.0, TQDMProgressBar.on_validation_batch_end: train_batch_idx + val_processed)."""
+    open_bars = [
+        t
+        for t in bars
+        if t.evaluation
+        and t.frames
+        and not t.ended
+        and ((t.total and t.last_n > 0) or counted_on(track, t, n))
+    ]
+    if not open_bars:
+        track.trained = None
+        return
+    validation = max(open_bars, key=lambda t: (t.last_n, t.opened_at or 0))
+    track.counts_validation = True
+    track.validation_total = validation.total
+    if validation.last_n > 0 or validation.opened_at is None:
+        trained = max(0, n - validation.last_n)
+    else:
+        # Drawn at 0 and not since (a terminal's copy keeps one frame of it): the main
+        # bar's count when it appeared is the training done.
+        trained = min(n, validation.opened_at)
+    if track.trained is None or trained < track.trained:
+        track.trained = trained

@@ -208,6 +208,16 @@ def merge(
         # trained on) is over.
         if r.failure != run.failure:
             run.failure, run.failure_at = r.failure, now if r.failure is not None else None
+    if r.step_stale:
+        # The log's loop went on to steps it does not print exactly (LeRobot's "step:23K"):
+        # the step read before is no longer the run's. Where no epoch moves either, a loss
+        # logged since that differs from the last is the loop going on, not a stall (the
+        # pace stays the steps' own); a line repeated as it was is no progress.
+        run.step = None
+        if run.epoch is None and any(
+            dict(values).get("loss", run.loss) != run.loss for _, values in r.value_samples
+        ):
+            run.last_step = now
     if r.format == "log" and r.max_steps is None and r.step is not None:
         # A log states all it knows in every report: a total it no longer states (a bar
         # that turned out to be one epoch's) is unknown, not the last one read.
