@@ -4094,3 +4094,50 @@ def test_an_epoch_bar_first_seen_mid_run_counts_epochs_from_one() -> None:
         [printed.format(s=37528, i=9, p=26, n=9), printed.format(s=37529, i=10, p=29, n=10)]
     )
     assert (resumed.step, resumed.max_steps) == (37529, None)
+
+
+def test_a_launchers_failure_names_the_workers_cause() -> None:
+    """torchrun ends a failed job's log with its own traceback, ``ChildFailedError`` and a
+    summary box (JVrabel/LLM_KD's logs/training.log, a knowledge-distillation run on 4 GPUs
+    whose workers died at ``init_process_group``): the workers' exception read before it is
+    the cause, not the launcher's word that a child failed. Alone, the launcher's is."""
+    worker = [
+        "Traceback (most recent call last):",
+        '  File "/workspace/src/train_distr.py", line 531, in <module>',
+        "    main()",
+        "RuntimeError: The server socket has failed to listen on any local network address."
+        " useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+    ]
+    launcher = [
+        "E0210 14:23:38.250077 23456244216256 torch/distributed/elastic/multiprocessing/api.py:833]"
+        " failed (exitcode: 1) local_rank: 2 (pid: 3032304) of binary: /usr/bin/python",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "src/train_distr.py FAILED",
+        "Root Cause (first observed failure):",
+        "  rank      : 2 (local_rank: 2)",
+        "  exitcode  : 1 (pid: 3032304)",
+        "============================================================",
+    ]
+    both = _read_lines(worker + launcher)
+    assert both.failure is not None and both.failure.startswith("RuntimeError: The server socket")
+    assert (both.step, both.loss) == (None, None)
+    alone = _read_lines(launcher)
+    assert alone.failure == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+    # A worker's traceback the run trained on after is no cause of a later launcher's end.
+    on = _read_lines([*worker, "step 10 loss 2.0", "step 11 loss 1.9", *launcher])
+    assert on.failure == "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+
+
+def test_counts_within_epochs_first_seen_past_the_first_epoch_place_no_step() -> None:
+    """MindSpore's LossMonitor (round 128) prints ``epoch: 300 step: 62, loss is ...``, the
+    step within the epoch: read from epoch 294 on (the log's start rotated away, an excerpt),
+    the epochs before the first one seen are not in it, so the run's step is unknown, never
+    the 7 x 62 counted from there; read from epoch 1, the epochs add up."""
+    line = "epoch: {e} step: 62, loss is 1.3457448482513428"
+    late = _read_lines([line.format(e=e) for e in range(294, 301)])
+    assert (late.step, late.loss) == (None, 1.3457448482513428)
+    early = _read_lines([line.format(e=e) for e in range(1, 4)])
+    assert early.step == 3 * 62

@@ -53,6 +53,7 @@ from .bars import (
 from .blocks import Blocks
 from .epoch_counter import EpochCounter, WithinEpoch
 from .formats.tqdm import yolov6_row
+from .formats.traceback import cause
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
 from .parse import bar_key
 from .table_rows import TableRows, row_total
@@ -156,8 +157,8 @@ class LogAccumulator:
         if line.parser in ("traceback", "exception"):
             if line.parser == "traceback":
                 self.traceback_open = True
-            elif self.traceback_open:
-                self.failure = line.report.failure
+            elif self.traceback_open and line.report.failure is not None:
+                self.failure = cause(self.failure, line.report.failure)
             return
         self.traceback_open = False
         if line.parser in ("yolo-header", "yolov5-header", "yolov6-header"):

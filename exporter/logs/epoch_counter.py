@@ -34,6 +34,7 @@ class EpochCounter:
     size: int | None = None  # an epoch's steps, where the counter prints them
     relative: bool = False  # the counter started over under a later header
     from_zero: bool = False  # "Epoch 0/24" was read: headers print the last epoch's index
+    first_header: int | None = None  # the header the first count was printed under
 
     def heading(self, epoch: int, epochs: int | None) -> None:
         """A header line: epoch ``epoch`` (of ``epochs``, where it says) begins."""
@@ -52,6 +53,8 @@ class EpochCounter:
         if self.header is None:
             return step, total
         self.zero = self.zero or step == 0
+        if self.first_header is None:
+            self.first_header = self.header
         last, last_header = self.last, self.last_header
         # A count that did not move on over a new epoch's header: it counts within epochs.
         if (
@@ -61,6 +64,10 @@ class EpochCounter:
             and self.header > last_header
         ):
             total = printed if total is None else total
+            if not self.relative and self.first_header not in (0, 1):
+                # Counted from a later epoch on (a log read from the middle of a run): the
+                # steps of the epochs before the first one seen are not in it.
+                self.base = None
             if self.base is None:
                 pass  # an earlier epoch's size was unknown: so is the run's step
             elif total is not None and total >= last:

@@ -41,6 +41,8 @@ def report_dict(r: ProgressReport) -> dict[str, Any]:
         out["metrics"] = {k: json_number(v) for k, v in r.metrics}
     if r.final:
         out["final"] = True
+    if r.failure:
+        out["failure"] = r.failure  # the exception a traceback ending the log names
     non_finite = non_finite_fields({**raw, **{f"metrics.{k}": v for k, v in r.metrics}})
     if non_finite:
         out["non_finite"] = non_finite

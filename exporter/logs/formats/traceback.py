@@ -31,6 +31,22 @@ def failure_text(kind: str, message: str | None) -> str:
     return text if len(text) <= MAX_FAILURE else text[: MAX_FAILURE - 1] + "…"
 
 
+# What a launcher raises once a worker it ran died: torchrun's ChildFailedError (its summary
+# box follows: "Root Cause (first observed failure)"), accelerate launch's and DeepSpeed's
+# CalledProcessError over the command they ran. The worker's own exception is the cause.
+_LAUNCHER_FAILURES = ("ChildFailedError", "CalledProcessError")
+
+
+def cause(earlier: str | None, new: str) -> str:
+    """The run's failure once a traceback ends in ``new``: ``earlier``, a worker's exception
+    read before it and still standing, where ``new`` is only a launcher's word that a worker
+    died; else ``new``."""
+    kind = new.split(":", 1)[0]
+    if earlier is not None and kind.endswith(_LAUNCHER_FAILURES):
+        return earlier
+    return new
+
+
 def parse_traceback(msg: str, now: float) -> LineReport | None:
     if "Traceback" in msg and _START.search(msg) is not None:
         return LineReport("traceback", EMPTY)
