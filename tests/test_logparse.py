@@ -4141,3 +4141,36 @@ def test_counts_within_epochs_first_seen_past_the_first_epoch_place_no_step() ->
     assert (late.step, late.loss) == (None, 1.3457448482513428)
     early = _read_lines([line.format(e=e) for e in range(1, 4)])
     assert early.step == 3 * 62
+
+
+def test_a_lone_loss_named_after_its_kind_is_the_loss() -> None:
+    """PaddleGAN's trainer (round 129, an RCAN run) prints its one loss as ``loss_pixel``:
+    the line's only loss-named value is its loss, as a lone ``mask_loss`` is. Its costs print
+    their unit apart (``0.80452 sec reader_cost``): no word of the next key. A loss's setting
+    (``loss_scale``) or its time (openseg's ``Loss Time 0.029s``) is never the loss."""
+    line = (
+        "[11/27 01:10:47] ppgan.engine.trainer INFO: Iter: 238100/400000 lr: 6.829e-05"
+        " loss_pixel: 8.124 batch_cost: 0.80452 sec reader_cost: 0.03792 sec"
+        " ips: 19.88770 images/s eta: 1 day, 12:10:51"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (238100, 400000, 8.124)
+    metrics = dict(report.metrics)
+    assert metrics["reader_cost"] == 0.03792 and "sec_reader_cost" not in metrics
+    assert _read_lines(["Iter: 100/200 loss_scale: 65536.0 lr: 1e-4"]).loss is None
+    assert _read_lines(["Iter: 100/200 Loss Time 0.029s lr: 0.1"]).loss is None
+    # Two parts, none of them the loss.
+    assert _read_lines(["Iter: 100/200 loss_cls: 0.5 loss_bbox: 0.2"]).loss is None
+
+
+def test_transunets_max_iterations_line_is_the_runs_length() -> None:
+    """TransUNet's trainer, and Swin-Unet's copied from it (round 129), logs ``10 iterations
+    per epoch. 1500 max iterations`` (max_epochs x len(trainloader)) after the arguments'
+    Namespace, whose ``max_iterations=30000`` it overrides: the run is 1500 steps."""
+    lines = [
+        "[08:53:53.655] Namespace(batch_size=24, max_epochs=150, max_iterations=30000, seed=1234)",
+        "[08:53:53.684] 10 iterations per epoch. 1500 max iterations ",
+        "[09:03:37.756] iteration 8 : loss : 0.309317, loss_ce: 0.023067",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (8, 1500, 0.309317)

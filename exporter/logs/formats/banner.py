@@ -47,6 +47,10 @@ _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 # BasicSR's "Training statistics:" (basicsr/train.py, and the trainers built on it: pyiqa,
 # Real-ESRGAN, GFPGAN), its last line "\tTotal epochs: 100; iters: 11100.": the run's length.
 _BASICSR = re.compile(r"\bTotal epochs: (?P<e>\d{1,9}); iters: (?P<n>\d{1,15})\.")
+# TransUNet's trainer and those copied from it (Swin-Unet): "10 iterations per epoch. 1500
+# max iterations", max_epochs x len(trainloader), the length it runs to (its argument
+# max_iterations, printed in the Namespace above it, is overridden).
+_TRANSUNET = re.compile(r"\b\d{1,12} iterations per epoch\. (?P<n>\d{1,15}) max iterations\b")
 # The run's length among its arguments: "epochs=12" in a Namespace, "--epochs 12" on a command.
 _ARG_EPOCHS = ("epochs", "num_epochs", "n_epochs", "num_train_epochs", "max_epochs", "num_epoch")
 _ARG_STEPS = (
@@ -140,6 +144,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         or _KOHYA_GUI.search(msg)
         or _MLX.search(msg)
         or _BERT_STEPS.search(msg)
+        or _TRANSUNET.search(msg)
     )
     epochs = _EPOCHS.search(msg)
     if steps is None and epochs is None:
@@ -164,6 +169,7 @@ FORMAT = Format(
         "workflow: ",
         "Starting training..., iters: ",
         "; iters: ",
+        " max iterations",
         "max_train_steps (",
         "Namespace(",
         *_ARG_HINTS,

@@ -95,6 +95,9 @@ _PROSE = frozenset(
      "and", "or", "than", "since", "over", "per", "into", "within", "the", "a", "an"}
 )  # fmt: skip
 _TIME_UNITS = frozenset({"s", "ms", "sec", "secs", "us", "min", "h"})
+# Units a value may print apart, after a space, before the next key ("min" is no such word:
+# "lr: 0.1 min loss: 0.5" names a minimum).
+_UNIT_WORDS = frozenset({"s", "ms", "sec", "secs", "us"})
 # Thousands ("k", "K"), millions, billions ("B", "G"), trillions.
 _MAGNITUDES = frozenset({"k", "K", "M", "B", "G", "T"})
 # The fields that count (a step, a number of tokens): a rounded count is none of them.
@@ -196,6 +199,11 @@ def find_pairs(text: str) -> list[Pair]:
         # value is 0.97": Kaldi's "shrink value").
         if key[:4] in ("and ", "And ") or key[:3] in ("or ", "Or "):
             key = key.split(" ", 1)[1]
+        unit, _, rest = key.partition(" ")
+        if rest and unit in _UNIT_WORDS and text[: m.start()].rstrip()[-1:].isdigit():
+            # The unit of the value before, printed apart ("batch_cost: 0.80452 sec
+            # reader_cost: 0.03792 sec", PaddleGAN's): no word of this key.
+            key = rest
         each = _PER_DEVICE.match(text, m.end())
         if each is not None and (field_of(key) or ("",))[0] in _THROUGHPUT:
             out.append(Pair("tokens_per_second", value))
@@ -251,6 +259,12 @@ _TRAINING_LOSS = re.compile(
     # A part's qualifier names a part of the loss, never the loss: DGL-KE logs "average
     # pos_loss" and "average neg_loss" on lines of their own before "average loss".
     r"(?!(?:pos|neg|positive|negative|aux|auxiliary|reg)_)[a-z0-9]+_loss"
+    # Or named after the loss ("loss_pixel", PaddleGAN's RCAN: the one loss it optimizes),
+    # never a setting of it ("loss_scale", mixed precision's), its time ("Loss Time 0.029s",
+    # openseg's) nor an evaluation's.
+    r"|loss_(?!(?:val|eval|valid|validation|test|dev|scale|scaler|weight|weights|type|fn"
+    r"|time|times|seconds|secs|ms)(?:_|$))"
+    r"[a-z0-9]+"
 )
 
 
