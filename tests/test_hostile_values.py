@@ -120,6 +120,23 @@ def test_within_bounds_drops_each_absurd_value_with_its_reason() -> None:
     assert within_bounds(fine).report is fine and within_bounds(fine).problems == ()
 
 
+def test_a_length_of_zero_is_no_length_from_any_source() -> None:
+    """``max_steps: 0`` (a push before the trainer knows its length, a log's ``step 0 / 0``)
+    is no run length: dropped without an error, so no ``training_max_steps 0`` reaches
+    /metrics, whichever source said it; the rest of the report stands."""
+    zero = ProgressReport(step=0, max_steps=0, max_epochs=0.0, loss=2.0)
+    bounded = within_bounds(zero)
+    assert (bounded.report.max_steps, bounded.report.max_epochs) == (None, None)
+    assert (bounded.report.step, bounded.report.loss, bounded.problems) == (0, 2.0, ())
+    tracker = Tracker()
+    key = RunKey("ns", "pod-0", "job")
+    from exporter.core.wire import parse_native
+
+    tracker.apply(key, parse_native({"step": 3, "max_steps": 0, "loss": 1.5}, NOW).report, NOW)
+    (snap,) = tracker.snapshot(NOW + 1)
+    assert (snap.step, snap.max_steps, snap.loss) == (3, None, 1.5)
+
+
 def test_a_run_the_tracker_cannot_read_is_left_out_and_counted() -> None:
     """A report the tracker cannot merge (a bug, a report built in code): the tracker counts
     it, still snapshots every other run, and says how many it left out. An absurd number is

@@ -340,6 +340,11 @@ def within_bounds(report: ProgressReport) -> Parsed:
     problems: list[str] = []
     changes: dict[str, Any] = {}
 
+    for name in ("max_steps", "max_epochs"):
+        if getattr(report, name) == 0:
+            # A length of 0 is no length ("totalSteps": 0 before a trainer knows its own, a
+            # log's "step 0 / 0"): not carried, whichever source said it, and no error.
+            changes[name] = None
     for name, (bound, reason) in REPORT_BOUNDS.items():
         value = getattr(report, name)
         if value is not None and not bound.holds(value):
