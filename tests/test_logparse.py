@@ -2793,7 +2793,8 @@ def test_pytorch_examples_word_language_model_is_read_to_its_end() -> None:
     ``| epoch 12 |  2800/ 2983 batches |`` is the batch's index in an epoch of 2983 (epochs
     from 1), ``| end of epoch 12 | ... | valid loss 4.81`` the eval loss, and ``| End of
     training | test loss 4.74 |`` the run's end with the test set's loss (no eval loss). The
-    command that ran it (``--epochs 12``) gives the run's length."""
+    command that ran it (``--epochs 12``) gives the run's length; the epoch's end line puts
+    the step at that epoch's end by the size the tool prints (round 131)."""
     lines = [
         "python main.py --cuda --epochs 12 --model LSTM --nhid 200 --bptt 35",
         _WORD_LM.format(e=11, i=2800, n=2983),
@@ -2804,7 +2805,7 @@ def test_pytorch_examples_word_language_model_is_read_to_its_end() -> None:
         "| End of training | test loss  4.74 | test ppl   114.95",
     ]
     report = _read_lines(lines)
-    assert (report.step, report.max_steps) == (11 * 2983 + 2800, 12 * 2983)
+    assert (report.step, report.max_steps) == (12 * 2983, 12 * 2983)
     assert (report.loss, report.eval_loss, report.final) == (4.19, 4.81, True)
     assert dict(report.metrics)["test_loss"] == 4.74
     assert not _read_lines(lines[1:-1]).final
@@ -4174,3 +4175,24 @@ def test_transunets_max_iterations_line_is_the_runs_length() -> None:
     ]
     report = _read_lines(lines)
     assert (report.step, report.max_steps, report.loss) == (8, 1500, 0.309317)
+
+
+def test_an_epochs_summary_puts_the_step_at_that_epochs_end() -> None:
+    """PaddleViT (round 131) reports its batch index every 100 of an epoch's 196
+    (``Epoch[100/100], Step[0100/0196], ...``), then the epoch's summary ``----- Epoch[100/100],
+    Train Loss: ...``: that epoch ended, so the run is at 100 x 196, not at the last count
+    printed. A summary of an epoch the step read is not in, or before the epoch's size is
+    known, moves nothing."""
+    counts = [
+        "2022-05-06 14:32:57,650 Epoch[100/100], Step[0000/0196], Avg Loss: 0.2471, Avg Acc: 0.9453",
+        "2022-05-06 14:34:26,245 Epoch[100/100], Step[0100/0196], Avg Loss: 0.2957, Avg Acc: 0.9359",
+    ]
+    summary = "2022-05-06 14:35:48,191 ----- Epoch[{e}/100], Train Loss: 0.2982, Train Acc: 0.9360, time: 173.40"
+    ended = _read_lines([*counts, summary.format(e=100)])
+    assert (ended.step, ended.max_steps, ended.loss) == (19600, 19600, 0.2982)
+    assert _read_lines(counts).step == 99 * 196 + 100
+    # An earlier epoch's summary (or one far ahead) is not the epoch under way.
+    assert _read_lines([*counts, summary.format(e=98)]).step == 99 * 196 + 100
+    assert _read_lines([*counts, summary.format(e=103)]).step == 99 * 196 + 100
+    # A summary alone: no size, no step.
+    assert _read_lines([summary.format(e=100)]).step is None

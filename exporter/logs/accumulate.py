@@ -184,6 +184,8 @@ class LogAccumulator:
                     self.steps_per_epoch = float(round(per))
             if line.parser == "checkpoints" and r.epoch is not None:
                 self._epochs_done(r.epoch)
+            elif line.epoch_done is not None and r.step is None:
+                self._epochs_done(float(line.epoch_done))  # an epoch's summary
             if r.checkpoint_timestamp is not None:
                 # The line's own time; a save that names no step is at the step read so far.
                 self.values["checkpoint_timestamp"] = r.checkpoint_timestamp if at is None else at

@@ -79,6 +79,9 @@ class LineReport(NamedTuple):
     # The loop went on to a step this line does not say exactly (Count.moved_on): the step
     # read so far is stale, and so unknown until a line says it again.
     moved_on: bool = False
+    # An epoch's summary, the epoch as printed ("----- Epoch[100/100], Train Loss: ..."): it
+    # ended; where the step read so far is inside it, the run is at its end.
+    epoch_done: int | None = None
 
 
 def native(

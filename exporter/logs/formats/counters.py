@@ -390,7 +390,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # script's short word, with its colon)
     (
         re.compile(
-            r"(?i)(?<![\w/])(?:(?:num_)?epoch\s*[:=#]?|ep\s*:(?!.*\bepo?ch\b))\s*\[?\s*\d{1,9}"
+            r"(?i)(?<![\w/])(?:(?:num_)?epoch\s*[:=#]?|ep\s*:(?!.*\bepo?ch\b))\s*\[?\s*(?P<e>\d{1,9})"
             r"(?:\s*(?:/|of)\s*(?P<E>\d{1,9}))?\]?"
             r"(?![\d/]|\.\d|[KMBGT]\b)"
         ),

@@ -34,6 +34,8 @@ class Count(NamedTuple):
     # "step:23K", the Annotated Transformer's "Epoch Step: 1801" within an unnamed epoch):
     # the step read so far is stale.
     moved_on: bool = False
+    # A summary's epoch as printed ("Epoch[100/100], Train Loss: ..."): that epoch ended.
+    done: int | None = None
 
 
 def _int(text: str | None) -> int | None:
@@ -259,7 +261,7 @@ def epoch_summary(m: re.Match[str]) -> Count:
     """An epoch with no count within it (``Epoch [3/10], Loss: 0.52``, ``(Epoch 21) TRAIN
     LOSS:0.1832``): the number of epochs where printed; which epoch is done is 0- or 1-based,
     and the step unknown."""
-    return Count(max_epochs=_int(m["E"]), summary=True)
+    return Count(max_epochs=_int(m["E"]), summary=True, done=_int(m["e"]))
 
 
 def onmt_epoch(m: re.Match[str]) -> Count:

@@ -329,6 +329,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         found_report = found_report._replace(within=count.within)
     if found_report is not None and count.moved_on and "step" not in doc:
         found_report = found_report._replace(moved_on=True)
+    if found_report is not None and count.done is not None and "step" not in doc:
+        found_report = found_report._replace(epoch_done=count.done)
     return found_report
 
 
