@@ -4196,3 +4196,15 @@ def test_an_epochs_summary_puts_the_step_at_that_epochs_end() -> None:
     assert _read_lines([*counts, summary.format(e=103)]).step == 99 * 196 + 100
     # A summary alone: no size, no step.
     assert _read_lines([summary.format(e=100)]).step is None
+
+
+def test_a_sentence_ending_in_a_length_setting_by_its_name_is_the_runs_length() -> None:
+    """A script's summary that ends in the setting by its argument's name (round 133's Phi-2
+    run: ``Calculated max_steps: 6,250``) is the run's length; a running total by name
+    (``total_steps: 512``) or a setting of -1 is none."""
+    line = "2025-09-28 20:45:04,684 - INFO - [__main__] - 📈 Calculated max_steps: {n}"
+    assert _read_lines([line.format(n="6,250")]).max_steps == 6250
+    assert _read_lines([line.format(n="-1")]).max_steps is None
+    assert _read_lines(["Collected total_steps: 512"]).max_steps is None
+    # Not a sentence's middle: the setting ends the line.
+    assert _read_lines(["max_steps: 100 reached, stopping early"]).max_steps is None

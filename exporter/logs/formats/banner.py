@@ -92,6 +92,12 @@ _DUMPED = re.compile(
 # steps only, since Trainer's max_steps wins over the epochs printed beside it.
 _FIELD = re.compile(rf"^\s*(?P<k>{'|'.join(_ARG_STEPS)})=(?P<n>\d{{1,15}}),?\s*$")
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
+# A sentence that ends in the setting by its own argument's name ("Calculated max_steps: 6,250",
+# a script's summary): its length, the name written as the code does (not a running total).
+_NAMED = "|".join(n for n in _ARG_STEPS if not n.startswith("total"))
+_SETTING = re.compile(
+    rf"(?<![\w.])(?:{_NAMED})\s{{0,40}}[:=]\s{{0,40}}(?P<n>\d{{1,3}}(?:,\d{{3}})+|\d{{1,15}})\s*$"
+)
 
 
 def _arguments(msg: str) -> LineReport | None:
@@ -118,7 +124,11 @@ def _dumped(msg: str) -> LineReport | None:
         n = int(field["n"])
         return LineReport("banner", ProgressReport(max_steps=n)) if n > 0 else None
     m = _DUMPED.search(msg)
-    if m is None or (n := int(m["n"].replace(",", ""))) <= 0:
+    if m is None:
+        setting = _SETTING.search(msg)
+        n = int(setting["n"].replace(",", "")) if setting is not None else 0
+        return LineReport("banner", ProgressReport(max_steps=n)) if n > 0 else None
+    if (n := int(m["n"].replace(",", ""))) <= 0:
         return None
     if (m["k"] or m["y"]).lower().replace(" ", "_") in _ARG_STEPS:
         return LineReport("banner", ProgressReport(max_steps=n))
