@@ -4208,3 +4208,23 @@ def test_a_sentence_ending_in_a_length_setting_by_its_name_is_the_runs_length() 
     assert _read_lines(["Collected total_steps: 512"]).max_steps is None
     # Not a sentence's middle: the setting ends the line.
     assert _read_lines(["max_steps: 100 reached, stopping early"]).max_steps is None
+
+
+def test_a_bar_whose_count_is_the_epochs_summary_number_counts_no_steps() -> None:
+    """A fine-tune (round 135) draws tqdm over ``range(100)`` epochs and prints ``Epoch
+    {epoch+1}, Training loss: ...`` after each frame: the bar's count is the epochs done, no
+    step, so neither its 60 nor its 100 is the run's step or length; one coincidence is not
+    enough (a step bar at 1 beside an epoch 1 summary stays the step)."""
+    frame = " {p}%|######    | {n}/100 [31:06:49<20:43:42, 1865.56s/it]"
+    summary = (
+        "Epoch {e}, Training loss: 0.1338, Validation loss: 0.1227, Validation Accuracy: 0.9679"
+    )
+    lines = [frame.format(p=n, n=n) + summary.format(e=n + 1) for n in (57, 58, 59, 60)]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (None, None)
+    assert (report.loss, report.eval_loss) == (0.1338, 0.1227)
+    # As the file holds them, each frame after a carriage return: the line glued after the
+    # newest frame of a message of frames is read too.
+    assert _read_lines(["\r" + line for line in lines]) == report
+    once = _read_lines([frame.format(p=1, n=1) + summary.format(e=2)])
+    assert (once.step, once.max_steps) == (1, 100)

@@ -52,7 +52,10 @@ def excerpts(corpus: Path = CORPUS) -> list[Excerpt]:
     for truth in sorted(corpus.glob("*.truth.json")):
         name = truth.name.removesuffix(".truth.json")
         doc = json.loads(truth.read_text(encoding="utf-8"))
-        text = (corpus / f"{name}.log").read_text(encoding="utf-8")
+        # As written: a bar's frames keep their carriage returns (read_text would make each
+        # "\r" a line of its own, a shape no container log has).
+        with open(corpus / f"{name}.log", encoding="utf-8", newline="") as fh:
+            text = fh.read()
         out.append(
             Excerpt(
                 name,

@@ -48,6 +48,7 @@ from .bars import (
     eval_bar,
     inner_loop,
     next_pass,
+    summary_beside,
     validation_in_count,
 )
 from .blocks import Blocks
@@ -186,6 +187,8 @@ class LogAccumulator:
                 self._epochs_done(r.epoch)
             elif line.epoch_done is not None and r.step is None:
                 self._epochs_done(float(line.epoch_done))  # an epoch's summary
+                if (chosen := self.training_bar()) is not None:
+                    summary_beside(chosen[1], line.epoch_done)
             if r.checkpoint_timestamp is not None:
                 # The line's own time; a save that names no step is at the step read so far.
                 self.values["checkpoint_timestamp"] = r.checkpoint_timestamp if at is None else at

@@ -144,6 +144,9 @@ class BarTrack:
     # that changed its batch size between epochs); the earlier bar is ``continued`` then on.
     carried: Handover | None = None
     continued: bool = False
+    # Epochs' summaries numbered as its count (or one past it), at each count they matched:
+    # a bar over the epochs (``for epoch in tqdm(range(100))``), whose count is no step.
+    epoch_counts: set[int] = field(default_factory=set)
 
     @property
     def pass_size(self) -> int | None:
@@ -332,6 +335,16 @@ def inner_loop(track: BarTrack, outer: Sequence[tuple[object, BarTrack]]) -> boo
     if not outer:
         return False
     return all(t.last_n <= track.passes + 1 < track.work() for _, t in outer)
+
+
+def summary_beside(track: BarTrack, epoch: int) -> None:
+    """An epoch's summary (``Epoch 61, Training loss: ...``) read while ``track`` is the
+    training bar: numbered as its count or one past it at two counts or more, the bar counts
+    the epochs (each frame, then the epoch's line), and so counts no steps (:attr:`items`)."""
+    if track.last_n in (epoch, epoch - 1) and track.last_n > 0:
+        track.epoch_counts.add(track.last_n)
+        if len(track.epoch_counts) >= 2:
+            track.items = True
 
 
 def validation_in_count(bars: Iterable[BarTrack], track: BarTrack, n: int) -> None:

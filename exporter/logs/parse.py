@@ -258,6 +258,8 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
                     frames[key].append((found.bar.elapsed_seconds, found.bar.n))
                 continue
             frames[key] = []
+            if (rest := after_bar(segment)) and (beside := _parse_segment(rest, now, extra)):
+                out.append(beside)  # another logger's line glued after the newest frame
         out.append(found)
     if oldest is not None:
         _older_frame(oldest, frames, firsts)
