@@ -4228,3 +4228,14 @@ def test_a_bar_whose_count_is_the_epochs_summary_number_counts_no_steps() -> Non
     assert _read_lines(["\r" + line for line in lines]) == report
     once = _read_lines([frame.format(p=1, n=1) + summary.format(e=2)])
     assert (once.step, once.max_steps) == (1, 100)
+
+
+def test_a_scripts_own_time_glued_to_its_count_is_a_stamp() -> None:
+    """DeepLab-V1-PyTorch (round 136) writes its time and then ``iters:{:4}, loss:...`` with
+    no space between: the stamp is no part of the count, and the plural ``iters:`` leading a
+    script's line is its count (a setting's ``Total iterations: 5000`` is none)."""
+    line = "2019-11-09 15:34:13iters:{i}, loss:0.2544, accuracy:0.896"
+    report = _read_lines([line.format(i="5980"), line.format(i="6000")])
+    assert (report.step, report.loss) == (6000, 0.2544)
+    assert _read_lines(["2019-11-08 23:37:35iters:  20, loss:2.0569, accuracy:0.5154"]).step == 20
+    assert _read_lines(["Total iterations: 5000, loss: 2.0"]).step is None

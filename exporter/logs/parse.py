@@ -167,6 +167,9 @@ _LAUNCHER = re.compile(
     r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
     r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
 )
+# A script's own date and time with no space before its words ("2019-11-09 15:34:13iters:6000,
+# loss:0.2544", DeepLab-V1-PyTorch's log file): a space after it, as every reader expects.
+_GLUED_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?=[A-Za-z])")
 # Full-width punctuation and space, as scripts written in Chinese print them ("loss：0.5234，
 # lr：1e-4", a README's indent of ideographic spaces): the ASCII the readers know.
 _FULL_WIDTH = str.maketrans(
@@ -199,7 +202,8 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
 
 def _without_launchers(msg: str) -> str:
     """``msg`` without the launchers' prefixes before it (:data:`_LAUNCHER`): kubectl's
-    time, then the pod's launcher's, at most three."""
+    time, then the pod's launcher's, at most three; and a space after the script's own time
+    where it glued it to its words (:data:`_GLUED_STAMP`)."""
     for _ in range(3):
         launcher = _LAUNCHER.match(msg)
         if launcher is None:
@@ -207,6 +211,8 @@ def _without_launchers(msg: str) -> str:
         msg = msg[launcher.end() :]
         if msg.endswith("across cluster]"):
             msg = _RAY_REPEATED.sub("", msg)
+    if msg[:1].isdigit() and (glued := _GLUED_STAMP.match(msg)) is not None:
+        msg = msg[: glued.end()] + " " + msg[glued.end() :]  # the script's own time, glued
     return msg
 
 

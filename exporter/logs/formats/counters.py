@@ -375,9 +375,16 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         loop_count,
     ),
-    # A loop's own "iterations:57, train loss:..." leading its line (a script's print); the
+    # A loop's own "iterations:57, train loss:..." leading its line (a script's print, after
+    # its own time where it prints one: DeepLab-V1-PyTorch's "iters:6000, loss:0.2544"); the
     # plural elsewhere is a setting's ("Total iterations: 5000"), no count.
-    (re.compile(r"^\s*iterations:(?P<i>\d{1,15}), (?=[A-Za-z])"), loop_count),
+    (
+        re.compile(
+            r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\s+)?"
+            r"iter(?:ation)?s:\s{0,8}(?P<i>\d{1,15}), (?=[A-Za-z])"
+        ),
+        loop_count,
+    ),
     # "iter: 1259", "iter 1631:"
     (
         re.compile(
