@@ -229,8 +229,7 @@ class LogAccumulator:
         of their own show it counts within an epoch (:mod:`~exporter.logs.epoch_counter`)."""
         r = line.report
         if line.moved_on and r.step is None:
-            # Stale: the loop went on to a step not printed.
-            self.step_stale |= self.values.pop("step", None) is not None
+            self._drop_step()  # stale: the loop went on to a step not printed
             return line
         if line.epoch_of is not None and line.bar is None and line.parser in ("keras", "epochs"):
             epoch, epochs = line.epoch_of
@@ -248,7 +247,7 @@ class LogAccumulator:
             # line printed it either, the step read so far is an earlier epoch's.
             step, at = self.within.place(within, self.steps_per_epoch, self.values.get("step"))
             if step is None:
-                self.step_stale |= self.values.pop("step", None) is not None
+                self._drop_step()
             return line if at is None else line._replace(report=replace(r, step=step, epoch=at))
         elif line.parser == "progress" and r.step is not None and r.epoch is None:
             if line.epoch_of is not None:  # the epoch's number on the count's own line
@@ -258,10 +257,14 @@ class LogAccumulator:
                 if total is None and self.values.get("max_steps") == self.epoch_counter.size:
                     self.values.pop("max_steps", None)  # an epoch's size, not the run's
                 if run_step is None:
-                    # A count within an epoch, not the run's.
-                    self.step_stale |= self.values.pop("step", None) is not None
+                    self._drop_step()  # a count within an epoch, not the run's
                 return line._replace(report=replace(r, step=run_step, max_steps=total))
         return line
+
+    def _drop_step(self) -> None:
+        """Forget the step read so far: it is no longer the run's (a report says it is stale,
+        :attr:`ProgressReport.step_stale`, where one was read)."""
+        self.step_stale |= self.values.pop("step", None) is not None
 
     def _epochs_done(self, epochs: float) -> None:
         """A line that says ``epochs`` are done (mmcv's save after an epoch): the step at

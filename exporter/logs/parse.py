@@ -230,11 +230,10 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
         msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
     if "\r" not in msg:
         found = _parse_segment(msg, now, extra)
-        if found is not None and found.bar is not None and (rest := after_bar(msg)):
-            # The bar, then what another logger printed after its frame on the same line.
-            beside = _parse_segment(rest, now, extra)
-            return [found] if beside is None else [found, beside]
-        return [] if found is None else [found]
+        if found is None:
+            return []
+        beside = _beside(found, msg, now, extra)
+        return [found] if beside is None else [found, beside]
     out: list[LineReport] = []
     frames: dict[tuple[str, int | None], list[tuple[float, int]]] = {}
     firsts: dict[tuple[str, int | None], str] = {}
@@ -264,13 +263,21 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
                     frames[key].append((found.bar.elapsed_seconds, found.bar.n))
                 continue
             frames[key] = []
-            if (rest := after_bar(segment)) and (beside := _parse_segment(rest, now, extra)):
-                out.append(beside)  # another logger's line glued after the newest frame
+            if (beside := _beside(found, segment, now, extra)) is not None:
+                out.append(beside)  # newest first: after the frame once reversed
         out.append(found)
     if oldest is not None:
         _older_frame(oldest, frames, firsts)
     out.reverse()
     return [_with_frames(r, frames, firsts) for r in out]
+
+
+def _beside(found: LineReport, segment: str, now: float, extra: Extra) -> LineReport | None:
+    """What another logger printed after ``found``'s bar frame in ``segment``, on the same
+    line (no newline between), read alone; None where ``found`` is no bar or nothing follows."""
+    if found.bar is None or not (rest := after_bar(segment)):
+        return None
+    return _parse_segment(rest, now, extra)
 
 
 def _enough(frames: dict[tuple[str, int | None], list[tuple[float, int]]]) -> bool:
