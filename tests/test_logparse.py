@@ -4239,3 +4239,129 @@ def test_a_scripts_own_time_glued_to_its_count_is_a_stamp() -> None:
     assert (report.step, report.loss) == (6000, 0.2544)
     assert _read_lines(["2019-11-08 23:37:35iters:  20, loss:2.0569, accuracy:0.5154"]).step == 20
     assert _read_lines(["Total iterations: 5000, loss: 2.0"]).step is None
+
+
+def test_hapis_evaluation_counts_its_own_batches() -> None:
+    """PaddlePaddle's ``Model.fit`` (hapi's ProgBarLogger) prints ``Eval begin...``, the
+    evaluation's own ``step i/n - loss: ...`` lines and ``Eval samples: N`` after each epoch
+    (jm12138/Paddle-CheXNet's logs/finetune.log): their counts are the evaluation's batches and
+    their loss the eval loss; ModelCheckpoint's ``save checkpoint at .../final`` ends fit."""
+    epoch_one = [
+        "Epoch 1/2",
+        "step 10/20 - loss: 0.5000 - AUROC_avg: 0.80 - 3s/step",
+        "step 20/20 - loss: 0.4000 - AUROC_avg: 0.81 - 3s/step",
+        "save checkpoint at /home/aistudio/save/0",
+        "Eval begin...",
+        "step 5/5 - loss: 0.9000 - AUROC_avg: 0.70 - 2s/step",
+        "Eval samples: 40",
+    ]
+    epoch_two = [
+        "Epoch 2/2",
+        "step 10/20 - loss: 0.3000 - AUROC_avg: 0.82 - 3s/step",
+        "Predict begin...",
+        "step 3/3 - 1s/step",
+        "Predict samples: 12",
+    ]
+    read = _read_lines(epoch_one + epoch_two)
+    assert (read.step, read.max_steps, read.loss, read.eval_loss) == (30, 40, 0.3, 0.9)
+    assert not read.final
+    end = [
+        "step 20/20 - loss: 0.2000 - AUROC_avg: 0.83 - 3s/step",
+        "Eval begin...",
+        "step 5/5 - loss: 0.8000 - AUROC_avg: 0.72 - 2s/step",
+        "Eval samples: 40",
+        "save checkpoint at /home/aistudio/save/final",
+    ]
+    read = _read_lines(epoch_one + epoch_two + end)
+    assert (read.step, read.loss, read.eval_loss, read.final) == (40, 0.2, 0.8, True)
+    # An epoch's save names the epoch: no end; someone's own words about a "final" are not it.
+    assert not _read_lines([*epoch_one, "MY: save checkpoint at /out/final"]).final
+
+
+def test_a_scripts_counted_stages_are_no_steps() -> None:
+    """A script's setup counted in brackets (Edmund-a7/longlive_modify's ``[3/6] No new LoRA
+    adapter, training new layers directly...``) is no step of 6; a count in brackets with a
+    named value after it is (deep-text-recognition-benchmark's ``[1/300000] Train loss:``)."""
+    stages = [
+        "[1/6] Initializing model...",
+        "[2/6] Setting up trainable parameters...",
+        "[3/6] No new LoRA adapter, training new layers directly...",
+    ]
+    read = _read_lines(stages)
+    assert (read.step, read.max_steps) == (None, None)
+    read = _read_lines([*stages, "[1/300000] Train loss: 3.63514, Valid loss: 3.57144"])
+    assert (read.step, read.max_steps, read.loss) == (1, 300000, 3.63514)
+
+
+def test_minimind_prints_the_epoch_and_its_batch_in_parentheses() -> None:
+    """MiniMind's ``Epoch:[e/E](i/n), loss: ...`` (trainer/train_pretrain.py: the 1-based
+    epoch, the batch within the epoch's n)."""
+    read = _read_lines(["Epoch:[1/2](100/400), loss: 2.5000, logits_loss: 2.5000, lr: 0.0005"])
+    assert (read.step, read.max_steps, read.loss) == (100, 800, 2.5)
+    read = _read_lines(["Epoch:[2/2](400/400), loss: 2.1000, logits_loss: 2.1000, lr: 0.00005"])
+    assert (read.step, read.max_steps) == (800, 800)
+
+
+_SAVE = (
+    "[2025-02-16 16:31:01,174] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint"
+    " global_step{} is about to be saved!"
+)
+_READY = (
+    "[2025-02-16 16:31:01,174] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch]"
+    " Checkpoint global_step{} is ready now!"
+)
+
+
+def _trainer_dicts(n: int, epoch: float) -> list[str]:
+    return [f"{{'loss': 4.4, 'grad_norm': 0.07, 'epoch': {epoch + i / 100:.2f}}}" for i in range(n)]
+
+
+def test_trainer_dicts_count_the_steps_after_the_last_one_printed() -> None:
+    """Trainer's dicts without its bar, DeepSpeed's saves every 50 steps (CqGao112/CN-Mini-Phi3's
+    sft.log): five dicts between two saves are one every 10 steps, so three after the save at
+    150 are at 180. Two gaps must agree; one gap, or uneven ones, leave the step printed."""
+    saves = []
+    for step in (50, 100, 150):
+        saves += [*_trainer_dicts(5, step / 250), _SAVE.format(step), _READY.format(step)]
+    after = _trainer_dicts(3, 0.62)
+    assert _read_lines(saves + after).step == 180
+    assert _read_lines(saves[7:] + after).step == 150  # one gap measured: not trusted
+    uneven = [*saves[:7], *_trainer_dicts(4, 0.4), _SAVE.format(150), _READY.format(150)]
+    assert _read_lines(uneven + after).step == 150
+    # The dict after the run's end (train_runtime, train_loss) is no step of its own.
+    end = "{'train_runtime': 6311.5782, 'train_steps_per_second': 0.076, 'train_loss': 4.59, 'epoch': 0.65}"
+    assert _read_lines([*saves, *after, end]).step == 180
+
+
+def test_deepspeeds_launch_command_gives_epochs_times_steps_per_epoch() -> None:
+    """DeepSpeed's runner logs the command it runs (``cmd = .../python3.10 -u -m
+    deepspeed.launcher.launch ... train_ds.py --epochs=50 --steps_per_epoch=32``, LISA's): the
+    run's steps are the product where both are said."""
+    cmd = (
+        "[2025-11-11 15:01:51,479] [INFO] [runner.py:630:main] cmd = /home/u/envs/lisa/bin/"
+        "python3.10 -u -m deepspeed.launcher.launch --world_info=eyJsb2Nh --master_port=24999"
+        " train_ds.py --version=llava --epochs=50 --steps_per_epoch=32 --lr=0.0003"
+    )
+    read = _read_lines([cmd])
+    assert (read.max_steps, read.max_epochs) == (1600, 50.0)
+    assert _read_lines([cmd.replace(" --steps_per_epoch=32", "")]).max_steps is None
+    assert (
+        _read_lines([cmd.replace("cmd = /home/u/envs/lisa/bin/python3.10", "cmd = ls")]).max_epochs
+        is None
+    )
+
+
+def test_a_rank_prefixed_exception_is_the_failure() -> None:
+    """torchrun's ``[rank0]:`` before each line of a worker's traceback
+    (Edmund-a7/longlive_modify's train_output.log): its exception is the cause, not the
+    launcher's ChildFailedError after it."""
+    lines = [
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "/z/train_opens2v.py", line 107, in <module>',
+        "[rank0]:     main()",
+        "[rank0]: RuntimeError: mat2 must be a matrix, got 1-D tensor",
+        "Traceback (most recent call last):",
+        '  File "/z/bin/torchrun", line 33, in <module>',
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    ]
+    assert _read_lines(lines).failure == "RuntimeError: mat2 must be a matrix, got 1-D tensor"

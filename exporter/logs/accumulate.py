@@ -52,6 +52,7 @@ from .bars import (
     validation_in_count,
 )
 from .blocks import Blocks
+from .dict_steps import DictSteps
 from .epoch_counter import EpochCounter, WithinEpoch
 from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
@@ -123,6 +124,7 @@ class LogAccumulator:
     tables: TableRows = field(default_factory=TableRows)
     blocks: Blocks = field(default_factory=Blocks)
     within: WithinEpoch = field(default_factory=WithinEpoch)  # counts within an epoch
+    dict_steps: DictSteps = field(default_factory=DictSteps)  # Trainer's dicts, no bar
     step_stale: bool = False  # a step read was dropped as stale since the last one read
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
@@ -215,6 +217,11 @@ class LogAccumulator:
                 self.samples.append((now if at is None else at, r.values()))
             if line.parser == "transformers" and r.epoch is not None and r.loss is not None:
                 self._epoch_mark(now if at is None else at, r.epoch)
+                counted = None if r.final or r.step is not None else self.dict_steps.dict_seen()
+                if counted is not None and not self.bars:  # a bar counts the steps itself
+                    self.values["step"] = counted
+            elif r.step is not None:
+                self.dict_steps.printed(r.step)
         if line.epoch_of is not None and line.bar is None and line.parser == "keras":
             self.keras_epoch = line.epoch_of
         if line.samples is not None:

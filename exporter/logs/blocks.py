@@ -16,9 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .formats.vocabulary import evaluated
-from .lines import ENTRY, EVAL_BLOCK, LAST_ENTRY, TEST_BLOCK, TRAIN_BLOCK, LineReport
+from .lines import (
+    ENTRY,
+    EVAL_BLOCK,
+    EVAL_STEPS,
+    LAST_ENTRY,
+    PREDICT_STEPS,
+    TEST_BLOCK,
+    TRAIN_BLOCK,
+    LineReport,
+)
 
-_BLOCKS = (TRAIN_BLOCK, EVAL_BLOCK, TEST_BLOCK)
+_BLOCKS = (TRAIN_BLOCK, EVAL_BLOCK, TEST_BLOCK, EVAL_STEPS, PREDICT_STEPS)
+_STEP_BLOCKS = {EVAL_STEPS: EVAL_BLOCK, PREDICT_STEPS: TEST_BLOCK}
 _ENTRIES = (ENTRY, LAST_ENTRY)
 
 
@@ -42,6 +52,14 @@ def in_block(line: LineReport, block: str) -> LineReport | None:
     return line._replace(report=replace(r, loss=None, eval_loss=r.loss, metrics=metrics))
 
 
+def _counted_in(line: LineReport, block: str) -> LineReport | None:
+    """A counter line in an evaluation's (or a prediction's) own block: its values are the
+    block's, and its count, the evaluation's batch, is dropped with its total so that neither
+    becomes the run's step."""
+    r = line.report
+    return in_block(line._replace(report=replace(r, step=None, max_steps=None)), block)
+
+
 @dataclass
 class Blocks:
     """The block the last header opened in one log, until its last entry or another line."""
@@ -55,6 +73,8 @@ class Blocks:
         drawn in it); an epoch's header keeps the block open; a header opens its block; any
         other line closes it."""
         if line.part not in _ENTRIES:
+            if self.open in _STEP_BLOCKS and line.parser == "progress":
+                return _counted_in(line, _STEP_BLOCKS[self.open])
             if self.open is not None and line.parser == "lone":
                 return in_block(line, self.open)  # a stage's value, one a line (PyText's)
             if self.open is not None and line.bar is not None:

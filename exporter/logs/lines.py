@@ -40,6 +40,11 @@ EVAL_BLOCK = "block-eval"
 TEST_BLOCK = "block-test"
 ENTRY = "block-entry"
 LAST_ENTRY = "block-last-entry"
+# An evaluation's or a prediction's block whose entries are counter lines of their own
+# (PaddlePaddle hapi's "Eval begin..." and then "step 10/88 - loss: ..."): their counts are
+# the evaluation's batches, never the run's steps; it stays open until another line is read.
+EVAL_STEPS = "block-eval-steps"
+PREDICT_STEPS = "block-predict-steps"
 
 
 class LineReport(NamedTuple):

@@ -71,7 +71,13 @@ _ARG_HINTS = tuple(
 _NAMESPACE_ARG = re.compile(rf"[(,]\s*(?P<k>{_ARG_NAMES})=(?P<n>\d{{1,15}})(?=[,)])")
 _COMMAND = re.compile(
     r"^\s*(?:[$+]\s+)?(?:\S*/)?(?:python[\d.]*|torchrun|accelerate launch|deepspeed)\s"
+    # DeepSpeed's launcher logs the command it runs (runner.py: "cmd = /usr/bin/python3 -u
+    # -m deepspeed.launcher.launch ... train_ds.py --epochs=50 --steps_per_epoch=32").
+    r"|\bcmd = (?:\S*/)?python[\d.]*\s"
 )
+# Both said, the run's steps are their product: LISA's "--epochs=50 --steps_per_epoch=32"
+# (train_ds.py runs steps_per_epoch steps in each of its epochs), Keras' fit arguments.
+_ARG_PER_EPOCH = re.compile(r"\s--steps[_-]per[_-]epoch[= ](?P<n>\d{1,15})(?=\s|$)")
 _COMMAND_ARG = re.compile(
     rf"\s--(?P<k>{_ARG_NAMES.replace('_', '[_-]')})[= ](?P<n>\d{{1,15}})(?=\s|$)"
 )
@@ -105,13 +111,16 @@ def _arguments(msg: str) -> LineReport | None:
     None: the number of epochs, or of steps, or both."""
     if msg.lstrip().startswith("Namespace(") or " Namespace(" in msg:
         found = _NAMESPACE_ARG.finditer(msg)
-    elif _COMMAND.match(msg):
+    elif _COMMAND.search(msg):
         found = _COMMAND_ARG.finditer(msg)
     else:
         return None
     said = {m["k"].replace("-", "_"): int(m["n"]) for m in found if int(m["n"]) > 0}
     epochs = next((said[k] for k in _ARG_EPOCHS if k in said), None)
     steps = next((said[k] for k in _ARG_STEPS if k in said), None)
+    per_epoch = _ARG_PER_EPOCH.search(msg)
+    if steps is None and epochs is not None and per_epoch is not None:
+        steps = epochs * int(per_epoch["n"]) or None
     if epochs is None and steps is None:
         return None
     report = ProgressReport(max_steps=steps, max_epochs=float(epochs) if epochs else None)

@@ -250,9 +250,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"^\s*(?:Validation|Testing|Sanity checking)\b[^:]{0,40}: iteration \d"),
         eval_count,
     ),
-    # A count in brackets leading the line, a word after it: deep-text-recognition-benchmark's
-    # "[1/300000] Train loss: 3.63, Valid loss: 3.57" ({iteration + 1} of num_iter).
-    (re.compile(r"^\s*\[(?P<i>\d{1,12})/(?P<n>\d{1,12})\] (?=[A-Za-z])"), step_of),
+    # A count in brackets leading the line, a named value after it: deep-text-recognition-
+    # benchmark's "[1/300000] Train loss: 3.63, Valid loss: 3.57" ({iteration + 1} of
+    # num_iter). A script's stages are counted so too, with words only ("[3/6] No new LoRA
+    # adapter, training new layers directly..."): no value, no step.
+    (
+        re.compile(r"^\s*\[(?P<i>\d{1,12})/(?P<n>\d{1,12})\] (?=[A-Za-z][\w ]{0,40}[:=] ?[-+.\d])"),
+        step_of,
+    ),
     # rsl_rl (Isaac Lab, legged_gym): "Learning iteration 1/10", the 0-based index of the
     # iteration just learned (on_policy_runner.py: for it in range(start, tot_iter)).
     (re.compile(r"\bLearning iteration (?P<i>\d{1,15})/(?P<n>\d{1,15})\b"), after_index),
@@ -282,6 +287,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"(?:\w+\s+){0,2}?(?:step|iter(?:ation)?)s?\s*[:=#]?\s*\[?\s*(?P<i>\d{1,15})\s*(?:/|of)\s*"
             r"(?P<n>\d{1,15})\]?(?![\d/]|\.\d)"
         ),
+        epoch_of_n,
+    ),
+    # MiniMind's trainers: "Epoch:[1/2](100/44160) loss:..." (the 1-based epoch of args.epochs,
+    # the batch within the epoch's iters: enumerate(loader, start=start_step + 1) since 2025,
+    # 0-based before; the last line of an epoch shows (n/n)).
+    (
+        re.compile(r"\bEpoch:\[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\((?P<i>\d{1,15})/(?P<n>\d{1,15})\)"),
         epoch_of_n,
     ),
     (re.compile(r"\bEpoch\s+(?P<e>\d{1,9}),\s+(?P<i>\d{1,12})/\s*(?P<n>\d{1,12});"), onmt_epoch),

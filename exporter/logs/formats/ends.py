@@ -19,6 +19,7 @@
                                                                     segmentation-pytorch
     Finished Training                                               PyTorch's CIFAR-10 tutorial
     Statistics on  val_best_checkpoint                              EquiBind's trainer and kin
+    save checkpoint at /home/aistudio/save_fine/final               PaddlePaddle's Model.fit
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -113,6 +114,10 @@ _SEGMENTATION_END = re.compile(
     r"(?:^|\sINFO: )Total training time: \d{1,5}:\d\d:\d\d(?:\.\d{1,6})? "
     r"\(\d{1,6}\.\d{4}s / it\)\s*$"
 )
+# PaddlePaddle's high-level API: hapi's ModelCheckpoint saves "final" in on_train_end, the
+# last thing Model.fit does ("save checkpoint at /home/aistudio/save/final"; each epoch's save
+# names the epoch, "save checkpoint at .../5").
+_HAPI_END = re.compile(r"^\s*save checkpoint at (?:\S*/)?final\s*$")
 _VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
 _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
 # The lines that end a run and say nothing else.
@@ -131,6 +136,7 @@ _BARE_ENDS = (
     _LEROBOT_END,
     _GAITSET_END,
     _SEGMENTATION_END,
+    _HAPI_END,
 )
 
 
@@ -163,6 +169,7 @@ FORMAT = Format(
         "Final validation metrics: ",
         "Finished Training",
         "val_best_checkpoint",
+        "save checkpoint at ",
     ),
     parse_ends,
 )

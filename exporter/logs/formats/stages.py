@@ -15,13 +15,25 @@ from __future__ import annotations
 
 import re
 
-from ..lines import EMPTY, EVAL_BLOCK, TEST_BLOCK, TRAIN_BLOCK, Format, LineReport
+from ..lines import (
+    EMPTY,
+    EVAL_BLOCK,
+    EVAL_STEPS,
+    PREDICT_STEPS,
+    TEST_BLOCK,
+    TRAIN_BLOCK,
+    Format,
+    LineReport,
+)
 
 _HEADER = re.compile(r"^\s*Stage\.(?P<stage>TRAIN|EVAL|TEST)\s*$")
 _BLOCK = {"TRAIN": TRAIN_BLOCK, "EVAL": EVAL_BLOCK, "TEST": TEST_BLOCK}
 # AllenNLP's phase, alone after its logger's name.
 _PHASE = re.compile(r"(?:^|\s-\s)(?P<phase>Training|Validating)\s*$")
 _PHASE_BLOCK = {"Training": TRAIN_BLOCK, "Validating": EVAL_BLOCK}
+# hapi's callbacks.ProgBarLogger: on_eval_begin / on_predict_begin, on_eval_end's count.
+_HAPI = re.compile(r"^\s*(?P<phase>Eval|Predict) (?:begin\.\.\.|samples: \d{1,15})\s*$")
+_HAPI_BLOCK = {"Eval": EVAL_STEPS, "Predict": PREDICT_STEPS}
 
 
 def parse_stage(msg: str, now: float) -> LineReport | None:
@@ -29,10 +41,19 @@ def parse_stage(msg: str, now: float) -> LineReport | None:
     header = _HEADER.match(msg)
     if header is not None:
         return LineReport("stages", EMPTY, part=_BLOCK[header["stage"]])
+    hapi = _HAPI.match(msg)
+    if hapi is not None:
+        # Its end ("Eval samples: N") is a line of its own, read only to close the block.
+        opened = _HAPI_BLOCK[hapi["phase"]] if msg.rstrip().endswith("...") else ""
+        return LineReport("stages", EMPTY, part=opened)
     phase = _PHASE.search(msg)
     if phase is None:
         return None
     return LineReport("stages", EMPTY, part=_PHASE_BLOCK[phase["phase"]])
 
 
-FORMAT = Format("stages", ("Stage.", "Training", "Validating"), parse_stage)
+FORMAT = Format(
+    "stages",
+    ("Stage.", "Training", "Validating", "Eval begin", "Eval samples", "Predict "),
+    parse_stage,
+)

@@ -19,8 +19,11 @@ MAX_FAILURE = 200  # characters of the exception line kept (its message can be a
 # torchrun ("[rank0]: "), Ray ("(TaskRunner pid=87031) "), plain.
 _PREFIX = r"(?:\[(?:rank|Rank|RANK)\s*\d+\]:\s*|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s*)?"
 _START = re.compile(_PREFIX + r"Traceback \(most recent call last\):\s*$")
+# One space may lead it: the one after a launcher's prefix taken off before the parsers see
+# the line ("[rank0]: RuntimeError: ..." reaches them as " RuntimeError: ..."); a traceback's
+# code lines are indented by more.
 _EXCEPTION = re.compile(
-    r"^" + _PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w{0,80}"
+    r"^ ?" + _PREFIX + r"(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w{0,80}"
     r"(?:Error|Exception|Exit|Interrupt|Failure|Fault))(?::\s*(?P<message>.*?))?\s*$"
 )
 

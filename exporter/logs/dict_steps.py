@@ -1,0 +1,49 @@
+"""The step Trainer's log dicts count where no bar counts it.
+
+Hugging Face Trainer logs a dict every ``logging_steps`` optimizer steps (``{'loss': 4.48,
+'grad_norm': ..., 'epoch': 1.9}``) and names no step in it; a log without its bar (stdout
+redirected, ``disable_tqdm``) may still print the step elsewhere, as DeepSpeed's ``Checkpoint
+global_step450 is about to be saved!`` every ``save_steps``. Between two such steps the dicts
+come evenly: 5 between 400 and 450 is one every 10 steps, so three after 450 are at 480. The
+count is only trusted where two gaps measured it alike; otherwise the step printed stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class DictSteps:
+    """The printed steps and the training dicts between them, in one log."""
+
+    anchor: int | None = None  # the last step printed by another line
+    since: int = 0  # training dicts read since it
+    gaps: list[int] = field(default_factory=list)  # steps per dict, each gap's
+
+    def printed(self, step: int) -> None:
+        """A step printed by a line other than a dict: a new anchor, and where dicts came
+        since the last one, the steps each of them stood for (None if uneven)."""
+        if self.anchor is not None and step == self.anchor:
+            return  # the same save announced twice ("about to be saved", "is ready now")
+        if self.anchor is not None and step > self.anchor and self.since > 0:
+            gap, rest = divmod(step - self.anchor, self.since)
+            self.gaps.append(gap if rest == 0 else 0)
+        elif self.anchor is not None:
+            self.gaps.append(0)  # no dict between, or back in steps: nothing to count on
+        self.anchor, self.since = step, 0
+
+    def interval(self) -> int | None:
+        """The steps one dict stands for: where the last two gaps agree (and none before
+        them disagreed with one another's count of zero), else None."""
+        if len(self.gaps) < 2 or 0 in self.gaps[-2:] or self.gaps[-1] != self.gaps[-2]:
+            return None
+        return self.gaps[-1]
+
+    def dict_seen(self) -> int | None:
+        """One more training dict: the step it is at, where the dicts' interval is known."""
+        self.since += 1
+        each = self.interval()
+        if self.anchor is None or each is None:
+            return None
+        return self.anchor + self.since * each
