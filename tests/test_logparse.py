@@ -4365,3 +4365,52 @@ def test_a_rank_prefixed_exception_is_the_failure() -> None:
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
     ]
     assert _read_lines(lines).failure == "RuntimeError: mat2 must be a matrix, got 1-D tensor"
+
+
+def test_lavis_counts_its_inner_epochs_and_metric_loggers_loop_end_closes_one() -> None:
+    """Salesforce LAVIS' iteration-based runner (dophison/Nhom11_UniMERNet's train_log.log):
+    ``Start training, max_iters=200, in total 8 inner epochs.``, then MetricLogger's ``Train:
+    data epoch: [0]; inner epoch [0]  [24/25]`` (the 0-based index) and, after the loop,
+    ``... inner epoch [0] Total time: ...``: 25 of 200 iterations are done."""
+    lines = [
+        "2026-03-27 20:11:48,731 [INFO] Start training, max_iters=200, in total 8 inner epochs.",
+        "Train: data epoch: [0]; inner epoch [0]  [ 0/25]  eta: 0:02:10  lr: 0.000001  loss: 2.7380"
+        "  time: 5.2060  data: 0.0000  max mem: 15409",
+        "Train: data epoch: [0]; inner epoch [0]  [24/25]  eta: 0:00:00  lr: 0.000048  loss: 1.2076"
+        "  time: 0.1914  data: 0.0000  max mem: 22623",
+    ]
+    read = _read_lines(lines)
+    assert (read.step, read.max_steps, read.loss) == (24, 200, 1.2076)
+    end = "Train: data epoch: [0]; inner epoch [0] Total time: 0:00:09 (0.3974 s / it)"
+    assert _read_lines([*lines, end]).step == 25
+
+
+def test_metric_loggers_total_time_ends_its_epoch_and_the_start_line_gives_the_epochs() -> None:
+    """The torchvision references' and MAE's MetricLogger print ``Epoch: [e] Total time: ...``
+    once the epoch's loop is over (the 0-based epoch e is done); an evaluation's ``Test:`` says
+    nothing of training. MAE's family prints ``Start training for 10 epochs`` before."""
+    epoch = [
+        "Start training for 10 epochs",
+        "Epoch: [3]  [ 0/31]  eta: 0:01:36  lr: 0.000356  loss: 0.7109 (0.7109)  time: 3.1225",
+        "Epoch: [3]  [30/31]  eta: 0:00:00  lr: 0.000356  loss: 0.6109 (0.6609)  time: 0.2225",
+    ]
+    read = _read_lines(epoch)
+    assert (read.step, read.max_steps, read.loss) == (123, 310, 0.6109)
+    ended = _read_lines([*epoch, "Epoch: [3] Total time: 0:00:08 (0.2649 s / it)"])
+    assert ended.step == 124
+    tested = _read_lines([*epoch, "Test: Total time: 0:00:17 (0.7803 s / it)"])
+    assert tested.step == 123
+    # A loop end far from the step read is no end of the epoch under way.
+    assert _read_lines([*epoch, "Epoch: [7] Total time: 0:00:08 (0.2649 s / it)"]).step == 123
+
+
+def test_a_loops_epoch_and_batch_after_colons_count_from_epoch_zero() -> None:
+    """A text recognition trainer's ``epoch : 0 [13967/21279] Train loss: 0.06080,Valid loss:
+    0.07618`` (kwon-jaehong/korea-text-recognition-pytorch): the batch within epoch 0; a later
+    epoch's, of unknown base, places no step; OpenCLIP's own ``Train Epoch:`` keeps its reading."""
+    line = "epoch : 0 [13967/21279] Train loss: 0.06080,Valid loss: 0.07618, time : 12.35 lr : 0.76"
+    read = _read_lines([line])
+    assert (read.step, read.max_steps, read.loss, read.eval_loss) == (13967, None, 0.0608, 0.07618)
+    assert _read_lines([line.replace("epoch : 0", "epoch : 3")]).step is None
+    clip = "Train Epoch: 14 [41/14656] [   41984/15007744 (0%)] Loss: 3.6008 (3.656)"
+    assert _read_lines([clip]).step == 205225

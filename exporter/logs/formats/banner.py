@@ -44,6 +44,12 @@ _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
 _BERT_STEPS = re.compile(r"(?:^|:)\s+Num steps = (?P<n>\d{1,15})\s*$")
 _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})\b")
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
+# Salesforce LAVIS' iteration-based runner (runner_base.py train(), and UniMERNet, BLIP-2 and
+# InstructBLIP built on it): "Start training, max_iters=200, in total 8 inner epochs."
+_LAVIS = re.compile(r"\bStart training, max_iters=(?P<n>\d{1,15}), in total \d{1,9} inner epochs\.")
+# The MAE/DeiT/BEiT/ConvNeXt family's main_*.py: print(f"Start training for {args.epochs}
+# epochs"), the run's epochs, the line the sentence alone.
+_START_EPOCHS = re.compile(r"(?:^|\s)Start training for (?P<n>\d{1,9}) epochs\s*$")
 # BasicSR's "Training statistics:" (basicsr/train.py, and the trainers built on it: pyiqa,
 # Real-ESRGAN, GFPGAN), its last line "\tTotal epochs: 100; iters: 11100.": the run's length.
 _BASICSR = re.compile(r"\bTotal epochs: (?P<e>\d{1,9}); iters: (?P<n>\d{1,15})\.")
@@ -164,8 +170,9 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         or _MLX.search(msg)
         or _BERT_STEPS.search(msg)
         or _TRANSUNET.search(msg)
+        or _LAVIS.search(msg)
     )
-    epochs = _EPOCHS.search(msg)
+    epochs = _EPOCHS.search(msg) or _START_EPOCHS.search(msg)
     if steps is None and epochs is None:
         return None
     report = ProgressReport(
@@ -187,6 +194,7 @@ FORMAT = Format(
         "Num steps = ",
         "workflow: ",
         "Starting training..., iters: ",
+        "Start training",
         "; iters: ",
         " max iterations",
         "max_train_steps (",

@@ -107,6 +107,15 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\bIter\((?P<mode>\w+)\)\s*\[\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]"),
         mm_iter,
     ),
+    # LAVIS' iteration-based runner: "Train: data epoch: [0]; inner epoch [3]  [24/25]", the
+    # MetricLogger of each 0-based inner epoch of iters_per_inner_epoch iterations.
+    (
+        re.compile(
+            r"\binner epoch \[(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\]\s+\[\s*(?P<i>\d{1,12})\s*/\s*"
+            r"(?P<n>\d{1,12})\]"
+        ),
+        metric_logger,
+    ),
     (
         re.compile(
             r"\bEpoch: \[(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\]\s*\[\s*(?P<i>\d{1,12})\s*/\s*"
@@ -403,6 +412,16 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             rf"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>{_GROUPED}|\d{{1,15}})(?![\w/%]|\.\w)"
         ),
         loop_count,
+    ),
+    # A loop's own "epoch : 0 [13967/21279] Train loss: ..." (a text recognition trainer's),
+    # tried after every tool's own: the batch within the epoch, whose base is 0 where it
+    # prints 0 (of_epoch).
+    (
+        re.compile(
+            r"(?i)(?<![\w/])epoch\s*:\s*(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\s+\[\s*(?P<i>\d{1,15})\s*/\s*"
+            r"(?P<n>\d{1,15})\]"
+        ),
+        of_epoch,
     ),
     # "Epoch [3/10], Loss: 0.52", "epoch: 81, lr: ...", "(Epoch 21) TRAIN LOSS:0.1832",
     # "num_epoch: 44, loss: 0.3741" (a loop's epoch just done), "ep: 0, batch: 20, ..." (a
