@@ -4414,3 +4414,21 @@ def test_a_loops_epoch_and_batch_after_colons_count_from_epoch_zero() -> None:
     assert _read_lines([line.replace("epoch : 0", "epoch : 3")]).step is None
     clip = "Train Epoch: 14 [41/14656] [   41984/15007744 (0%)] Loss: 3.6008 (3.656)"
     assert _read_lines([clip]).step == 205225
+
+
+def test_a_loops_iter_among_name_value_pairs_is_its_step() -> None:
+    """Katib's StdOut shape with the loop's count under its own name (jamie0725/DLNLP-Project's
+    ``iter=200,loss=15.337533,acc=0.2000``): the step where no ``step`` is said; a fraction is
+    no count, and a ``step`` said beside it wins."""
+    read = _read_lines(["iter=190,loss=19.110146,acc=0.1778", "iter=200,loss=15.337533,acc=0.2000"])
+    assert (read.step, read.loss) == (200, 15.337533)
+    assert _read_lines(["iter=1.5,loss=2.0"]).step is None
+    assert _read_lines(["iter=300 step=7 loss=2.0"]).step == 7
+
+
+def test_an_epoch_and_its_global_step_alone_make_a_progress_line() -> None:
+    """ManiSkill's CleanRL-style PPO prints ``Epoch: 677, global_step=69222400`` at each
+    iteration and no loss: two counts, the run's step; a sentence's lone global step is none."""
+    lines = ["Epoch: 676, global_step=69120000", "SPS: 17432", "Epoch: 677, global_step=69222400"]
+    assert _read_lines(lines).step == 69222400
+    assert _read_lines(["saved the model at global_step: 100"]).step is None

@@ -144,6 +144,7 @@ _MAYBE = re.compile(
 )
 
 
+_GLOBAL_STEP = re.compile(r"(?i)global[_ ]step\s*[=:]")
 _STEP_WORD = re.compile(r"(?i)\s*steps?\b")
 # "Average loss at step  2000 :  118.86" (TensorFlow's word2vec tutorial and its copies),
 # "Minibatch loss at step 500: 1.23": a value named before the step it is at, read as
@@ -264,6 +265,14 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     # A counter and a step key on one line ("STEP: 49/377 -- GLOBAL_STEP: 370050"): two
     # counts are no sentence's "saved at step 100", so the line stands without a value.
     counted_twice = step is not None and count.step is not None
+    if (
+        count.step is not None
+        and _GLOBAL_STEP.match(msg, start)
+        and _EPOCH_NUMBER.search(msg[:start])
+    ):
+        # A global step after the epoch it is in ("Epoch: 677, global_step=69222400", the
+        # CleanRL-style loops of ManiSkill's PPO at each iteration): two counts as well.
+        counted_twice = True
     number = _EPOCH_NUMBER.search(msg[:start]) if count.loop else None
     if number is not None and not _EPOCHS.search(msg):
         # A loop's count after the epoch's number (not the number of epochs) may count
