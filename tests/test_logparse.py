@@ -4432,3 +4432,58 @@ def test_an_epoch_and_its_global_step_alone_make_a_progress_line() -> None:
     lines = ["Epoch: 676, global_step=69120000", "SPS: 17432", "Epoch: 677, global_step=69222400"]
     assert _read_lines(lines).step == 69222400
     assert _read_lines(["saved the model at global_step: 100"]).step is None
+
+
+def test_counts_printed_every_so_many_steps_give_no_epoch_size() -> None:
+    """SAM-Med3D's train.py (teiderrems/SAM-Med3D's log): ``Epoch: 78, Step: 100, Loss: ...``
+    every 20 batches of an epoch whose size it never prints: the last count is not the size
+    (the epoch may hold up to 119), so once the count starts over the run's step is unknown;
+    nor does one epoch's last count size the epochs a log skipped (0, then 76)."""
+    line = "Epoch: {e}, Step: {s}, Loss: 1.52, Dice: 0.86"
+    lines = [
+        f"Epoch: {e}/199" if s == 0 else line.format(e=e, s=s) for e in (0, 1) for s in (0, 20, 40)
+    ]
+    assert _read_lines(lines).step is None
+    assert _read_lines(lines[:3]).step == 40  # before it starts over: as printed
+    skipped = ["Epoch 1", "Step 1 loss 0.5", "Step 2 loss 0.4", "Epoch 77", "Step 1 loss 0.3"]
+    assert _read_lines(skipped).step is None
+    every = ["Epoch 1", "Step 1 loss 0.5", "Step 2 loss 0.4", "Epoch 2", "Step 1 loss 0.3"]
+    assert _read_lines(every).step == 3
+
+
+def test_bare_bars_of_a_resumed_run_or_of_evaluations_passing_more_often_give_no_step() -> None:
+    """A CPS trainer resumed from a checkpoint (Haiduongcable/CPS_Kaggle's log) draws each
+    epoch a bare bar of 2315 batches and two bare evaluation bars of 1449: the evaluations'
+    bar, advancing most, passes twice an epoch (so which bar trains is unknown), and the
+    training bar's passes since ``Load checkpoint from file .../checkpoint_epoch_33.pth`` are
+    not the run's epochs. One training and one evaluation pass an epoch, not resumed, read."""
+
+    def bar(total: int, rate: str) -> str:
+        frames = (
+            f"  {100 * n // total}% {n}/{total} [00:{n:02d}<00:10, {rate}]"
+            for n in (0, total // 2, total)
+        )
+        return "\r" + "\r".join(frames)
+
+    train, test, save = (
+        bar(20, "1.51it/s"),
+        bar(16, "24.0it/s"),
+        "Saving checkpoint to file w/ck.pth",
+    )
+    assert _read_lines([train, test, test, save] * 3).step is None
+    assert _read_lines([train, test, save] * 3).step == 60
+    resumed = "Load checkpoint from file weights/checkpoint_epoch_33.pth"
+    assert _read_lines([resumed, *[train, test, save] * 3]).step is None
+    assert _read_lines(["Loading checkpoint shards: 100%", *[train, test, save] * 3]).step == 60
+
+
+def test_build_nanogpts_log_file_names_its_step_and_values_by_position() -> None:
+    """build-nanogpt's log/log.txt (finnmattis/finn-GPT's finetune_log.txt): ``3546 train
+    1.853347`` every step, ``3500 val 2.3744`` and ``3500 hella 0.2950`` every 250, each at its
+    own precision; other lines of a number, a word and a number are not these."""
+    read = _read_lines(
+        ["3499 train 1.742698", "3500 val 2.3744", "3500 hella 0.2950", "3500 train 1.780465"]
+    )
+    assert (read.step, read.loss, read.eval_loss) == (3500, 1.780465, 2.3744)
+    assert dict(read.metrics)["hellaswag_accuracy"] == 0.295
+    assert _read_lines(["5000 train 0.8", "12 train 3"]).step is None

@@ -42,6 +42,7 @@ from .bars import (
     MAX_STEP_RATE,
     BarTrack,
     again_at_end,
+    bare_passes,
     continues,
     counts_epochs,
     epoch_of,
@@ -125,6 +126,7 @@ class LogAccumulator:
     blocks: Blocks = field(default_factory=Blocks)
     within: WithinEpoch = field(default_factory=WithinEpoch)  # counts within an epoch
     dict_steps: DictSteps = field(default_factory=DictSteps)  # Trainer's dicts, no bar
+    resumed: bool = False  # a line said the run goes on from a saved state
     step_stale: bool = False  # a step read was dropped as stale since the last one read
 
     def feed(self, line: LineReport, now: float, at: float | None = None) -> bool:
@@ -157,6 +159,7 @@ class LogAccumulator:
             and line.report.eval_loss is None
         )
         self.counts[line.parser] += 1
+        self.resumed = self.resumed or line.resumed
         if line.parser in ("traceback", "exception"):
             if line.parser == "traceback":
                 self.traceback_open = True
@@ -358,7 +361,9 @@ class LogAccumulator:
         track = self.bars.get(key)
         if track is None:
             evaluation = eval_bar(bar.prefix) or self.blocks.open == EVAL_BLOCK
-            track = self.bars[key] = BarTrack(total=bar.total, evaluation=evaluation)
+            track = self.bars[key] = BarTrack(
+                bar.total, evaluation=evaluation, resumed=self.resumed
+            )
             if track.evaluation and self.lightning:
                 counts = [t.last_n for t in self.bars.values() if t.frames and not t.evaluation]
                 track.opened_at = max(counts) if counts else None
@@ -470,7 +475,10 @@ class LogAccumulator:
         candidates = inner or outer or candidates  # an inner bar only when it is the loop
         if not candidates:
             return None
-        return max(candidates, key=lambda kt: (len(kt[1].recent), kt[1].advances))
+        chosen = max(candidates, key=lambda kt: (len(kt[1].recent), kt[1].advances))
+        if bare_passes(chosen[1], (t for _, t in candidates)):
+            return None
+        return chosen
 
     def _epoch_bar(self, track: BarTrack) -> BarTrack | None:
         """The bar that counts the passes of ``track`` (``for epoch in trange(N)`` around

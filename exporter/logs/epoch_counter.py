@@ -8,12 +8,14 @@ Hand-written loops often print the epoch once and then count its batches::
 The count alone looks like the run's step; it is not once it starts over under a later
 header (or stands still across one: a run's own counter moves on in a new epoch). From then
 on the run's step is the earlier epochs' steps plus the count: each epoch's size where the
-counter prints it (``/938``), else the last count the epoch printed (the best the log
-tells). Not where a count of 0 was printed (DGL's GraphSAGE: ``Epoch 00029 | Step 00000``,
-then ``Step 00020``): such a counter is the index of a batch, printed when it begins an
-interval, so an epoch's last count falls short of its size by up to an interval, and the
-run's step is unknown once it starts over. A counter that never starts over is the run's,
-as printed, and so is one that starts over without a later header (the script run again).
+counter prints it (``/938``), else the last count the epoch printed where the counter
+printed every step (a count printed every so many steps falls short of the size by up to
+an interval: unknown; so do the epochs a log skipped). Not where a count of 0 was printed
+(DGL's GraphSAGE: ``Epoch 00029 | Step 00000``, then ``Step 00020``): such a counter is the
+index of a batch, printed when it begins an interval, so an epoch's last count falls short
+of its size by up to an interval, and the run's step is unknown once it starts over. A
+counter that never starts over is the run's, as printed, and so is one that starts over
+without a later header (the script run again).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class EpochCounter:
     relative: bool = False  # the counter started over under a later header
     from_zero: bool = False  # "Epoch 0/24" was read: headers print the last epoch's index
     first_header: int | None = None  # the header the first count was printed under
+    strided: bool = False  # two counts under one header more than one apart: an interval
 
     def heading(self, epoch: int, epochs: int | None) -> None:
         """A header line: epoch ``epoch`` (of ``epochs``, where it says) begins."""
@@ -56,6 +59,8 @@ class EpochCounter:
         if self.first_header is None:
             self.first_header = self.header
         last, last_header = self.last, self.last_header
+        if last is not None and last_header == self.header and step > last + 1:
+            self.strided = True
         # A count that did not move on over a new epoch's header: it counts within epochs.
         if (
             last is not None
@@ -72,8 +77,11 @@ class EpochCounter:
                 pass  # an earlier epoch's size was unknown: so is the run's step
             elif total is not None and total >= last:
                 self.base += total * (self.header - last_header)
-            elif self.zero:
-                self.base = None  # the epoch's last index printed is not its size
+            elif self.zero or self.strided or self.header - last_header != 1:
+                # The epoch's last index printed is not its size; nor is a count printed
+                # every so many steps (SAM-Med3D's "Step: 100" every 20 of an epoch it never
+                # sizes); nor is one epoch's last count the size of epochs the log skipped.
+                self.base = None
             else:
                 self.base += last
             self.relative = True

@@ -87,6 +87,8 @@ class LineReport(NamedTuple):
     # An epoch's summary, the epoch as printed ("----- Epoch[100/100], Train Loss: ..."): it
     # ended; where the step read so far is inside it, the run is at its end.
     epoch_done: int | None = None
+    # The run goes on from a saved state (exporter.logs.formats.resume).
+    resumed: bool = False
 
 
 def native(
