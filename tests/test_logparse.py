@@ -4487,3 +4487,49 @@ def test_build_nanogpts_log_file_names_its_step_and_values_by_position() -> None
     assert (read.step, read.loss, read.eval_loss) == (3500, 1.780465, 2.3744)
     assert dict(read.metrics)["hellaswag_accuracy"] == 0.295
     assert _read_lines(["5000 train 0.8", "12 train 3"]).step is None
+
+
+def test_ray_prefixes_kept_in_colour_are_taken_off() -> None:
+    """A Ray job's driver log captured from a terminal keeps the prefix's colour codes
+    (Bihan/dstack-configs' verl_demo.log: ``ESC[36m(TaskRunner pid=14640)ESC[0m``): taken off
+    like the plain prefix, so verl's ``("Final validation metrics: {...`` is its end, and its
+    ``Total training steps: 435`` its length."""
+    prefix = "\x1b[36m(TaskRunner pid=14640)\x1b[0m "
+    lines = [
+        prefix + "Total training steps: 435",
+        prefix + "step:435 - actor/pg_loss:0.064 - critic/vf_loss:0.048 - training/global_step:435",
+        prefix + "(\"Final validation metrics: {'val-core/openai/gsm8k/reward/mean@1': \"",
+    ]
+    read = _read_lines(lines)
+    assert (read.step, read.max_steps, read.loss, read.final) == (435, 435, 0.064, True)
+
+
+def test_trainers_summary_in_a_json_lines_file_ends_the_run_and_its_mean_is_no_loss() -> None:
+    """ms-swift's logging.jsonl keeps Trainer's summary after training (lgc-FINANCE/DeepClima-R1's:
+    ``{"train_runtime": 2959.8245, ..., "train_loss": 0.28420261, "epoch": 1.0,
+    "global_step/max_steps": "438/438", ...}``): the run's end; its train_loss is the whole
+    run's mean, not the loss (the last step's, 0.15476817, stands). A step's dict that carries
+    train_runtime beside its own loss (Unsloth's) ends nothing."""
+    step = '{"loss": 0.15476817, "epoch": 0.98370031, "global_step/max_steps": "430/438"}'
+    end = (
+        '{"train_runtime": 2959.8245, "train_samples_per_second": 2.363, "train_loss": 0.28420261,'
+        ' "epoch": 1.0, "global_step/max_steps": "438/438", "percentage": "100.00%"}'
+    )
+    read = _read_lines([step, end])
+    assert (read.step, read.max_steps, read.loss, read.final) == (438, 438, 0.15476817, True)
+    assert dict(read.metrics)["train_loss"] == 0.28420261
+    unsloth = '{"loss": 0.5, "train_runtime": 12.5, "train_loss": 0.6, "epoch": 0.5, "step": 18}'
+    assert not _read_lines([unsloth]).final
+
+
+def test_trainer_saves_anchor_the_steps_its_dicts_count_on() -> None:
+    """Trainer's own ``Saving model checkpoint to .../checkpoint-2000`` names the step it saves
+    at: with its dicts every 5 steps between two saves 100 apart (LLaMA-Factory's
+    running_log.txt), the dicts after a third save count on from it."""
+    save = "[INFO|2024-11-27 10:23:32] trainer.py:3801 >> Saving model checkpoint to saves/lora/checkpoint-{}"
+    d = "[INFO|2024-11-27 10:25:27] logging.py:157 >> {{'loss': 0.0067, 'learning_rate': 4.8e-05, 'epoch': {:.2f}}}"
+    lines = []
+    for n in (1900, 2000, 2100):
+        lines += [d.format(n / 17 + i / 100) for i in range(20)] + [save.format(n)]
+    assert _read_lines([*lines, d.format(124.0)]).step == 2105
+    assert _read_lines([*lines[21:], d.format(124.0)]).step is None  # one gap: not trusted

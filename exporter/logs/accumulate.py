@@ -223,8 +223,8 @@ class LogAccumulator:
                 counted = None if r.final or r.step is not None else self.dict_steps.dict_seen()
                 if counted is not None and not self.bars:  # a bar counts the steps itself
                     self.values["step"] = counted
-            elif r.step is not None:
-                self.dict_steps.printed(r.step)
+            elif (printed := r.checkpoint_step if r.step is None else r.step) is not None:
+                self.dict_steps.printed(printed)
         if line.epoch_of is not None and line.bar is None and line.parser == "keras":
             self.keras_epoch = line.epoch_of
         if line.samples is not None:

@@ -164,7 +164,10 @@ _LAUNCHER = re.compile(
     r"^(?:\[(?:rank|default|trainer|worker)\d{1,6}(?:\|\d{1,6})?\]:"
     r"|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "
-    r"|\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\) ?"
+    # Ray colours its prefix when the driver's stdout is a terminal ("\x1b[36m(TaskRunner
+    # pid=14640)\x1b[0m "), and a log captured from it keeps the colour codes.
+    r"|(?:\x1b\[[0-9;]{0,8}m)?\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\)"
+    r"(?:\x1b\[[0-9;]{0,8}m)? ?"
     r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
 )
 # A script's own date and time with no space before its words ("2019-11-09 15:34:13iters:6000,

@@ -46,6 +46,9 @@ _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 # Salesforce LAVIS' iteration-based runner (runner_base.py train(), and UniMERNet, BLIP-2 and
 # InstructBLIP built on it): "Start training, max_iters=200, in total 8 inner epochs."
+# verl's RayPPOTrainer (_create_dataloader): print(f"Total training steps:
+# {self.total_training_steps}"), the line the sentence alone; other scripts print the same.
+_VERL_TOTAL = re.compile(r"(?:^|\s)Total training steps: (?P<n>\d{1,3}(?:,\d{3})+|\d{1,15})\s*$")
 _LAVIS = re.compile(r"\bStart training, max_iters=(?P<n>\d{1,15}), in total \d{1,9} inner epochs\.")
 # The MAE/DeiT/BEiT/ConvNeXt family's main_*.py: print(f"Start training for {args.epochs}
 # epochs"), the run's epochs, the line the sentence alone.
@@ -171,6 +174,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         or _BERT_STEPS.search(msg)
         or _TRANSUNET.search(msg)
         or _LAVIS.search(msg)
+        or _VERL_TOTAL.search(msg)
     )
     epochs = _EPOCHS.search(msg) or _START_EPOCHS.search(msg)
     if steps is None and epochs is None:
@@ -195,6 +199,7 @@ FORMAT = Format(
         "workflow: ",
         "Starting training..., iters: ",
         "Start training",
+        "Total training steps: ",
         "; iters: ",
         " max iterations",
         "max_train_steps (",

@@ -14,7 +14,9 @@ naming an evaluation (``| valid | {...}``, ``eval: {...}``) gives its eval loss 
 A record that names its one value (``{"name": "loss", "data": {"step": 2, "value": 4.49,
 "epoch": 0.01}}``: caikit-nlp's and fms-hf-tuning's ``training_logs.jsonl``, where
 fms-hf-tuning names it ``training_loss`` or ``validation_loss``) is read as that value under
-its name beside the data's other keys. ``null`` says nothing. A whole epoch index with no
+its name beside the data's other keys. ``null`` says nothing. Trainer's summary after
+training (``train_runtime`` and ``train_loss``, no ``loss``: ms-swift's ``logging.jsonl``
+keeps it) ends the run, its ``train_loss`` the run's mean, not the loss. A whole epoch index with no
 step beside it (a per-epoch summary: 0- or 1-based is the tool's) is no fractional epoch and
 is not read.
 """
@@ -85,8 +87,15 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
     native_keys = set(NATIVE_FIELDS)
     doc: dict[str, object] = {}
     pairs: list[Pair] = []
+    # Trainer's summary once training is over, as ms-swift's logging.jsonl keeps it: its
+    # train_loss is the whole run's mean, no step's loss, and the dict is the run's end.
+    summary = "train_runtime" in value and "train_loss" in value and "loss" not in value
     for key, raw in value.items():
         if not isinstance(key, str) or raw is None:
+            continue
+        if summary and key == "train_loss":
+            if (mean := _value(raw)) is not None:
+                doc["metrics"] = {"train_loss": mean}
             continue
         if key == STEP_OF_MAX_KEY and isinstance(raw, str):
             said = step_of_max(raw)
@@ -117,7 +126,9 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
             continue
         whole = name in ("step", "max_steps", "tokens") and float(v).is_integer()
         doc[name] = int(v) if whole else v
-    if not any(k in doc for k in _READ):
+    if summary:
+        doc["final"] = True
+    elif not any(k in doc for k in _READ):
         return None
     epoch = doc.get("epoch")
     update = fields.metrics.get("update")
