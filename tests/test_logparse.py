@@ -4533,3 +4533,58 @@ def test_trainer_saves_anchor_the_steps_its_dicts_count_on() -> None:
         lines += [d.format(n / 17 + i / 100) for i in range(20)] + [save.format(n)]
     assert _read_lines([*lines, d.format(124.0)]).step == 2105
     assert _read_lines([*lines[21:], d.format(124.0)]).step is None  # one gap: not trusted
+
+
+def test_ultralytics_own_bar_since_8_3_is_read_as_its_table_row() -> None:
+    """Ultralytics 8.3.2xx draws its own bar (ultralytics/utils/tqdm.py, no tqdm):
+    ``    100/100      2.77G     0.7101 ... 640: 100% ━━━━━━━━━━━━ 409/409 2.4it/s 2:48``
+    (JackTheProgrammer/Fine-tuned-YOLO11's training_output.txt): the 1-based epoch's row and
+    409 batches, 100 x 409 done; its validation bar is no training bar."""
+    header = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
+    row = "    {e}/100      2.77G     0.7101     0.3574     0.9531          1        640: 100% ━━━━━━━━━━━━ 409/409 2.4it/s 2:48"
+    val = "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100% ━━━━━━━━━━━━ 58/58 2.8it/s 20.5s"
+    lines = [line for e in (99, 100) for line in (header, row.format(e=e), val)]
+    read = _read_lines(lines)
+    assert (read.step, read.max_steps) == (40900, 40900)
+    mid = "      1/100      2.13G      1.596      2.455      1.443          1        640: 5% ━─────────── 20/409 2.5it/s 8.0s<2:36"
+    read = _read_lines([header, mid])
+    assert (read.step, read.max_steps) == (20, 40900)
+
+
+def test_a_plain_files_trainer_dicts_do_not_move_the_step_past_its_bar() -> None:
+    """A log with no time of its own per line (a file read as it is: LLaMA-Factory's
+    logs/train.out, Trainer's bar frames and each dict after them on one line) gives Trainer's
+    dicts no time to set beside the bar's own clock: the bar's count stands (24 of 120), no
+    step is guessed from the dicts' epochs (it read 25 in the plain file only)."""
+    line = (
+        "\r {p}%|█▉        | {a}/120 [{ta}<4:02:35, 150.06s/it]\r {q}%|██        | {b}/120"
+        " [{tb}<3:59:17, 149.55s/it]\r{blank}\r{{'loss': 1.0{b}, 'grad_norm': 0.79, 'learning_rate':"
+        " 4.8e-05, 'epoch': {e}}}"
+    )
+    times = {
+        n: f"{(n * 150) // 3600}:{(n * 150) % 3600 // 60:02d}:{n * 150 % 60:02d}"
+        for n in range(16, 25)
+    }
+    lines = [
+        line.format(
+            p=a * 100 // 120,
+            q=(a + 1) * 100 // 120,
+            a=a,
+            b=a + 1,
+            ta=times[a],
+            tb=times[a + 1],
+            blank=" " * 40,
+            e=round((a + 1) / 24.75, 2),
+        )
+        for a in range(16, 24)
+    ]
+    assert _read_lines(lines).step == 24
+    assert (
+        _read_lines(
+            [
+                *lines,
+                "\r 20%|██        | 24/120 [1:00:00<3:59:17, 149.55s/it][INFO|trainer.py:4021] >> ",
+            ]
+        ).step
+        == 24
+    )

@@ -219,7 +219,8 @@ class LogAccumulator:
             ):
                 self.samples.append((now if at is None else at, r.values()))
             if line.parser == "transformers" and r.epoch is not None and r.loss is not None:
-                self._epoch_mark(now if at is None else at, r.epoch)
+                if at is not None:  # no time of its own (a plain file): no time beside the bar's
+                    self._epoch_mark(at, r.epoch)
                 counted = None if r.final or r.step is not None else self.dict_steps.dict_seen()
                 if counted is not None and not self.bars:  # a bar counts the steps itself
                     self.values["step"] = counted

@@ -23,6 +23,27 @@ _BAR_NO_TOTAL = re.compile(
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
 
+# Ultralytics' own bar since 8.3.2xx (ultralytics/utils/tqdm.py, no tqdm): "{desc}:
+# {percent:.0f}% {bar} {n}/{total} {rate} {elapsed}{<remaining}", its bar drawn with "━", "─"
+# and "╸", its times "4.1s", "2:48" or "1:02:03" ("  640: 100% ━━━━━━━━━━━━ 409/409 2.4it/s
+# 2:48"; mid-epoch " 5% ━─────────── 20/409 2.5it/s 8.0s<2:36").
+_HEAVY_BAR = re.compile(
+    r"(?P<prefix>[^\r]*?):\s(?P<pct>\d{1,3})% [━─╸]{1,60} (?P<n>\d{1,12})/(?P<total>\d{1,12}) "
+    r"(?:(?P<rate>[\d.]{1,12})(?P<unit>it/s|s/it) )?(?P<elapsed>[\d:.]{1,12}s?)"
+    r"(?:<(?P<remaining>[\d:.]{1,12}s?))?\s*$"
+)
+
+
+def _heavy_clock(text: str | None) -> float | None:
+    """A time as Ultralytics' bar prints it: ``4.1s`` under a minute, else ``m:ss`` or
+    ``h:mm:ss``."""
+    if text and text.endswith("s"):
+        try:
+            return float(text[:-1])
+        except ValueError:
+            return None
+    return clock(text)
+
 
 @lru_cache(maxsize=1024)
 def clock(text: str | None) -> float | None:
@@ -59,6 +80,16 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     if m is not None:
         total = int(m["total"])
         remaining = clock(m["remaining"])
+    elif "━" in frame or "─" in frame:
+        m = _HEAVY_BAR.search(frame)
+        if m is None:
+            return None
+        rate = float(m["rate"]) if m["rate"] else None
+        if rate is not None and m["unit"] == "s/it":
+            rate = 1 / rate if rate else None
+        heavy = Bar(int(m["n"]), int(m["total"]), rate, _heavy_clock(m["remaining"]),
+                    m["prefix"].strip(), _heavy_clock(m["elapsed"]))  # fmt: skip
+        return heavy, {}
     else:
         m = _BAR_NO_TOTAL.search(frame)
         if m is None:
@@ -224,7 +255,7 @@ def _torchtune(bar: Bar, m: re.Match[str], now: float) -> LineReport | None:
 
 # A notebook's text of a bar has no bar ("Epoch 0:  90% 1531/1702 [12:41<01:25, 2.01it/s]"):
 # its rate, then the bar's end or its postfix, is its hint.
-FORMAT = Format("bar", ("%|", "it [", "it/s]", "it/s,", "s/it]", "s/it,"), parse_bar)
+FORMAT = Format("bar", ("%|", "it [", "it/s]", "it/s,", "s/it]", "s/it,", "% ━", "% ─"), parse_bar)
 
 
 def parse_row_header(msg: str, now: float) -> LineReport | None:
