@@ -4588,3 +4588,44 @@ def test_a_plain_files_trainer_dicts_do_not_move_the_step_past_its_bar() -> None
         ).step
         == 24
     )
+
+
+def test_reid_baselines_epoch_and_iteration_and_its_epoch_done() -> None:
+    """reid-strong-baseline's ignite trainer (ZhuangLii/naic2020_reid's log): its yacs config
+    dump's ``  MAX_EPOCHS: 50``, ``Epoch[50] Iteration[550/593] Loss: 0.371`` (1-based epoch,
+    the iteration within it) and ``Epoch 50 done. Time per batch: ...``: 50 x 593 of 50 x 593;
+    before the epoch's end, 49 x 593 + 550. Not ``Iteration[550/593]`` alone as 550 of 593."""
+    prefix = "2020-09-18 14:06:53,351 reid_baseline.train INFO: "
+    lines = [
+        "  MAX_EPOCHS: 50",
+        prefix + "Epoch[50] Iteration[500/593] Loss: 0.376, Acc: 0.671, Base Lr: 6.00e-05",
+        prefix + "Epoch[50] Iteration[550/593] Loss: 0.371, Acc: 0.684, Base Lr: 6.00e-05",
+    ]
+    read = _read_lines(lines)
+    assert (read.step, read.max_steps, read.loss) == (29607, 29650, 0.371)
+    done = prefix + "Epoch 50 done. Time per batch: 0.679[s] Speed: 376.9[samples/s]"
+    assert _read_lines([*lines, done]).step == 29650
+    assert _read_lines(["  Max_Epochs: 50"]).max_epochs is None  # only as yacs or argparse spell it
+
+
+def test_an_iddpm_epoch_of_n_and_its_batch_index_after_a_colon() -> None:
+    """An improved-DDPM trainer (sndnyang/iDDPM's log): ``[Epoch 302/500][   0:391]  Loss:
+    0.0714`` prints the 1-based epoch of 500 and the batch's index of 391: 301 x 391 + 0."""
+    read = _read_lines(
+        [
+            "10-04 13:24:08: iddpm_main.py[280]: [Epoch 302/500][   0:391]  Loss: 0.0714 CE: 0.0000 Dif: 0.0714"
+        ]
+    )
+    assert (read.step, read.max_steps, read.loss) == (117691, 195500, 0.0714)
+
+
+def test_a_loops_batch_index_is_its_count() -> None:
+    """A GPT-2 script's ``[99.94%] batch_index=105472 loss=3.7350`` (kevin00hu/GPT_2's log):
+    its enumerate's count, the step where it does not start over."""
+    read = _read_lines(
+        [
+            "2024-10-26 10:18:46.240 | INFO     | __main__:train:58 - [99.94%] batch_index=105472 loss=3.7350",
+            "2024-10-26 10:19:06.335 | INFO     | __main__:train:58 - [100.00%] batch_index=105536 loss=3.7490",
+        ]
+    )
+    assert (read.step, read.loss) == (105536, 3.749)

@@ -100,7 +100,8 @@ _SPOKEN = "|".join(n.replace("_", "[ _]") for n in _ARG_STEPS if not n.startswit
 # Their words as the hints see them: "Max steps", "max iters", "Train iters".
 _SPOKEN_HINTS = ("ax steps", "ax iters", "ain iters", "ax train steps")
 _DUMPED = re.compile(
-    rf"(?:(?:^|\s)(?P<k>{_ARG_NAMES})\s{{2,60}}|^\s*(?P<y>{_ARG_NAMES}|(?i:{_SPOKEN}))\s{{0,40}}:\s{{0,40}})"
+    rf"(?:(?:^|\s)(?P<k>{_ARG_NAMES})\s{{2,60}}|^\s*(?P<y>{_ARG_NAMES}|{_ARG_NAMES.upper()}|(?i:{_SPOKEN}))"
+    r"\s{0,40}:\s{0,40})"
     r"(?P<n>\d{1,3}(?:,\d{3})+|\d{1,15})\s*$"
 )
 # A dataclass's repr a field a line ("   max_steps=1000," in Oumi's TrainingParams): the
@@ -207,6 +208,8 @@ FORMAT = Format(
         *_ARG_HINTS,
         *_ARG_EPOCHS,
         *_ARG_STEPS,
+        # A yacs config's dump (detectron2, reid-strong-baseline): "  MAX_EPOCHS: 50".
+        *(n.upper() for n in _ARG_EPOCHS + _ARG_STEPS),
         *_SPOKEN_HINTS,
     ),
     parse_banner,

@@ -107,6 +107,20 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"\bIter\((?P<mode>\w+)\)\s*\[\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\]"),
         mm_iter,
     ),
+    # reid-strong-baseline's ignite trainer and its many re-ID forks: "Epoch[50]
+    # Iteration[550/593] Loss: 0.371" (ignite's 1-based epoch, the iteration within it from 1).
+    (
+        re.compile(r"\bEpoch\[(?P<e>\d{1,9})\] Iteration\[(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"),
+        one_based_epoch,
+    ),
+    # An improved-DDPM trainer: "[Epoch 302/500][   0:391]  Loss: ..." (the 1-based epoch of
+    # 500, the batch's index of 391 as printed).
+    (
+        re.compile(
+            r"\[Epoch (?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12}):(?P<n>\d{1,12})\]"
+        ),
+        epoch_of_n,
+    ),
     # LAVIS' iteration-based runner: "Train: data epoch: [0]; inner epoch [3]  [24/25]", the
     # MetricLogger of each 0-based inner epoch of iters_per_inner_epoch iterations.
     (
@@ -406,10 +420,12 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         loop_count,
     ),
-    # "iter: 1259", "iter 1631:"
+    # "iter: 1259", "iter 1631:", a loop's "batch_index=105472" (its enumerate's, kept as its
+    # count: where it starts over each epoch the epoch counter tells)
     (
         re.compile(
-            rf"(?i)(?<![\w/])iter(?:ation)?\s*[:=#]?\s*(?P<i>{_GROUPED}|\d{{1,15}})(?![\w/%]|\.\w)"
+            rf"(?i)(?<![\w/])(?:iter(?:ation)?|batch_ind(?:ex|x)|batch_idx)\s*[:=#]?\s*"
+            rf"(?P<i>{_GROUPED}|\d{{1,15}})(?![\w/%]|\.\w)"
         ),
         loop_count,
     ),

@@ -6,7 +6,8 @@ the epoch's batches is over; Salesforce LAVIS' runner does the same for each inn
 (``Train: data epoch: [0]; inner epoch [0] Total time: ...``). Under a training header
 (``Epoch: [7]``, 0-based: ``range(start_epoch, epochs)``) the line says that epoch is done, so
 the run is at its end (:attr:`~exporter.logs.lines.LineReport.epoch_done`, ``e + 1``); an
-evaluation's (``Test:``) says nothing of training.
+evaluation's (``Test:``) says nothing of training. reid-strong-baseline's ignite trainer
+says the same of its 1-based epoch: ``Epoch 50 done. Time per batch: 0.679[s] ...``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,16 @@ _LOOP_END = re.compile(
 )
 
 
+# reid-strong-baseline's ignite handler on EPOCH_COMPLETED (and its re-ID forks): "Epoch 50
+# done. Time per batch: 0.679[s] Speed: 376.9[samples/s]", ignite's 1-based epoch as printed
+# (the accumulator puts the step at its end only where that end is the epoch under way).
+_IGNITE_DONE = re.compile(r"(?:^|\s)Epoch (?P<e>\d{1,9}) done\. Time per batch: ")
+
+
 def parse_loop_end(msg: str, now: float) -> LineReport | None:
     """The epochs done once a training header's loop ended, or None."""
+    if (ignite := _IGNITE_DONE.search(msg)) is not None:
+        return LineReport("metric-logger", ProgressReport(), epoch_done=int(ignite["e"]))
     m = _LOOP_END.search(msg)
     if m is None:
         return None
@@ -31,4 +40,4 @@ def parse_loop_end(msg: str, now: float) -> LineReport | None:
     return LineReport("metric-logger", ProgressReport(), epoch_done=done)
 
 
-FORMAT = Format("metric-logger", (" Total time: ",), parse_loop_end)
+FORMAT = Format("metric-logger", (" Total time: ", " done. Time per batch: "), parse_loop_end)
