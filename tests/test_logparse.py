@@ -4629,3 +4629,16 @@ def test_a_loops_batch_index_is_its_count() -> None:
         ]
     )
     assert (read.step, read.loss) == (105536, 3.749)
+
+
+def test_a_yacs_dumps_length_is_a_top_level_sections_not_a_stages() -> None:
+    """yacs config dumps in capitals: reid-strong-baseline's ``SOLVER:`` then ``  MAX_EPOCHS:
+    50`` is the run's epochs; CLIP-ReID's ``  STAGE1:`` then ``    MAX_EPOCHS: 120`` and ``
+    STAGE2:`` ... ``60`` (hhj-hhj-hhj/CLIP-ReID-Test's log) are two stages', so none of them."""
+    assert (
+        _read_lines(["SOLVER:", "  OPTIMIZER_NAME: 'Ranger'", "  MAX_EPOCHS: 50"]).max_epochs == 50
+    )
+    stages = ["SOLVER:", "  STAGE1:", "    MAX_EPOCHS: 120", "  STAGE2:", "    MAX_EPOCHS: 60"]
+    line = "2024-05-11 16:50:43,296 transreid.train INFO: Epoch[4] Iteration[50/534] Loss: 2.916, Base Lr: 2.82e-04"
+    read = _read_lines([*stages, line])
+    assert (read.step, read.max_steps, read.max_epochs) == (1652, None, None)

@@ -100,8 +100,11 @@ _SPOKEN = "|".join(n.replace("_", "[ _]") for n in _ARG_STEPS if not n.startswit
 # Their words as the hints see them: "Max steps", "max iters", "Train iters".
 _SPOKEN_HINTS = ("ax steps", "ax iters", "ain iters", "ax train steps")
 _DUMPED = re.compile(
-    rf"(?:(?:^|\s)(?P<k>{_ARG_NAMES})\s{{2,60}}|^\s*(?P<y>{_ARG_NAMES}|{_ARG_NAMES.upper()}|(?i:{_SPOKEN}))"
-    r"\s{0,40}:\s{0,40})"
+    rf"(?:(?:^|\s)(?P<k>{_ARG_NAMES})\s{{2,60}}|^\s*(?P<y>{_ARG_NAMES}|(?i:{_SPOKEN}))\s{{0,40}}:\s{{0,40}}"
+    # A yacs config's dump (detectron2, reid-strong-baseline) in capitals, a top-level
+    # section's own setting ("SOLVER:" then "  MAX_EPOCHS: 50"); deeper, a stage's of several
+    # (CLIP-ReID's "  STAGE1:" then "    MAX_EPOCHS: 120", "  STAGE2:" ... 60): no one length.
+    rf"|^  (?P<u>{_ARG_NAMES.upper()}):\s{{1,40}})"
     r"(?P<n>\d{1,3}(?:,\d{3})+|\d{1,15})\s*$"
 )
 # A dataclass's repr a field a line ("   max_steps=1000," in Oumi's TrainingParams): the
@@ -149,7 +152,7 @@ def _dumped(msg: str) -> LineReport | None:
         return LineReport("banner", ProgressReport(max_steps=n)) if n > 0 else None
     if (n := int(m["n"].replace(",", ""))) <= 0:
         return None
-    if (m["k"] or m["y"]).lower().replace(" ", "_") in _ARG_STEPS:
+    if (m["k"] or m["y"] or m["u"]).lower().replace(" ", "_") in _ARG_STEPS:
         return LineReport("banner", ProgressReport(max_steps=n))
     return LineReport("banner", ProgressReport(max_epochs=float(n)))
 
@@ -208,8 +211,7 @@ FORMAT = Format(
         *_ARG_HINTS,
         *_ARG_EPOCHS,
         *_ARG_STEPS,
-        # A yacs config's dump (detectron2, reid-strong-baseline): "  MAX_EPOCHS: 50".
-        *(n.upper() for n in _ARG_EPOCHS + _ARG_STEPS),
+        *(n.upper() for n in _ARG_EPOCHS + _ARG_STEPS),  # a yacs config's dump
         *_SPOKEN_HINTS,
     ),
     parse_banner,
