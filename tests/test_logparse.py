@@ -4642,3 +4642,16 @@ def test_a_yacs_dumps_length_is_a_top_level_sections_not_a_stages() -> None:
     line = "2024-05-11 16:50:43,296 transreid.train INFO: Epoch[4] Iteration[50/534] Loss: 2.916, Base Lr: 2.82e-04"
     read = _read_lines([*stages, line])
     assert (read.step, read.max_steps, read.max_epochs) == (1652, None, None)
+
+
+def test_caffes_parse_log_csv_names_its_iteration_numiters() -> None:
+    """Caffe's tools/extra/parse_log.py writes a training CSV (luameows/amsoftmax-caffe's
+    log/train.txt): ``NumIters,Seconds,LearningRate,accuracy,softmax_loss`` then a row every
+    display interval, the iteration as a float: the step."""
+    rows = [
+        "NumIters,Seconds,LearningRate,accuracy,softmax_loss",
+        "292000.0,52757.219276,1e-16,0.984375,2.97475",
+        "293000.0,53013.873499,1e-16,0.960938,3.10887",
+    ]
+    read = _read_lines(rows)
+    assert (read.step, read.loss) == (293000, 3.10887)

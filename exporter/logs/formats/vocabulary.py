@@ -37,6 +37,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "step",
         "steps",  # SpeechBrain's train logger: "epoch: 81, lr: ..., steps: 43659, ..."
         "updates",  # Sockeye's checkpoint: "Checkpoint [6] Updates=6000 Epoch=1 Samples=..."
+        "numiters",  # Caffe's tools/extra/parse_log.py CSV: "NumIters,Seconds,LearningRate,..."
     ),
     "max_steps": (
         "max_steps",
