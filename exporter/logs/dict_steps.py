@@ -23,7 +23,7 @@ class DictSteps:
 
     def printed(self, step: int) -> None:
         """A step printed by a line other than a dict: a new anchor, and where dicts came
-        since the last one, the steps each of them stood for (None if uneven)."""
+        since the last one, the steps each of them stood for (0 where uneven or none)."""
         if self.anchor is not None and step == self.anchor:
             return  # the same save announced twice ("about to be saved", "is ready now")
         if self.anchor is not None and step > self.anchor and self.since > 0:
@@ -34,8 +34,8 @@ class DictSteps:
         self.anchor, self.since = step, 0
 
     def interval(self) -> int | None:
-        """The steps one dict stands for: where the last two gaps agree (and none before
-        them disagreed with one another's count of zero), else None."""
+        """The steps one dict stands for: where the last two gaps measured the same
+        whole number of steps, else None."""
         if len(self.gaps) < 2 or 0 in self.gaps[-2:] or self.gaps[-1] != self.gaps[-2]:
             return None
         return self.gaps[-1]

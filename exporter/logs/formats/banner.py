@@ -46,10 +46,10 @@ _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 # Salesforce LAVIS' iteration-based runner (runner_base.py train(), and UniMERNet, BLIP-2 and
 # InstructBLIP built on it): "Start training, max_iters=200, in total 8 inner epochs."
+_LAVIS = re.compile(r"\bStart training, max_iters=(?P<n>\d{1,15}), in total \d{1,9} inner epochs\.")
 # verl's RayPPOTrainer (_create_dataloader): print(f"Total training steps:
 # {self.total_training_steps}"), the line the sentence alone; other scripts print the same.
 _VERL_TOTAL = re.compile(r"(?:^|\s)Total training steps: (?P<n>\d{1,3}(?:,\d{3})+|\d{1,15})\s*$")
-_LAVIS = re.compile(r"\bStart training, max_iters=(?P<n>\d{1,15}), in total \d{1,9} inner epochs\.")
 # The MAE/DeiT/BEiT/ConvNeXt family's main_*.py: print(f"Start training for {args.epochs}
 # epochs"), the run's epochs, the line the sentence alone.
 _START_EPOCHS = re.compile(r"(?:^|\s)Start training for (?P<n>\d{1,9}) epochs\s*$")

@@ -424,7 +424,7 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # count: where it starts over each epoch the epoch counter tells)
     (
         re.compile(
-            rf"(?i)(?<![\w/])(?:iter(?:ation)?|batch_ind(?:ex|x)|batch_idx)\s*[:=#]?\s*"
+            rf"(?i)(?<![\w/])(?:iter(?:ation)?|batch_(?:index|indx|idx))\s*[:=#]?\s*"
             rf"(?P<i>{_GROUPED}|\d{{1,15}})(?![\w/%]|\.\w)"
         ),
         loop_count,

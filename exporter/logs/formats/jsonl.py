@@ -16,9 +16,9 @@ A record that names its one value (``{"name": "loss", "data": {"step": 2, "value
 fms-hf-tuning names it ``training_loss`` or ``validation_loss``) is read as that value under
 its name beside the data's other keys. ``null`` says nothing. Trainer's summary after
 training (``train_runtime`` and ``train_loss``, no ``loss``: ms-swift's ``logging.jsonl``
-keeps it) ends the run, its ``train_loss`` the run's mean, not the loss. A whole epoch index with no
-step beside it (a per-epoch summary: 0- or 1-based is the tool's) is no fractional epoch and
-is not read.
+keeps it) ends the run, its ``train_loss`` the run's mean, not the loss. A whole epoch index
+with no step beside it (a per-epoch summary: 0- or 1-based is the tool's) is no fractional
+epoch and is not read.
 """
 
 from __future__ import annotations
