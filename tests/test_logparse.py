@@ -4655,3 +4655,20 @@ def test_caffes_parse_log_csv_names_its_iteration_numiters() -> None:
     ]
     read = _read_lines(rows)
     assert (read.step, read.loss) == (293000, 3.10887)
+
+
+def test_a_real_trainer_with_no_bar_counts_on_from_its_own_saves() -> None:
+    """A real Transformers 5.25 Trainer run on CPU (tests/fixtures/logs/
+    transformers_5.25_no_bar_saves.py: ``disable_tqdm``, a dict every 2 steps, a save every 10,
+    ``max_steps=35``): its only bars are ``Writing model shards`` at each save (work beside
+    training, no step); the dicts after the third save count on from it (34, the last dict's
+    step; the save at 35 follows it), of 35, and Trainer's summary ends the run."""
+    text = (Path(__file__).parent / "fixtures/logs/transformers_5.25_no_bar_saves.log").read_text()
+    lines = text.splitlines()
+    read = _read_lines(lines)
+    assert (read.step, read.max_steps, read.loss, read.final) == (34, 35, 3.886, True)
+    before_last_save = lines[: next(i for i, s in enumerate(lines) if "checkpoint-35" in s)]
+    assert _read_lines(before_last_save).step == 34
+    # Before the third save one gap is measured: not trusted, no step.
+    after_two_saves = lines[: next(i for i, s in enumerate(lines) if "checkpoint-30" in s)]
+    assert _read_lines(after_two_saves).step is None

@@ -222,7 +222,7 @@ class LogAccumulator:
                 if at is not None:  # no time of its own (a plain file): no time beside the bar's
                     self._epoch_mark(at, r.epoch)
                 counted = None if r.final or r.step is not None else self.dict_steps.dict_seen()
-                if counted is not None and not self.bars:  # a bar counts the steps itself
+                if counted is not None and self.training_bar() is None:  # a bar counts them
                     self.values["step"] = counted
             elif (printed := r.checkpoint_step if r.step is None else r.step) is not None:
                 self.dict_steps.printed(printed)
