@@ -4672,3 +4672,65 @@ def test_a_real_trainer_with_no_bar_counts_on_from_its_own_saves() -> None:
     # Before the third save one gap is measured: not trusted, no step.
     after_two_saves = lines[: next(i for i, s in enumerate(lines) if "checkpoint-30" in s)]
     assert _read_lines(after_two_saves).step is None
+
+
+def test_an_epoch_header_with_a_loggers_level_and_the_word_started() -> None:
+    """SSL-ViT's train_finetune.py (lzc452/SSL-VIT-VIDEO-ANALYTICS' logs/finetune.log): ``[INFO]
+    Epoch {epoch}/{epochs} started`` heads each epoch, then ``[INFO] step={i}/{n} loss=...``
+    counts the epoch's batches from 1 again: the step is the run's, 2 x 289 + 200."""
+    lines = ["[INFO] Epoch 1/30 started"]
+    lines += [f"[INFO] step={i}/289 loss=4.{i:04d}" for i in range(20, 289, 20)]
+    lines += ["[INFO] Epoch train finished, avg_loss=4.4551, time=888.6s"]
+    lines += ["[INFO] Epoch 2/30 started"]
+    lines += [f"[INFO] step={i}/289 loss=4.{i:04d}" for i in range(20, 289, 20)]
+    lines += ["[INFO] Epoch 3/30 started", "[INFO] step=20/289 loss=4.0946"]
+    lines += ["[INFO] step=200/289 loss=3.7954"]
+    read = _read_lines(lines)
+    assert (read.step, read.max_steps, read.loss) == (778, 8670, 3.7954)
+
+
+def test_a_batch_counted_before_its_epoch_places_a_step_only_in_epoch_zero() -> None:
+    """A Chinese GPT-2 trainer (davidsongtao/Medical_QA_System_GPT2's train.py) prints
+    ``当前Batch：{i}/{n} | 当前epoch:{e}/{E} | 当前损失值：{loss}``, its epoch from
+    ``range(epochs)``: 当前 ("current") names nothing, 损失值 is the loss value. Epoch 0 is the
+    first; a later epoch's base is not printed, so it places no step, though its loss is read."""
+    first = parse_message(
+        "当前Batch：1290/6035 | 当前epoch:0/50 | 当前损失值：2.9484 | 当前准确率：46.61%", 0.0
+    )
+    assert [(r.report.step, r.report.max_steps, r.report.loss) for r in first] == [
+        (1290, 301750, 2.9484)
+    ]
+    later = parse_message("当前Batch：1290/6035 | 当前epoch:10/50 | 当前损失值：2.9484", 0.0)
+    assert [(r.report.step, r.report.max_steps, r.report.loss) for r in later] == [
+        (None, None, 2.9484)
+    ]
+
+
+def test_nanogpts_evaluation_with_the_word_loss_left_out() -> None:
+    """tiny-shrek's train.py (arsallls/tiny-shrek's logs/finetune.log) prints ``  eval {it}:
+    train {mean} | val {mean} | {bpc} bpc``, estimate_loss's means of each split, as nanoGPT's
+    ``step {it}: train loss ..., val loss ...`` with "loss" left out: the step, the train
+    loss and the eval loss. With accuracies on the line, no losses are guessed."""
+    read = parse_message("  eval 180: train 0.8041 | val 1.0971 | 1.5828 bpc", 0.0)
+    assert [(r.report.step, r.report.loss, r.report.eval_loss) for r in read] == [
+        (180, 0.8041, 1.0971)
+    ]
+    assert parse_message("eval 3: train 0.91 | val 0.88 | acc", 0.0) == []
+
+
+def test_a_json_dicts_step_of_and_a_stages_end_with_its_steps() -> None:
+    """LingJie's sft.py (9178nekomc/LingJie-Chat-v2-Pro's logs/sft.log) prints ``{"step": 780,
+    "of": 782, "loss_lm": ..., "loss_heads": ...}`` every 20 steps, then ``sft done, steps:
+    782``: "of" beside "step" is the run's length, and the stage's end gives the steps it took.
+    The optimized loss (loss_lm + loss_heads) is not printed, so no loss is read; an
+    evaluation's "done, steps" counts its own batches and is not read."""
+    read = _read_lines(
+        [
+            '{"step": 760, "of": 782, "loss_lm": 0.0716, "loss_heads": 0.4713, "tok_s": 43352.3}',
+            '{"step": 780, "of": 782, "loss_lm": 0.0798, "loss_heads": 0.4755, "tok_s": 43353.2}',
+            "sft done, steps: 782",
+        ]
+    )
+    assert (read.step, read.max_steps, read.loss) == (782, 782, None)
+    assert parse_message("eval done, steps: 50", 0.0) == []
+    assert [r.report.max_steps for r in parse_message('{"step": 9, "of": 3}', 0.0)] == [None]

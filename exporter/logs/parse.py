@@ -193,6 +193,10 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
     if not msg.isascii():
         msg = msg.translate(_FULL_WIDTH)
+        if "当前" in msg:
+            # "current", before a key ("当前Batch：10/6035 | 当前损失值：10.113"): it names
+            # nothing, the key after it does.
+            msg = msg.replace("当前", "")
     msg = _without_launchers(plain_scalars(msg))  # np.float64(0.52): any format reads it
     label = _LABEL.match(msg)
     if label is not None:

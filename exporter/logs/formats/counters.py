@@ -17,6 +17,7 @@ from .counts import (
     after_index,
     batch_of_one_based_epoch,
     batch_of_zero_based_epoch,
+    batch_then_epoch,
     clu,
     cntk,
     composer_epoch,
@@ -311,6 +312,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"(?P<n>\d{1,15})\]?(?![\d/]|\.\d)"
         ),
         epoch_of_n,
+    ),
+    (
+        re.compile(
+            r"(?i)(?<![\w/])batch\s*[:=]?\s*(?P<i>\d{1,15})\s*/\s*(?P<n>\d{1,15})\s*[|,;]\s*"
+            r"epoch\s*[:=]?\s*(?P<e>\d{1,9})\s*/\s*(?P<E>\d{1,9})(?![\d/])"
+        ),
+        batch_then_epoch,
     ),
     # MiniMind's trainers: "Epoch:[1/2](100/44160) loss:..." (the 1-based epoch of args.epochs,
     # the batch within the epoch's iters: enumerate(loader, start=start_step + 1) since 2025,

@@ -125,6 +125,19 @@ def epoch_of_n(m: re.Match[str]) -> Count:
     return _epoch_relative(done, int(m["i"]), int(m["n"]), epochs)
 
 
+def batch_then_epoch(m: re.Match[str]) -> Count:
+    """``Batch i/n | epoch e/E``, the batch's count before its epoch's: a Chinese GPT-2
+    trainer's ``当前Batch：10/6035 | 当前epoch:0/50`` (Medical_QA_System_GPT2's train.py:
+    ``batch_index + 1`` of ``len(train_dataloader)``, the epoch from ``range(param.epochs)``).
+    The count is within the epoch. Such lines print epoch 0 first where the loop is
+    ``range(epochs)`` and 1 where it is ``range(1, epochs + 1)``: epoch 0 says the first;
+    a later epoch, of a base the line does not print, places no step (unknown beats wrong)."""
+    e, epochs = int(m["e"]), int(m["E"])
+    if e == 0:
+        return _epoch_relative(0, int(m["i"]), int(m["n"]), epochs)
+    return Count()
+
+
 def of_epoch(m: re.Match[str]) -> Count:
     """``i/n of epoch e[/E]``: DLRM's ``Finished training it 8192/315310 of epoch 0`` (the
     1-based iteration, epoch 0 the first: dlrm_s_pytorch.py) and RSC's ``30/42 of epoch 6/30``

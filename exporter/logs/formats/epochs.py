@@ -14,8 +14,10 @@ from ...core.model import ProgressReport
 from ..lines import Format, LineReport
 
 _HEADER = re.compile(
-    r"^[\s\-=*#>]*(?:Epoch|epoch|EPOCH)(?::\s*|\s+)(?P<e>\d{1,6})(?:\s*(?:/|\bof\b)\s*(?P<n>\d{1,6}))?"
-    r"[\s\-=*#<:]*$"
+    # A logger's bracketed level before it ("[INFO] Epoch 1/30 started", SSL-ViT's log).
+    r"^(?:\[(?:INFO|DEBUG|NOTICE)\]\s*)?"
+    r"[\s\-=*#>]*(?:Starting\s+)?(?:Epoch|epoch|EPOCH)(?::\s*|\s+)(?P<e>\d{1,6})"
+    r"(?:\s*(?:/|\bof\b)\s*(?P<n>\d{1,6}))?(?:\s+(?:started|starts|begins))?[\s\-=*#<:]*$"
 )
 
 

@@ -67,6 +67,15 @@ def _named_record(value: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in data.items() if k != "value"}, name: data["value"]}
 
 
+def _step_of(value: dict[str, Any]) -> int | None:
+    """The run's length where a dict says ``"step": i, "of": n`` (LingJie's sft.py:
+    ``{"step": step, "of": n_steps, ...}``): n, or None where the two are no such pair."""
+    step, total = value.get("step"), value.get("of")
+    if type(step) is not int or type(total) is not int or not 0 <= step <= total:
+        return None
+    return total
+
+
 def parse_jsonl(msg: str, now: float) -> LineReport | None:
     text = msg.strip()
     before = _BEFORE.match(text)
@@ -104,6 +113,9 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
             continue
         if key in native_keys and not isinstance(raw, str):
             doc.setdefault(key, raw)
+            continue
+        if key == "of" and _step_of(value) is not None:
+            doc["max_steps"] = _step_of(value)
             continue
         number_ = _value(raw)
         if key == "throughput" and "current_steps" in value:

@@ -59,6 +59,7 @@ HINTS = (
     "Up.",
     "Batch ",
     "Batch:",  # PaddlePaddle Fluid's "Pass:0, Batch:100, Cost:0.40671, ..."
+    ": train ",  # nanoGPT's evaluation with "loss" left out (_SPLIT_MEANS)
     # A line with a loss and no counter this reader knows ("| Progress [##  ][11.64%] | ...
     # Loss 9.7263", Megatron's "... at the end of training for val data | lm loss value: ..."):
     # the quick scan already looks for these for the lone loss's reader.
@@ -159,6 +160,20 @@ _DL4J_SCORE = re.compile(
     rf"(?:^|\s-\s)Score at iteration (?P<i>\d{{1,15}}) is (?P<v>{PRINTF_NUMBER})\s*$"
 )
 _ITERATION_KEYS = frozenset({"iter", "iters", "iteration"})
+# A stage's end with the steps it took: LingJie's sft.py ends with print("sft done, steps:",
+# step) after its last logged step (780 of 782). The count is the run's step; an evaluation's
+# or a test's stage counts its own batches, so those are not read.
+_DONE_STEPS = re.compile(
+    r"^\s*(?P<what>[A-Za-z][\w-]{0,30})\s+done,?\s+steps:\s*(?P<i>\d{1,15})\s*$"
+)
+_NOT_TRAINING = re.compile(r"(?i)eval|val|test|predict|infer|warm")
+# nanoGPT's evaluation line with the word "loss" left out: tiny-shrek's train.py prints "  eval
+# {it}: train {losses['train']} | val {losses['val']} | {bpc} bpc", estimate_loss's mean loss
+# of each split at iteration it; read as nanoGPT's "step {it}: train loss ..., val loss ...".
+_SPLIT_MEANS = re.compile(
+    rf"^\s*(?:eval|step) (?P<i>\d{{1,15}}): train (?P<t>{PRINTF_NUMBER})\s?[|,] "
+    rf"val (?P<v>{PRINTF_NUMBER})(?=\s?[|,]|\s*$)(?!.*(?:acc|%))"
+)
 
 
 def _run_iteration(count: Count, counter: str, pairs: list[Pair], msg: str) -> int | None:
@@ -182,6 +197,12 @@ def _run_iteration(count: Count, counter: str, pairs: list[Pair], msg: str) -> i
 
 def read_progress(msg: str, now: float) -> LineReport | None:
     """The report a progress line makes, or None for any other line."""
+    if " done" in msg and (done := _DONE_STEPS.match(msg)) is not None:
+        if _NOT_TRAINING.search(done["what"]):
+            return None
+        return native({"step": int(done["i"])}, now, "progress")
+    if ": train " in msg and (split_means := _SPLIT_MEANS.match(msg)) is not None:
+        msg = f"step {split_means['i']}: train loss {split_means['t']}, val loss {split_means['v']}"
     if len(msg) > MAX_LINE or not any(h in msg for h in HINTS) or not _MAYBE.search(msg):
         return None
     if "Dropping entry" in msg:

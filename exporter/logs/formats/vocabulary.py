@@ -89,6 +89,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         # Chinese, as scripts print it: "训练损失" (training loss), "损失" (loss).
         "训练损失",
         "损失",
+        "损失值",  # "loss value"
     ),
     "eval_loss": (
         "eval_loss",
