@@ -4734,3 +4734,57 @@ def test_a_json_dicts_step_of_and_a_stages_end_with_its_steps() -> None:
     assert (read.step, read.max_steps, read.loss) == (782, 782, None)
     assert parse_message("eval done, steps: 50", 0.0) == []
     assert [r.report.max_steps for r in parse_message('{"step": 9, "of": 3}', 0.0)] == [None]
+
+
+_D2_END = [
+    "[08/30 23:14:51] d2.utils.events INFO:  eta: 0:00:08  iter: 1979  total_loss: 19.62"
+    "  loss_ce: 0.1488  time: 0.4357  lr: 1e-07  max_mem: 15545M",
+    "[08/30 23:15:00] fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_final.pth",
+    "[08/30 23:15:00] d2.utils.events INFO:  eta: 0:00:00  iter: 1999  total_loss: 19.4"
+    "  loss_ce: 0.1432  time: 0.4357  lr: 1e-07  max_mem: 15545M",
+    "[08/30 23:15:00] d2.engine.hooks INFO: Overall training speed: 1998 iterations in 0:14:30"
+    " (0.4357 s / it)",
+    "[08/30 23:15:00] d2.engine.hooks INFO: Total training time: 0:14:31 (0:00:01 on hooks)",
+]
+
+
+def test_detectron2s_final_checkpoint_ends_the_run_and_a_new_launch_starts_over() -> None:
+    """detectron2's PeriodicCheckpointer saves ``model_final`` only at iteration max_iter - 1
+    (fvcore), logged before that iteration's metrics: the run's end (BUAAZhangHaonan/
+    mgm_mask2former's output/log.txt). Its file logger appends the next launch to the same
+    log: a step printed below the last after the end is a new attempt, no longer finished."""
+    ended = _read_lines(_D2_END)
+    assert (ended.step, ended.loss, ended.final) == (1999, 19.4, True)
+    relaunched = _read_lines(
+        [
+            *_D2_END,
+            "[08/30 23:20:18] d2.engine.train_loop INFO: Starting training from iteration 0",
+            "[08/30 23:20:28] d2.utils.events INFO:  eta: 1:11:19  iter: 19  total_loss: 109.3"
+            "  loss_ce: 2.111  time: 0.4327  lr: 1.9e-06  max_mem: 15545M",
+        ]
+    )
+    assert (relaunched.step, relaunched.loss, relaunched.final) == (19, 109.3, False)
+    periodic = "[08/30 23:00:00] fvcore.common.checkpoint INFO: Saving checkpoint to ./output/model_0000999.pth"
+    assert [r.report.final for r in parse_message(periodic, 0.0)] == [False]
+
+
+def test_a_real_trainer_trained_twice_in_one_process_is_unfinished_between_runs(
+    tmp_path: Path,
+) -> None:
+    """Two real Transformers 5.25 Trainer runs in one process (a fold loop), captured here
+    (tests/fixtures/logs/transformers_5.25_two_runs.py): the first run's summary dict ends it,
+    and the second run's bar starting over is a new attempt, unfinished until its own end."""
+    from exporter.logs.inspect import read_log
+
+    fixture = Path(__file__).parent / "fixtures/logs/transformers_5.25_two_runs.log"
+    with open(fixture, encoding="utf-8", newline="") as fh:  # the bars' carriage returns kept
+        text = fh.read()
+    second = text.index("fold 1")
+    mid = text[: text.index("\n", text.index("'epoch': '0.375'", second)) + 1]
+    read = []
+    for name, part in (("mid", mid), ("whole", text)):
+        path = tmp_path / f"{name}.log"
+        path.write_text(part, encoding="utf-8", newline="")
+        r = read_log(str(path), NOW)[0].report()
+        read.append((r.step, r.max_steps, r.loss, r.final))
+    assert read == [(4, 12, 3.898, False), (12, 12, 3.903, True)]

@@ -58,6 +58,7 @@ from .epoch_counter import EpochCounter, WithinEpoch
 from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
+from .moves import advances, starts_over
 from .parse import bar_key
 from .table_rows import TableRows, row_total
 
@@ -174,8 +175,11 @@ class LogAccumulator:
         total = row_total(self.row_columns, line.columns) if line.parser == "ultralytics" else None
         if total is not None:
             self.values["loss"] = total
-        if self.failure is not None and self._advances(line):
+        said = self.values.get("step")
+        if self.failure is not None and advances(line, said, self.bars):
             self.failure = None  # it trained on after the traceback: not how it ended
+        if self.final and starts_over(line, said):
+            self._start_over()  # a new attempt after the last one's end, in the same log
         if line.parser == "lightning":
             self.lightning = True
         r = line.report
@@ -298,19 +302,6 @@ class LogAccumulator:
         if chosen is not None and not self.structured_step and chosen[1].step_known():
             return chosen[1].work()
         return None
-
-    def _advances(self, line: LineReport) -> bool:
-        """Whether ``line`` shows training beyond what was read before it: a printed step
-        past the last one, or a bar past its last count (a bar's final frame redrawn as the
-        process exits after its traceback is no progress)."""
-        step = line.report.step
-        if step is not None:
-            said = self.values.get("step")
-            return not isinstance(said, int) or step > said
-        if line.bar is not None:
-            track = self.bars.get(bar_key(line.bar))
-            return track is None or line.bar.n > track.last_n
-        return False
 
     def _epoch_mark(self, t: float, epoch: float) -> None:
         """A training log dict of Trainer's at ``t``: kept, and once the steps per epoch are

@@ -30,6 +30,9 @@
 * Megatron-LM's start of a save, ``saving checkpoint at iteration     500 to /ckpt in
   torch_dist format`` (``checkpointing.py``; older versions and Megatron-DeepSpeed prefix
   ``global rank 0 is``);
+* detectron2 (fvcore's ``PeriodicCheckpointer``): ``fvcore.common.checkpoint INFO: Saving
+  checkpoint to ./output/model_final.pth``, saved only at the last iteration (``iteration >=
+  max_iter - 1``): the run's end as well;
 * LeRobot's ``lerobot_train.py``: ``Checkpoint policy after step 50000``, logged right before
   it saves, after the step's update (``step`` counts the updates done): the run's step too;
 * and the lines people print themselves, read by one general rule: "saving" or "saved" (or
@@ -77,6 +80,12 @@ _NO_SAVE = re.compile(
 _STEP = re.compile(
     r"(?i)(?:(?<![A-Za-z])(?:global[ _]?step|step|iteration|iter)(?:\s*[=:#]?\s*|_)"
     r"|\b(?:checkpoint|ckpt)[-_])(\d{1,15})\b"
+)
+# detectron2's PeriodicCheckpointer (fvcore's) saves "{file_prefix}_final" only once the
+# iteration reaches max_iter - 1 (fvcore/common/checkpoint.py: "if iteration >= self.max_iter
+# - 1"), logged by fvcore's Checkpointer: the training loop's last iteration, its end.
+_DETECTRON2_FINAL = re.compile(
+    r"\bfvcore\.common\.checkpoint INFO: Saving checkpoint to \S*\bmodel_final\.pth\s*$"
 )
 _SAVE_SECONDS = re.compile(
     r"(?i)(?:finished|saved|done|completed?)\b.*\bin\s+(\d{1,7}(?:\.\d+)?)\s*(?:s|secs?|seconds)\b"
@@ -132,6 +141,8 @@ def _general(msg: str, now: float) -> LineReport | None:
         doc["last_checkpoint_step"] = int(m.group(1))
     if (m := _SAVE_SECONDS.search(msg)) is not None:
         doc["last_checkpoint_seconds"] = float(m.group(1))
+    if _DETECTRON2_FINAL.search(msg) is not None:
+        doc["final"] = True
     return native(doc, now, "checkpoints")
 
 

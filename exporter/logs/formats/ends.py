@@ -61,7 +61,7 @@ and parenthesis around it), and the trainer of EquiBind and its kin (3DInfomax, 
 ``train()`` ends its epoch loop, early stopped or not, by evaluating the best checkpoint and
 printing ``'Statistics on ', 'val_best_checkpoint'``; a terminal pane's border after it is
 kept by a copy from one). detectron2's "Total training time" is not one: its hooks log it
-in a ``finally:``, after an exception too.
+in a ``finally:``, after an exception too (its final checkpoint is: :mod:`.checkpoints`).
 """
 
 from __future__ import annotations
