@@ -4788,3 +4788,49 @@ def test_a_real_trainer_trained_twice_in_one_process_is_unfinished_between_runs(
         r = read_log(str(path), NOW)[0].report()
         read.append((r.step, r.max_steps, r.loss, r.final))
     assert read == [(4, 12, 3.898, False), (12, 12, 3.903, True)]
+
+
+def test_nanogpt_seis_train_lines_eval_lines_and_a_duration_after_the_loss() -> None:
+    """nanogpt-seis' src/train.py (ethellight565/nanogpt-seis' checkpoints/train.log): ``[train]
+    iter {i}: loss {loss} {dt} ms/iter``, whose number after the loss is a duration with its
+    unit (no list of losses), and ``[eval] iter {i}: train {mean} val {mean} lr ...``."""
+    read = _read_lines(
+        [
+            "[train] iter 7990: loss 2.0802 2302 ms/iter",
+            "[eval] iter 8000: train 1.9710 val 2.3993 lr 3.00e-05",
+            "[train] iter 8000: loss 1.8766 3576 ms/iter",
+        ]
+    )
+    assert (read.step, read.loss, read.eval_loss) == (8000, 1.8766, 2.3993)
+    # IRNet's four loss parts after one key stay a list: no loss.
+    irnet = parse_message("step:  100/ 500 loss:0.35 0.30 2.72 0.19", 0.0)
+    assert [(r.report.step, r.report.loss) for r in irnet] == [(100, None)]
+
+
+def test_dgcnns_train_and_test_epoch_summaries() -> None:
+    """DGCNN's main.py (packyan/DGCNN-Pytorch's checkpoints/train.log): ``Train %d, loss: %.6f,
+    train acc: ...`` after each epoch (0-based) and ``Test %d, loss: ..., test acc: ...``
+    after its evaluation: the epoch's train loss, then the eval loss; no step."""
+    read = _read_lines(
+        [
+            "Train 78, loss: 1.465312, train acc: 0.957736, train avg acc: 0.932717",
+            "Train 79, loss: 1.461166, train acc: 0.959972, train avg acc: 0.937235",
+            "Test 79, loss: 1.561166, test acc: 0.920000, test avg acc: 0.890000",
+        ]
+    )
+    assert (read.step, read.loss, read.eval_loss) == (None, 1.461166, 1.561166)
+
+
+def test_parameter_golfs_wallclock_stop_ends_the_run() -> None:
+    """OpenAI Parameter Golf's train_gpt.py at its wall-clock cap logs ``stopping_early:
+    wallclock_cap train_time:599635ms step:6130/20000`` and breaks out of its loop
+    (lolrazh/parameter-golf's checkpoints/train.log): the steps done, of those given, ended."""
+    read = _read_lines(
+        [
+            "step:6100/20000 train_loss:2.676640 lr_scale:0.0286 muon_mom:0.9900 "
+            "train_time:594463ms step_avg:97.45ms this_step:3793.3ms mem:19155MiB swa_n:7",
+            "step:6130/20000 val_loss:2.7199 val_bpb:1.1673 train_time:599635ms step_avg:97.82ms",
+            "stopping_early: wallclock_cap train_time:599635ms step:6130/20000",
+        ]
+    )
+    assert (read.step, read.max_steps, read.loss, read.final) == (6130, 20000, 2.67664, True)

@@ -367,6 +367,11 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         train_step_in_epoch,
     ),
+    # DGCNN's main.py (WangYueFt/dgcnn, and the point-cloud trainers copied from it): "Train
+    # %d, loss: %.6f, train acc: ..." after each epoch (0-based), a per-epoch summary, and
+    # "Test %d, loss: ..., test acc: ..." after the epoch's evaluation.
+    (re.compile(r"^\s*Train (?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?, (?=loss: )"), epoch_summary),
+    (re.compile(r"^\s*Test \d{1,9}(?:/\d{1,9})?, (?=loss: )"), eval_count),
     # The Hugging Face Flax examples (transformers' and diffusers'): "Step... (1000 | Loss:
     # 2.31, Learning Rate: ...)" (cur_step, the run's) and, after each epoch, "Epoch...
     # (47/116 | Loss: 0.1743)" (epoch + 1 of num_train_epochs: a per-epoch summary).

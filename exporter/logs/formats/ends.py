@@ -20,6 +20,8 @@
     Finished Training                                               PyTorch's CIFAR-10 tutorial
     Statistics on  val_best_checkpoint                              EquiBind's trainer and kin
     save checkpoint at /home/aistudio/save_fine/final               PaddlePaddle's Model.fit
+    stopping_early: wallclock_cap train_time:599635ms step:6130/20000
+                                                                    OpenAI's Parameter Golf
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -76,6 +78,14 @@ from .vocabulary import TEST_LOSS
 _MAX_STEPS_REACHED = re.compile(
     r"\bReached max_steps \((?P<n>\d{1,15})\)[.,]?\s+[Ss]topping training(?: early)?"
     r"\s*(?:\.|!|$)"
+)
+
+# OpenAI's Parameter Golf train_gpt.py (a modded-nanoGPT script) at its wall-clock cap:
+# "stopping_early: wallclock_cap train_time:599635ms step:6130/20000", then it breaks out of
+# its loop (the steps done, of the steps it was given).
+_WALLCLOCK_STOP = re.compile(
+    r"^\s*stopping_early: wallclock_cap train_time:\d{1,12}ms "
+    r"step:(?P<i>\d{1,15})/(?P<n>\d{1,15})\s*$"
 )
 
 _GAUSSIAN_SPLATTING_END = re.compile(r"^\s*Training complete\. \[\d\d/\d\d \d\d:\d\d:\d\d\]\s*$")
@@ -146,6 +156,9 @@ def parse_ends(msg: str, now: float) -> LineReport | None:
     if (end := _WORD_LM_END.match(msg)) is not None:
         tested = float(end["loss"])
         return LineReport("ends", ProgressReport(final=True, metrics=((TEST_LOSS, tested),)))
+    if (stop := _WALLCLOCK_STOP.match(msg)) is not None:
+        step, total = int(stop["i"]), int(stop["n"])
+        return LineReport("ends", ProgressReport(step=step, max_steps=total or None, final=True))
     m = _MAX_STEPS_REACHED.search(msg)
     if m is None or (n := int(m["n"])) <= 0:
         return None
@@ -170,6 +183,7 @@ FORMAT = Format(
         "Finished Training",
         "val_best_checkpoint",
         "save checkpoint at ",
+        "stopping_early: wallclock_cap",
     ),
     parse_ends,
 )

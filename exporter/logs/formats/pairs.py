@@ -44,7 +44,12 @@ _VALUE = (
 PAIR = re.compile(_KEY + _SEP + _VALUE)
 # Another bare number right after a pair's value: the key names a list ("loss:0.3555 0.3044
 # 2.7294 0.1937", IRNet's four loss parts), none of whose values is the key's alone.
-_LIST_GOES_ON = re.compile(r"[ \t]+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?=[ \t,;|]|$)")
+# A number with its unit after it is no list's: a duration or a rate ("loss 2.0802 2302
+# ms/iter", nanogpt-seis' train.py).
+_LIST_GOES_ON = re.compile(
+    r"[ \t]+[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?=[ \t,;|]|$)"
+    r"(?![ \t]+(?:ms|s|sec|secs|seconds|min)(?:/\w+)?\b|[ \t]+[A-Za-z]+/(?:s|sec|iter|it|step)\b)"
+)
 # A number as C's printf writes it, for the formats whose values have no names (Darknet's,
 # tf_cnn_benchmarks', the gradient-boosting libraries'): no separators, no unit; "-nan" and
 # "inf" included; one group, so it embeds anywhere in a pattern.

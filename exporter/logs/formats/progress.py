@@ -141,7 +141,7 @@ _MAYBE = re.compile(
     r"^\s*\d+\s+\||\bUp\.|"
     r"loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
     r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] |"
-    r"^\s*\[\d{1,12}/\d{1,12}\] "
+    r"^\s*\[\d{1,12}/\d{1,12}\] |^\s*Train \d{1,9}(?:/\d{1,9})?, loss: "
 )
 
 
@@ -168,11 +168,12 @@ _DONE_STEPS = re.compile(
 )
 _NOT_TRAINING = re.compile(r"(?i)eval|val|test|predict|infer|warm")
 # nanoGPT's evaluation line with the word "loss" left out: tiny-shrek's train.py prints "  eval
-# {it}: train {losses['train']} | val {losses['val']} | {bpc} bpc", estimate_loss's mean loss
-# of each split at iteration it; read as nanoGPT's "step {it}: train loss ..., val loss ...".
+# {it}: train {losses['train']} | val {losses['val']} | {bpc} bpc", nanogpt-seis' "[eval] iter
+# {it}: train {...} val {...} lr ...", estimate_loss's mean loss of each split at iteration
+# it; read as nanoGPT's "step {it}: train loss ..., val loss ...".
 _SPLIT_MEANS = re.compile(
-    rf"^\s*(?:eval|step) (?P<i>\d{{1,15}}): train (?P<t>{PRINTF_NUMBER})\s?[|,] "
-    rf"val (?P<v>{PRINTF_NUMBER})(?=\s?[|,]|\s*$)(?!.*(?:acc|%))"
+    rf"^\s*(?:\[eval\] )?(?:eval|step|iter) (?P<i>\d{{1,15}}): train (?P<t>{PRINTF_NUMBER})"
+    rf"\s?[|,]? val (?P<v>{PRINTF_NUMBER})(?=\s|[|,]|$)(?!.*(?:acc|%))"
 )
 
 
