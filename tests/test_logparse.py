@@ -4834,3 +4834,35 @@ def test_parameter_golfs_wallclock_stop_ends_the_run() -> None:
         ]
     )
     assert (read.step, read.max_steps, read.loss, read.final) == (6130, 20000, 2.67664, True)
+
+
+def test_llamafactorys_record_of_trainers_summary_ends_the_run() -> None:
+    """LLaMA-Factory's LogCallback copies each log of Trainer's into trainer_log.jsonl; the last,
+    Trainer's summary after training (no loss, no learning rate), becomes a record at the last
+    step with none of a step's or an evaluation's values: null in older versions
+    (suzushi-tw/luojiu-7b-base), left out in newer ones (syGOAT/Mistral-v0.2-Translator-bf16).
+    A step's record or an evaluation's at the last step is no end."""
+    step = (
+        '{"current_steps": 8660, "total_steps": 8660, "loss": 0.1333, "learning_rate": 0.0, '
+        '"epoch": 4.0, "percentage": 100.0, "elapsed_time": "5:39:46", "remaining_time": "0:00:00"}'
+    )
+    dropped = (
+        '{"current_steps": 8660, "total_steps": 8660, "epoch": 4.0, "percentage": 100.0, '
+        '"elapsed_time": "5:39:46", "remaining_time": "0:00:00", "throughput": "0.00", '
+        '"total_tokens": 0}'
+    )
+    nulls = (
+        '{"current_steps": 8712, "total_steps": 8712, "loss": null, "eval_loss": null, '
+        '"predict_loss": null, "reward": null, "learning_rate": null, "epoch": 3.0, '
+        '"percentage": 100.0, "elapsed_time": "4 days, 7:19:52", "remaining_time": "0:00:00"}'
+    )
+    evaluation = (
+        '{"current_steps": 8660, "total_steps": 8660, "eval_loss": 0.25, "epoch": 4.0, '
+        '"percentage": 100.0, "elapsed_time": "5:40:02", "remaining_time": "0:00:00"}'
+    )
+    assert [r.report.final for r in parse_message(step, 0.0)] == [False]
+    assert [r.report.final for r in parse_message(evaluation, 0.0)] == [False]
+    assert [r.report.final for r in parse_message(dropped, 0.0)] == [True]
+    assert [r.report.final for r in parse_message(nulls, 0.0)] == [True]
+    read = _read_lines([step, dropped])
+    assert (read.step, read.max_steps, read.loss, read.final) == (8660, 8660, 0.1333, True)

@@ -16,7 +16,9 @@ A record that names its one value (``{"name": "loss", "data": {"step": 2, "value
 fms-hf-tuning names it ``training_loss`` or ``validation_loss``) is read as that value under
 its name beside the data's other keys. ``null`` says nothing. Trainer's summary after
 training (``train_runtime`` and ``train_loss``, no ``loss``: ms-swift's ``logging.jsonl``
-keeps it) ends the run, its ``train_loss`` the run's mean, not the loss. A whole epoch index
+keeps it) ends the run, its ``train_loss`` the run's mean, not the loss; so does
+LLaMA-Factory's record of it (at its last step, with no step's or evaluation's values). A
+whole epoch index
 with no step beside it (a per-epoch summary: 0- or 1-based is the tool's) is no fractional
 epoch and is not read.
 """
@@ -67,6 +69,22 @@ def _named_record(value: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in data.items() if k != "value"}, name: data["value"]}
 
 
+# The values LLaMA-Factory's LogCallback copies from a log of Trainer's that a training step's
+# or an evaluation's log has (train/callbacks.py on_log: the last log's loss, eval_loss...).
+_LLAMAFACTORY_LOGGED = ("loss", "eval_loss", "predict_loss", "reward", "lr", "learning_rate")
+
+
+def _llamafactory_summary(value: dict[str, Any]) -> bool:
+    """Whether ``value`` is LLaMA-Factory's record of Trainer's summary after training:
+    at its last step (``current_steps`` = ``total_steps``) with none of the values a step's or
+    an evaluation's log has (null, or left out by the versions that drop None): the log
+    train() writes last (``train_runtime``, ``train_loss``)."""
+    current, total = value.get("current_steps"), value.get("total_steps")
+    if type(current) is not int or current <= 0 or current != total:
+        return False
+    return all(value.get(key) is None for key in _LLAMAFACTORY_LOGGED)
+
+
 def _step_of(value: dict[str, Any]) -> int | None:
     """The run's length where a dict says ``"step": i, "of": n`` (LingJie's sft.py:
     ``{"step": step, "of": n_steps, ...}``): n, or None where the two are no such pair."""
@@ -98,7 +116,9 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
     pairs: list[Pair] = []
     # Trainer's summary once training is over, as ms-swift's logging.jsonl keeps it: its
     # train_loss is the whole run's mean, no step's loss, and the dict is the run's end.
-    summary = "train_runtime" in value and "train_loss" in value and "loss" not in value
+    summary = (
+        "train_runtime" in value and "train_loss" in value and "loss" not in value
+    ) or _llamafactory_summary(value)
     for key, raw in value.items():
         if not isinstance(key, str) or raw is None:
             continue
