@@ -4866,3 +4866,18 @@ def test_llamafactorys_record_of_trainers_summary_ends_the_run() -> None:
     assert [r.report.final for r in parse_message(nulls, 0.0)] == [True]
     read = _read_lines([step, dropped])
     assert (read.step, read.max_steps, read.loss, read.final) == (8660, 8660, 0.1333, True)
+
+
+def test_passls_epoch_of_epochs_and_its_iteration() -> None:
+    """PASSL's LogHook (PaddlePaddle/PASSL's outputs/log.txt), derived from mmcv's, prints
+    ``Epoch [{epoch}/{epochs}][{iter}/{iters_per_epoch}]`` (both 1-based) under a config dump
+    full of numbers: step 20 of 300 x 365; the loss its value before the running mean."""
+    line = (
+        "[10/20 12:23:16] passl.engine.trainer INFO: Epoch [1/300][20/365]\tlr: 3.559e-02, "
+        "eta: 3 days, 9:12:34, time: 2.670, data_time: 2.280, loss 1.5001e+01 (1.2273e+01), "
+        "acc1  1.562 ( 2.508), acc5  7.812 (13.035)"
+    )
+    read = [(r.report.step, r.report.max_steps, r.report.loss) for r in parse_message(line, 0.0)]
+    assert read == [(20, 109500, 15.001)]
+    later = parse_message("Epoch [3/300][20/365]\tlr: 1e-02, loss 1.2 (1.3)", 0.0)
+    assert [(r.report.step, r.report.max_steps) for r in later] == [(750, 109500)]

@@ -99,8 +99,8 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     (re.compile(r"\[batch=(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"), step_of),
     (
         re.compile(
-            r"\bEpoch(?:\((?P<mode>\w+)\))?\s*\[\s*(?P<e>\d{1,9})\]\s*\[\s*(?P<i>\d{1,12})\s*/\s*"
-            r"(?P<n>\d{1,12})\]"
+            r"\bEpoch(?:\((?P<mode>\w+)\))?\s*\[\s*(?P<e>\d{1,9})(?:/(?P<E>\d{1,9}))?\]\s*\[\s*"
+            r"(?P<i>\d{1,12})\s*/\s*(?P<n>\d{1,12})\]"
         ),
         mm,
     ),

@@ -56,10 +56,15 @@ def _epoch_relative(done_epochs: int, index: int, per_epoch: int, epochs: int | 
 
 def mm(m: re.Match[str]) -> Count:
     """mmengine ``Epoch(train) [e][i/n]`` and mmcv ``Epoch [e][i/n]``: 1-based epochs and
-    iterations (mmengine ``LoggerHook``: ``runner.epoch + 1``, ``batch_idx + 1``)."""
+    iterations (mmengine ``LoggerHook``: ``runner.epoch + 1``, ``batch_idx + 1``); PASSL's
+    LogHook, derived from mmcv's, prints the number of epochs too (``Epoch [1/300][20/365]``:
+    ``current_epoch + 1`` of ``epochs``, ``inner_iter + 1``)."""
     if m["mode"] and m["mode"] != "train":
         return Count(evaluation=True)
-    return one_based_epoch(m)
+    epochs = _int(m["E"])
+    if epochs is not None and int(m["e"]) > epochs:
+        return Count()
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), epochs)
 
 
 def mm_iter(m: re.Match[str]) -> Count:
