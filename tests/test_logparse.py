@@ -4881,3 +4881,19 @@ def test_passls_epoch_of_epochs_and_its_iteration() -> None:
     assert read == [(20, 109500, 15.001)]
     later = parse_message("Epoch [3/300][20/365]\tlr: 1e-02, loss 1.2 (1.3)", 0.0)
     assert [(r.report.step, r.report.max_steps) for r in later] == [(750, 109500)]
+
+
+def test_starting_training_for_n_steps_and_python_loggings_cookbook_prefix() -> None:
+    """A build-nanoGPT-style trainer (vijay0019/GPT-From-Scratch's log/training.log) logs
+    through Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s":
+    ``Starting training for 19073 steps`` (the loop's range) is the run's length, and a lone
+    ``validation loss: 10.9522`` after that prefix is the eval loss."""
+    read = _read_lines(
+        [
+            "2026-01-17 04:38:27 - training.trainer - INFO - Starting training for 19073 steps",
+            "2026-01-17 04:38:30 - training.trainer - INFO - validation loss: 10.9522",
+            "2026-01-17 04:40:15 - training.trainer - INFO - step    17 | loss: 9.627371 | "
+            "lr 1.5105e-05 | norm: 2.2904 | dt: 2332.05ms | tok/sec: 224818.91",
+        ]
+    )
+    assert (read.step, read.max_steps, read.loss, read.eval_loss) == (17, 19073, 9.627371, 10.9522)

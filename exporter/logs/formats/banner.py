@@ -53,6 +53,13 @@ _VERL_TOTAL = re.compile(r"(?:^|\s)Total training steps: (?P<n>\d{1,3}(?:,\d{3})
 # The MAE/DeiT/BEiT/ConvNeXt family's main_*.py: print(f"Start training for {args.epochs}
 # epochs"), the run's epochs, the line the sentence alone.
 _START_EPOCHS = re.compile(r"(?:^|\s)Start training for (?P<n>\d{1,9}) epochs\s*$")
+# The same sentence in steps, the loop's range: a build-nanoGPT-style trainer's
+# logger.info(f"Starting training for {self.max_steps} steps") before "for step in
+# range(self.max_steps)" (vijay0019/GPT-From-Scratch's training/trainer.py).
+_START_STEPS = re.compile(
+    r"(?:^|\s)Start(?:ing)? training for (?P<n>\d{1,3}(?:,\d{3})+|\d{1,15}) "
+    r"(?:steps|iterations)\s*$"
+)
 # BasicSR's "Training statistics:" (basicsr/train.py, and the trainers built on it: pyiqa,
 # Real-ESRGAN, GFPGAN), its last line "\tTotal epochs: 100; iters: 11100.": the run's length.
 _BASICSR = re.compile(r"\bTotal epochs: (?P<e>\d{1,9}); iters: (?P<n>\d{1,15})\.")
@@ -179,6 +186,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
         or _TRANSUNET.search(msg)
         or _LAVIS.search(msg)
         or _VERL_TOTAL.search(msg)
+        or _START_STEPS.search(msg)
     )
     epochs = _EPOCHS.search(msg) or _START_EPOCHS.search(msg)
     if steps is None and epochs is None:
@@ -203,6 +211,7 @@ FORMAT = Format(
         "workflow: ",
         "Starting training..., iters: ",
         "Start training",
+        "Starting training for ",
         "Total training steps: ",
         "; iters: ",
         " max iterations",

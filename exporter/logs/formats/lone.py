@@ -51,6 +51,10 @@ MAX_LINE = 256
 # A date and time before the pair ("2024-04-23 15:23:41.803760: "), as loggers stamp lines.
 _STAMP = re.compile(
     r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?"
+    # Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the
+    # cookbook's format: "2026-01-17 04:38:30 - training.trainer - INFO - validation loss:
+    # 3.0839"), with or without the logger's name.
+    r"(?: - [\w.]{1,64})?(?: - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -)?"
     # A logger's bracket with its level first (kur's "[INFO 2017-03-02 18:11:38,332
     # kur.model.executor:175] Validation loss: 155.686").
     r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR) [^\[\]]{1,160}\])\s+"
