@@ -4897,3 +4897,21 @@ def test_starting_training_for_n_steps_and_python_loggings_cookbook_prefix() -> 
         ]
     )
     assert (read.step, read.max_steps, read.loss, read.eval_loss) == (17, 19073, 9.627371, 10.9522)
+
+
+def test_lightnings_max_epochs_reached_after_a_complete_last_epoch_gives_the_steps() -> None:
+    """A Lightning log read from its last epoch (Delve-ERAV1/MACHINE-TRANSLATION-English-to-
+    Italian's train_logs.txt): ``Epoch 19: ... 455/455`` then "`Trainer.fit` stopped:
+    `max_epochs=20` reached.": twenty whole epochs (Lightning counts from 0; only a stop by
+    max_steps shortens an epoch's bar), 9100 of 9100. Without the closing line, or with the
+    bar short of its total, the epochs before the first one seen stay unknown."""
+    frame = (
+        "Epoch 19: {pct}%|██████████| {n}/455 [03:07<00:00,  2.43it/s, v_num=2, loss=3.270, "
+        "validation_cer=0.761]\r"
+    )
+    last = [frame.format(pct=99, n=454), frame.format(pct=100, n=455)]
+    closing = "`Trainer.fit` stopped: `max_epochs=20` reached."
+    read = _read_lines([*last, closing])
+    assert (read.step, read.max_steps, read.loss, read.final) == (9100, 9100, 3.27, True)
+    assert _read_lines(last).step is None
+    assert _read_lines([frame.format(pct=99, n=454), closing]).step is None

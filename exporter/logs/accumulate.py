@@ -571,6 +571,11 @@ class LogAccumulator:
                 # The bar's own remaining time is the run's only when the bar is the run.
                 values["eta_seconds"] = bar.remaining_seconds
         said_epochs = values.get("max_epochs")
+        if self.final and self.lightning and "step" not in values and chosen is not None:
+            # Lightning's "`Trainer.fit` stopped: `max_epochs=E` reached": E whole epochs.
+            epochs = int(said_epochs) if isinstance(said_epochs, float) else 0
+            if (stopped := chosen[1].fit_stopped_at(epochs) if epochs else None) is not None:
+                values["step"] = values["max_steps"] = stopped
         size = self.steps_per_epoch
         if values.get("max_steps") is None and size and isinstance(said_epochs, float):
             # The number of epochs said once ("max: 30 epochs") and the epoch's size: the

@@ -235,6 +235,16 @@ class BarTrack:
         """Whether the bar is one pass of a loop it draws again (one bar per epoch)."""
         return self.passes > 0 or self.label is not None or self.repeated_at_end
 
+    def fit_stopped_at(self, epochs: int) -> int | None:
+        """The run's steps where Lightning's closing line said ``max_epochs`` was reached and
+        this bar was drawn complete at that last epoch (``Epoch 19: 455/455`` under
+        ``max_epochs=20``, Lightning's epochs 0-based): every epoch ran its whole length (a
+        bar shortened to the steps left is drawn only where ``max_steps`` stops the run), so
+        ``epochs x total``; None otherwise, or where the bar counts validation batches too."""
+        if self.counts_validation or not self.total or self.last_n != self.total:
+            return None
+        return epochs * self.total if self.label == epochs - 1 else None
+
     def run_total(self, final: bool) -> int | None:
         """The run's total steps, where the log says it (see the module docstring). Once the
         run said it finished (Trainer's summary), a bar that ran after it is not training."""
