@@ -18,9 +18,8 @@ its name beside the data's other keys. ``null`` says nothing. Trainer's summary 
 training (``train_runtime`` and ``train_loss``, no ``loss``: ms-swift's ``logging.jsonl``
 keeps it) ends the run, its ``train_loss`` the run's mean, not the loss; so does
 LLaMA-Factory's record of it (at its last step, with no step's or evaluation's values). A
-whole epoch index
-with no step beside it (a per-epoch summary: 0- or 1-based is the tool's) is no fractional
-epoch and is not read.
+whole epoch index with no step beside it (a per-epoch summary: 0- or 1-based is the tool's)
+is no fractional epoch and is not read.
 """
 
 from __future__ import annotations
@@ -119,6 +118,7 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
     summary = (
         "train_runtime" in value and "train_loss" in value and "loss" not in value
     ) or _llamafactory_summary(value)
+    length = _step_of(value)
     for key, raw in value.items():
         if not isinstance(key, str) or raw is None:
             continue
@@ -134,8 +134,8 @@ def parse_jsonl(msg: str, now: float) -> LineReport | None:
         if key in native_keys and not isinstance(raw, str):
             doc.setdefault(key, raw)
             continue
-        if key == "of" and _step_of(value) is not None:
-            doc["max_steps"] = _step_of(value)
+        if key == "of" and length is not None:
+            doc["max_steps"] = length
             continue
         number_ = _value(raw)
         if key == "throughput" and "current_steps" in value:

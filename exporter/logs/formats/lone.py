@@ -54,7 +54,7 @@ _STAMP = re.compile(
     # Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the
     # cookbook's format: "2026-01-17 04:38:30 - training.trainer - INFO - validation loss:
     # 3.0839"), with or without the logger's name.
-    r"(?: - [\w.]{1,64})?(?: - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -)?"
+    r"(?:(?: - [\w.]{1,64})? - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -)?"
     # A logger's bracket with its level first (kur's "[INFO 2017-03-02 18:11:38,332
     # kur.model.executor:175] Validation loss: 155.686").
     r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR) [^\[\]]{1,160}\])\s+"
