@@ -4917,3 +4917,23 @@ def test_lightnings_max_epochs_reached_after_a_complete_last_epoch_gives_the_ste
     assert (read.step, read.max_steps, read.loss, read.final) == (9100, 9100, 3.27, True)
     assert _read_lines(last).step is None
     assert _read_lines([frame.format(pct=99, n=454), closing]).step is None
+
+
+def test_a_phases_loss_padded_with_spaces_under_the_train_loss() -> None:
+    """The BERT fine-tuning tutorial's loop (Smit6/toxic-comment-classification's
+    train_logs.txt) prints ``Train loss {mean}`` then ``Val   loss {mean}``, padded to line up:
+    the second is the eval loss, never the train loss."""
+    read = _read_lines(
+        [
+            "Epoch 10/10",
+            "----------",
+            "Train loss 0.14170783003808768",
+            "Val   loss 0.13944906414391284",
+        ]
+    )
+    assert (read.step, read.loss, read.eval_loss) == (
+        None,
+        0.14170783003808768,
+        0.13944906414391284,
+    )
+    assert parse_message("Validation loss decreased (0.52 --> 0.48)", 0.0) == []

@@ -69,7 +69,9 @@ _BULLET = re.compile(r"^[•·]\s+")
 _TRAINER_METRICS_ROW = re.compile(r"^ {2,}train_\w+ *= +\S+$")
 _PHASE = re.compile(
     r"^(?P<phase>train|training|val|valid|validation|test|eval)(?: error)?\s*:?\s+"
-    r"(?=(?:avg\.?\s|average\s|mean\s)?loss\s*[:=])",
+    # "loss: 0.58", or the number after spaces: the fine-tuning tutorials' "Val   loss 0.139"
+    # padded under "Train loss 0.141" ("Validation loss decreased (...)" is no such pair).
+    r"(?=(?:avg\.?\s|average\s|mean\s)?loss(?:\s*[:=]|\s+[-+]?\.?\d))",
     re.I,
 )
 _EVALUATIONS = ("val", "valid", "validation", "test", "eval")
