@@ -3631,6 +3631,25 @@ def test_allennlps_phase_lines_tell_whose_bar_follows() -> None:
     assert (alone.step, alone.max_steps, alone.eval_loss) == (None, None, 2.3851)
 
 
+def test_allennlps_metrics_table_gives_the_epochs_loss_and_validation_loss() -> None:
+    """AllenNLP's table after each epoch (``%s |  %8.3f  |  %8.3f`` under ``Training |
+    Validation``, allennlp/training/tensorboard_writer.py): the ``loss`` row is the training
+    loss and the validation loss, ``N/A`` none; other rows (``gpu_0_memory_MB``) and the
+    same row without AllenNLP's logger name are not read."""
+    w = "2022-06-30 12:07:25,479 - INFO - allennlp.training.tensorboard_writer - "
+    lines = [
+        w + "                                Training |  Validation",
+        w + "gpu_0_memory_MB             |  3589.000  |       N/A",
+        w + "loss                        |  -137.582  |  -145.318",
+    ]
+    report = _read_lines(lines)
+    assert (report.loss, report.eval_loss, report.step) == (-137.582, -145.318, None)
+    train_only = _read_lines([w + "loss |     0.250  |       N/A"])
+    assert (train_only.loss, train_only.eval_loss) == (0.25, None)
+    assert _read_lines([w + "gpu_0_memory_MB |  3589.000  |  12.000"]).loss is None
+    assert _read_lines(["loss                        |  -137.582  |  -145.318"]).loss is None
+
+
 def test_a_table_row_with_blank_cells_is_read_by_its_cells_places() -> None:
     """Chainer's PrintReport pads a missing value with spaces, each cell left-aligned at its
     column's start: a row with blank cells is read by where its cells stand (one character

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..lines import Format
 from . import (
+    allennlp,
     banner,
     boosting,
     box_table,
@@ -66,6 +67,7 @@ FORMATS: tuple[Format, ...] = (
     stages.FORMAT,
     ray_train.FORMAT,
     metric_logger.FORMAT,
+    allennlp.FORMAT,
     build_nanogpt.FORMAT,
     trainer_dicts.FORMAT,
     mlperf.FORMAT,
