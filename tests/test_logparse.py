@@ -3650,6 +3650,22 @@ def test_allennlps_metrics_table_gives_the_epochs_loss_and_validation_loss() -> 
     assert _read_lines(["loss                        |  -137.582  |  -145.318"]).loss is None
 
 
+def test_a_batch_of_an_epoch_leading_its_line_gives_its_values_and_no_step() -> None:
+    """HelixLM's ``  batch 50/1646 | loss=5.4196 ppl=225.79 ...`` under ``Epoch 3/3 | LR:
+    ...``: a count within the epoch (its header 0- or 1-based as the loop prints it), so
+    no step and no total; the loss is read. Before, the line was no counted line and
+    nothing on it was read."""
+    lines = [
+        "Epoch 3/3 | LR: 3.00e-04 | Effective batch: 96",
+        "  batch 50/1646 | loss=5.4196 ppl=225.79 lr=3.00e-04 tok/s=37729 skipped=0",
+        "  batch 1646/1646 | loss=5.3783 ppl=216.66 lr=3.00e-04 tok/s=37471 skipped=0",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (None, None, 5.3783)
+    # Not a batch size's words: "Effective batch: 96" and "batch 96 |" count nothing.
+    assert _read_lines(["  batch 96 | loss=0.5"]).step is None
+
+
 def test_a_table_row_with_blank_cells_is_read_by_its_cells_places() -> None:
     """Chainer's PrintReport pads a missing value with spaces, each cell left-aligned at its
     column's start: a row with blank cells is read by where its cells stand (one character

@@ -235,6 +235,11 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # AllenNLP's "Batch 1701/17168: accuracy: ..., loss: 1.09 ||": the batches done in an
     # epoch it names on a line of its own, so the run's step is unknown here.
     (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), step_unknown),
+    # A line led by its batch of the epoch's, "  batch 50/1646 | loss=5.4196 ppl=225.79 ..."
+    # (HelixLM's trainer, under an "Epoch 3/3 | LR: ..." header): a count within an epoch
+    # that is 0- or 1-based as its header prints it, which the header alone does not say:
+    # its values read, no step.
+    (re.compile(r"^\s*batch \d{1,15}/\d{1,15} \| "), step_unknown),
     (
         re.compile(
             r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
