@@ -194,7 +194,7 @@ def test_a_save_is_asked_once_before_the_kill_leaving_the_runs_own_save_time() -
     base = Facts(None, None, False, None, kill_deadline_timestamp=kill, save_seconds=600.0)
     first = kill - 600 - KILL_MARGIN_SECONDS
     assert not save_before_kill(Facts(**{**base.__dict__, "now": first - 1}))
-    assert "kill_deadline" in reasons(Facts(**{**base.__dict__, "now": first}))
+    assert f"kill_deadline:{kill!r}" in reasons(Facts(**{**base.__dict__, "now": first}))
     assert not save_before_kill(Facts(**{**base.__dict__, "now": kill}))  # too late: killed
     sure = Facts(**{**base.__dict__, "now": first, "eta_upper_timestamp": kill - 10})
     assert not save_before_kill(sure)

@@ -14,7 +14,7 @@ import pytest
 from training_progress_reporter import ProgressReporter
 from training_progress_reporter.channels import directives_of
 
-from exporter.core.directives import Facts, due, reasons
+from exporter.core.directives import Facts, due, reasons, remembered
 from exporter.core.model import ProgressReport, RunKey, RunMeta
 from exporter.core.tracker import Tracker
 from exporter.kubernetes.pods import training_pod
@@ -36,14 +36,67 @@ def test_reasons_are_the_deadline_a_deletion_and_each_new_request() -> None:
     )
     assert reasons(none) == frozenset()
     late = replace(none, deadline_timestamp=T0 + 50)
-    assert reasons(late) == {"deadline"}
+    assert reasons(late) == {f"deadline:{T0 + 50!r}"}
     assert reasons(replace(none, deleting=True)) == {"deleting"}
     assert reasons(replace(none, request="1")) == {"requested:pod:1"}
     assert reasons(replace(none, job_request="1")) == {"requested:job:1"}
     assert reasons(replace(none, draining=True)) == {"draining"}
-    assert due(frozenset({"deadline"}), frozenset())
-    assert not due(frozenset({"deadline"}), frozenset({"deadline"}))
+    assert due(frozenset({"deadline:1.0"}), frozenset())
+    assert not due(frozenset({"deadline:1.0"}), frozenset({"deadline:1.0"}))
     assert due(frozenset({"requested:pod:2"}), frozenset({"requested:pod:1"}))
+
+
+def test_a_forecast_wavering_across_the_deadline_tells_the_run_once() -> None:
+    """The flake CI caught (a real Lightning run saved twice): a push 0.01 s after the
+    save's push made the ETA band's lower end dip under the deadline for one answer, and
+    the next put it back over: the same deadline, told again. A reason about one event
+    (this deadline) is remembered while the event lasts; a new deadline is a new reason;
+    the cordon and the risk, which an uncordon or a checkpoint end, are told again when
+    they start again; and what is remembered stays bounded by the run's current events."""
+    late = Facts(T0 + 100, T0 + 50, deleting=False, request=None)
+    early = replace(late, eta_lower_timestamp=T0 + 10)  # the band dips under the deadline
+    delivered: frozenset[str] = frozenset()
+    told = []
+    for f in (late, early, late, early, late):
+        now = reasons(f)
+        told.append(due(now, delivered))
+        delivered = remembered(now, delivered, f)
+    assert told == [True, False, False, False, False]
+    moved = replace(late, deadline_timestamp=T0 + 60)  # someone moved the deadline
+    assert due(reasons(moved), delivered)
+    # A cordon that is lifted and comes back is told again; so is a risk after a save.
+    for field, on, off in (("draining", True, False), ("at_risk_gpu_seconds", 10.0, 0.0)):
+        base = replace(early, risk_threshold_gpu_seconds=5.0)
+        start = replace(base, **{field: on})
+        delivered = remembered(reasons(start), frozenset(), start)
+        ended = replace(base, **{field: off})
+        delivered = remembered(reasons(ended), delivered, ended)
+        assert due(reasons(start), delivered), field
+    # A report sending a new deadline on every push does not grow what is remembered.
+    delivered = frozenset()
+    for i in range(1000):
+        f = replace(late, deadline_timestamp=T0 + 50 - i)
+        delivered = remembered(reasons(f), delivered, f)
+    assert len(delivered) == 1
+
+
+def test_the_tracker_tells_a_wavering_deadline_once() -> None:
+    """The same through the tracker, in the Lightning run's own rhythm: a push every 0.3 s
+    of 5 steps, 100 steps in all, due 2 s from the start; the push told to save is followed
+    0.01 s later by the save's own push (one step on), whose near-instant pace pulls the
+    band's lower end under the deadline for one answer. One ``checkpoint`` in all."""
+    tracker = Tracker()
+    told, t, step = 0, T0, 0
+    for i in range(30):
+        t, step = t + 0.3, step + 5
+        pushes = [(t, step), (t + 0.01, step + 1)] if i == 1 else [(t, step)]
+        for at, value in pushes:
+            report = ProgressReport(step=value, max_steps=100, deadline_timestamp=T0 + 2.0)
+            ok, said = tracker.push(KEY, report, at)
+            assert ok
+            told += said.count("checkpoint")
+        step = pushes[-1][1]
+    assert told == 1
 
 
 def steady(tracker: Tracker, until: int, deadline: float | None = None) -> None:

@@ -9,7 +9,11 @@ GPU-hours of training than its threshold would be lost to a preemption now, or t
 someone asked (``kubectl annotate trainjob/X`` or ``pod/X training-progress.io/checkpoint=<any
 new value>``). A directive is edge-triggered: each reason is delivered once when it starts to
 hold (a new annotation value is a new reason), on the next native push's answer, so a run is
-never told to save on every report. Pure: the run's facts go in, the reasons come out.
+never told to save on every report. A reason about one event (a deadline, a kill deadline, a
+deletion, an annotation's value) is told once per event, however the forecast behind it
+wavers: an ETA band computed from two pushes a hundredth of a second apart may dip under the
+deadline for one push, and a run told twice saves twice. Pure: the run's facts go in, the
+reasons come out.
 """
 
 from __future__ import annotations
@@ -69,9 +73,9 @@ def reasons(f: Facts) -> frozenset[str]:
         and f.deadline_timestamp is not None
         and f.eta_lower_timestamp > f.deadline_timestamp
     ):
-        out.add("deadline")
+        out.add(f"deadline:{f.deadline_timestamp!r}")
     if save_before_kill(f):
-        out.add("kill_deadline")
+        out.add(f"kill_deadline:{f.kill_deadline_timestamp!r}")
     if f.deleting:
         out.add("deleting")
     if f.draining:
@@ -85,6 +89,31 @@ def reasons(f: Facts) -> frozenset[str]:
     return frozenset(out)
 
 
+def events(f: Facts) -> frozenset[str]:
+    """The reasons the run's current events could give (its deadline, its kill deadline, its
+    deletion, its annotations' values): what a delivery is remembered against. The cordon
+    and the GPU-hours at risk are not among them: an uncordon or a checkpoint ends them, and
+    the next cordon or risk is a new reason."""
+    out = {"deleting"} if f.deleting else set()
+    if f.deadline_timestamp is not None:
+        out.add(f"deadline:{f.deadline_timestamp!r}")
+    if f.kill_deadline_timestamp is not None:
+        out.add(f"kill_deadline:{f.kill_deadline_timestamp!r}")
+    if f.request:
+        out.add(f"requested:pod:{f.request}")
+    if f.job_request:
+        out.add(f"requested:job:{f.job_request}")
+    return frozenset(out)
+
+
 def due(now_holding: frozenset[str], delivered: frozenset[str]) -> bool:
     """Whether a reason started to hold since the last delivery."""
     return bool(now_holding - delivered)
+
+
+def remembered(now_holding: frozenset[str], delivered: frozenset[str], f: Facts) -> frozenset[str]:
+    """What counts as delivered after this answer: what holds now, and what was delivered
+    about an event the run still has (so a forecast wavering across its deadline tells it
+    once). Bounded by the run's current events: a report sending a new deadline on every
+    push does not grow it."""
+    return now_holding | (delivered & events(f))

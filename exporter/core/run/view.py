@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from ..deadlines import KILL, USER, miss_probabilities
-from ..directives import CHECKPOINT, STACKS, Facts, due, reasons
+from ..directives import CHECKPOINT, STACKS, Facts, due, reasons, remembered
 from ..estimate import Throughput
 from ..gpus import peak_flops
 from ..model import RunKey
@@ -260,25 +260,24 @@ def directives(
     )
     lower = None if snap is None else snap.eta_lower_seconds
     upper = None if snap is None else snap.eta_upper_seconds
-    holding = reasons(
-        Facts(
-            eta_lower_timestamp=None if lower is None or deadline is None else now + lower,
-            deadline_timestamp=deadline,
-            deleting=run.meta.deleting,
-            request=run.meta.checkpoint_request,
-            job_request=run.job_checkpoint_request,
-            draining=draining,
-            # Only a run seen to checkpoint is told to (one that saves unseen is left alone).
-            at_risk_gpu_seconds=at_risk(run) if run.checkpoint_timestamp is not None else 0.0,
-            risk_threshold_gpu_seconds=thresholds_of(config, run).checkpoint_risk_gpu_seconds,
-            # A finished run has no ETA and is not saved for a kill (nothing is left to lose).
-            kill_deadline_timestamp=kill if snap is not None and not snap.finished else None,
-            eta_upper_timestamp=None if upper is None else now + upper,
-            save_seconds=run.checkpoint_seconds,
-            now=now,
-        )
+    facts = Facts(
+        eta_lower_timestamp=None if lower is None or deadline is None else now + lower,
+        deadline_timestamp=deadline,
+        deleting=run.meta.deleting,
+        request=run.meta.checkpoint_request,
+        job_request=run.job_checkpoint_request,
+        draining=draining,
+        # Only a run seen to checkpoint is told to (one that saves unseen is left alone).
+        at_risk_gpu_seconds=at_risk(run) if run.checkpoint_timestamp is not None else 0.0,
+        risk_threshold_gpu_seconds=thresholds_of(config, run).checkpoint_risk_gpu_seconds,
+        # A finished run has no ETA and is not saved for a kill (nothing is left to lose).
+        kill_deadline_timestamp=kill if snap is not None and not snap.finished else None,
+        eta_upper_timestamp=None if upper is None else now + upper,
+        save_seconds=run.checkpoint_seconds,
+        now=now,
     )
+    holding = reasons(facts)
     fire = due(holding, run.directed)
-    run.directed = holding
+    run.directed = remembered(holding, run.directed, facts)
     stacks = wants_stacks(config, run, "0", now, judged.verdict if judged else None)
     return ((CHECKPOINT,) if fire else ()) + ((STACKS,) if stacks else ())
