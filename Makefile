@@ -20,12 +20,14 @@ lint:
 types:
 	$(PYTHON) -m mypy
 
-# Two at a time (pytest-xdist; a module stays on one worker, so an e2e module shares its one
-# Prometheus, and the modules of one xdist_group share one worker: tests/conftest.py), in
-# the order collected (the e2e modules, which wait longest, first), then, alone, the tests that measure real time (the attacks, real training
-# scripts against real-time thresholds): a neighbouring test would be part of what they measure.
+# Three workers on two cores (pytest-xdist; a module stays on one worker, so an e2e module
+# shares its one Prometheus): the tests marked `waits` (the e2e stacks waiting out `for:`,
+# the demo's real minutes) are one group, run in turn by one worker while the two others
+# run the rest (tests/conftest.py); the group is collected first, so it starts first. Then,
+# alone, the tests that measure real time (the attacks, real training scripts against
+# real-time thresholds): a neighbouring test would be part of what they measure.
 test:
-	$(PYTHON) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder -m "not serial" --durations=15
+	$(PYTHON) -m pytest -q -n 3 --dist loadgroup --no-loadscope-reorder -m "not serial" --durations=15
 	$(PYTHON) -m pytest -q -m serial --durations=10
 
 # The inner loop: everything but the tests marked slow (a second or more each: real

@@ -24,6 +24,9 @@ from exporter.plumbing.settings import parse_duration
 
 from .conftest import T0, FakeClock, get_json, http
 
+# The demo runs for its real seconds (two minutes in one test): on make test's waiting worker.
+pytestmark = pytest.mark.waits
+
 
 def _observed(states: list[str]) -> tuple[str, ...]:
     """The states in the order they showed, each once per stretch."""

@@ -45,7 +45,7 @@ from ..kube import put_pod
 from ..rulefiles import short_rules
 from .stack import alertmanager, prometheus, query
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
 TOKEN = "e2e-act-token"
 SHORT = {"stall_seconds": 10, "finished_grace_seconds": 2, "report_timeout_seconds": 60}

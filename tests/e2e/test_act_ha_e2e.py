@@ -30,7 +30,7 @@ from ..test_act import NS, TOKEN, add_trainjob
 from ..test_act_replicas import LEASE, SYSTEM, lease_holder
 from .stack import alertmanager, free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
 JOBS = 12
 KILL_AFTER = 4  # alerts sent before the leader is killed

@@ -18,7 +18,7 @@ from .scenarios import NAMESPACE, RANKED_STUCK, RANKS, SCENARIOS
 from .stack import query
 
 # One worker builds the session's live stack for the three modules that read it.
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("live_stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
 
 def test_each_bad_run_raises_its_alert_and_only_that(live_stack: LiveStack) -> None:

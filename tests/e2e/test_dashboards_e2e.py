@@ -18,7 +18,7 @@ from .scenarios import NAMESPACE, RANKED_JOB, RANKED_STUCK, RANKS
 from .stack import query
 
 # One worker builds the session's live stack for the three modules that read it.
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("live_stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
 VARIABLES = {

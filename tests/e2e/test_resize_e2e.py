@@ -48,7 +48,7 @@ from ..kube import pod, put_pod
 from ..rulefiles import short_rules
 from .stack import alertmanager, prometheus, query
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
 TOKEN = "e2e-resize-token"
 NAMESPACE = "e2e-resize"

@@ -13,7 +13,10 @@ cluster (the client binds that address):
 * ``healthy``: a Kubeflow client that pauses for evaluations two thirds of its stall
   threshold long (the scaled-down 20-minute evaluation of a 30-minute threshold).
 
-Thresholds are shortened per pod by annotation (stall and report timeout 15 s). Each hung pod
+Thresholds are shortened per pod by annotation (stall and report timeout 15 s), and
+Prometheus loads the shipped rules with every ``for:`` cut to 2 s (promtool tests the shipped
+``for:`` on both sides; tests/e2e/test_alerts_e2e.py waits it out): the healthy pod's pauses
+page if they read as stalled for 2 s, where the shipped minute would hide them. Each hung pod
 must raise TrainingJobStalled, and nothing else, within threshold + ``for:`` + one scrape of
 its last step; the healthy pod raises nothing; the exporter says ``stalled`` for each.
 """
@@ -32,17 +35,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from training_progress_reporter import ProgressReporter
 
 from exporter.daemon.app import Exporter
 from exporter.daemon.config import Config
 
-from .. import rulefiles
 from ..fakekube import FakeKube, fake_kube
 from ..kube import put_pod
+from ..rulefiles import short_rules
 from .stack import Webhook, alertmanager, prometheus, query
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
 NODE = "gpu-node-7"
 NS = "ml"
@@ -65,8 +69,10 @@ PODS = {
 }
 
 
-def _rule_for_seconds(alert: str) -> float:
-    rule = next(r for r in rulefiles.rules() if r.get("alert") == alert)
+def _rule_for_seconds(rules: Path, alert: str) -> float:
+    """The ``for:`` of ``alert`` in the rule file Prometheus loaded, in seconds."""
+    doc = yaml.safe_load(rules.read_text())
+    rule = next(r for g in doc["groups"] for r in g["rules"] if r.get("alert") == alert)
     value = str(rule["for"])
     return float(value[:-1]) * {"s": 1, "m": 60, "h": 3600}[value[-1]]
 
@@ -130,6 +136,7 @@ class Client:
     name: str
     last_step_at: float = 0.0
     errors: list[str] = field(default_factory=list)
+    longest_pause: float = 0.0  # the longest time between two of its step advances
 
 
 class Clients:
@@ -182,7 +189,10 @@ class Clients:
             if t % 25 < 15:
                 step += 5
                 self._kubeflow_post("healthy", step)
-                self.clients["healthy"].last_step_at = time.time()
+                client, now = self.clients["healthy"], time.time()
+                if client.last_step_at:
+                    client.longest_pause = max(client.longest_pause, now - client.last_step_at)
+                client.last_step_at = now
             self.stop.wait(1.0)
 
     def _reporter_hang(self) -> None:
@@ -233,6 +243,7 @@ class Stack:
     clients: Clients
     exporter: Exporter
     kube: FakeKube
+    rules: Path  # the rule file Prometheus loaded
 
 
 @pytest.fixture(scope="module")
@@ -264,8 +275,9 @@ def hang_stack() -> Iterator[Stack]:
         webhook = Webhook()
         stack.callback(webhook.close)
         am_url = stack.enter_context(alertmanager(tmp, webhook.url))
+        rules = short_rules(tmp)
         prom_url = stack.enter_context(
-            prometheus(tmp, exporter.url.removeprefix("http://"), am_url)
+            prometheus(tmp, exporter.url.removeprefix("http://"), am_url, rule_files=[rules])
         )
         deadline = time.time() + 30
         registry = exporter.discovery.resolver.registry  # type: ignore[attr-defined]
@@ -278,15 +290,17 @@ def hang_stack() -> Iterator[Stack]:
         settle = 0
         while time.time() < deadline and settle < 8:
             got = {a["labels"].get("job_name") for _, a in webhook.received}
-            if expected <= got:
+            # And the healthy pod's first evaluation pause (15 to 25 s) over and judged.
+            if expected <= got and clients.clients["healthy"].longest_pause > 9:
                 settle += 1  # a few more seconds: anything spurious may arrive too
             time.sleep(0.5)
-        yield Stack(prom_url, webhook, clients, exporter, kube)
+        yield Stack(prom_url, webhook, clients, exporter, kube, rules)
 
 
 def test_each_silent_hang_pages_as_stalled_within_threshold_plus_for(hang_stack: Stack) -> None:
     webhook, clients = hang_stack.webhook, hang_stack.clients
-    for_seconds = _rule_for_seconds("TrainingJobStalled")
+    for_seconds = _rule_for_seconds(hang_stack.rules, "TrainingJobStalled")
+    assert for_seconds == 2.0
     by_run: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     for at, alert in list(webhook.received):
         by_run.setdefault(alert["labels"].get("job_name", "-"), []).append((at, alert))
@@ -333,6 +347,9 @@ def test_exporter_and_prometheus_say_stalled_for_each_hung_pod(hang_stack: Stack
     # No stale promise: a stalled run exports no ETA.
     assert all(runs[n]["eta_seconds"] is None for n, (_, a) in PODS.items() if a)
     assert runs["healthy"]["eta_seconds"] is not None
+    # The healthy pod paused for an evaluation (10 s, two thirds of its threshold) while
+    # Prometheus watched with a 2 s for:, and did not page (checked above).
+    assert 9 < hang_stack.clients.clients["healthy"].longest_pause < STALL
 
 
 def _get(url: str) -> str:

@@ -15,7 +15,7 @@ from .conftest import LiveStack
 from .scenarios import RANKED_STUCK, RANKS
 
 # One worker builds the session's live stack for the three modules that read it.
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("live_stack")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
 
 def test_top_reads_the_cluster_view_from_prometheus(live_stack: LiveStack) -> None:

@@ -31,7 +31,7 @@ from exporter.daemon.config import Config
 from ..conftest import get_json
 from .stack import Webhook, alertmanager, free_port, prometheus
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
 SCRIPT = Path(__file__).parent.parent / "fixtures" / "stuck" / "stuck.py"
 STALL = 10.0
