@@ -3666,6 +3666,103 @@ def test_a_batch_of_an_epoch_leading_its_line_gives_its_values_and_no_step() -> 
     assert _read_lines(["  batch 96 | loss=0.5"]).step is None
 
 
+def test_the_step_a_best_value_was_at_is_no_step_of_the_run() -> None:
+    """A sweep's summary of one of its runs, ``Finished run 1. Best val accuracy: 0.6734,
+    corresponding test accuracy: 0.6691 (step 16).`` (the heterophily benchmark's
+    train.py): the step after a best value is where the best was, not the run's step now;
+    the line gives nothing. Before, each summary's best step was read as the run's (16,
+    then 15, ...). A step that leads its line, or a save's, still is the run's."""
+    lines = [
+        "Starting run 1/10 (using data split 1/10)...",
+        "Finished run 1. Best val accuracy: 0.6734, corresponding test accuracy: 0.6691 (step 16).",
+        "Finished run 2. Best val accuracy: 0.6439, corresponding test accuracy: 0.6913 (step 15).",
+    ]
+    assert _read_lines(lines).step is None
+    assert _read_lines(["New best val_loss 0.5 at step 100"]).step is None
+    assert _read_lines(["step 100: best loss 0.5"]).step == 100
+    assert _read_lines(["loss: 0.5 step 100"]).step == 100
+
+
+def test_a_training_prefix_before_a_known_loss_name_is_the_loss() -> None:
+    """EAGNet's Lightning module logs ``train_total_loss`` (the total it optimizes) beside
+    ``train_intent_loss_step`` (one head's part) in the bar's postfix: the total loss with
+    the training's prefix is the loss, the part a custom metric. Before, neither was read.
+    The prefix makes no evaluation's loss a training loss (``train_val_loss``)."""
+    frame = (
+        "\rEpoch 0:  31%|###       | 1225/3999 [1:07:35<2:33:02,  3.31s/it, v_num=29, "
+        "train_intent_loss_step=1.110, train_total_loss=0.375]"
+    )
+    report = _read_lines([frame])
+    assert (report.step, report.loss) == (1225, 0.375)
+    assert dict(report.metrics)["train_intent_loss_step"] == 1.11
+    assert _read_lines(["step 3 train_val_loss: 0.5"]).loss is None
+    both = _read_lines(["step 3 train_loss: 0.5 train_total_loss: 0.7"])
+    assert both.loss == 0.5  # the better-ranked name of the two
+
+
+def test_a_test_sets_loss_after_a_validations_is_no_eval_loss() -> None:
+    """BrainFormer validates each epoch (``Val loss: 0.637, Acc: ...``) and tests once after
+    training (``Test loss: 0.634, Acc: ...``): the validation is what training watches, so
+    the test set's loss is the ``test_loss`` metric, not the eval loss. A loop whose only
+    evaluation is called test (the PyTorch tutorials, the MNIST example) keeps it as the
+    eval loss. Before, the test set's loss replaced the validation's."""
+    report = _read_lines(
+        ["Val loss: 0.637, Acc: 1.000, precision: 0.500", "Test loss: 0.634, Acc: 1.000"]
+    )
+    assert (report.eval_loss, dict(report.metrics).get("test_loss")) == (0.637, 0.634)
+    phases = _read_lines(["train Loss: 0.58 Acc: 0.68", "val Loss: 0.22", "test Loss: 0.25"])
+    assert (phases.loss, phases.eval_loss, dict(phases.metrics)["test_loss"]) == (0.58, 0.22, 0.25)
+    tutorial = _read_lines(["Epoch 1", "Test Error: Avg loss: 0.0629"])
+    assert tutorial.eval_loss == 0.0629
+    mnist = _read_lines(["Test set: Average loss: 0.0479, Accuracy: 9850/10000 (98%)"])
+    assert mnist.eval_loss == 0.0479
+    # A validation after the test set's loss takes the eval loss back.
+    later = _read_lines(["Test loss: 0.9", "Val loss: 0.7"])
+    assert later.eval_loss == 0.7
+
+
+def test_lightnings_padded_non_finite_losses_are_nan_and_inf() -> None:
+    """Lightning's progress bar pads every float it shows to five characters (its
+    ``Tqdm.format_num``): a NaN loss is ``train_loss=nan.0``, an infinite one ``inf.0`` or
+    ``-inf.`` (checked against the installed Lightning below). They are NaN and inf, in the
+    bar's postfix and in a line's pairs; before, the padded forms were no number and the
+    run's NaN went unseen. A word that only starts with nan is still none."""
+    from lightning.pytorch.callbacks.progress.tqdm_progress import Tqdm
+
+    assert [Tqdm.format_num(v) for v in (math.nan, math.inf, -math.inf)] == [
+        "nan.0",
+        "inf.0",
+        "-inf.",
+    ]
+    frame = "\rEpoch 0:   0%|          | 2/4282 [00:00<10:12,  6.98it/s, v_num=0, train_loss={}]"
+    for shown, kind in (("nan.0", "nan"), ("inf.0", "inf"), ("-inf.", "-inf")):
+        report = _read_lines([frame.format(shown)])
+        assert report.step == 2 and str(report.loss) == kind, shown
+    line = _read_lines(["step 3 loss: nan.0, lr: 1"])
+    assert line.step == 3 and math.isnan(line.loss or 0.0) and line.learning_rate == 1.0
+    assert _read_lines(["step 3 loss: nan.5"]).loss is None
+
+
+def test_a_bracketed_step_heading_a_block_is_the_step() -> None:
+    """A fine-tuning script's ``[Step 0] Training Debug Info:`` and then its indented
+    ``  Loss: 0.661919`` (an Accelerate FLUX.2 fine-tune's debug print): the bracketed step
+    leads its line and heads the block under it, so it is the run's step without a value
+    beside it; the block's loss is read. Before, the header was a counter alone and gave
+    nothing. A step in a sentence or with text after the colon heads nothing."""
+    lines = [
+        "Total optimization steps = 500",
+        "[Step 0] Training Debug Info:",
+        "  Loss: 0.661919",
+        "  Latent mean: -0.0188, std: 0.8555",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (0, 500, 0.661919)
+    assert _read_lines(["[Step 40/500] Debug:", "  Loss: 0.5"]).step == 40
+    assert _read_lines(["[Step 40/500] Debug:"]).max_steps == 500
+    for sentence in ("Saved at [Step 3] Debug:", "[Step 3] Debug: see below", "[Step 1] Load"):
+        assert _read_lines([sentence]).step is None, sentence
+
+
 def test_a_table_row_with_blank_cells_is_read_by_its_cells_places() -> None:
     """Chainer's PrintReport pads a missing value with spaces, each cell left-aligned at its
     column's start: a row with blank cells is read by where its cells stand (one character

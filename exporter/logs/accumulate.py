@@ -55,6 +55,7 @@ from .bars import (
 from .blocks import Blocks
 from .dict_steps import DictSteps
 from .epoch_counter import EpochCounter, WithinEpoch
+from .evaluations import Evaluations
 from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
@@ -127,6 +128,7 @@ class LogAccumulator:
     blocks: Blocks = field(default_factory=Blocks)
     within: WithinEpoch = field(default_factory=WithinEpoch)  # counts within an epoch
     dict_steps: DictSteps = field(default_factory=DictSteps)  # Trainer's dicts, no bar
+    evaluations: Evaluations = field(default_factory=Evaluations)  # a test set's loss or not
     resumed: bool = False  # a line said the run goes on from a saved state
     step_stale: bool = False  # a step read was dropped as stale since the last one read
 
@@ -143,7 +145,7 @@ class LogAccumulator:
             taken = self.tables.take(taken)
         if taken is None:
             return False  # a row or a dict's entry under no header of its own: nobody's values
-        self._take(taken, now, at)
+        self._take(self.evaluations.take(taken), now, at)
         return True
 
     def _take(self, line: LineReport, now: float, at: float | None) -> None:

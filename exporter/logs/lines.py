@@ -89,6 +89,9 @@ class LineReport(NamedTuple):
     epoch_done: int | None = None
     # The run goes on from a saved state (exporter.logs.formats.resume).
     resumed: bool = False
+    # Its eval loss is a test set's (its key or its phase says test): the run's eval loss only
+    # where the log shows no validation's (exporter.logs.evaluations).
+    test_set: bool = False
 
 
 def native(

@@ -41,6 +41,7 @@ from .counts import (
     one_based_epoch,
     onmt_epoch,
     pcdet,
+    step_header,
     step_of,
     step_unknown,
     swin,
@@ -96,6 +97,14 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         composer_epoch,
     ),
     (re.compile(r"\[epoch=\d{1,9}\]\[batch=\d{1,15}\]"), step_unknown),
+    # A script's own "[Step 0] Training Debug Info:" heads a block of its step's values, one
+    # a line ("  Loss: 0.661919"): the bracket leads the line, a title and the colon end it.
+    (
+        re.compile(
+            r"(?i)^\s*\[step (?P<i>\d{1,15})(?:/(?P<n>\d{1,15}))?\](?: [A-Za-z][\w ]{0,60})?:$"
+        ),
+        step_header,
+    ),
     (re.compile(r"\[batch=(?P<i>\d{1,15})/(?P<n>\d{1,15})\]"), step_of),
     (
         re.compile(

@@ -91,6 +91,13 @@ def ltr(m: re.Match[str]) -> Count:
     return one_based_epoch(m)
 
 
+def step_header(m: re.Match[str]) -> Count:
+    """A bracketed step leading its line and heading the block under it (``[Step 0] Training
+    Debug Info:``, then ``  Loss: 0.661919``): the step, of its total where it prints one;
+    it stands without a value beside it, as Composer's header does."""
+    return step_of(m)._replace(header=True)
+
+
 def composer_epoch(m: re.Match[str]) -> Count:
     """Composer's ``[epoch=2][batch=3/5]``: the 1-based epoch and the batches done in it, of
     the epoch's ``n`` (its total is the epoch's, not the run's)."""

@@ -77,18 +77,25 @@ _PHASE = re.compile(
 _EVALUATIONS = ("val", "valid", "validation", "test", "eval")
 
 
-def _phases(body: str) -> dict[str, object]:
+def _phases(body: str) -> tuple[dict[str, object], bool]:
     """The losses of a line of phases (``train Loss: 0.58 Acc: 0.68``, ``Training: loss =
     1.46, ... | Val: loss = 1.68, ...``), each segment's by its phase (an evaluation's loss
-    is the eval loss); empty unless every segment is a phase's (a last ``Time: ...`` aside)."""
+    is the eval loss), and whether that eval loss is a test phase's; empty unless every
+    segment is a phase's (a last ``Time: ...`` aside)."""
     doc: dict[str, object] = {}
+    tested = False
     for segment in (s.strip() for s in body.split(" | ")):
         m = _PHASE.match(segment)
         if m is None:
-            return doc if doc and segment.lower().startswith("time") else {}
-        fields = to_fields(find_pairs(segment[m.end() :]), m["phase"].lower() in _EVALUATIONS)
-        doc.update({k: v for k, v in fields.values.items() if k in _READ})
-    return doc
+            kept = doc if doc and segment.lower().startswith("time") else {}
+            return kept, tested and bool(kept)
+        phase = m["phase"].lower()
+        fields = to_fields(find_pairs(segment[m.end() :]), phase in _EVALUATIONS)
+        read = {k: v for k, v in fields.values.items() if k in _READ}
+        if "eval_loss" in read:
+            tested = phase == "test" or fields.tested
+        doc.update(read)
+    return doc, tested
 
 
 _TABLE_STEP = "total_timesteps"
@@ -122,15 +129,17 @@ def parse_lone(msg: str, now: float) -> LineReport | None:
         if (bullet := _BULLET.match(body)) is not None:
             body = body[bullet.end() :]
         if _PHASE.match(body):
-            phases = _phases(body)
-            return native(phases, now, "lone") if phases else None
+            phases, tested = _phases(body)
+            found = native(phases, now, "lone") if phases else None
+            return found._replace(test_set=tested) if found is not None else None
         m = PAIR.fullmatch(body)
         if m is None or (value := number(m["value"])) is None:
             return None
         pair = Pair(m["key"], value)
     fields = to_fields([pair])
     doc: dict[str, object] = {k: v for k, v in fields.values.items() if k in _READ}
-    return native(doc, now, "lone") if doc else None
+    found = native(doc, now, "lone") if doc else None
+    return found._replace(test_set=fields.tested) if found is not None else None
 
 
 FORMAT = Format("lone", ("oss", "OSS", _TABLE_STEP, _TRAIN_STATE_HINT), parse_lone)

@@ -33,12 +33,14 @@ _SEP = r"(?:\s*[:=]\s*|\s*-->\s*|\s+)"
 # word, unless that word is capitalized, the next message glued on ("loss is 7.078993Epoch
 # time": MindSpore's benchmark monitor); a sentence's full stop may follow it ("Loss is
 # 0.53861904."). The MSVC runtime's
-# NaN and infinity ("1.#QNAN000", "-1.#IND", "1.#INF00": CNTK on Windows) are NaN and inf.
+# NaN and infinity ("1.#QNAN000", "-1.#IND", "1.#INF00": CNTK on Windows) are NaN and inf;
+# so are Lightning's progress bar's, padded to five characters like every float it shows
+# ("nan.0", "inf.0", "-inf.": its Tqdm.format_num), before a comma, a bracket or a space.
 _VALUE = (
     r"(?P<value>[-+]?\d\.#(?:QNAN|SNAN|IND|INF)\d*"
     r"|[-+]?\d+,(?!\d{3}(?![\d,]))\d+(?:[eE][-+]?\d+)?(?![,.]\d)"
     r"|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d,])|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
-    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))"
+    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf)(?:\.0?(?=[,\]\s]|$))?)"
     r"(?:(?P<percent>%)?(?P<unit>[A-Za-z]{1,4})?(?![\w:/]|\.\w|-\d)|(?=[A-Z][a-z]{2,}))"
 )
 PAIR = re.compile(_KEY + _SEP + _VALUE)
@@ -157,6 +159,8 @@ def number(text: str) -> float | None:
         special = text.lstrip("+-")[3:].rstrip("0123456789")
         sign = -1.0 if text.startswith("-") else 1.0
         return sign * math.inf if special == "INF" else math.nan
+    if text.lstrip("+-")[:3].lower() in ("nan", "inf"):
+        text = text.rstrip("0").rstrip(".")  # Lightning's padding: "nan.0", "-inf."
     try:
         if "," in text and not _GROUPED.fullmatch(text):
             return float(text.replace(",", ".", 1))
@@ -247,6 +251,8 @@ class Fields:
 
     values: dict[str, float]
     metrics: dict[str, float]
+    # The eval loss is a test set's: its key names the test set ("Test loss: 0.634").
+    tested: bool = False
 
     def has(self, *names: str) -> bool:
         return any(n in self.values for n in names)
@@ -296,12 +302,17 @@ def sole_loss(metrics: dict[str, float]) -> float | None:
     return _sole(metrics, _TRAINING_LOSS)
 
 
+# The eval loss's keys that name a test set (exporter.logs.evaluations weighs them).
+_TEST_SET_LOSSES = ("test_loss", "loss_test")
+
+
 def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
     """Pairs by field. In an evaluation line (``evaluation``) the loss keys are the eval
     loss: fairseq's "valid on 'valid' subset | loss 1.94" is no training loss."""
     values: dict[str, float] = {}
     ranks: dict[str, int] = {}
     metrics: dict[str, float] = {}
+    tested = False
     for p in pairs:
         found = field_of(p.key)
         if found is None:
@@ -330,8 +341,10 @@ def to_fields(pairs: Iterable[Pair], evaluation: bool = False) -> Fields:
         if not math.isfinite(value) and field not in ("loss", "eval_loss", "grad_norm"):
             continue
         values[field], ranks[field] = value, rank
+        if field == "eval_loss":
+            tested = metric_name(p.key) in _TEST_SET_LOSSES
     # The rates are the run's custom metrics under their one name (exporter.core.run reads them).
     for rate in ("tokens_per_second", "tokens_per_second_per_gpu", "model_flops_utilization"):
         if rate in values:
             metrics[rate] = values.pop(rate)
-    return Fields(values, metrics)
+    return Fields(values, metrics, tested)

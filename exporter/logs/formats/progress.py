@@ -145,6 +145,10 @@ _MAYBE = re.compile(
 )
 
 
+# A best value's step after it ("Finished run 1. Best val accuracy: 0.6734, corresponding test
+# accuracy: 0.6691 (step 16).", a sweep's summary of one of its runs): the step the best was
+# at, not the run's now.
+_BEST = re.compile(r"(?i)\bbest\b")
 _GLOBAL_STEP = re.compile(r"(?i)global[_ ]step\s*[=:]")
 _STEP_WORD = re.compile(r"(?i)\s*steps?\b")
 # "Average loss at step  2000 :  118.86" (TensorFlow's word2vec tutorial and its copies),
@@ -232,6 +236,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     pairs = validation_twins(before + find_pairs(rest))
     if (run := _run_iteration(count, msg[start:end], pairs, msg)) is not None:
         count = count._replace(step=run, total=None)
+    if before and count.step is not None and not find_pairs(rest) and _BEST.search(msg[:start]):
+        return None  # the step a best value was at, after it: no step of the run's now
     # What the line prints before its first value: the counter, and words saying what it is.
     after = pairs[len(before) :]
     head = msg[start:end] + (rest[: rest.find(after[0].key)] if after else rest)
@@ -354,6 +360,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
             {evaluated(k): v for k, v in fields.metrics.items()} if evaluation else fields.metrics
         )
     found_report = native(doc, now, "progress")
+    if found_report is not None and fields.tested and "eval_loss" in doc:
+        found_report = found_report._replace(test_set=True)  # exporter.logs.evaluations
     if found_report is not None and epoch_of is not None:
         found_report = found_report._replace(epoch_of=epoch_of, printed_size=printed_size)
     if found_report is not None and count.within is not None and "step" not in doc:

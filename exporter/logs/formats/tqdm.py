@@ -58,16 +58,16 @@ def clock(text: str | None) -> float | None:
 
 
 def _postfix(text: str | None) -> dict[str, float]:
+    """The postfix's ``key=value`` numbers, as pairs.number reads them (Lightning pads a
+    non-finite float to ``nan.0``, ``inf.0``, ``-inf.``: NaN and inf still)."""
     out: dict[str, float] = {}
     for item in (text or "").split(","):
         key, sep, value = item.partition("=")
         if not sep:
             continue
-        try:
-            number = float(value.strip())
-        except ValueError:
-            continue
-        out[key.strip()] = number
+        found = number(value.strip())
+        if found is not None:
+            out[key.strip()] = found
     return out
 
 

@@ -202,6 +202,10 @@ _REDUCED = re.compile(r"_step$")
 _SUBSET_AVERAGED = re.compile(
     r"^(train|training|val|valid|validation|test|eval|dev)_(?:avg|average|mean|running)_"
 )
+# "train_total_loss" (a Lightning module's name for what it logs in training: EAGNet's,
+# beside its "train_intent_loss_step" part): the training's own loss of a name the
+# vocabulary knows as the loss.
+_TRAINING = re.compile(r"^(?:train|training)_(?=\w)")
 
 
 @lru_cache(maxsize=4096)
@@ -219,6 +223,11 @@ def field_of(key: str) -> tuple[str, int] | None:
         rest = _SUBSET_AVERAGED.sub(r"\1_", _AVERAGED.sub("", name))
         rest = _REDUCED.sub("", rest)
         found = _INDEX.get(rest) if rest != name else None
+        if found is None and (trained := _TRAINING.sub("", rest)) != rest and "loss" in trained:
+            # (a loss-named key only: Angel's "train cost 79 ms" is a time)
+            found = _INDEX.get(trained)
+            if found is not None and found[0] != "loss":
+                found = None
         if found is not None and found[0] not in ("loss", "eval_loss"):
             found = None
     return found

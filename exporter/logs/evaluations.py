@@ -1,0 +1,39 @@
+"""Which evaluation's loss is the run's eval loss: the validation set's, over a test set's.
+
+Many loops evaluate on one held-out set and call it the test set (the PyTorch tutorials'
+``Test Error: ... Avg loss: 0.0629``, the MNIST example's ``Test set: Average loss``): that
+loss is the run's eval loss. Others validate every epoch and test once after training
+(BrainFormer's ``Val loss: 0.637, Acc: ...`` and then ``Test loss: 0.634, Acc: ...``): the
+validation set is the one training watches, so once the log has shown a validation's loss, a
+test set's loss is kept as the ``test_loss`` metric and is no longer the eval loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .formats.vocabulary import TEST_LOSS
+from .lines import LineReport
+
+
+@dataclass
+class Evaluations:
+    """Whether one log has shown a validation's loss (one not marked as a test set's)."""
+
+    validated: bool = False
+
+    def take(self, line: LineReport) -> LineReport:
+        """``line`` as the accumulator takes it: a test set's eval loss after a validation's
+        becomes the ``test_loss`` metric; any other line is as it was."""
+        r = line.report
+        if r.eval_loss is None:
+            return line
+        if not line.test_set:
+            self.validated = True
+            return line
+        if not self.validated:
+            return line
+        metrics = dict(r.metrics)
+        metrics[TEST_LOSS] = r.eval_loss
+        tested = replace(r, eval_loss=None, metrics=tuple(sorted(metrics.items())))
+        return line._replace(report=tested)
