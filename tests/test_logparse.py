@@ -3666,6 +3666,23 @@ def test_a_batch_of_an_epoch_leading_its_line_gives_its_values_and_no_step() -> 
     assert _read_lines(["  batch 96 | loss=0.5"]).step is None
 
 
+def test_an_epochs_batch_before_the_runs_step_gives_the_epochs_size() -> None:
+    """A loop's own ``Epoch 17/100, Batch 110, Step 2750: Loss = ...`` (shakespearean-llm's
+    train.py: the 1-based epoch under way, the batch in it, the run's step): 16 epochs of
+    (2750 - 110) / 16 = 165 batches are done, so the run is 100 x 165 = 16500 steps. Before,
+    the total was unknown. A step that starts over each epoch, or sizes that do not divide,
+    give none; the first epoch gives none either."""
+    report = _read_lines(["Epoch 17/100, Batch 110, Step 2750: Loss = 0.093415"])
+    assert (report.step, report.max_steps) == (2750, 16500)
+    assert report.epoch == pytest.approx(16 + 110 / 165)
+    for line in (
+        "Epoch 2/10, Batch 50, Step 50: Loss = 0.07",
+        "Epoch 3/10, Batch 7, Step 1000: Loss = 0.1",
+        "Epoch 1/100, Batch 5, Step 5: Loss = 0.07",
+    ):
+        assert _read_lines([line]).max_steps is None, line
+
+
 def test_the_step_a_best_value_was_at_is_no_step_of_the_run() -> None:
     """A sweep's summary of one of its runs, ``Finished run 1. Best val accuracy: 0.6734,
     corresponding test accuracy: 0.6691 (step 16).`` (the heterophily benchmark's

@@ -150,6 +150,8 @@ _MAYBE = re.compile(
 # at, not the run's now.
 _BEST = re.compile(r"(?i)\bbest\b")
 _GLOBAL_STEP = re.compile(r"(?i)global[_ ]step\s*[=:]")
+# The batch within the epoch, printed between the epoch and the run's step.
+_BATCH_IN_EPOCH = re.compile(r"(?i)(?<![\w/])batch\s*[:=#]?\s*(?P<b>\d{1,12})(?![\d/])")
 _STEP_WORD = re.compile(r"(?i)\s*steps?\b")
 # "Average loss at step  2000 :  118.86" (TensorFlow's word2vec tutorial and its copies),
 # "Minibatch loss at step 500: 1.23": a value named before the step it is at, read as
@@ -198,6 +200,24 @@ def _run_iteration(count: Count, counter: str, pairs: list[Pair], msg: str) -> i
     if run > count.step and count.step <= (run - count.step) / (int(epoch["e"]) - 1):
         return run
     return None
+
+
+def _epochs_done(head: str, epochs: re.Match[str], doc: dict[str, object]) -> float | None:
+    """The epochs done, where a line prints its 1-based epoch under way, its batch in that
+    epoch before the run's step (``Epoch 17/100, Batch 110, Step 2750: Loss = ...``, a
+    loop's own print): the epoch's size is (step - batch) / (epoch - 1) when that is whole
+    and holds the batch (16 epochs of 165 before batch 110: 16.67 epochs done), or None
+    (the first epoch, or a step that starts over with each epoch)."""
+    step = doc.get("step")
+    batch = _BATCH_IN_EPOCH.search(head)
+    number = re.search(r"\d+", epochs.group(0))  # "Epoch 17/100": 17
+    if batch is None or number is None or not isinstance(step, int):
+        return None
+    epoch, index = int(number.group(0)), int(batch["b"])
+    if epoch < 2 or index < 1 or (step - index) % (epoch - 1):
+        return None
+    size = (step - index) // (epoch - 1)
+    return epoch - 1 + index / size if size >= index else None
 
 
 def read_progress(msg: str, now: float) -> LineReport | None:
@@ -336,6 +356,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         doc["max_epochs"] = count.max_epochs
     elif epochs is not None and not evaluation:
         doc["max_epochs"] = int(epochs["n"])
+        if "epoch" not in doc and (passed := _epochs_done(msg[:start], epochs, doc)) is not None:
+            doc["epoch"] = passed
     tokens = said.pop("tokens", None)
     doc.update(said)
     if tokens is not None:
