@@ -3666,6 +3666,27 @@ def test_a_batch_of_an_epoch_leading_its_line_gives_its_values_and_no_step() -> 
     assert _read_lines(["  batch 96 | loss=0.5"]).step is None
 
 
+def test_llms_from_scratch_ep_before_its_step_is_the_epoch() -> None:
+    """LLMs-from-scratch's loops print ``Ep 1 (Step 000000): Train loss ..., Val loss ...``:
+    ``Ep`` is the 1-based epoch. Where the step starts over in each epoch (a lab's copy:
+    ``Ep 2 (Step 00000)`` after ``Ep 1 (Step 00195)``) it counts within an epoch of unknown
+    size: no step. Before, ``Ep`` was no epoch, the count was the run's step (195 in epoch
+    2) and ``ep`` a custom metric. The book's own global step, which goes on, still is."""
+    lines = [
+        "Ep 1 (Step 00190): Train loss 1.146, Val loss 1.212",
+        "Ep 1 (Step 00195): Train loss 1.102, Val loss 1.212",
+        "Ep 2 (Step 00000): Train loss 1.119, Val loss 1.216",
+        "Ep 2 (Step 00195): Train loss 0.876, Val loss 1.212",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss) == (None, 0.876, 1.212)
+    assert "ep" not in dict(report.metrics)
+    book = _read_lines(
+        ["Ep 1 (Step 000005): Train loss 2.1, Val loss 2.2", "Ep 2 (Step 000015): Train loss 1.8"]
+    )
+    assert book.step == 15
+
+
 def test_an_epochs_batch_before_the_runs_step_gives_the_epochs_size() -> None:
     """A loop's own ``Epoch 17/100, Batch 110, Step 2750: Loss = ...`` (shakespearean-llm's
     train.py: the 1-based epoch under way, the batch in it, the run's step): 16 epochs of

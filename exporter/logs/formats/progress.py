@@ -82,9 +82,11 @@ _BARE = re.compile(r"^\s*(?P<i>\d{1,12})\s+\|\s+(?=[A-Za-z])")
 # "Epoch 2/8" beside a step counter: the number of epochs.
 _EPOCHS = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}\s*(?:/|of)\s*(?P<n>\d{1,9})(?![\d/])")
 # "epoch 3", "Epoch 3:": a counter too (never read as a pair: 0- or 1-based is the tool's).
-_EPOCH_WORD = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*\d{1,9}(?![\d/.])")
+# (LLMs-from-scratch's loops print "Ep 1 (Step 000000): Train loss ...": the 1-based epoch.)
+_EP = r"(?:epoch\s*[:=#]?\s*|ep\s+(?=\d{1,9}\s+\())"
+_EPOCH_WORD = re.compile(rf"(?i)(?<![\w/]){_EP}\d{{1,9}}(?![\d/.])")
 # "Epoch = 0" beside a loop's "iter = 1150/2714" (DrQA): the count may be the epoch's.
-_EPOCH_NUMBER = re.compile(r"(?i)(?<![\w/])epoch\s*[:=#]?\s*(?P<e>\d{1,9})(?![\d/.])")
+_EPOCH_NUMBER = re.compile(rf"(?i)(?<![\w/]){_EP}(?P<e>\d{{1,9}})(?![\d/.])")
 # An evaluation line: what it prints before its first value says so (MaxText's "eval metrics
 # after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...").
 _EVAL_PHRASE = re.compile(
