@@ -3666,6 +3666,23 @@ def test_a_batch_of_an_epoch_leading_its_line_gives_its_values_and_no_step() -> 
     assert _read_lines(["  batch 96 | loss=0.5"]).step is None
 
 
+def test_a_loggers_fields_between_pipes_before_a_lone_loss() -> None:
+    """A TransQuest-style trainer logs ``| 2021-07-08 17:13:34 | INFO | Validation loss:
+    0.634, acc: 0.829, F1: 0.568`` (its time and level between pipes, as fairseq's logging
+    format puts them, ``%(asctime)s | %(levelname)s | %(name)s | %(message)s``): the prefix
+    is a logger's, the loss line after it is read. Before, nothing on these lines was."""
+    lines = [
+        "| 2021-07-08 17:12:32 | INFO | Train Loss: 0.037, tp: 11, fn: 0, Acc: 1.000, F1: 1.000",
+        "| 2021-07-08 17:13:34 | INFO | Validation tp: 26, fn: 115, fp: 56, tn: 803",
+        "| 2021-07-08 17:13:34 | INFO | Validation loss: 0.634, acc: 0.829, F1: 0.568",
+    ]
+    report = _read_lines(lines)
+    assert (report.loss, report.eval_loss, report.step) == (0.037, 0.634, None)
+    named = _read_lines(["2021-07-08 17:13:34 | INFO | ced.train | Validation loss: 0.5"])
+    assert named.eval_loss == 0.5
+    assert _read_lines(["| 2021-07-08 17:13:34 | NOTICE | Validation loss: 0.5"]).eval_loss is None
+
+
 def test_llms_from_scratch_ep_before_its_step_is_the_epoch() -> None:
     """LLMs-from-scratch's loops print ``Ep 1 (Step 000000): Train loss ..., Val loss ...``:
     ``Ep`` is the 1-based epoch. Where the step starts over in each epoch (a lab's copy:

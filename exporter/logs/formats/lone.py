@@ -50,11 +50,14 @@ from .pairs import PAIR, PRINTF_NUMBER, Pair, find_pairs, number, to_fields
 MAX_LINE = 256
 # A date and time before the pair ("2024-04-23 15:23:41.803760: "), as loggers stamp lines.
 _STAMP = re.compile(
-    r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?"
+    # (A pipe may lead the line: "| 2021-07-08 17:13:34 | INFO | Validation loss: 0.634, ...".)
+    r"^\s*(?:\|\s)?(?:\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?:?"
     # Python logging's "%(asctime)s - %(name)s - %(levelname)s - %(message)s" (the
     # cookbook's format: "2026-01-17 04:38:30 - training.trainer - INFO - validation loss:
-    # 3.0839"), with or without the logger's name.
-    r"(?:(?: - [\w.]{1,64})? - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -)?"
+    # 3.0839"), with or without the logger's name; or its fields between pipes, fairseq's
+    # "%(asctime)s | %(levelname)s | %(name)s | %(message)s" (the name may be left out).
+    r"(?:(?: - [\w.]{1,64})? - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) -"
+    r"| \| (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \|(?: [\w.]{1,64} \|)?)?"
     # A logger's bracket with its level first (kur's "[INFO 2017-03-02 18:11:38,332
     # kur.model.executor:175] Validation loss: 155.686").
     r"|\[(?:DEBUG|INFO|WARNING|WARN|ERROR) [^\[\]]{1,160}\])\s+"
