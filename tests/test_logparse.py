@@ -3688,7 +3688,9 @@ def test_llms_from_scratch_ep_before_its_step_is_the_epoch() -> None:
     ``Ep`` is the 1-based epoch. Where the step starts over in each epoch (a lab's copy:
     ``Ep 2 (Step 00000)`` after ``Ep 1 (Step 00195)``) it counts within an epoch of unknown
     size: no step. Before, ``Ep`` was no epoch, the count was the run's step (195 in epoch
-    2) and ``ep`` a custom metric. The book's own global step, which goes on, still is."""
+    2) and ``ep`` a custom metric. The book's own global step, which goes on, still is,
+    plus one: train_model_simple starts it at -1 and prints it after each optimizer step,
+    so ``Step 000015`` is 16 steps done (before, 15)."""
     lines = [
         "Ep 1 (Step 00190): Train loss 1.146, Val loss 1.212",
         "Ep 1 (Step 00195): Train loss 1.102, Val loss 1.212",
@@ -3701,7 +3703,7 @@ def test_llms_from_scratch_ep_before_its_step_is_the_epoch() -> None:
     book = _read_lines(
         ["Ep 1 (Step 000005): Train loss 2.1, Val loss 2.2", "Ep 2 (Step 000015): Train loss 1.8"]
     )
-    assert book.step == 15
+    assert book.step == 16
 
 
 def test_an_epochs_batch_before_the_runs_step_gives_the_epochs_size() -> None:

@@ -71,8 +71,12 @@ HINTS = (
 # jiwoon-ahn's weakly supervised segmentation trainers (IRNet's train_cam.py and
 # train_irn.py, and their many forks) print "step:%5d/%5d" % (optimizer.global_step - 1,
 # max_step) beside "imps:" and "etc:": the index of the step just taken, one short of the
-# steps done.
-_INDEX_OF_STEP_TAKEN = re.compile(r"^\s*step:\s*\d+/\s*\d+ .*\bimps:[\d.]+ .*\betc:")
+# steps done. So does LLMs-from-scratch's train_model_simple (its global_step starts at -1 and
+# grows after each optimizer step): "Ep 1 (Step 000010): Train loss ..." is 11 steps done.
+_INDEX_OF_STEP_TAKEN = re.compile(
+    r"^\s*(?:step:\s*\d+/\s*\d+ .*\bimps:[\d.]+ .*\betc:"
+    r"|Ep \d{1,9} \(Step \d{6}\): Train loss )"
+)
 # NeMo RL's PPO prints "▶ Step {step + 1}/{ppo_epochs}..." for each pass over one rollout
 # (nemo_rl/algorithms/ppo.py), under its "===== Step 5/100 =====" banner: no step of the run.
 _PPO_EPOCH = re.compile(r"^\s*▶ Step \d{1,6}/\d{1,6}\.\.\.\s*$")
