@@ -65,6 +65,18 @@ def save_before_kill(f: Facts) -> bool:
     return f.now >= f.kill_deadline_timestamp - save - KILL_MARGIN_SECONDS
 
 
+def _deadline(timestamp: float) -> str:
+    return f"deadline:{timestamp!r}"
+
+
+def _kill_deadline(timestamp: float) -> str:
+    return f"kill_deadline:{timestamp!r}"
+
+
+def _requested(where: str, value: str) -> str:
+    return f"requested:{where}:{value}"
+
+
 def reasons(f: Facts) -> frozenset[str]:
     """Every reason to checkpoint that holds now."""
     out = set()
@@ -73,9 +85,9 @@ def reasons(f: Facts) -> frozenset[str]:
         and f.deadline_timestamp is not None
         and f.eta_lower_timestamp > f.deadline_timestamp
     ):
-        out.add(f"deadline:{f.deadline_timestamp!r}")
-    if save_before_kill(f):
-        out.add(f"kill_deadline:{f.kill_deadline_timestamp!r}")
+        out.add(_deadline(f.deadline_timestamp))
+    if f.kill_deadline_timestamp is not None and save_before_kill(f):
+        out.add(_kill_deadline(f.kill_deadline_timestamp))
     if f.deleting:
         out.add("deleting")
     if f.draining:
@@ -83,9 +95,9 @@ def reasons(f: Facts) -> frozenset[str]:
     if f.at_risk_gpu_seconds > f.risk_threshold_gpu_seconds:
         out.add("at_risk")  # holds until a checkpoint resets the risk
     if f.request:
-        out.add(f"requested:pod:{f.request}")
+        out.add(_requested("pod", f.request))
     if f.job_request:
-        out.add(f"requested:job:{f.job_request}")
+        out.add(_requested("job", f.job_request))
     return frozenset(out)
 
 
@@ -96,13 +108,13 @@ def events(f: Facts) -> frozenset[str]:
     the next cordon or risk is a new reason."""
     out = {"deleting"} if f.deleting else set()
     if f.deadline_timestamp is not None:
-        out.add(f"deadline:{f.deadline_timestamp!r}")
+        out.add(_deadline(f.deadline_timestamp))
     if f.kill_deadline_timestamp is not None:
-        out.add(f"kill_deadline:{f.kill_deadline_timestamp!r}")
+        out.add(_kill_deadline(f.kill_deadline_timestamp))
     if f.request:
-        out.add(f"requested:pod:{f.request}")
+        out.add(_requested("pod", f.request))
     if f.job_request:
-        out.add(f"requested:job:{f.job_request}")
+        out.add(_requested("job", f.job_request))
     return frozenset(out)
 
 

@@ -259,10 +259,11 @@ def read_progress(msg: str, now: float) -> LineReport | None:
     rest = _EPOCH_WORD.sub(" | ", rest)
     # Values printed before the counter count too ("loss:0.74, global_step:190").
     before = find_pairs(_EPOCH_WORD.sub(" | ", msg[:start])) if found is not None else []
-    pairs = validation_twins(before + find_pairs(rest))
+    after_counter = find_pairs(rest)
+    pairs = validation_twins(before + after_counter)
     if (run := _run_iteration(count, msg[start:end], pairs, msg)) is not None:
         count = count._replace(step=run, total=None)
-    if before and count.step is not None and not find_pairs(rest) and _BEST.search(msg[:start]):
+    if before and count.step is not None and not after_counter and _BEST.search(msg[:start]):
         return None  # the step a best value was at, after it: no step of the run's now
     # What the line prints before its first value: the counter, and words saying what it is.
     after = pairs[len(before) :]
