@@ -5126,3 +5126,23 @@ def test_a_phases_loss_padded_with_spaces_under_the_train_loss() -> None:
         0.13944906414391284,
     )
     assert parse_message("Validation loss decreased (0.52 --> 0.48)", 0.0) == []
+
+
+def test_rich_bar_of_a_run_bounded_by_steps_alone_reads_its_loss() -> None:
+    """Lightning's RichProgressBar prints "Epoch i/{max_epochs - 1}"; a run bounded by
+    ``max_steps`` alone has max_epochs -1, so its bar says "Epoch 1/-2" (a real Lightning 2.5
+    run, ``max_steps=12``, loss NaN from step 5). The line is still the bar: its NaN loss is
+    read, and no last epoch, epoch count or step is made from the -2 (that bar's total is the
+    steps left, not the epoch's size)."""
+    report = _read_lines(
+        [
+            "Epoch 1/-2 ━━━━━━━━━━━━━━━━━━━━ 4/4 0:00:00 • 0:00:00 958.71it/s train_loss: nan",
+        ]
+    )
+    assert report.loss is not None and math.isnan(report.loss)
+    assert (report.step, report.max_steps, report.max_epochs) == (None, None, None)
+    bounded = _read_lines(
+        ["Epoch 2/9  ━━━━━━━━━━━━ 4/8 0:00:01 • 0:00:01 58.71it/s train_loss: -inf v_num: 0"]
+    )
+    assert bounded.loss == -math.inf
+    assert (bounded.step, bounded.max_steps, bounded.max_epochs) == (20, 80, 10.0)

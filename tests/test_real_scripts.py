@@ -58,6 +58,7 @@ CORPUS: dict[str, tuple[Path, int]] = {
             "lightning_tqdm",
             "lightning_rich",
             "lightning_max_steps",
+            "lightning_max_steps_rich",
             "keras_fit",
             "keras_verbose2",
         )

@@ -14,13 +14,18 @@ from .tqdm import clock
 
 # Lightning's RichProgressBar (used when `rich` is installed), as a real run prints it:
 # "Epoch 1/1  ━━━━━━━━━━━━━━━━━━ 8/8 0:00:00 • 0:00:00 580.95it/s train_loss: 0.034"
-# ("Epoch N/M" are 0-based: the epoch index and the last index).
+# ("Epoch N/M" are 0-based: the epoch index and the last index). A run bounded by max_steps
+# alone has max_epochs -1, and the bar prints "max_epochs - 1": "Epoch 1/-2", no last epoch.
 _RICH = re.compile(
-    r"^\s*Epoch (?P<epoch>\d+)/(?P<last>\d+)\s+\S*\s*(?P<n>\d+)/(?P<total>\d+)"
+    r"^\s*Epoch (?P<epoch>\d+)/(?P<last>-?\d+)\s+\S*\s*(?P<n>\d+)/(?P<total>\d+)"
     r"\s+(?P<elapsed>[\d:]+)"
     # The remaining time is left out once the bar is done (a real capture: "0:00:00 •
     # 787.72it/s"); a rate must not be read as one.
     r"\s+•\s+(?:(?P<remaining>[\d:]+|-:--:--)(?=\s))?\s*(?:(?P<rate>[\d.]+)it/s)?\s*(?P<metrics>.*)$"
+)
+
+_METRIC = re.compile(
+    r"([A-Za-z_][\w/.-]*):\s*([-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))(?!\w)"
 )
 
 
@@ -31,13 +36,12 @@ def parse_rich_bar(msg: str, now: float) -> LineReport | None:
     if not m:
         return None
     metrics = {}
-    for key, value in re.findall(r"([A-Za-z_][\w/.-]*):\s*([-+\d.eE]+|nan|inf)", m["metrics"]):
-        try:
-            metrics[key] = float(value)
-        except ValueError:
-            continue
+    # Rich formats each value with ".3f": "0.034", "nan", "-inf".
+    for key, value in _METRIC.findall(m["metrics"]):
+        metrics[key] = float(value)
+    last = int(m["last"])
     # The fractional epoch (epochs done) is the accumulator's: the bar's count of its epoch.
-    doc: dict[str, object] = {"max_epochs": int(m["last"]) + 1}
+    doc: dict[str, object] = {"max_epochs": last + 1} if last >= 0 else {}
     loss = metrics.pop("train_loss", metrics.pop("loss", metrics.pop("train_loss_step", None)))
     if loss is not None:
         doc["loss"] = loss
@@ -54,8 +58,10 @@ def parse_rich_bar(msg: str, now: float) -> LineReport | None:
         prefix=f"Epoch {m['epoch']}",
     )
     found = native(doc, now, "lightning", bar)
+    if found is None or last < 0:
+        return found
     # "Epoch i/last" is 0-based: epoch i of last + 1.
-    return None if found is None else found._replace(epoch_of=(int(m["epoch"]), int(m["last"]) + 1))
+    return found._replace(epoch_of=(int(m["epoch"]), last + 1))
 
 
 # Lines only Lightning prints: its accelerator banner, and the end of fit with the number of
