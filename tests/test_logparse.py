@@ -5146,3 +5146,38 @@ def test_rich_bar_of_a_run_bounded_by_steps_alone_reads_its_loss() -> None:
     )
     assert bounded.loss == -math.inf
     assert (bounded.step, bounded.max_steps, bounded.max_epochs) == (20, 80, 10.0)
+
+
+@pytest.mark.parametrize(
+    "end, final",
+    [
+        # nanochat's base_train, mid_train and chat_sft after their loops (rounds 179 to 181).
+        ("Total training time: 170.39m", True),
+        ("Minimum validation bpb: 0.8118", True),
+        ("Minimum validation bpb: 0.762070", True),
+        # Karpathy's autoresearch: its summary after the loop (round 177).
+        ("training_seconds: 308.4", True),
+        # detectron2 logs its total time in a finally, after an exception too: no end.
+        ("Total training time: 0:41:22 (0:00:03 on hooks)", False),
+        # A configuration's budget, printed before training: no end.
+        ("training_seconds: 300", False),
+        ("Minimum validation bpb: 0.8118 (step 1200)", False),
+    ],
+)
+def test_nanochat_and_autoresearch_print_their_own_end(end: str, final: bool) -> None:
+    report = _read_lines(
+        ["step 21399/21400 (100.00%) | loss: 2.719005 | lrm: 0.00 | dt: 475.63ms", end]
+    )
+    assert report.final is final
+    assert report.step == 21399
+
+
+def test_tok_sec_is_the_throughput() -> None:
+    """nanochat's and autoresearch's ``tok/sec: 1,089,422`` and a nanochat-style trainer's
+    ``tok-sec: 3529.88`` are tokens per second (rounds 177 to 182)."""
+    nanochat = _read_lines(
+        ["step 00249/21400 (1.16%) | loss: 4.074147 | dt: 479.39ms | tok/sec: 1,093,653"]
+    )
+    assert dict(nanochat.metrics)["tokens_per_second"] == 1093653.0
+    dashed = _read_lines(["step: 00009/19073 | loss: 10.7820 | tok-sec: 4086.71 | eta: 333.1m"])
+    assert dict(dashed.metrics)["tokens_per_second"] == 4086.71

@@ -22,6 +22,9 @@
     save checkpoint at /home/aistudio/save_fine/final               PaddlePaddle's Model.fit
     stopping_early: wallclock_cap train_time:599635ms step:6130/20000
                                                                     OpenAI's Parameter Golf
+    Total training time: 170.39m                                    nanochat's trainers
+    Minimum validation bpb: 0.8118
+    training_seconds: 308.4                                         Karpathy's autoresearch
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -62,7 +65,11 @@ its last step (``pprint(f"Final validation metrics: {last_val_metrics}")``, ppri
 and parenthesis around it), and the trainer of EquiBind and its kin (3DInfomax, EquiReact:
 ``train()`` ends its epoch loop, early stopped or not, by evaluating the best checkpoint and
 printing ``'Statistics on ', 'val_best_checkpoint'``; a terminal pane's border after it is
-kept by a copy from one). detectron2's "Total training time" is not one: its hooks log it
+kept by a copy from one), nanochat's base_train, mid_train and chat_sft (each prints its
+peak memory, ``Total training time: {minutes:.2f}m`` and ``Minimum validation bpb: ...``
+after its loop, which has no ``try``), and Karpathy's autoresearch (train.py's summary after
+its loop, ``---`` then ``val_bpb:``, ``training_seconds:`` aligned in one column; a loss
+that explodes raises before it). detectron2's "Total training time" is not one: its hooks log it
 in a ``finally:``, after an exception too (its final checkpoint is: :mod:`.checkpoints`).
 """
 
@@ -128,6 +135,10 @@ _SEGMENTATION_END = re.compile(
 # last thing Model.fit does ("save checkpoint at /home/aistudio/save/final"; each epoch's save
 # names the epoch, "save checkpoint at .../5").
 _HAPI_END = re.compile(r"^\s*save checkpoint at (?:\S*/)?final\s*$")
+_NANOCHAT_END = re.compile(
+    r"^(?:Total training time: \d{1,7}\.\d\dm|Minimum validation bpb: \d{1,3}\.\d{4,6})\s*$"
+)
+_AUTORESEARCH_END = re.compile(r"^training_seconds: {1,8}\d{1,9}\.\d\s*$")
 _VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
 _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
 # The lines that end a run and say nothing else.
@@ -147,6 +158,8 @@ _BARE_ENDS = (
     _GAITSET_END,
     _SEGMENTATION_END,
     _HAPI_END,
+    _NANOCHAT_END,
+    _AUTORESEARCH_END,
 )
 
 
@@ -184,6 +197,8 @@ FORMAT = Format(
         "val_best_checkpoint",
         "save checkpoint at ",
         "stopping_early: wallclock_cap",
+        "Minimum validation bpb: ",
+        "training_seconds: ",
     ),
     parse_ends,
 )

@@ -139,6 +139,8 @@ RATES: dict[str, tuple[str, ...]] = {
         "tokens/s",
         "tokens_per_sec",
         "tokens/sec",  # mlx-lm's "Tokens/sec 584.980", every rank's tokens
+        "tok/sec",  # nanochat and autoresearch: "tok/sec: 1,089,422"
+        "tok-sec",
     ),
     "tokens_per_second_per_gpu": (
         "tokens_per_second_per_gpu",  # torchtune
