@@ -5181,3 +5181,15 @@ def test_tok_sec_is_the_throughput() -> None:
     assert dict(nanochat.metrics)["tokens_per_second"] == 1093653.0
     dashed = _read_lines(["step: 00009/19073 | loss: 10.7820 | tok-sec: 4086.71 | eta: 333.1m"])
     assert dict(dashed.metrics)["tokens_per_second"] == 4086.71
+
+
+def test_verl_sft_trainer_prints_its_end_plain() -> None:
+    """verl's FSDP SFT trainer prints ``Final validation metrics: {...}`` unquoted before it
+    returns (round 183); the PPO trainer's pprint quotes it."""
+    lines = [
+        "step:105 - train/loss:0.06290543079376221 - train/lr(1e-3):0.0",
+        "step:105 - val/loss:0.058481086045503616",
+    ]
+    ended = _read_lines([*lines, "Final validation metrics: {'val/loss': 0.058481086045503616}"])
+    assert (ended.final, ended.step, ended.eval_loss) == (True, 105, 0.058481086045503616)
+    assert not _read_lines([*lines, "Final validation metrics are logged to wandb"]).final

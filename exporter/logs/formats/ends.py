@@ -62,7 +62,7 @@ share your model on huggingface.co/models =)"), fairseq-train (fairseq_cli/train
 training in {:.1f} seconds"), torchtitan (train.py: "Training completed", under its own
 ``[titan]`` logger prefix: the words alone are any script's), and verl's RayPPOTrainer at
 its last step (``pprint(f"Final validation metrics: {last_val_metrics}")``, pprint's quotes
-and parenthesis around it), and the trainer of EquiBind and its kin (3DInfomax, EquiReact:
+and parenthesis around it; its FSDP SFT trainer prints the same words plain, then returns), and the trainer of EquiBind and its kin (3DInfomax, EquiReact:
 ``train()`` ends its epoch loop, early stopped or not, by evaluating the best checkpoint and
 printing ``'Statistics on ', 'val_best_checkpoint'``; a terminal pane's border after it is
 kept by a copy from one), nanochat's base_train, mid_train and chat_sft (each prints its
@@ -139,7 +139,9 @@ _NANOCHAT_END = re.compile(
     r"^(?:Total training time: \d{1,7}\.\d\dm|Minimum validation bpb: \d{1,3}\.\d{4,6})\s*$"
 )
 _AUTORESEARCH_END = re.compile(r"^training_seconds: {1,8}\d{1,9}\.\d\s*$")
-_VERL_END = re.compile(r"^\s*\(?['\"]Final validation metrics: (?:\{|None)")
+# verl's trainers at their last step: RayPPOTrainer pprints it (quoted, in parentheses where
+# it wraps), the FSDP SFT trainer prints it plain, then returns.
+_VERL_END = re.compile(r"^\s*(?:\(?['\"])?Final validation metrics: (?:\{|None)")
 _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
