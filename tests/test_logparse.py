@@ -5193,3 +5193,34 @@ def test_verl_sft_trainer_prints_its_end_plain() -> None:
     ended = _read_lines([*lines, "Final validation metrics: {'val/loss': 0.058481086045503616}"])
     assert (ended.final, ended.step, ended.eval_loss) == (True, 105, 0.058481086045503616)
     assert not _read_lines([*lines, "Final validation metrics are logged to wandb"]).final
+
+
+_MMENGINE_TRAIN = (
+    "2023/06/08 09:28:15 - mmengine - INFO - Epoch(train)  [1][  5/109]  lr: 1.0000e-03  "
+    "eta: 0:12:04  time: 0.6679  data_time: 0.0913  memory: 2956  loss: 3.4052"
+)
+
+
+@pytest.mark.parametrize(
+    "config, total",
+    [
+        # MMPretrain's dump, the loop on one line (round 185).
+        (["train_cfg = dict(by_epoch=True, max_epochs=10, val_interval=1)"], 1090),
+        # MMDetection 3's, pretty-printed a setting a line (round 186's file).
+        (
+            [
+                "train_cfg = dict(",
+                "    type='EpochBasedTrainLoop',",
+                "    max_epochs=10,",
+                "    val_interval=10,",
+                "    dynamic_intervals=[(280, 1)])",
+            ],
+            1090,
+        ),
+        # A config file's own variable, which a child config's loop may not use: none.
+        (["max_epochs = 10"], None),
+    ],
+)
+def test_mmengine_config_dump_gives_the_loop_length(config: list[str], total: int | None) -> None:
+    report = _read_lines([*config, _MMENGINE_TRAIN])
+    assert (report.step, report.max_steps) == (5, total)

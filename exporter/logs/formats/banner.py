@@ -9,6 +9,12 @@
   optimization steps / 学習ステップ数: 96`` (``train_network.py``);
 * mmcv's runners (mmdetection 2, mmclassification): ``workflow: [('train', 1)], max: 12
   epochs`` (``EpochBasedRunner.run``) or ``max: 90000 iters`` (``IterBasedRunner.run``);
+* mmengine's config as its Runner dumps it before training (OpenMMLab 2.0: MMDetection 3,
+  MMPretrain, MMPose 1...): the training loop's ``train_cfg = dict(by_epoch=True,
+  max_epochs=10, val_interval=1)`` on one line, or pretty-printed a setting a line
+  (``    max_epochs=200,``); ``max_iters`` for an iteration-based loop. A top-level
+  ``max_epochs = 200`` is a variable of the config file, which a child config's loop may not
+  use: not read;
 * the kohya_ss GUI (bmaltais), before it starts sd-scripts: ``max_train_steps (4800 / 4 / 1 *
   10 * 1) = 12000``, the total it passes on (its ``Total steps: 4800`` is an epoch's images);
 * Google BERT's run_classifier and run_squad (and their forks), under ``***** Running
@@ -117,6 +123,10 @@ _DUMPED = re.compile(
 # A dataclass's repr a field a line ("   max_steps=1000," in Oumi's TrainingParams): the
 # steps only, since Trainer's max_steps wins over the epochs printed beside it.
 _FIELD = re.compile(rf"^\s*(?P<k>{'|'.join(_ARG_STEPS)})=(?P<n>\d{{1,15}}),?\s*$")
+_MMENGINE_LOOP = re.compile(
+    r"^(?:train_cfg = dict\(.{0,300}?\b|    )(?P<k>max_epochs|max_iters)=(?P<n>\d{1,15})"
+    r"(?:[,)]|\s*$)"
+)
 _MMCV = re.compile(r"\bworkflow: \[.{1,200}\], max: (?P<n>\d{1,15}) (?P<unit>epochs|iters)\b")
 # A sentence that ends in the setting by its own argument's name ("Calculated max_steps: 6,250",
 # a script's summary): its length, the name written as the code does (not a running total).
@@ -170,6 +180,10 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
     if (basicsr := _BASICSR.search(msg)) is not None and int(basicsr["n"]) > 0:
         length = ProgressReport(max_steps=int(basicsr["n"]), max_epochs=float(basicsr["e"]) or None)
         return LineReport("banner", length)
+    if (loop := _MMENGINE_LOOP.match(msg)) is not None and (n := int(loop["n"])) > 0:
+        if loop["k"] == "max_iters":
+            return LineReport("banner", ProgressReport(max_steps=n))
+        return LineReport("banner", ProgressReport(max_epochs=float(n)))
     if (mmcv := _MMCV.search(msg)) is not None:
         n = int(mmcv["n"])
         if n <= 0:
@@ -209,6 +223,8 @@ FORMAT = Format(
         "Num Epochs = ",
         "Num steps = ",
         "workflow: ",
+        "max_epochs=",
+        "max_iters=",
         "Starting training..., iters: ",
         "Start training",
         "Starting training for ",
