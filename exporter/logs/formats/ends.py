@@ -62,7 +62,8 @@ share your model on huggingface.co/models =)"), fairseq-train (fairseq_cli/train
 training in {:.1f} seconds"), torchtitan (train.py: "Training completed", under its own
 ``[titan]`` logger prefix: the words alone are any script's), and verl's RayPPOTrainer at
 its last step (``pprint(f"Final validation metrics: {last_val_metrics}")``, pprint's quotes
-and parenthesis around it; its FSDP SFT trainer prints the same words plain, then returns), and the trainer of EquiBind and its kin (3DInfomax, EquiReact:
+and parenthesis around it; its FSDP SFT trainer prints the same words plain, then
+returns), and the trainer of EquiBind and its kin (3DInfomax, EquiReact:
 ``train()`` ends its epoch loop, early stopped or not, by evaluating the best checkpoint and
 printing ``'Statistics on ', 'val_best_checkpoint'``; a terminal pane's border after it is
 kept by a copy from one), nanochat's base_train, mid_train and chat_sft (each prints its
