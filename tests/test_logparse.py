@@ -5224,3 +5224,19 @@ _MMENGINE_TRAIN = (
 def test_mmengine_config_dump_gives_the_loop_length(config: list[str], total: int | None) -> None:
     report = _read_lines([*config, _MMENGINE_TRAIN])
     assert (report.step, report.max_steps) == (5, total)
+
+
+def test_a_save_names_the_step_of_a_log_that_prints_no_other() -> None:
+    """A script that logs only its samples and saves (its loss on a tqdm bar nobody kept,
+    round 193): the step its last save names is the run's; a printed step or a bar still wins
+    over a save."""
+    saves = [
+        "2025-01-25 14:14:49,109 - INFO - Found checkpoint at 5000 steps. Loading and training"
+        " for 50 more steps.",
+        "2025-01-25 14:16:46,267 - INFO - Checkpoint saved at step 5050",
+    ]
+    assert _read_lines(saves).step == 5050
+    printed = _read_lines([*saves, "step 5060 | loss 2.5"])
+    assert printed.step == 5060
+    before = _read_lines(["step 5070 | loss 2.5", saves[1]])
+    assert before.step == 5070

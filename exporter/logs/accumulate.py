@@ -572,6 +572,9 @@ class LogAccumulator:
             ):
                 # The bar's own remaining time is the run's only when the bar is the run.
                 values["eta_seconds"] = bar.remaining_seconds
+        if chosen is None and not self.structured_step and (saved := values.get("checkpoint_step")):
+            # No step printed, no bar: a save's step ("saved at step 5050") is the latest said.
+            values.setdefault("step", saved)
         said_epochs = values.get("max_epochs")
         if self.final and self.lightning and "step" not in values and chosen is not None:
             # Lightning's "`Trainer.fit` stopped: `max_epochs=E` reached": E whole epochs.
