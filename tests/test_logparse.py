@@ -5240,3 +5240,21 @@ def test_a_save_names_the_step_of_a_log_that_prints_no_other() -> None:
     assert printed.step == 5060
     before = _read_lines(["step 5070 | loss 2.5", saves[1]])
     assert before.step == 5070
+
+
+def test_a_tqdm_bar_under_an_epoch_line_of_its_own_is_that_epochs_pass() -> None:
+    """A loop printing ``Epoch 2/20`` on its own line, then a tqdm bar whose description names
+    no epoch, seen only complete (a file keeps each bar's last frame): the line says which pass
+    it is, so the run's step is the epochs before it plus the bar (round 194's BERT trainer);
+    the validation bar after it counts nothing."""
+    lines = []
+    for epoch in (1, 2, 3):
+        lines += [
+            f"Epoch {epoch}/20",
+            "Training: 100%|##########| 500/500 [02:52<00:00,  2.90it/s]",
+            "Validating: 100%|##########| 125/125 [00:14<00:00,  8.69it/s]",
+            f"Train Loss: {9 - epoch}.5, Val Loss: {8 - epoch}.25",
+        ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (1500, 10000)
+    assert (report.loss, report.eval_loss) == (6.5, 5.25)

@@ -441,9 +441,7 @@ class LogAccumulator:
 
     def _start_over(self) -> None:
         """Forget everything but the match counts: a new attempt begins."""
-        counts = self.counts
-        self.__dict__.update(LogAccumulator().__dict__)
-        self.counts = counts
+        self.__dict__.update({**LogAccumulator().__dict__, "counts": self.counts})
 
     def _epoch(self, line: LineReport, bar: Bar) -> tuple[int | None, int | None]:
         """The epoch this frame belongs to and the number of epochs, where the log says."""
@@ -455,6 +453,8 @@ class LogAccumulator:
         if line.parser == "keras":
             return self.keras_epoch if self.keras_epoch is not None else (None, None)
         found = epoch_of(bar.prefix)
+        if found is None and line.parser == "tqdm" and self.keras_epoch is not None:
+            return self.keras_epoch  # a tqdm bar under an "Epoch 2/20" line of its own
         return found if found is not None else (None, None)
 
     def training_bar(self) -> tuple[tuple[str, int | None], BarTrack] | None:
@@ -572,9 +572,8 @@ class LogAccumulator:
             ):
                 # The bar's own remaining time is the run's only when the bar is the run.
                 values["eta_seconds"] = bar.remaining_seconds
-        if chosen is None and not self.structured_step and (saved := values.get("checkpoint_step")):
-            # No step printed, no bar: a save's step ("saved at step 5050") is the latest said.
-            values.setdefault("step", saved)
+        if (saved := values.get("checkpoint_step")) and chosen is None and "loss" not in values:
+            values.setdefault("step", saved)  # no step, bar nor loss: a save's is the latest
         said_epochs = values.get("max_epochs")
         if self.final and self.lightning and "step" not in values and chosen is not None:
             # Lightning's "`Trainer.fit` stopped: `max_epochs=E` reached": E whole epochs.
