@@ -5258,3 +5258,20 @@ def test_a_tqdm_bar_under_an_epoch_line_of_its_own_is_that_epochs_pass() -> None
     report = _read_lines(lines)
     assert (report.step, report.max_steps) == (1500, 10000)
     assert (report.loss, report.eval_loss) == (6.5, 5.25)
+
+
+def test_a_bar_counting_examples_is_no_training_bar() -> None:
+    """datasets' ``Map`` and ``Saving the dataset`` bars count examples
+    (``14732/14732 [00:00<00:00, 521240.77 examples/s]``): not the run's steps, however
+    long, and Trainer's bare bar after them is (round 195); a bar counting batches
+    (``tqdm(unit="batch")``) still counts steps."""
+    lines = [
+        "Map: 100%|##########| 14732/14732 [00:01<00:00, 7914.76 examples/s]",
+        "Saving the dataset (1/1 shards): 100%|####| 14732/14732 [00:00<00:00, 521240.77 examples/s]",
+        " 50%|#####     | 460/921 [3:49:10<3:49:33, 29.89s/it]",
+        "{'loss': 1.6868, 'grad_norm': 3.7254672050476074, 'learning_rate': 4.99e-05, 'epoch': 0.54}",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (460, 921)
+    batches = _read_lines(["Epoch 1: 50%|#####     | 5/10 [00:01<00:01,  4.50batch/s, loss=0.3]"])
+    assert batches.step == 5

@@ -368,7 +368,7 @@ class LogAccumulator:
                 if other is not track and other.ended:
                     other.other_after_end = True
         if (bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE) or (
-            line.parser == "keras" and bar.total == self.keras_samples
+            (line.parser == "keras" and bar.total == self.keras_samples) or bar.items
         ):
             track.items = True
         label, epochs = self._epoch(line, bar)

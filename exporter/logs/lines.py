@@ -30,6 +30,7 @@ class Bar(NamedTuple):
     # Drawn below another bar: tqdm moves the cursor back up (ESC [A) after an inner bar
     # (an evaluation loop inside training), never after the outermost one.
     nested: bool = False
+    items: bool = False  # its unit counts items, not steps ("examples/s": datasets' Map)
 
 
 # The parts of a block a log prints over several lines (exporter.logs.blocks): a header that

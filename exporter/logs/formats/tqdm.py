@@ -15,9 +15,13 @@ from .vocabulary import field_of
 
 _BAR = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%(?:\|[^|]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-    r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?"
+    r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it|"
+    r"(?P<items>[A-Za-z]{1,12})/s))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
+# A bar's own unit other than tqdm's "it" (``tqdm(unit="examples")``): what it counts. These
+# count the loop's steps; any other (examples, samples, B, tokens, files) counts items.
+_STEP_UNITS = frozenset({"step", "steps", "batch", "batches", "ba", "iter", "iters"})
 _BAR_NO_TOTAL = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<n>\d+)it\s*\[(?P<elapsed>[\d:]+)(?:,\s*(?P<rate>[\d.]+)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
@@ -99,11 +103,13 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     text, unit = m["rate"], m["unit"]
     if text is not None and text != "?":
         value = float(text)
-        rate = value if unit == "it/s" else (1 / value if value else None)
+        rate = value if unit != "s/it" else (1 / value if value else None)
     prefix = m["prefix"].strip()
     if not prefix and frame[: m.start()].endswith("||"):
         prefix = frame[: m.start()].strip()  # AllenNLP's description ends with "||"
     bar = Bar(int(m["n"]), total, rate, remaining, prefix, clock(m["elapsed"]))
+    if m.groupdict().get("items") and m["items"].lower() not in _STEP_UNITS:
+        bar = bar._replace(items=True)  # datasets' "Map: ... 7914.76 examples/s": no steps
     postfix = m["postfix"]
     return bar, (_postfix(postfix) if postfix else {})
 
