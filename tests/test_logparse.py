@@ -5275,3 +5275,36 @@ def test_a_bar_counting_examples_is_no_training_bar() -> None:
     assert (report.step, report.max_steps) == (460, 921)
     batches = _read_lines(["Epoch 1: 50%|#####     | 5/10 [00:01<00:01,  4.50batch/s, loss=0.3]"])
     assert batches.step == 5
+
+
+_LIGHTNING_RESULTS = [
+    "┏━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━┓",
+    "┃      {stage} metric      ┃       DataLoader 0        ┃",
+    "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━┩",
+    "│    val_class_accuracy     │     87.77101135253906     │",
+    "│         {name}          │     5.576150417327881     │",
+    "└───────────────────────────┴───────────────────────────┘",
+]
+
+
+@pytest.mark.parametrize(
+    "stage, name, eval_loss, test_loss",
+    [
+        ("Validate", "val_loss", 5.576150417327881, None),
+        ("Test", "test_loss", None, 5.576150417327881),
+    ],
+)
+def test_lightnings_results_table_gives_the_eval_or_test_loss(
+    stage: str, name: str, eval_loss: float | None, test_loss: float | None
+) -> None:
+    """Lightning's table after ``trainer.validate()`` or ``trainer.test()`` (rich installed,
+    round 197): the validation's loss is the eval loss, the test's the ``test_loss`` metric;
+    an accuracy row is neither."""
+    bar = (
+        "Epoch 39: 100%|##########| 130/130 [01:53<00:00,  1.14it/s, v_num=7, "
+        "train_loss_step=5.640, val_loss=5.580]"
+    )
+    table = [line.format(stage=stage, name=name) for line in _LIGHTNING_RESULTS]
+    report = _read_lines([bar, *table])
+    assert report.eval_loss == (eval_loss if eval_loss is not None else 5.58)
+    assert dict(report.metrics).get("test_loss") == test_loss

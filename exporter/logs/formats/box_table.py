@@ -11,6 +11,12 @@ The train row's ``loss`` is the training loss, the validation row's the eval los
 test row is another evaluation, not read (the validation set is what training watches).
 Borders (``╒══╤``, ``├──┼``) are no rows. A row names nothing alone, so the accumulator pairs
 it with the last header (:mod:`exporter.logs.table_rows`); this module is pure.
+
+Lightning prints the results of ``trainer.validate()`` and ``trainer.test()`` as such a table
+when ``rich`` is installed (``_EvaluationLoop._print_results``): a header in heavy bars,
+``┃ Validate metric ┃ DataLoader 0 ┃`` (``Test metric``), then a row a metric,
+``│ val_loss │ 5.576150417327881 │``. Under the validation's header a loss is the eval loss;
+under the test's, the ``test_loss`` metric (the validation set is what training watches).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import re
 from ...core.model import ProgressReport
 from ..lines import EMPTY, MAX_COLUMNS, Format, LineReport
 from .pairs import number
+from .vocabulary import TEST_LOSS, field_of
 
 _BAR = "│"
 _LINE = re.compile(rf"^\s*{_BAR}(.{{1,600}}){_BAR}\s*$")
@@ -27,18 +34,27 @@ _NAME = re.compile(r"[A-Za-z_][\w .%/()-]{0,60}")
 _TRAIN = frozenset({"train", "training"})
 _VALIDATION = frozenset({"vali", "val", "valid", "validation", "dev"})
 _SPLITS = _TRAIN | _VALIDATION | {"test"}
+_HEAVY_LINE = re.compile(r"^\s*┃(.{1,600})┃\s*$")
+_RESULTS = re.compile(r"(?i)^(?P<stage>validate|test) metric$")
+_DATALOADER = re.compile(r"^DataLoader \d{1,3}$")
 
 
 def parse_box_table(msg: str, now: float) -> LineReport | None:
     """A box table's header (a name, then metric names, one ``loss``) or a split's row (its
     name, then numbers): its cells, a row's as ``part`` "row"; else None."""
+    if (heavy := _HEAVY_LINE.match(msg)) is not None:
+        cells = tuple(c.strip() for c in heavy.group(1).split("┃"))
+        if _RESULTS.match(cells[0]) and all(_DATALOADER.match(c) for c in cells[1:]):
+            return LineReport("box-table", EMPTY, columns=cells)  # Lightning's results
+        return None
     m = _LINE.match(msg)
     if m is None:
         return None
     cells = tuple(c.strip() for c in m.group(1).split(_BAR))
     if not 2 <= len(cells) <= MAX_COLUMNS or not all(cells):
         return None
-    if cells[0].lower() in _SPLITS and all(number(c) is not None for c in cells[1:]):
+    numbers = all(number(c) is not None for c in cells[1:])
+    if numbers and (cells[0].lower() in _SPLITS or field_of(cells[0]) is not None):
         return LineReport("box-table", EMPTY, columns=cells, part="row")
     if "loss" in cells[1:] and all(_NAME.fullmatch(c) for c in cells):
         return LineReport("box-table", EMPTY, columns=cells)
@@ -48,6 +64,8 @@ def parse_box_table(msg: str, now: float) -> LineReport | None:
 def read_row(header: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport | None:
     """What a split's row under ``header`` says: the train row's loss, or the validation
     row's as the eval loss; None for any other row, or one that does not fit the header."""
+    if header and (results := _RESULTS.match(header[0])) is not None:
+        return _result(results["stage"].lower(), cells)
     if len(cells) != len(header) or "loss" not in header[1:]:
         return None
     value = number(cells[header.index("loss")])
@@ -61,4 +79,16 @@ def read_row(header: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport 
     return None
 
 
-FORMAT = Format("box-table", (_BAR,), parse_box_table)
+def _result(stage: str, cells: tuple[str, ...]) -> ProgressReport | None:
+    """A row of Lightning's results table (one metric, its value on the first dataloader):
+    a loss is the eval loss under ``validate``, the test loss metric under ``test``."""
+    found = field_of(cells[0])
+    value = number(cells[1]) if len(cells) > 1 else None
+    if found is None or found[0] not in ("loss", "eval_loss") or value is None:
+        return None
+    if stage == "test":
+        return ProgressReport(metrics=((TEST_LOSS, value),))
+    return ProgressReport(eval_loss=value)
+
+
+FORMAT = Format("box-table", (_BAR, "┃"), parse_box_table)
