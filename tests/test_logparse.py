@@ -5308,3 +5308,20 @@ def test_lightnings_results_table_gives_the_eval_or_test_loss(
     report = _read_lines([bar, *table])
     assert report.eval_loss == (eval_loss if eval_loss is not None else 5.58)
     assert dict(report.metrics).get("test_loss") == test_loss
+
+
+def test_trainers_bar_frame_and_its_dict_on_one_line_are_both_read() -> None:
+    """A copy of Trainer's output with the bar's frame and the log dict printed after it on
+    one line (InternVL's README, round 204): the bar's step and total and the dict's loss;
+    frames run together before the dict still give the dict (a TRL log's last line)."""
+    line = (
+        " 83%|████████▎ | 5/6 [28:30<05:28, 328.42s/it] "
+        "{'loss': 4.5385, 'learning_rate': 1e-05, 'epoch': 0.82}"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (5, 6, 4.5385)
+    frames = "".join(
+        f"100%|█████████▉| {n}/4854 [2:15:{n - 4800}<00:15,  1.70s/it]" for n in (4849, 4850)
+    )
+    together = _read_lines([f"{frames}      {{'loss': 1.1103, 'epoch': 3.0}}"])
+    assert together.loss == 1.1103

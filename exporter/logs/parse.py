@@ -329,7 +329,7 @@ def _older_frame(
 
 # What another logger printed right after a bar's frame, on the same line (no newline between:
 # "| 1999/24128 [1:52:09<20:27:23,  3.33s/it][2021-11-26 ...] [Rank 0] step=2000, ...").
-_AFTER_BAR = re.compile(r"(?:it/s|s/it|\?it/s)[^\]\r]{0,512}\](?P<rest>\S.*)$")
+_AFTER_BAR = re.compile(r"(?:it/s|s/it|\?it/s)[^\]\r]{0,512}\]\s{0,512}(?P<rest>\S.*)$")
 
 
 def after_bar(segment: str) -> str:
@@ -357,7 +357,16 @@ def _parse_segment(raw: str, now: float, extra: Extra = NO_EXTRA) -> LineReport 
     # for the bar's (an evaluation's) words.
     glued = found is not None and found.bar is None and ("it/s]" in text or "s/it]" in text)
     if glued and (rest := after_bar(text)):
-        return parse_line(rest, now, extra)
+        # The frame alone first (a caller reads what follows it, _beside): Trainer's bar with
+        # its log dict on the same line ("83%|...| 5/6 [28:30<05:28, 328.42s/it] {'loss': ...").
+        # Only one frame and no frame after it: frames run together, then a dict, still give
+        # the dict alone.
+        head = text[: len(text) - len(rest)]
+        alone = head.count("%|") == 1 and not any(m in rest for m in ("%|", "it/s]", "s/it]"))
+        frame = parse_line(head, now, extra) if alone else None
+        return (
+            frame if frame is not None and frame.bar is not None else parse_line(rest, now, extra)
+        )
     return found
 
 
