@@ -5325,3 +5325,17 @@ def test_trainers_bar_frame_and_its_dict_on_one_line_are_both_read() -> None:
     )
     together = _read_lines([f"{frames}      {{'loss': 1.1103, 'epoch': 3.0}}"])
     assert together.loss == 1.1103
+
+
+def test_epoch_and_step_in_brackets_is_a_step_within_the_epoch() -> None:
+    """A BERT pretraining benchmark's ``Epoch [0], Step [500], next_loss[...], ..., loss:
+    10.93`` (round 208): the step within a 0-based epoch it never sizes, the run's in epoch 0
+    only; its ``loss:`` is the loss, ``avg_loss`` the running mean."""
+    line = (
+        "INFO:root:Epoch [0], Step [500], next_loss[0.9829702377319336], mask_loss[9.95070552],"
+        " avg_loss: 12.1177, next_avg_acc: 52.94, loss: 10.933675765991211, lr: 5.01e-06"
+    )
+    first = _read_lines([line])
+    assert (first.step, first.loss) == (500, 10.933675765991211)
+    later = _read_lines([line.replace("Epoch [0]", "Epoch [1]")])
+    assert (later.step, later.loss) == (None, 10.933675765991211)

@@ -97,6 +97,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         composer_epoch,
     ),
     (re.compile(r"\[epoch=\d{1,9}\]\[batch=\d{1,15}\]"), step_unknown),
+    # A BERT pretraining benchmark's loop: "Epoch [0], Step [500], next_loss[0.98], ..., loss:
+    # 10.93": the 0-based epoch and a step it never sizes; only epoch 0's is surely the run's.
+    (re.compile(r"\bEpoch \[(?P<e>\d{1,9})\], Step \[(?P<i>\d{1,15})\],"), train_step_in_epoch),
     # A script's own "[Step 0] Training Debug Info:" heads a block of its step's values, one
     # a line ("  Loss: 0.661919"): the bracket leads the line, a title and the colon end it.
     (
