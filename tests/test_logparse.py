@@ -5157,6 +5157,9 @@ def test_rich_bar_of_a_run_bounded_by_steps_alone_reads_its_loss() -> None:
         ("Minimum validation bpb: 0.762070", True),
         # Karpathy's autoresearch: its summary after the loop (round 177).
         ("training_seconds: 308.4", True),
+        # llm.c's train_gpt2cu once its loop broke out at its last step (round 212).
+        ("total average iteration time: 2509.813786 ms", True),
+        ("total average iteration time: 2509.8 ms (so far)", False),
         # detectron2 logs its total time in a finally, after an exception too: no end.
         ("Total training time: 0:41:22 (0:00:03 on hooks)", False),
         # A configuration's budget, printed before training: no end.

@@ -25,6 +25,7 @@
     Total training time: 170.39m                                    nanochat's trainers
     Minimum validation bpb: 0.8118
     training_seconds: 308.4                                         Karpathy's autoresearch
+    total average iteration time: 2509.813786 ms                    llm.c's train_gpt2cu
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -70,7 +71,9 @@ kept by a copy from one), nanochat's base_train, mid_train and chat_sft (each pr
 peak memory, ``Total training time: {minutes:.2f}m`` and ``Minimum validation bpb: ...``
 after its loop, which has no ``try``), and Karpathy's autoresearch (train.py's summary after
 its loop, ``---`` then ``val_bpb:``, ``training_seconds:`` aligned in one column; a loss
-that explodes raises before it). detectron2's "Total training time" is not one: its hooks log it
+that explodes raises before it), and llm.c's train_gpt2.cu (``printf0("total average iteration
+time: %f ms\\n", ...)`` once its step loop has broken out at its last step).
+detectron2's "Total training time" is not one: its hooks log it
 in a ``finally:``, after an exception too (its final checkpoint is: :mod:`.checkpoints`).
 """
 
@@ -140,6 +143,7 @@ _NANOCHAT_END = re.compile(
     r"^(?:Total training time: \d{1,7}\.\d\dm|Minimum validation bpb: \d{1,3}\.\d{4,6})\s*$"
 )
 _AUTORESEARCH_END = re.compile(r"^training_seconds: {1,8}\d{1,9}\.\d\s*$")
+_LLMC_END = re.compile(r"^total average iteration time: \d{1,12}\.\d{6} ms\s*$")
 # verl's trainers at their last step: RayPPOTrainer pprints it (quoted, in parentheses where
 # it wraps), the FSDP SFT trainer prints it plain, then returns.
 _VERL_END = re.compile(r"^\s*(?:\(?['\"])?Final validation metrics: (?:\{|None)")
@@ -163,6 +167,7 @@ _BARE_ENDS = (
     _HAPI_END,
     _NANOCHAT_END,
     _AUTORESEARCH_END,
+    _LLMC_END,
 )
 
 
@@ -202,6 +207,7 @@ FORMAT = Format(
         "stopping_early: wallclock_cap",
         "Minimum validation bpb: ",
         "training_seconds: ",
+        "total average iteration time: ",
     ),
     parse_ends,
 )
