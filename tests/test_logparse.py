@@ -658,17 +658,22 @@ def test_every_parser_name_is_in_the_metric_docs() -> None:
     assert not missing, missing
 
 
-def test_a_frame_cut_mid_write_waits_for_its_end() -> None:
-    """A CRI "P" chunk or a line still being written ends inside a frame: that frame is not
-    read until its end arrives (a frame cut short reads nothing, so a terminal's paste cut
-    at its width is not read either: the two cannot be told apart frame by frame)."""
+def test_a_frame_cut_inside_its_clock_gives_its_count_and_nothing_else() -> None:
+    """A CRI "P" chunk, a line still being written or a terminal's paste cut at its width
+    ends inside a frame. Once the frame's clock bracket has opened its count and total are
+    whole (" 82%|...| 80/97 [08:32<", round 217's Trainer under srun): they are read, and no
+    rate or clock; a frame cut before its bracket (inside its count) reads nothing."""
     from exporter.logs.formats.tqdm import read_bar
 
     chunk = (
         "\rtrain:  67%|##| 536/800 [02:07<01:04,  4.08it/s]\rtrain:  67%|##| 537/800 [02:07<01:06, "
     )
-    assert read_bar(chunk) is None
-    assert read_bar("\rtrain:  67%|##| 537/800 [02:07<01:0") is None
+    assert read_bar(chunk) is None  # cut after its clock, inside the rate: not a frame
+    found = read_bar("\rtrain:  67%|##| 537/800 [02:07<01:0")
+    assert found is not None
+    bar, postfix = found
+    assert (bar.n, bar.total, bar.rate, bar.elapsed_seconds, postfix) == (537, 800, None, None, {})
+    assert read_bar("\rtrain:  67%|##| 53") is None
 
 
 @pytest.mark.parametrize(
@@ -5342,3 +5347,30 @@ def test_epoch_and_step_in_brackets_is_a_step_within_the_epoch() -> None:
     assert (first.step, first.loss) == (500, 10.933675765991211)
     later = _read_lines([line.replace("Epoch [0]", "Epoch [1]")])
     assert (later.step, later.loss) == (None, 10.933675765991211)
+
+
+def test_a_step_rounded_in_a_bars_postfix_is_no_step() -> None:
+    """tqdm formats a postfix float to three significant digits: BioNeMo's bar past step
+    1000 says ``global_step=3.1e+4`` (round 216), no exact step; nor is the bar's count the
+    step (34112 batches against some 31000 steps). The loss and eval loss are still read."""
+    frame = (
+        "Epoch 0:   3%|▎         | 34112/1100000 [5:29:03<171:22:00,  1.73it/s, loss=2.52, "
+        "v_num=, reduced_train_loss=2.520, global_step=3.1e+4, consumed_samples=2.54e+8, "
+        "val_loss=2.510]"
+    )
+    report = _read_lines([frame])
+    assert (report.step, report.loss, report.eval_loss) == (None, 2.52, 2.51)
+    exact = _read_lines([frame.replace("global_step=3.1e+4", "global_step=794.0")])
+    assert exact.step == 794
+
+
+def test_aws_fsdp_examples_batch_lines_are_its_steps() -> None:
+    """AWS's FSDP example logs ``Batch 25 Loss: 7.60201, Speed: 47.38 samples/sec, lr: ...``
+    behind its logger's time and place (rounds 218 to 220): the loop's batch index as printed,
+    and the loss."""
+    line = (
+        "0: 2024-05-15 02:38:00 I [train.py:110] Batch 25 Loss: 7.60201, Speed: 47.38 "
+        "samples/sec, lr: 0.000100"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.loss, report.learning_rate) == (25, 7.60201, 0.0001)

@@ -213,7 +213,7 @@ class LogAccumulator:
                     self.values.pop("checkpoint_step", None)
             if r.checkpoint_seconds is not None:  # how long the save took (torchtitan's)
                 self.values["checkpoint_seconds"] = r.checkpoint_seconds
-            if r.step is not None:  # a printed step (bars count in Bar.n, never here)
+            if r.step is not None or line.moved_on:  # a printed step (bars count in Bar.n)
                 self.structured_step = True
                 self.step_stale = False
             if r.metrics:

@@ -391,10 +391,10 @@ def _with_frames(
 def newest_bar(text: str, now: float) -> LineReport | None:
     """The newest complete progress-bar frame in ``text``, a line still being written (no
     newline yet). Frames before its last carriage return are whole; the text after it is
-    read too when it parses (a frame cut short lacks its closing bracket and does not). The
-    same bar's older frames come with it (``LineReport.frames``), and the description of
-    its oldest (``first_prefix``): a line first read while Lightning's bar is in its second
-    epoch began in its first, as when it is read whole (``parse_message``)."""
+    read too when it parses (a frame cut inside its count does not; one cut inside its clock
+    gives its count). The same bar's older frames come with it (``LineReport.frames``), and
+    the description of its oldest (``first_prefix``): a line first read while Lightning's bar
+    is in its second epoch began in its first, as when it is read whole (``parse_message``)."""
     if not any(hint in text for hint in _BAR_HINTS):
         return None
     segments = text.split("\r")

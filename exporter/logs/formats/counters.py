@@ -247,6 +247,10 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
     # AllenNLP's "Batch 1701/17168: accuracy: ..., loss: 1.09 ||": the batches done in an
     # epoch it names on a line of its own, so the run's step is unknown here.
     (re.compile(r"\bBatch \d{1,15}/\d{1,15}: "), step_unknown),
+    # AWS's FSDP example (awsome-distributed-training, src/train.py): "Batch 25 Loss: 7.60201,
+    # Speed: 47.38 samples/sec, lr: 0.000100", the loop's batch index (its epochs print no
+    # header; a stream of C4 is one epoch that does not end): the run's, as printed.
+    (re.compile(r"(?<![\w/])Batch (?P<i>\d{1,15}) (?=Loss: )"), step_of),
     # A line led by its batch of the epoch's, "  batch 50/1646 | loss=5.4196 ppl=225.79 ..."
     # (HelixLM's trainer, under an "Epoch 3/3 | LR: ..." header): a count within an epoch
     # that is 0- or 1-based as its header prints it, which the header alone does not say:

@@ -97,7 +97,12 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     else:
         m = _BAR_NO_TOTAL.search(frame)
         if m is None:
-            return None
+            cut = _CUT_FRAME.search(frame)
+            if cut is None:
+                return None
+            # Cut inside its clock (a copy stopped short, " 82%|...| 80/97 [08:32<"): the
+            # count is whole once its bracket opened; nothing after it is.
+            return Bar(int(cut["n"]), int(cut["total"]), None, None, cut["prefix"].strip()), {}
         remaining = None
     rate = None
     text, unit = m["rate"], m["unit"]
@@ -124,6 +129,14 @@ _ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
 # (Ultralytics 8+), "Epoch GPU_mem box_loss obj_loss cls_loss Instances Size" (YOLOv5 6-7),
 # "Epoch gpu_mem box obj cls total targets img_size" (YOLOv5 before 6). Only YOLOv5 has an
 # objectness column.
+# A frame whose text stops inside its clock's bracket: its count and total are whole.
+_CUT_FRAME = re.compile(
+    r"(?P<prefix>[^|\r]*?):?\s*\d{1,3}%\|[^|]{0,200}\|\s*(?P<n>\d{1,15})/(?P<total>\d{1,15})\s*"
+    r"\[[\d:]{0,12}<?[\d:]{0,12}$"
+)
+# A step in a bar's postfix as tqdm formats a float, to three significant digits
+# ("global_step=3.1e+4": BioNeMo's bar past step 1000): rounded, no exact step.
+_ROUNDED_STEP = re.compile(r"[\s,](?:global_step|step|num_updates)=\d(?:\.\d{1,2})?e\+?\d")
 # torchtune's recipes: "{epoch}|{global_step}|Loss: {loss}" (1-based epoch), set after each
 # step on a bar of the epoch's steps; before the global step (early 2024) the middle was the
 # batch within the epoch, "{epoch}|{idx + 1}|Loss: ...", told apart by the bar's count.
@@ -197,14 +210,16 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     fields = to_fields(Pair(k, v) for k, v in postfix.items())
     step = fields.values.pop("step", None)
     doc.update(fields.values)
-    if step is not None and step >= 0 and step == int(step):
+    rounded = step is not None and _ROUNDED_STEP.search(msg) is not None
+    if step is not None and step >= 0 and step == int(step) and not rounded:
         doc["step"] = int(step)  # a step printed in the postfix (fairseq's num_updates)
     if fields.metrics:
         doc["metrics"] = fields.metrics
     name = "lightning" if lightning else "tqdm"
     if not doc:  # a bare frame (most are): nothing to validate
-        return LineReport(name, EMPTY, bar)
-    return native(doc, now, name, bar)
+        return LineReport(name, EMPTY, bar, moved_on=rounded)
+    found_report = native(doc, now, name, bar)
+    return found_report._replace(moved_on=True) if found_report and rounded else found_report
 
 
 _DESCRIBED_FIELDS = ("step", "max_steps", "loss", "eval_loss", "learning_rate", "grad_norm")
