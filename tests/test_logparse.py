@@ -674,6 +674,12 @@ def test_a_frame_cut_inside_its_clock_gives_its_count_and_nothing_else() -> None
     bar, postfix = found
     assert (bar.n, bar.total, bar.rate, bar.elapsed_seconds, postfix) == (537, 800, None, None, {})
     assert read_bar("\rtrain:  67%|##| 53") is None
+    # In a chunk of frames (a CRI "P" chunk, a live line) the cut one still waits: the whole
+    # frames before it carry the clock and rate the ETA samples.
+    from exporter.logs.parse import parse_message
+
+    (read,) = parse_message(chunk.rsplit(", ", 1)[0].rsplit("<", 1)[0] + "<01:0", 0.0)
+    assert read.bar is not None and (read.bar.n, read.bar.elapsed_seconds) == (536, 127)
 
 
 @pytest.mark.parametrize(

@@ -213,9 +213,9 @@ class LogAccumulator:
                     self.values.pop("checkpoint_step", None)
             if r.checkpoint_seconds is not None:  # how long the save took (torchtitan's)
                 self.values["checkpoint_seconds"] = r.checkpoint_seconds
-            if r.step is not None or line.moved_on:  # a printed step (bars count in Bar.n)
+            if r.step is not None or line.moved_on:  # a printed step, exact or not (no bar's)
                 self.structured_step = True
-                self.step_stale = False
+                self.step_stale = self.step_stale and r.step is None
             if r.metrics:
                 self.metrics.update(r.metrics)
             self.final = self.final or r.final

@@ -15,7 +15,7 @@ from .formats import FORMATS, HINTS
 from .formats.pairs import plain_scalars
 from .formats.progress import CONTINUED
 from .formats.table import row_cells
-from .formats.tqdm import parse_bar, read_bar
+from .formats.tqdm import cut_frame, parse_bar, read_bar
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 
 # The hints a line is scanned for: every format's, less those that hold a shorter one ("| loss"
@@ -260,6 +260,8 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
             continue
         if frames and _older_frame(segment, frames, firsts):
             continue
+        if parsed == 1 and cut_frame(segment):
+            continue  # a chunk's newest frame still being written: its older frames are whole
         found = _parse_segment(segment, now, extra)
         if found is None:
             continue
@@ -391,10 +393,11 @@ def _with_frames(
 def newest_bar(text: str, now: float) -> LineReport | None:
     """The newest complete progress-bar frame in ``text``, a line still being written (no
     newline yet). Frames before its last carriage return are whole; the text after it is
-    read too when it parses (a frame cut inside its count does not; one cut inside its clock
-    gives its count). The same bar's older frames come with it (``LineReport.frames``), and
-    the description of its oldest (``first_prefix``): a line first read while Lightning's bar
-    is in its second epoch began in its first, as when it is read whole (``parse_message``)."""
+    read too when it parses (a frame cut short, its end still to come, does not: the frames
+    before it carry the clock and rate). The same bar's older frames come with it
+    (``LineReport.frames``), and the description of its oldest (``first_prefix``): a line first
+    read while Lightning's bar is in its second epoch began in its first, as when it is read
+    whole (``parse_message``)."""
     if not any(hint in text for hint in _BAR_HINTS):
         return None
     segments = text.split("\r")
@@ -408,6 +411,8 @@ def newest_bar(text: str, now: float) -> LineReport | None:
         if key is not None:
             _older_frame(segment, {key: older}, firsts)
             continue
+        if cut_frame(segment):
+            continue  # still being written: the frames before it are whole
         found = _parse_segment(segment, now)
         if found is None or found.bar is None:
             continue

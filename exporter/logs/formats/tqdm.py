@@ -134,6 +134,13 @@ _CUT_FRAME = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*\d{1,3}%\|[^|]{0,200}\|\s*(?P<n>\d{1,15})/(?P<total>\d{1,15})\s*"
     r"\[[\d:]{0,12}<?[\d:]{0,12}$"
 )
+
+
+def cut_frame(text: str) -> bool:
+    """Whether ``text`` ends in a frame cut inside its clock (see :data:`_CUT_FRAME`)."""
+    return "%|" in text and not text.rstrip().endswith("]") and _CUT_FRAME.search(text) is not None
+
+
 # A step in a bar's postfix as tqdm formats a float, to three significant digits
 # ("global_step=3.1e+4": BioNeMo's bar past step 1000): rounded, no exact step.
 _ROUNDED_STEP = re.compile(r"[\s,](?:global_step|step|num_updates)=\d(?:\.\d{1,2})?e\+?\d")
