@@ -10,6 +10,7 @@ import re
 
 from ...core.model import ProgressReport
 from ..lines import Bar, Format, LineReport, native
+from .pairs import PRINTF_NUMBER
 from .tqdm import clock
 
 # Lightning's RichProgressBar (used when `rich` is installed), as a real run prints it:
@@ -24,9 +25,7 @@ _RICH = re.compile(
     r"\s+•\s+(?:(?P<remaining>[\d:]+|-:--:--)(?=\s))?\s*(?:(?P<rate>[\d.]+)it/s)?\s*(?P<metrics>.*)$"
 )
 
-_METRIC = re.compile(
-    r"([A-Za-z_][\w/.-]*):\s*([-+]?(?:nan|inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))(?!\w)"
-)
+_METRIC = re.compile(rf"([A-Za-z_][\w/.-]*):\s*({PRINTF_NUMBER})(?!\w)")
 
 
 def parse_rich_bar(msg: str, now: float) -> LineReport | None:
