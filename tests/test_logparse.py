@@ -377,6 +377,13 @@ _KERAS_FRAMES = st.lists(
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_FRAMES | _KERAS_FRAMES, st.sampled_from(["", "\r", "\r\r", "\n"]))
+# Found by this test in CI: one count drawn again with a later clock says the step was still
+# there then, a sample at the newest frame's own step (not past it).
+@example(
+    [_frame("train: ", 10**12, 1000, 10**6, 0, ""), _frame("train: ", 10**12, 1000, 10**6, 1, "")],
+    "\n",
+)
+@example([_frame("train: ", 5, 1000, 0, 0, ""), _frame("train: ", 5, 1000, 0, 1, "")], "\n")
 def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(
     frames: list[str], sep: str
 ) -> None:
@@ -397,7 +404,7 @@ def test_bar_like_text_never_raises_and_frames_never_date_samples_after_now(
     report = acc.report()
     assert all(t <= NOW for t, _ in report.step_samples)
     if report.step is not None:
-        assert all(step < report.step for _, step in report.step_samples)
+        assert all(step <= report.step for _, step in report.step_samples)
 
 
 def test_a_line_still_being_written_says_which_epoch_it_began_in_as_a_whole_line_does() -> None:
