@@ -668,14 +668,20 @@ def test_every_parser_name_is_in_the_metric_docs() -> None:
 def test_a_frame_cut_inside_its_clock_gives_its_count_and_nothing_else() -> None:
     """A CRI "P" chunk, a line still being written or a terminal's paste cut at its width
     ends inside a frame. Once the frame's clock bracket has opened its count and total are
-    whole (" 82%|...| 80/97 [08:32<", round 217's Trainer under srun): they are read, and no
-    rate or clock; a frame cut before its bracket (inside its count) reads nothing."""
+    whole (" 82%|...| 80/97 [08:32<", round 217's Trainer under srun; cut after its rate,
+    round 229's RWKV): they are read, and no rate or clock; a frame cut before its bracket
+    (inside its count) reads nothing."""
     from exporter.logs.formats.tqdm import read_bar
 
     chunk = (
         "\rtrain:  67%|##| 536/800 [02:07<01:04,  4.08it/s]\rtrain:  67%|##| 537/800 [02:07<01:06, "
     )
-    assert read_bar(chunk) is None  # cut after its clock, inside the rate: not a frame
+    found = read_bar(chunk)  # cut after its clock, inside the rate: its count alone
+    assert found is not None and (found[0].n, found[0].rate, found[0].elapsed_seconds) == (
+        537,
+        None,
+        None,
+    )
     found = read_bar("\rtrain:  67%|##| 537/800 [02:07<01:0")
     assert found is not None
     bar, postfix = found
@@ -686,6 +692,8 @@ def test_a_frame_cut_inside_its_clock_gives_its_count_and_nothing_else() -> None
     from exporter.logs.parse import parse_message
 
     (read,) = parse_message(chunk.rsplit(", ", 1)[0].rsplit("<", 1)[0] + "<01:0", 0.0)
+    assert read.bar is not None and (read.bar.n, read.bar.elapsed_seconds) == (536, 127)
+    (read,) = parse_message(chunk, 0.0)
     assert read.bar is not None and (read.bar.n, read.bar.elapsed_seconds) == (536, 127)
 
 
@@ -5387,3 +5395,66 @@ def test_aws_fsdp_examples_batch_lines_are_its_steps() -> None:
     )
     report = _read_lines([line])
     assert (report.step, report.loss, report.learning_rate) == (25, 7.60201, 0.0001)
+
+
+def test_a_unit_of_time_printed_apart_makes_the_value_a_duration() -> None:
+    """so-vits-svc ends each epoch with ``====> Epoch: 4274, cost 7.40 s`` (round 230): "cost"
+    names a loss elsewhere (Marian), but a value with a unit of time after it, apart, is a
+    time; a unit word before a number is the next key ("miniE 1 s 833")."""
+    step = "2023-04-18 09:48:11,453\t44k\tINFO\tLosses: [1.27, 4.04], step: 21400, lr: 5.8e-05"
+    report = _read_lines(
+        [step, "2023-04-18 09:48:12,646\t44k\tINFO\t====> Epoch: 4274, cost 7.40 s"]
+    )
+    assert (report.step, report.loss) == (21400, None)
+    glued = _read_lines(["Step 10 | loss 0.5 | cost 7.40 s"])
+    assert (glued.step, glued.loss) == (10, 0.5)
+
+
+def test_a_reference_loss_is_not_the_sole_loss() -> None:
+    """so-vits-svc sums its GAN's losses into ``reference_loss`` "for reference" (round 230),
+    and DPO's reference model has losses of its own: neither is the loss trained."""
+    from exporter.logs.formats.pairs import sole_loss
+
+    assert sole_loss({"reference_loss": 30.6}) is None
+    assert sole_loss({"ref_loss": 0.7}) is None
+    assert sole_loss({"mask_loss": 1.55}) == 1.55
+
+
+def test_a_bars_description_says_its_loss_without_a_counter() -> None:
+    """RWKV-v4's trainer describes its bar as ``miniE 1 s 833 prog 20.00% : ppl ... loss
+    1.687660 lr ...`` (round 229): no counter the general reader knows, its loss still read;
+    each mini-epoch's bar is copied whole at its end, saying another loss, a further pass of
+    which how many came before is unknown: no step (not the one pass's 833) and no total."""
+    lines = [
+        f"miniE {e} s {e * 833} prog {e * 20}.00% : ppl 5.4 loss {loss} lr 3.3e-04: 100%|██████████| "
+        f"833/833 [03:{clock}<00:00,  4.13it/s]"
+        for e, loss, clock in ((1, 1.687660, 21), (2, 1.251349, 17), (3, 1.168444, 17))
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (None, None, 1.168444)
+    # The same frame drawn again saying the same (tqdm's close redraws it) is the same pass.
+    once = _read_lines([lines[0], lines[0]])
+    assert (once.step, once.loss) == (833, 1.68766)
+
+
+def test_a_bracketed_description_keeps_its_own_bars() -> None:
+    """trlx describes its bar as ``[losses/total_loss: 1.15 | losses/policy_loss: 1.15 |
+    losses/value_loss: 0.00]`` (round 233): the whole description, not its part after the
+    last "|"; under the losses' own namespace, total_loss is the loss."""
+    frame = (
+        "[losses/total_loss: 1.15 | losses/policy_loss: 1.15 | losses/value_loss: 0.00]: "
+        "100%|██████████| 128/128 [10:23<00:00,  4.87s/it]"
+    )
+    report = _read_lines([frame])
+    assert (report.step, report.max_steps, report.loss) == (128, 128, 1.15)
+
+
+def test_tqdms_right_part_alone_is_a_frame_and_a_frame_cut_after_its_rate_counts() -> None:
+    """A bar drawn with ``bar_format="{r_bar}"`` (or copied with its left part wrapped away,
+    round 235) is ``| 3/950 [00:02<45:10,  2.1it/s]``: its count and total. A frame cut after
+    its rate, before its bracket closes (round 229), still gives its count."""
+    report = _read_lines(["| 3/950 [00:02<45:10,  2.1it/s]"])
+    assert (report.step, report.max_steps) == (3, 950)
+    cut = _read_lines(["train: 50%|#####     | 5/10 [00:02<00:02,  2.1it/s"])
+    assert (cut.step, cut.max_steps) == (5, 10)
+    assert _read_lines(["| 3/950 elsewhere [x]"]).step is None

@@ -416,8 +416,9 @@ class LogAccumulator:
             validation_in_count(self.bars.values(), track, bar.n)
         if track.first_n is None:
             track.first_n = min(bar.n, oldest)
-        elif again_at_end(track, bar, oldest):
+        elif again_at_end(track, bar, oldest, line.report.loss):
             track.repeated_at_end = True
+        track.said = line.report.loss
         if bar.n > track.last_n:
             track.advances += 1
             track.recent.append(now)

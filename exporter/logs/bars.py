@@ -125,6 +125,9 @@ class BarTrack:
     # Drawn complete again, its clock no later, after another bar ran after its end: a
     # further pass seen only at its end, so how many passes came before is unknown.
     repeated_at_end: bool = False
+    # The loss its description said at the newest frame (RWKV-v4's "... loss 1.687660 lr
+    # ...: 100%|"), or None: a pass drawn complete again saying another is a further one.
+    said: float | None = None
     # (time, cumulative count) of older frames read from the bar's own clock.
     samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=FRAME_SAMPLES))
     # The newest count redrawn with a later clock and no advance (Trainer redraws its bar
@@ -301,10 +304,11 @@ def next_pass(track: BarTrack, label: int | None) -> None:
     track.last_n = 0
 
 
-def again_at_end(track: BarTrack, bar: Bar, oldest: int) -> bool:
+def again_at_end(track: BarTrack, bar: Bar, oldest: int, said: float | None = None) -> bool:
     """Whether ``bar`` is a further pass of ``track`` seen only at its end: a bar never
-    read short of its total, drawn complete again after another bar ran after its end,
-    with a clock no later than before (a redraw of the same pass, as Trainer's after an
+    read short of its total, drawn complete again after another bar ran after its end, or
+    its description saying another loss (``said``; tqdm's close redraws the same), with a
+    clock no later than before (a redraw of the same pass, as Trainer's after an
     evaluation, shows a later one). A log copied from a terminal shows each epoch's
     bare bar so: "100%|...| 2492/2492 [20:50<00:00, 1.99it/s]" once per epoch."""
     total = track.total
@@ -313,7 +317,7 @@ def again_at_end(track: BarTrack, bar: Bar, oldest: int) -> bool:
         total
         and track.first_n is not None
         and track.first_n >= total
-        and track.other_after_end
+        and (track.other_after_end or (said is not None and said != track.said))
         and bar.n == oldest == track.last_n == total
         and last is not None
         and bar.elapsed_seconds is not None

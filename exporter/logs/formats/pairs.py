@@ -112,6 +112,10 @@ _COUNTS = frozenset({"step", "max_steps", "epoch", "max_epochs", "tokens"})
 # The rest of a duration in two units ("Total running time: 2min 4s", Ray's): the first
 # number alone is no value of it.
 _DURATION_GOES_ON = re.compile(r"\s*\d+(?:\.\d+)?\s?(?:s|sec|secs|ms|m|min)\b")
+# A unit of time printed apart, ending the line or a part of it ("====> Epoch: 4274, cost
+# 7.40 s", so-vits-svc's): the value is a duration. Not before a number ("miniE 1 s 833":
+# there "s" is the next key).
+_UNIT_APART = re.compile(r"[ \t]+(?:s|ms|sec|secs|seconds)(?=[ \t]*(?:$|[,;|)\]]))")
 
 
 def _path_part(text: str, m: re.Match[str]) -> bool:
@@ -223,7 +227,7 @@ def find_pairs(text: str) -> list[Pair]:
                 key,
                 value,
                 m["percent"] is not None,
-                m["unit"] in _TIME_UNITS,
+                m["unit"] in _TIME_UNITS or _UNIT_APART.match(text, m.end()) is not None,
                 m["unit"] in _MAGNITUDES,
             )
         )
@@ -268,8 +272,10 @@ def _ratio(p: Pair) -> float:
 _TRAINING_LOSS = re.compile(
     r"(?!(?:val|eval|valid|validation|test|dev)(?:_|data_|set_))"
     # A part's qualifier names a part of the loss, never the loss: DGL-KE logs "average
-    # pos_loss" and "average neg_loss" on lines of their own before "average loss".
-    r"(?!(?:pos|neg|positive|negative|aux|auxiliary|reg)_)[a-z0-9]+_loss"
+    # pos_loss" and "average neg_loss" on lines of their own before "average loss"; a
+    # reference's is not the loss trained (DPO's reference model; so-vits-svc's
+    # "reference_loss", its GAN's losses summed "for reference").
+    r"(?!(?:pos|neg|positive|negative|aux|auxiliary|reg|ref|reference)_)[a-z0-9]+_loss"
     # Or named after the loss ("loss_pixel", PaddleGAN's RCAN: the one loss it optimizes),
     # never a setting of it ("loss_scale", mixed precision's), its time ("Loss Time 0.029s",
     # openseg's) nor an evaluation's.

@@ -19,6 +19,12 @@ _BAR = re.compile(
     r"(?P<items>[A-Za-z]{1,12})/s))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
+# tqdm's right part alone, the frame's start: "| 0/950 [00:00<?, ?it/s]" (a bar drawn with
+# bar_format="{r_bar}", or a copy whose description, percentage and bar were wrapped away).
+_R_BAR = re.compile(
+    r"(?P<prefix>)\s*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)"
+    r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?(?:,\s*(?P<postfix>[^\]]*))?\]"
+)
 # A bar's own unit other than tqdm's "it" (``tqdm(unit="examples")``): what it counts. These
 # count the loop's steps; any other (examples, samples, B, tokens, files) counts items.
 _STEP_UNITS = frozenset({"step", "steps", "batch", "batches", "ba", "iter", "iters"})
@@ -80,6 +86,8 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     if "%|" not in frame and "it [" not in frame and "it/s" not in frame and "s/it" not in frame:
         return None  # cheap: most lines are not bars
     m = _BAR.search(frame)
+    if m is None and frame.lstrip()[:1] == "|":
+        m = _R_BAR.match(frame)
     total = None
     if m is not None:
         total = int(m["total"])
@@ -100,8 +108,9 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
             cut = _CUT_FRAME.search(frame)
             if cut is None:
                 return None
-            # Cut inside its clock (a copy stopped short, " 82%|...| 80/97 [08:32<"): the
-            # count is whole once its bracket opened; nothing after it is.
+            # Cut inside its bracket (a copy stopped short, " 82%|...| 80/97 [08:32<", or
+            # after its rate, "[03:17<00:00,  4.22it/s"): the count is whole once its bracket
+            # opened; nothing after it is.
             return Bar(int(cut["n"]), int(cut["total"]), None, None, cut["prefix"].strip()), {}
         remaining = None
     rate = None
@@ -112,6 +121,13 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     prefix = m["prefix"].strip()
     if not prefix and frame[: m.start()].endswith("||"):
         prefix = frame[: m.start()].strip()  # AllenNLP's description ends with "||"
+    elif prefix.endswith("]") and "[" not in prefix:
+        # A description in brackets holding "|" of its own (trlx's "[losses/total_loss: 1.15
+        # | losses/policy_loss: 1.15 | ...]: 100%|"): all of it, not its last part.
+        before = frame[: m.start()]
+        opening = before.rfind("[")
+        if opening >= 0 and "]" not in before[opening:]:
+            prefix = (before[opening:] + m["prefix"]).strip()
     bar = Bar(int(m["n"]), total, rate, remaining, prefix, clock(m["elapsed"]))
     if m.groupdict().get("items") and m["items"].lower() not in _STEP_UNITS:
         bar = bar._replace(items=True)  # datasets' "Map: ... 7914.76 examples/s": no steps
@@ -129,15 +145,16 @@ _ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
 # (Ultralytics 8+), "Epoch GPU_mem box_loss obj_loss cls_loss Instances Size" (YOLOv5 6-7),
 # "Epoch gpu_mem box obj cls total targets img_size" (YOLOv5 before 6). Only YOLOv5 has an
 # objectness column.
-# A frame whose text stops inside its clock's bracket: its count and total are whole.
+# A frame whose text stops inside its bracket (its clock, its rate): its count and total
+# are whole.
 _CUT_FRAME = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*\d{1,3}%\|[^|]{0,200}\|\s*(?P<n>\d{1,15})/(?P<total>\d{1,15})\s*"
-    r"\[[\d:]{0,12}<?[\d:]{0,12}$"
+    r"\[[\d:]{0,12}(?:<[\d:?]{0,12}(?:,\s{0,4}[\d.?]{0,12}(?:\s?[A-Za-z/]{0,8})?)?)?$"
 )
 
 
 def cut_frame(text: str) -> bool:
-    """Whether ``text`` ends in a frame cut inside its clock (see :data:`_CUT_FRAME`)."""
+    """Whether ``text`` ends in a frame cut inside its bracket (see :data:`_CUT_FRAME`)."""
     return "%|" in text and not text.rstrip().endswith("]") and _CUT_FRAME.search(text) is not None
 
 
@@ -230,6 +247,7 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
 
 
 _DESCRIBED_FIELDS = ("step", "max_steps", "loss", "eval_loss", "learning_rate", "grad_norm")
+_DESCRIBED_VALUES = _DESCRIBED_FIELDS[2:]
 _DIGITS = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
@@ -248,7 +266,13 @@ def _described(prefix: str, now: float) -> tuple[dict[str, object], str] | None:
         return ({**said, **metrics}, _DIGITS.sub("#", prefix)[:120]) if said else None
     found = read_progress(prefix, now)
     if found is None:
-        return None
+        # No counter, but values ("miniE 1 s 833 prog 20.00% : ppl 5.40 loss 1.687660 lr
+        # 3.33e-04", RWKV-v4's trainer): the loss and its kin, never a count.
+        fields = to_fields(find_pairs(prefix.strip("[]")))
+        said = {k: v for k, v in fields.values.items() if k in _DESCRIBED_VALUES}
+        if "loss" not in said:
+            return None
+        return ({**said, "metrics": fields.metrics}, _DIGITS.sub("#", prefix)[:120])
     r = found.report
     doc: dict[str, object] = {
         k: getattr(r, k) for k in _DESCRIBED_FIELDS if getattr(r, k) is not None

@@ -230,6 +230,10 @@ def field_of(key: str) -> tuple[str, int] | None:
             found = _INDEX.get(trained)
             if found is not None and found[0] != "loss":
                 found = None
+        if found is None and name.startswith(("losses/", "loss/")):
+            # The losses' own namespace (trlx's "losses/total_loss", "losses/policy_loss"):
+            # each key as the vocabulary names it.
+            found = _INDEX.get(name.partition("/")[2])
         if found is not None and found[0] not in ("loss", "eval_loss"):
             found = None
     return found
