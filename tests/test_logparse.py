@@ -5458,3 +5458,22 @@ def test_tqdms_right_part_alone_is_a_frame_and_a_frame_cut_after_its_rate_counts
     cut = _read_lines(["train: 50%|#####     | 5/10 [00:02<00:02,  2.1it/s"])
     assert (cut.step, cut.max_steps) == (5, 10)
     assert _read_lines(["| 3/950 elsewhere [x]"]).step is None
+
+
+def test_yolov5_7s_bars_without_a_bracket_are_frames() -> None:
+    """YOLOv5 7.0 draws its bars as ``{l_bar}{bar:10}| {n_fmt}/{total_fmt} {elapsed}`` (round
+    243): no bracket, no rate. Its rows are the bars of their epochs; its data set scans
+    (118287 images at ``00:00``) count items, never the training's steps."""
+    lines = [
+        "train: Scanning /data/coco/train2017.cache... 117266 images, 1021 backgrounds, 0 "
+        "corrupt: 100%|██████████| 118287/118287 00:00",
+        "      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size",
+        "        0/1      22.4G    0.07281    0.08384    0.06359        199        640:  45%|████▌"
+        "     | 832/1849 06:01",
+        "        0/1      22.4G    0.07281    0.08384    0.06359        199        640: 100%|█████"
+        "█████| 1849/1849 13:15",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (1849, 3698)
+    assert _read_lines(lines[:1]).step is None
+    assert _read_lines(["train:  45%|####      | 832/1849 06:0"]).step is None  # cut: no frame

@@ -25,6 +25,13 @@ _R_BAR = re.compile(
     r"(?P<prefix>)\s*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)"
     r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
+# YOLOv5 7.0's own format, '{l_bar}{bar:10}| {n_fmt}/{total_fmt} {elapsed}' (utils/general.py
+# TQDM_BAR_FORMAT): no bracket, the elapsed time ends the frame ("640: 100%|##########|
+# 1849/1849 13:15").
+_BAR_NO_BRACKET = re.compile(
+    r"(?P<prefix>[^|\r]*?):?\s*\d{1,3}%\|[^|]{0,200}\|\s*(?P<n>\d{1,15})/(?P<total>\d{1,15})\s+"
+    r"(?P<elapsed>\d{1,6}:\d{2}(?::\d{2})?)\s*$"
+)
 # A bar's own unit other than tqdm's "it" (``tqdm(unit="examples")``): what it counts. These
 # count the loop's steps; any other (examples, samples, B, tokens, files) counts items.
 _STEP_UNITS = frozenset({"step", "steps", "batch", "batches", "ba", "iter", "iters"})
@@ -104,6 +111,13 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
         return heavy, {}
     else:
         m = _BAR_NO_TOTAL.search(frame)
+        if m is None and (bare := _BAR_NO_BRACKET.search(frame)) is not None:
+            # No rate printed: the mean since the start, n over the elapsed time (at least n
+            # a second within the first: a data set's scan of 118287 images at "00:00").
+            n, elapsed = int(bare["n"]), clock(bare["elapsed"]) or 0.0
+            mean = n / max(elapsed, 1.0) if n else None
+            prefix = bare["prefix"].strip()
+            return Bar(n, int(bare["total"]), mean, None, prefix, elapsed), {}
         if m is None:
             cut = _CUT_FRAME.search(frame)
             if cut is None:
