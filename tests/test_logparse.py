@@ -5477,3 +5477,16 @@ def test_yolov5_7s_bars_without_a_bracket_are_frames() -> None:
     assert (report.step, report.max_steps) == (1849, 3698)
     assert _read_lines(lines[:1]).step is None
     assert _read_lines(["train:  45%|####      | 832/1849 06:0"]).step is None  # cut: no frame
+
+
+def test_a_global_batch_index_is_the_runs_step() -> None:
+    """ZipVoice (icefall's trainer) logs ``Epoch 1, batch 149, global_batch_idx: 150, ...``
+    (round 246): the epoch's batch is ambiguous (icefall counts epochs from 0 or 1), the
+    global index is the run's step."""
+    line = (
+        "2025-10-27 17:35:57,208 INFO [train_zipvoice.py:731] Epoch 1, batch 149, "
+        "global_batch_idx: 150, batch size: 10, loss[loss=0.07169, over 16784.00 frames. ], "
+        "tot_loss[loss=0.07307, over 1857440.30 frames. ], cur_lr: 1.00e-04, grad_scale: 65536.0"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.loss) == (150, 0.07169)

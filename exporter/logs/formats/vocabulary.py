@@ -22,6 +22,7 @@ from functools import lru_cache
 FIELDS: dict[str, tuple[str, ...]] = {
     "step": (
         "global_step",  # NeMo 2, Trainer-style JSON
+        "global_batch_idx",  # ZipVoice (icefall's batch_idx_train): "global_batch_idx: 150"
         "training/global_step",  # verl
         "num_updates",  # fairseq
         "train_num_updates",  # fairseq's epoch summary ("| INFO | train | {...}")
