@@ -5490,3 +5490,20 @@ def test_a_global_batch_index_is_the_runs_step() -> None:
     )
     report = _read_lines([line])
     assert (report.step, report.loss) == (150, 0.07169)
+
+
+def test_values_printed_before_their_names_are_read_in_that_shape_only() -> None:
+    """tinygrad's loops print ``   10 4.40 s run, 11.8750 loss, 0.000000000005 LR, 1454.57 GB
+    used, 394520.83 GFLOPS``, or the same without the step (rounds 248, and the one left in
+    ``unread/``): each value before its name. Only that whole shape is read; a number before
+    a word elsewhere is prose."""
+    lines = [
+        f"{i:5d} 4.40 s run, {loss} loss, 0.000000000005 LR, 1454.57 GB used, 394520.83 GFLOPS"
+        for i, loss in ((9, 11.875), (10, 11.8125))
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.learning_rate) == (10, 11.8125, 5e-12)
+    bare = _read_lines(["9.3798 loss, 0.000058412552 LR, 124.27 GB used, 5.09 s"])
+    assert (bare.step, bare.loss) == (None, 9.3798)
+    assert _read_lines(["3 files, 2 folders, 1 loss, copied"]).loss is None  # no 3 named parts
+    assert _read_lines(["12 files, 3 folders, 4 links"]).loss is None  # no loss named

@@ -53,6 +53,7 @@ from . import (
     traceback,
     trainer_dicts,
     trax,
+    values_first,
 )
 
 # In order: the formats of one tool's exact shape first (they are unambiguous), bars, then
@@ -97,6 +98,7 @@ FORMATS: tuple[Format, ...] = (
     returnn.FORMAT,
     chainer.FORMAT,
     composer.FORMAT,
+    values_first.FORMAT,
     progress.FORMAT,
     lone.FORMAT,
 )
