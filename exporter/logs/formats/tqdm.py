@@ -25,13 +25,14 @@ _R_BAR = re.compile(
     r"(?P<prefix>)\s*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)"
     r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it))?(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
+# A frame's description, percentage, bar and count, where its end may be its own (below).
+_FRAME_HEAD = (
+    r"(?P<prefix>[^|\r]*?):?\s*\d{1,3}%\|[^|]{0,200}\|\s*(?P<n>\d{1,15})/(?P<total>\d{1,15})"
+)
 # YOLOv5 7.0's own format, '{l_bar}{bar:10}| {n_fmt}/{total_fmt} {elapsed}' (utils/general.py
 # TQDM_BAR_FORMAT): no bracket, the elapsed time ends the frame ("640: 100%|##########|
 # 1849/1849 13:15").
-_BAR_NO_BRACKET = re.compile(
-    r"(?P<prefix>[^|\r]*?):?\s*\d{1,3}%\|[^|]{0,200}\|\s*(?P<n>\d{1,15})/(?P<total>\d{1,15})\s+"
-    r"(?P<elapsed>\d{1,6}:\d{2}(?::\d{2})?)\s*$"
-)
+_BAR_NO_BRACKET = re.compile(_FRAME_HEAD + r"\s+(?P<elapsed>\d{1,6}:\d{2}(?::\d{2})?)\s*$")
 # A bar's own unit other than tqdm's "it" (``tqdm(unit="examples")``): what it counts. These
 # count the loop's steps; any other (examples, samples, B, tokens, files) counts items.
 _STEP_UNITS = frozenset({"step", "steps", "batch", "batches", "ba", "iter", "iters"})
@@ -162,8 +163,8 @@ _ULTRALYTICS_ROW = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+\d+(?:\.\d+)?G\s")
 # A frame whose text stops inside its bracket (its clock, its rate): its count and total
 # are whole.
 _CUT_FRAME = re.compile(
-    r"(?P<prefix>[^|\r]*?):?\s*\d{1,3}%\|[^|]{0,200}\|\s*(?P<n>\d{1,15})/(?P<total>\d{1,15})\s*"
-    r"\[[\d:]{0,12}(?:<[\d:?]{0,12}(?:,\s{0,4}[\d.?]{0,12}(?:\s?[A-Za-z/]{0,8})?)?)?$"
+    _FRAME_HEAD
+    + r"\s*\[[\d:]{0,12}(?:<[\d:?]{0,12}(?:,\s{0,4}[\d.?]{0,12}(?:\s?[A-Za-z/]{0,8})?)?)?$"
 )
 
 
@@ -265,6 +266,16 @@ _DESCRIBED_VALUES = _DESCRIBED_FIELDS[2:]
 _DIGITS = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
+def _values(text: str, keys: tuple[str, ...]) -> dict[str, object]:
+    """The fields among ``keys`` that ``text``'s pairs name, with its custom metrics where
+    it names any of them; empty where it names none (a description of values alone)."""
+    fields = to_fields(find_pairs(text))
+    said: dict[str, object] = {k: v for k, v in fields.values.items() if k in keys}
+    if said and fields.metrics:
+        said["metrics"] = fields.metrics
+    return said
+
+
 def _described(prefix: str, now: float) -> tuple[dict[str, object], str] | None:
     """What a bar's description says as a progress line (a step or a loss, and values), and
     the description with its numbers masked (the bar's name across frames), or None."""
@@ -274,19 +285,14 @@ def _described(prefix: str, now: float) -> tuple[dict[str, object], str] | None:
         # AllenNLP's metrics ("accuracy: 0.87, batch_loss: 0.32, loss: 0.40 ||",
         # allennlp/training/util.py): no counter, its values alone; whose phase they are is
         # the phase line's before the bar (exporter.logs.formats.stages).
-        fields = to_fields(find_pairs(prefix[:-3]))
-        metrics: dict[str, object] = {"metrics": fields.metrics} if fields.metrics else {}
-        said = {k: v for k, v in fields.values.items() if k in _DESCRIBED_FIELDS}
-        return ({**said, **metrics}, _DIGITS.sub("#", prefix)[:120]) if said else None
+        said = _values(prefix[:-3], _DESCRIBED_FIELDS)
+        return (said, _DIGITS.sub("#", prefix)[:120]) if said else None
     found = read_progress(prefix, now)
     if found is None:
         # No counter, but values ("miniE 1 s 833 prog 20.00% : ppl 5.40 loss 1.687660 lr
         # 3.33e-04", RWKV-v4's trainer): the loss and its kin, never a count.
-        fields = to_fields(find_pairs(prefix.strip("[]")))
-        said = {k: v for k, v in fields.values.items() if k in _DESCRIBED_VALUES}
-        if "loss" not in said:
-            return None
-        return ({**said, "metrics": fields.metrics}, _DIGITS.sub("#", prefix)[:120])
+        said = _values(prefix.strip("[]"), _DESCRIBED_VALUES)
+        return (said, _DIGITS.sub("#", prefix)[:120]) if "loss" in said else None
     r = found.report
     doc: dict[str, object] = {
         k: getattr(r, k) for k in _DESCRIBED_FIELDS if getattr(r, k) is not None
