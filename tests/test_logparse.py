@@ -5507,3 +5507,30 @@ def test_values_printed_before_their_names_are_read_in_that_shape_only() -> None
     assert (bare.step, bare.loss) == (None, 9.3798)
     assert _read_lines(["3 files, 2 folders, 1 loss, copied"]).loss is None  # no 3 named parts
     assert _read_lines(["12 files, 3 folders, 4 links"]).loss is None  # no loss named
+
+
+@pytest.mark.parametrize(
+    ("shape", "total"), [("described", None), ("bracketless", 50), ("r_bar", 40)]
+)
+def test_this_stops_bar_shapes_drawn_by_real_tqdm_are_read(
+    tmp_path: Path, shape: str, total: int | None
+) -> None:
+    """tqdm run for real (tests/fixtures/logs/programs/tqdm_formats_of_this_stop.py) in the
+    shapes rounds 229 to 243 found: a description of values with no counter (its loss read,
+    its epochs counted from the frames that start over), YOLOv5 7.0's bars without a bracket
+    under the table header (two epochs of 25), tqdm's right part alone. Every batch run is
+    the step."""
+    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
+    truth_path = tmp_path / "truth.json"
+    done = subprocess.run(
+        [sys.executable, str(program / "tqdm_formats_of_this_stop.py"), shape],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TRUTH_PATH": str(truth_path)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    truth = json.loads(truth_path.read_text())
+    report = _read_lines(done.stdout.decode().split("\n"))
+    assert (report.step, report.max_steps) == (truth["step"], total)
+    assert report.loss == truth["loss"]
