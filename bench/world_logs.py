@@ -23,15 +23,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.worldlogs import FORMS, Excerpt, excerpts, read
+from tests.worldlogs import FORMS, NON_FINITE, Excerpt, excerpts, read, same_non_finite
 
 HELD_OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "world" / "heldout"
 SCORED = ("step", "max_steps", "loss")
 
 
 def _same(got: Any, want: Any) -> bool:
-    if want == "nan":
-        return isinstance(got, float) and math.isnan(got)
+    if want in NON_FINITE:
+        return same_non_finite(got, want)
     if isinstance(want, bool):
         return got is want
     return isinstance(got, int | float) and math.isclose(float(got), float(want), rel_tol=1e-6)

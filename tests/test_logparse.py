@@ -5534,3 +5534,21 @@ def test_this_stops_bar_shapes_drawn_by_real_tqdm_are_read(
     report = _read_lines(done.stdout.decode().split("\n"))
     assert (report.step, report.max_steps) == (truth["step"], total)
     assert report.loss == truth["loss"]
+
+
+def test_a_bar_drawn_once_per_epoch_gives_no_run_total_without_the_number_of_epochs() -> None:
+    """Keras and Lightning draw one bar per epoch: its total is one epoch's. A Keras bar
+    pasted without its ``Epoch i/N`` header (round 259, the Moiré-pattern CNN's log) or a
+    Lightning bar whose run never said ``max_epochs`` is the step, not the run's total."""
+    frames = [f"{n:3d}/102 [=>....] - ETA: 7:40 - loss: 0.6{n:03d}" for n in (13, 14)]
+    alone = _read_lines(frames)
+    assert (alone.step, alone.max_steps, alone.loss) == (14, None, 0.6014)
+    under_header = _read_lines(["Epoch 1/3", *frames])
+    assert (under_header.step, under_header.max_steps) == (14, 306)
+    lightning = _read_lines(
+        [
+            f"Epoch 0:  {n}%|####      | {n}/100 [00:04<00:06, 10.00it/s, loss=0.5, v_num=0]"
+            for n in (39, 40)
+        ]
+    )
+    assert (lightning.step, lightning.max_steps) == (40, None)

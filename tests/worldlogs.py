@@ -120,17 +120,29 @@ def _got(report: ProgressReport, key: str) -> Any:
     return dict(report.metrics).get(key)
 
 
+NON_FINITE = ("nan", "inf", "-inf")
+
+
+def same_non_finite(got: Any, want: str) -> bool:
+    """True when ``got`` is the non-finite float a truth file spells ``want`` ("nan",
+    "inf", "-inf"): JSON has no such numbers, so truth files write them as strings."""
+    if not isinstance(got, float):
+        return False
+    return math.isnan(got) if want == "nan" else got == float(want)
+
+
 def mismatches(report: ProgressReport, expect: dict[str, Any]) -> Iterator[str]:
     """Where ``report`` differs from a truth file's ``expect``: null means "must stay
-    unknown", "nan" a loss that is not a number; numbers agree to one part in a million."""
+    unknown", "nan" a loss that is not a number, "inf" or "-inf" one that overflowed; numbers
+    agree to one part in a million."""
     for key, want in expect.items():
         got = _got(report, key)
         if want is None:
             if got is not None:
                 yield f"{key}: should be unknown, read {got!r}"
-        elif want == "nan":
-            if not (isinstance(got, float) and math.isnan(got)):
-                yield f"{key}: want nan, read {got!r}"
+        elif want in NON_FINITE:
+            if not same_non_finite(got, want):
+                yield f"{key}: want {want}, read {got!r}"
         elif isinstance(want, bool):
             if got is not want:
                 yield f"{key}: want {want}, read {got!r}"

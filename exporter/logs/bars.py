@@ -258,7 +258,9 @@ class BarTrack:
             return self.epochs * size if self.epochs is not None and size else None
         if self.epochs is not None:
             return self.epochs * self.total
-        if self.per_pass or (self.other_after_end and not final):
+        # A format that numbers its epochs (Keras, Ultralytics, Lightning) draws one bar per
+        # epoch: without their number, the bar's total is one epoch's, not the run's.
+        if self.origin is not None or self.per_pass or (self.other_after_end and not final):
             return None
         return self.total
 
