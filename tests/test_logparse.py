@@ -5552,3 +5552,17 @@ def test_a_bar_drawn_once_per_epoch_gives_no_run_total_without_the_number_of_epo
         ]
     )
     assert (lightning.step, lightning.max_steps) == (40, None)
+
+
+def test_tf_estimators_saved_dict_is_an_evaluation_at_the_step_it_names() -> None:
+    """tf.estimator writes "Saving dict for global step N: ..." only after an evaluation: its
+    ``loss`` is the evaluation's, at the run's step N (round 260, a TensorFlow Object
+    Detection API run whose training loss was never printed)."""
+    report = _read_lines(
+        [
+            "I0522 11:32:23.280791  1256 estimator.py:2039] Saving dict for global step 93: "
+            "DetectionBoxes_Precision/mAP = 0.23755923, Loss/total_loss = 1.0476927, "
+            "global_step = 93, learning_rate = 0.0003, loss = 1.0476927"
+        ]
+    )
+    assert (report.step, report.loss, report.eval_loss) == (93, None, 1.0476927)

@@ -92,9 +92,10 @@ _EPOCH_WORD = re.compile(rf"(?i)(?<![\w/]){_EP}\d{{1,9}}(?![\d/.])")
 # "Epoch = 0" beside a loop's "iter = 1150/2714" (DrQA): the count may be the epoch's.
 _EPOCH_NUMBER = re.compile(rf"(?i)(?<![\w/]){_EP}(?P<e>\d{{1,9}})(?![\d/.])")
 # An evaluation line: what it prints before its first value says so (MaxText's "eval metrics
-# after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...").
+# after step: 99, loss=...", torchtitan's "validate step: 100  loss: ...", tf.estimator's
+# "Saving dict for global step 93: ..., loss = 1.04", which it writes only after evaluating).
 _EVAL_PHRASE = re.compile(
-    r"(?i)(?:valid on|\bvalidat(?:e|ion|ing)(?:\b|(?-i:(?=[A-Z])))"
+    r"(?i)(?:valid on|saving dict for global step|\bvalidat(?:e|ion|ing)(?:\b|(?-i:(?=[A-Z])))"
     r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|\btest set\b|"
     r"[\[(](?:val|valid|eval|test)[\])]|\b(?:eval|val|test) epoch|\beval\b)"
 )
