@@ -4038,12 +4038,16 @@ def test_a_scripts_short_ep_is_an_epoch_word_and_its_batch_no_step() -> None:
         ("INFO:tensorflow:  Num steps = 3000", 3000),
         ("Num steps = 8242 were skipped", None),
         ("INFO:absl:  Num steps = 0", None),
+        ("12/27/2022 20:56:23 - INFO - __main__ -     Num steps = 12216", 12216),
+        ("a - b Num steps = 12216", None),
     ],
 )
 def test_google_berts_training_banner_gives_the_runs_steps(line: str, steps: int | None) -> None:
     """Google BERT's run_classifier and its forks (round 115) log ``  Num steps = %d``
     (num_train_steps, the Estimator's max_steps) under ``***** Running training *****``: the
-    setting alone on its line is the run's length; in a sentence, or 0, it is none."""
+    setting alone on its line is the run's length; in a sentence, or 0, it is none. Its
+    PyTorch ports (pytorch-pretrained-BERT's run_squad, round 261) log it after Python's
+    ``... - INFO - __main__ -`` prefix."""
     assert _read_lines([line]).max_steps == steps
 
 

@@ -17,8 +17,9 @@
   use: not read;
 * the kohya_ss GUI (bmaltais), before it starts sd-scripts: ``max_train_steps (4800 / 4 / 1 *
   10 * 1) = 12000``, the total it passes on (its ``Total steps: 4800`` is an epoch's images);
-* Google BERT's run_classifier and run_squad (and their forks), under ``***** Running
-  training *****``: ``  Num steps = 8242`` (``num_train_steps``), the line the setting alone;
+* Google BERT's run_classifier and run_squad (and their forks, pytorch-pretrained-BERT's
+  PyTorch ports among them), under ``***** Running training *****``: ``  Num steps = 8242``
+  (``num_train_steps``), the line the setting alone;
 * mlx-lm's trainer (LoRA and full fine-tuning on Apple silicon): ``Starting training...,
   iters: 3000`` (mlx_lm/tuner/trainer.py: ``args.iters``, the run's iterations);
 * the run's arguments as a script echoes them: argparse's ``Namespace(..., epochs=12, ...)``
@@ -46,8 +47,11 @@ _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*
 _KOHYA = re.compile(r"\btotal optimization steps / [^:=]{1,40}: (?P<n>\d{1,15})\b")
 _EPOCHS = re.compile(r"\bNum Epochs = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,9})\b")
 # Google BERT's run_classifier / run_squad and their forks, under "***** Running training *****":
-# "  Num steps = 8242" (num_train_steps, the Estimator's max_steps), the setting alone.
-_BERT_STEPS = re.compile(r"(?:^|:)\s+Num steps = (?P<n>\d{1,15})\s*$")
+# "  Num steps = 8242" (num_train_steps, the Estimator's max_steps), the setting alone, after
+# TensorFlow's logger ("INFO:tensorflow:") or the Python logger of the PyTorch ports
+# (pytorch-pretrained-BERT's "... - INFO - __main__ -     Num steps = 12216",
+# num_train_optimization_steps).
+_BERT_STEPS = re.compile(r"(?:^|:| -)\s+Num steps = (?P<n>\d{1,15})\s*$")
 _KOHYA_GUI = re.compile(r"\bmax_train_steps \([\d /*.]{1,80}\) = (?P<n>\d{1,15})\b")
 _MLX = re.compile(r"\bStarting training\.\.\., iters: (?P<n>\d{1,15})\b")
 # Salesforce LAVIS' iteration-based runner (runner_base.py train(), and UniMERNet, BLIP-2 and
