@@ -5570,3 +5570,23 @@ def test_tf_estimators_saved_dict_is_an_evaluation_at_the_step_it_names() -> Non
         ]
     )
     assert (report.step, report.loss, report.eval_loss) == (93, None, 1.0476927)
+
+
+def test_an_epoch_header_after_a_loggers_head_takes_the_wrapped_values_under_it() -> None:
+    """The legacy Colossal-AI Trainer's hook logs ``[Epoch 5 / Train]:`` and the epoch's
+    mean loss, which Rich's handler wraps onto a line of its own (round 262): the header after
+    the logger's ``INFO:`` is the epoch's, so the values under it are read (their step
+    unknown), and they are the loss printed last, not the bar's rounded postfix before."""
+    head = "                    INFO     colossalai - colossalai - INFO: "
+    report = _read_lines(
+        [
+            "[Epoch 5 / Train]: 100%|##########| 1/1 [00:00<00:00,  2.05it/s, loss=107, lr=0.1]",
+            head + "[Epoch 5 / Train]:",
+            "                             Loss = 107.16 | LR = 0.00012 | Throughput = 0",
+        ]
+    )
+    assert (report.step, report.loss) == (None, 107.16)
+    from exporter.logs.parse import parse_message
+
+    said = parse_message(head + "Epoch 5 of the run was slow", NOW)
+    assert all(found.parser != "epochs" for found in said)

@@ -14,10 +14,13 @@ from ...core.model import ProgressReport
 from ..lines import Format, LineReport
 
 _HEADER = re.compile(
-    # A logger's bracketed level before it ("[INFO] Epoch 1/30 started", SSL-ViT's log).
-    r"^(?:\[(?:INFO|DEBUG|NOTICE)\]\s*)?"
-    r"[\s\-=*#>]*(?:Starting\s+)?(?:Epoch|epoch|EPOCH)(?::\s*|\s+)(?P<e>\d{1,6})"
-    r"(?:\s*(?:/|\bof\b)\s*(?P<n>\d{1,6}))?(?:\s+(?:started|starts|begins))?[\s\-=*#<:]*$"
+    # A logger's level before it: bracketed ("[INFO] Epoch 1/30 started", SSL-ViT's log) or
+    # ending its head ("INFO     colossalai - colossalai - INFO: [Epoch 5 / Train]:", the
+    # legacy Colossal-AI Trainer's hook, whose values Rich's handler wraps onto the next line).
+    r"^(?:\[(?:INFO|DEBUG|NOTICE)\]\s*|.{0,120}?\bINFO:\s+)?"
+    r"[\s\-=*#>\[]*(?:Starting\s+)?(?:Epoch|epoch|EPOCH)(?::\s*|\s+)(?P<e>\d{1,6})"
+    r"(?:\s*(?:/|\bof\b)\s*(?P<n>\d{1,6}))?(?:\s*/\s*Train\])?"
+    r"(?:\s+(?:started|starts|begins))?[\s\-=*#<:]*$"
 )
 
 
