@@ -5590,3 +5590,32 @@ def test_an_epoch_header_after_a_loggers_head_takes_the_wrapped_values_under_it(
 
     said = parse_message(head + "Epoch 5 of the run was slow", NOW)
     assert all(found.parser != "epochs" for found in said)
+
+
+def test_keras_early_stopping_run_for_real_ends_the_fit(tmp_path: Path) -> None:
+    """Keras 3 run for real with EarlyStopping (tests/fixtures/logs/programs/
+    keras_early_stopping.py): ``Epoch 2: early stopping`` is printed in on_train_end, the fit
+    is over (final), at the steps it ran of the 50 epochs planned; the evaluation's bar after
+    it moves nothing. PaddlePaddle hapi's ``Epoch 6: Early stopping.`` ends its fit alike; a
+    sentence around the words is no end."""
+    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
+    truth_path = tmp_path / "truth.json"
+    done = subprocess.run(
+        [sys.executable, str(program / "keras_early_stopping.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TRUTH_PATH": str(truth_path), "KERAS_BACKEND": "torch"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    truth = json.loads(truth_path.read_text())
+    report = _read_lines(done.stdout.decode().replace("\r", "\n").split("\n"))
+    assert (report.step, report.max_steps, report.final) == (
+        truth["step"],
+        truth["max_steps"],
+        True,
+    )
+    assert report.loss == pytest.approx(truth["loss"], rel=1e-3)
+    assert report.eval_loss == pytest.approx(truth["eval_loss"], rel=1e-3)
+    assert _read_lines(["    Epoch 6: Early stopping."]).final
+    assert not _read_lines(["Epoch 6: early stopping counter 3 of 10"]).final

@@ -55,7 +55,7 @@ from .bars import (
 from .blocks import Blocks
 from .dict_steps import DictSteps
 from .epoch_counter import EpochCounter, WithinEpoch
-from .evaluations import Evaluations
+from .evaluations import Evaluations, after_the_end
 from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
@@ -145,7 +145,7 @@ class LogAccumulator:
             taken = self.tables.take(taken)
         if taken is None:
             return False  # a row or a dict's entry under no header of its own: nobody's values
-        self._take(self.evaluations.take(taken), now, at)
+        self._take(self.evaluations.take(after_the_end(taken, self.final)), now, at)
         return True
 
     def _take(self, line: LineReport, now: float, at: float | None) -> None:

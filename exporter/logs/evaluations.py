@@ -6,6 +6,10 @@ loss is the run's eval loss. Others validate every epoch and test once after tra
 (BrainFormer's ``Val loss: 0.637, Acc: ...`` and then ``Test loss: 0.634, Acc: ...``): the
 validation set is the one training watches, so once the log has shown a validation's loss, a
 test set's loss is kept as the ``test_loss`` metric and is no longer the eval loss.
+
+Once the run said its training is over, a bar drawn after is an evaluation's or a
+prediction's (Keras' ``model.evaluate`` after fit's ``Epoch 2: early stopping``): its loss is
+not the training loss.
 """
 
 from __future__ import annotations
@@ -37,3 +41,12 @@ class Evaluations:
         metrics[TEST_LOSS] = r.eval_loss
         tested = replace(r, eval_loss=None, metrics=tuple(sorted(metrics.items())))
         return line._replace(report=tested)
+
+
+def after_the_end(line: LineReport, ended: bool) -> LineReport:
+    """``line`` as the accumulator takes it where the run said its training ``ended``: a
+    bar's loss dropped (the bar is an evaluation's or a prediction's), any other line as it
+    was."""
+    if not ended or line.bar is None or line.report.loss is None:
+        return line
+    return line._replace(report=replace(line.report, loss=None))

@@ -20,6 +20,8 @@
     Finished Training                                               PyTorch's CIFAR-10 tutorial
     Statistics on  val_best_checkpoint                              EquiBind's trainer and kin
     save checkpoint at /home/aistudio/save_fine/final               PaddlePaddle's Model.fit
+    Epoch 2: early stopping                                         Keras' EarlyStopping
+    Epoch 6: Early stopping.                                        PaddlePaddle's EarlyStopping
     stopping_early: wallclock_cap train_time:599635ms step:6130/20000
                                                                     OpenAI's Parameter Golf
     Total training time: 170.39m                                    nanochat's trainers
@@ -148,6 +150,10 @@ _LLMC_END = re.compile(r"^total average iteration time: \d{1,12}\.\d{6} ms\s*$")
 # it wraps), the FSDP SFT trainer prints it plain, then returns.
 _VERL_END = re.compile(r"^\s*(?:\(?['\"])?Final validation metrics: (?:\{|None)")
 _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s+│)?\s*$")
+# Keras' EarlyStopping in on_train_end, once fit() has left its epoch loop: Keras 3 and late
+# Keras 2 print "Epoch 2: early stopping", early Keras 2 "Epoch 00012: early stopping";
+# PaddlePaddle hapi's EarlyStopping prints "Epoch 6: Early stopping." as it stops the fit.
+_EARLY_STOPPING_END = re.compile(r"^\s*Epoch \d{1,9}: (?:early stopping|Early stopping\.)\s*$")
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
     _GAUSSIAN_SPLATTING_END,
@@ -161,6 +167,7 @@ _BARE_ENDS = (
     _VERL_END,
     _TUTORIAL_END,
     _BEST_CHECKPOINT_END,
+    _EARLY_STOPPING_END,
     _LEROBOT_END,
     _GAITSET_END,
     _SEGMENTATION_END,
@@ -205,6 +212,8 @@ FORMAT = Format(
         "val_best_checkpoint",
         "save checkpoint at ",
         "stopping_early: wallclock_cap",
+        ": early stopping",
+        ": Early stopping.",
         "Minimum validation bpb: ",
         "training_seconds: ",
         "total average iteration time: ",
