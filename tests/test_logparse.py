@@ -5619,3 +5619,26 @@ def test_keras_early_stopping_run_for_real_ends_the_fit(tmp_path: Path) -> None:
     assert report.eval_loss == pytest.approx(truth["eval_loss"], rel=1e-3)
     assert _read_lines(["    Epoch 6: Early stopping."]).final
     assert not _read_lines(["Epoch 6: early stopping counter 3 of 10"]).final
+
+
+def test_lightnings_values_logged_on_step_and_on_epoch_run_for_real(tmp_path: Path) -> None:
+    """Lightning run for real, its losses logged on_step and on_epoch
+    (tests/fixtures/logs/programs/lightning_step_and_epoch.py): the loss is the step's
+    (``train_loss_step``), the eval loss the validation's result (``val_loss_epoch``), not its
+    last batch's (``val_loss_step``); each other one is a custom metric."""
+    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
+    truth_path = tmp_path / "truth.json"
+    done = subprocess.run(
+        [sys.executable, str(program / "lightning_step_and_epoch.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TRUTH_PATH": str(truth_path)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    truth = json.loads(truth_path.read_text())
+    report = _read_lines(done.stdout.decode().replace("\r", "\n").split("\n"))
+    assert report.step == truth["step"]
+    assert report.loss == pytest.approx(truth["loss"], abs=5e-3)  # the bar rounds to 3 places
+    assert report.eval_loss == pytest.approx(truth["eval_loss"], abs=5e-3)
+    assert {"train_loss_epoch", "val_loss_step"} <= dict(report.metrics).keys()

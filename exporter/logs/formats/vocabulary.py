@@ -197,10 +197,11 @@ _INDEX = _index()
 # small letter.
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _AVERAGED = re.compile(r"^(?:avg|average|mean|running)_")
-# Lightning's loggers and bar name a value logged on_step and on_epoch "<name>_step" (the
-# step's: "train/loss_step" is the loss) and "<name>_epoch" (its mean over the epoch so far,
-# a custom metric of its own).
-_REDUCED = re.compile(r"_step$")
+# Lightning's loggers and bar name a value logged on_step and on_epoch "<name>_step" and
+# "<name>_epoch" (its mean over the epoch so far). The loss is the step's ("train/loss_step");
+# the eval loss is the epoch's ("val_loss_epoch", the evaluation's result: its "val_loss_step"
+# is one batch's). The other of each is a custom metric of its own.
+_REDUCED = re.compile(r"_(?P<over>step|epoch)$")
 # "Test average loss" (gotorch), "val_mean_loss": the average after the data set's name.
 _SUBSET_AVERAGED = re.compile(
     r"^(train|training|val|valid|validation|test|eval|dev)_(?:avg|average|mean|running)_"
@@ -224,6 +225,7 @@ def field_of(key: str) -> tuple[str, int] | None:
         # "Avg Training Loss", "mean val loss": a loss averaged over the interval is the
         # loss (only the losses: "avg step time" is no step).
         rest = _SUBSET_AVERAGED.sub(r"\1_", _AVERAGED.sub("", name))
+        reduced = _REDUCED.search(rest)
         rest = _REDUCED.sub("", rest)
         found = _INDEX.get(rest) if rest != name else None
         if found is None and (trained := _TRAINING.sub("", rest)) != rest and "loss" in trained:
@@ -237,6 +239,9 @@ def field_of(key: str) -> tuple[str, int] | None:
             found = _INDEX.get(name.partition("/")[2])
         if found is not None and found[0] not in ("loss", "eval_loss"):
             found = None
+        if found is not None and reduced is not None:
+            if (found[0] == "loss") != (reduced["over"] == "step"):
+                found = None
     return found
 
 
