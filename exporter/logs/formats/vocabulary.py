@@ -237,11 +237,11 @@ def field_of(key: str) -> tuple[str, int] | None:
             # The losses' own namespace (trlx's "losses/total_loss", "losses/policy_loss"):
             # each key as the vocabulary names it.
             found = _INDEX.get(name.partition("/")[2])
-        if found is not None and found[0] not in ("loss", "eval_loss"):
+        if found is not None and (
+            found[0] not in ("loss", "eval_loss")
+            or (reduced is not None and (found[0] == "loss") != (reduced["over"] == "step"))
+        ):
             found = None
-        if found is not None and reduced is not None:
-            if (found[0] == "loss") != (reduced["over"] == "step"):
-                found = None
     return found
 
 
