@@ -5596,8 +5596,9 @@ def test_keras_early_stopping_run_for_real_ends_the_fit(tmp_path: Path) -> None:
     """Keras 3 run for real with EarlyStopping (tests/fixtures/logs/programs/
     keras_early_stopping.py): ``Epoch 2: early stopping`` is printed in on_train_end, the fit
     is over (final), at the steps it ran of the 50 epochs planned; the evaluation's bar after
-    it moves nothing. PaddlePaddle hapi's ``Epoch 6: Early stopping.`` ends its fit alike; a
-    sentence around the words is no end."""
+    it moves nothing; its ModelCheckpoint's saves are at their epochs' ends. PaddlePaddle
+    hapi's ``Epoch 6: Early stopping.`` ends its fit alike; a sentence around the words is no
+    end."""
     program = Path(__file__).parent / "fixtures" / "logs" / "programs"
     truth_path = tmp_path / "truth.json"
     done = subprocess.run(
@@ -5617,6 +5618,8 @@ def test_keras_early_stopping_run_for_real_ends_the_fit(tmp_path: Path) -> None:
     )
     assert report.loss == pytest.approx(truth["loss"], rel=1e-3)
     assert report.eval_loss == pytest.approx(truth["eval_loss"], rel=1e-3)
+    # Its saves: "Epoch 2: saving model to ..." before the epoch's last frame, at its end.
+    assert report.checkpoint_step == truth["checkpoint_step"]
     assert _read_lines(["    Epoch 6: Early stopping."]).final
     assert not _read_lines(["Epoch 6: early stopping counter 3 of 10"]).final
 

@@ -46,6 +46,7 @@ from .bars import (
     continues,
     counts_epochs,
     epoch_of,
+    epoch_size,
     eval_bar,
     inner_loop,
     next_pass,
@@ -88,8 +89,7 @@ class LogAccumulator:
     epoch_counter: EpochCounter = field(default_factory=EpochCounter)
     final: bool = False
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
-    # When the log was rewritten from its start (a new process): a new attempt from then on.
-    start_time: float | None = None
+    start_time: float | None = None  # the log rewritten from its start: a new attempt from then
     # Trainer's training log dicts: (time, epoch) of the newest (EPOCH_MARKS), and the
     # newest step an epoch gave with its time (see the module docstring).
     epoch_marks: deque[tuple[float, float]] = field(
@@ -284,10 +284,10 @@ class LogAccumulator:
         self.step_stale |= self.values.pop("step", None) is not None
 
     def _epochs_done(self, epochs: float) -> None:
-        """A line that says ``epochs`` are done (mmcv's save after an epoch): the step at
-        that epoch's end, where the epoch's size is known and that end is the epoch under
-        way (no further than one epoch past the step read)."""
-        size, now = self.steps_per_epoch, self._step_now()
+        """A line that says ``epochs`` are done (mmcv's or Keras' save after an epoch): the
+        step at that epoch's end, where the epoch's size is known (printed, or the length of
+        a bar drawn once per epoch) and that end is the epoch under way."""
+        size, now = self.steps_per_epoch or epoch_size(self.training_bar()), self._step_now()
         if size is None or now is None:
             return
         end = round(epochs * size)

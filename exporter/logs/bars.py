@@ -411,3 +411,12 @@ def bare_passes(chosen: BarTrack, tracks: Iterable[BarTrack]) -> bool:
         and not t.last.prefix.strip()
         for t in tracks
     )
+
+
+def epoch_size(chosen: tuple[tuple[str, int | None], BarTrack] | None) -> int | None:
+    """The steps of one epoch where the training bar (``chosen``, as the accumulator picks
+    it) is one a format draws once per epoch (Keras, Ultralytics, Lightning): its length, less
+    the validation batches it counts; None for any other bar or none."""
+    if chosen is None or chosen[1].origin is None:
+        return None
+    return chosen[1].pass_size

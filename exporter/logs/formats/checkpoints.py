@@ -8,6 +8,11 @@
   reached 6.90000``) it is the eval loss too;
 * Accelerate ``save_state`` (INFO): ``[RANK 0] Saving current state to out/checkpoint_3``
   (accelerate 1.15; the directory counts saves, not steps: no step);
+* Keras ``ModelCheckpoint(verbose=1)`` at an epoch's end: ``Epoch 4: val_loss improved from
+  3.69903 to 3.69807, saving model to m.keras``, ``Epoch 4: saving model to m.keras`` and
+  Keras 3's ``Epoch 4: finished saving model to m.keras`` (captured from keras 3.15; Keras 2
+  pads the epoch, ``Epoch 00004:``): the epochs done; a monitored evaluation's loss is the
+  eval loss too;
 * DeepSpeed: ``[Torch] Checkpoint global_step10 is ready now!``, printed once every file of
   the checkpoint is written (``torch_checkpoint_engine.py`` ``commit``; copied from a real
   run's log of DeepSpeed 0.10 published with its training script, which this machine cannot
@@ -59,6 +64,10 @@ _MONITORED = re.compile(
     r"global step \d{1,15}: '(?P<name>[\w/.-]{1,64})' reached (?P<value>\S{1,40}) \("
 )
 _ACCELERATE = re.compile(r"Saving current state to \S")
+_KERAS = re.compile(
+    r"^\s*Epoch (?P<e>\d{1,9}): (?:(?P<name>[\w/.-]{1,64}) improved from \S{1,40} to "
+    r"(?P<value>\S{1,40}), )?(?:finished )?saving model to \S"
+)
 _DEEPSPEED = re.compile(r"\[Torch\] Checkpoint (\S{1,256}) is ready now!")
 _DS_STEP = re.compile(r"global_step(\d{1,15})$")
 _NANOGPT = re.compile(r"^saving checkpoint to \S")
@@ -96,6 +105,7 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     step: int | None = None
     epochs: int | None = None
     run_step = False  # the line's step is the run's too (LeRobot's "after step N")
+    keras: re.Match[str] | None = None
     if (m := _HF.search(msg)) is not None or (m := _LIGHTNING.search(msg)) is not None:
         step = int(m.group(1))
     elif (m := _DEEPSPEED.search(msg)) is not None:
@@ -114,6 +124,8 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
             step = int(m.group(1))
         else:
             epochs = int(m.group(1))
+    elif (keras := _KERAS.match(msg)) is not None:
+        epochs = int(keras["e"])
     elif _ACCELERATE.search(msg) is None and _NANOGPT.search(msg) is None:
         return _general(msg, now)
     doc: dict[str, object] = {"last_checkpoint_timestamp": now}
@@ -123,8 +135,9 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
         doc["step"] = step
     if epochs is not None:
         doc["epoch"] = float(epochs)
-    if (monitored := _MONITORED.search(msg)) is not None:
-        value = number(monitored["value"])
+    monitored = _MONITORED.search(msg) or (keras if keras and keras["name"] else None)
+    if monitored is not None:
+        value = number(monitored["value"].rstrip(","))
         fields = to_fields([Pair(monitored["name"], value)]) if value is not None else None
         if fields is not None and "eval_loss" in fields.values:
             doc["eval_loss"] = fields.values["eval_loss"]
@@ -150,7 +163,7 @@ FORMAT = Format(
     "checkpoints",
     (
         "Saving model checkpoint to",
-        "saving model to '",
+        "saving model to ",
         "Saving current state to",
         "is ready now!",
         "saving checkpoint to ",
