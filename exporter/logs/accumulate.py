@@ -101,9 +101,7 @@ class LogAccumulator:
     # chunk showed the step at a Trainer dict's time. It places what names only epochs:
     # Trainer's dicts, "Saving checkpoint at 2 epochs", "max: 30 epochs".
     steps_per_epoch: float | None = None
-    # The training table's header said YOLOv5 ("0/249": the first of 250 epochs); else
-    # Ultralytics' rows count from 1 ("1/250").
-    rows_from_zero: bool = False
+    rows_from_zero: bool = False  # YOLOv5's header ("0/249" the first); Ultralytics' from 1
     row_columns: tuple[str, ...] = ()  # the training table's header, where one was read
     # The values each structured line carried, with the line's own time, since the last
     # take_samples(): every logged loss is an observation (Katib's), not only the latest.
@@ -122,8 +120,7 @@ class LogAccumulator:
     # since (chemprop's "Epoch 25", then "Loss = 3.77e-01, PNorm = 37.1, ..."): such lines
     # are the epoch's, their step unknown.
     under_header: bool = False
-    # The training table printed last, the block a header opened: the rows and the entries
-    # are read under them (exporter.logs.table_rows, exporter.logs.blocks).
+    # The training table and the block a header opened (exporter.logs.table_rows, .blocks).
     tables: TableRows = field(default_factory=TableRows)
     blocks: Blocks = field(default_factory=Blocks)
     within: WithinEpoch = field(default_factory=WithinEpoch)  # counts within an epoch
@@ -145,7 +142,9 @@ class LogAccumulator:
             taken = self.tables.take(taken)
         if taken is None:
             return False  # a row or a dict's entry under no header of its own: nobody's values
-        self._take(self.evaluations.take(after_the_end(taken, self.final)), now, at)
+        if self.final:  # a bar after the run's end is no training (exporter.logs.evaluations)
+            taken = after_the_end(taken, self.training_bar())
+        self._take(self.evaluations.take(taken), now, at)
         return True
 
     def _take(self, line: LineReport, now: float, at: float | None) -> None:

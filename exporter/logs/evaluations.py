@@ -7,9 +7,9 @@ loss is the run's eval loss. Others validate every epoch and test once after tra
 validation set is the one training watches, so once the log has shown a validation's loss, a
 test set's loss is kept as the ``test_loss`` metric and is no longer the eval loss.
 
-Once the run said its training is over, a bar drawn after is an evaluation's or a
-prediction's (Keras' ``model.evaluate`` after fit's ``Epoch 2: early stopping``): its loss is
-not the training loss.
+Once the run said its training is over, another Keras bar drawn after is an evaluation's or
+a prediction's (``model.evaluate`` after fit's ``Epoch 2: early stopping``): its loss is not
+the training loss.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from .formats.vocabulary import TEST_LOSS
 from .lines import LineReport
+from .parse import bar_key
 
 
 @dataclass
@@ -43,10 +44,17 @@ class Evaluations:
         return line._replace(report=tested)
 
 
-def after_the_end(line: LineReport, ended: bool) -> LineReport:
-    """``line`` as the accumulator takes it where the run said its training ``ended``: a
-    bar's loss dropped (the bar is an evaluation's or a prediction's), any other line as it
-    was."""
-    if not ended or line.bar is None or line.report.loss is None:
+def after_the_end(
+    line: LineReport, training: tuple[tuple[str, int | None], object] | None
+) -> LineReport:
+    """``line`` as the accumulator takes it once the run said its training is over, where
+    ``training`` is its training bar (key, track) if any: the loss on another Keras bar's
+    frame is dropped (``model.evaluate``'s after ``fit``); a redraw of the training bar and
+    any other line are as they were (Lightning redraws its bar after its stop message, and a
+    new attempt starting over in the same log draws its own)."""
+    bar = line.bar
+    if bar is None or line.parser != "keras" or line.report.loss is None:
+        return line
+    if training is not None and bar_key(bar) == training[0]:
         return line
     return line._replace(report=replace(line.report, loss=None))
