@@ -142,7 +142,7 @@ class LogAccumulator:
             taken = self.tables.take(taken)
         if taken is None:
             return False  # a row or a dict's entry under no header of its own: nobody's values
-        if self.final:  # a bar after the run's end is no training (exporter.logs.evaluations)
+        if self.final:  # another Keras bar after the end is no training (.evaluations)
             taken = after_the_end(taken, self.training_bar())
         self._take(self.evaluations.take(taken), now, at)
         return True
