@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -554,6 +555,24 @@ def _read_lines(lines: list[str]) -> ProgressReport:
         for found in parse_message(line, NOW):
             acc.feed(found, NOW)
     return acc.report()
+
+
+_PROGRAMS = Path(__file__).parent / "fixtures" / "logs" / "programs"
+
+
+def _run_program(tmp_path: Path, name: str, *args: str, **env: str) -> tuple[str, dict[str, Any]]:
+    """Run ``tests/fixtures/logs/programs/<name>.py`` for real, its stdout and stderr one
+    stream as a container's log has them: its output, and the truth it wrote."""
+    truth_path = tmp_path / "truth.json"
+    done = subprocess.run(
+        [sys.executable, str(_PROGRAMS / f"{name}.py"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TRUTH_PATH": str(truth_path), **env},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    return done.stdout.decode(), json.loads(truth_path.read_text())
 
 
 _YOLO_FRAME = "{row}       640: {pct}%|##| {n}/10 [00:04<00:00,  2.2it/s]"
@@ -2626,19 +2645,8 @@ def test_a_real_tqdm_loop_whose_batch_size_changes_is_read(tmp_path: Path) -> No
     epoch described ``Train Epoch: e Loss: x ...``, 40 batches for three epochs and 20 for
     three more. Its output as tqdm wrote it (frames joined by carriage returns) is read as
     every batch run and every epoch done, the loss the last description's."""
-    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
-    truth_path = tmp_path / "truth.json"
-    done = subprocess.run(
-        [sys.executable, str(program / "tqdm_batch_size_change.py")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,  # one stream, as a container's log has them
-        env={**os.environ, "TRUTH_PATH": str(truth_path)},
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stdout.decode()[-2000:]
-    truth = json.loads(truth_path.read_text())
-    lines = done.stdout.decode().split("\n")
-    report = _read_lines(lines)
+    output, truth = _run_program(tmp_path, "tqdm_batch_size_change")
+    report = _read_lines(output.split("\n"))
     assert (report.step, report.epoch) == (truth["step"], truth["epochs"]) == (180, 6)
     assert report.loss == truth["loss"]
     assert report.max_steps is None
@@ -5524,18 +5532,8 @@ def test_this_stops_bar_shapes_drawn_by_real_tqdm_are_read(
     its epochs counted from the frames that start over), YOLOv5 7.0's bars without a bracket
     under the table header (two epochs of 25), tqdm's right part alone. Every batch run is
     the step."""
-    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
-    truth_path = tmp_path / "truth.json"
-    done = subprocess.run(
-        [sys.executable, str(program / "tqdm_formats_of_this_stop.py"), shape],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "TRUTH_PATH": str(truth_path)},
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stdout.decode()[-2000:]
-    truth = json.loads(truth_path.read_text())
-    report = _read_lines(done.stdout.decode().split("\n"))
+    output, truth = _run_program(tmp_path, "tqdm_formats_of_this_stop", shape)
+    report = _read_lines(output.split("\n"))
     assert (report.step, report.max_steps) == (truth["step"], total)
     assert report.loss == truth["loss"]
 
@@ -5599,18 +5597,8 @@ def test_keras_early_stopping_run_for_real_ends_the_fit(tmp_path: Path) -> None:
     it moves nothing; its ModelCheckpoint's saves are at their epochs' ends. PaddlePaddle
     hapi's ``Epoch 6: Early stopping.`` ends its fit alike; a sentence around the words is no
     end."""
-    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
-    truth_path = tmp_path / "truth.json"
-    done = subprocess.run(
-        [sys.executable, str(program / "keras_early_stopping.py")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "TRUTH_PATH": str(truth_path), "KERAS_BACKEND": "torch"},
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout.decode()[-2000:]
-    truth = json.loads(truth_path.read_text())
-    report = _read_lines(done.stdout.decode().replace("\r", "\n").split("\n"))
+    output, truth = _run_program(tmp_path, "keras_early_stopping", KERAS_BACKEND="torch")
+    report = _read_lines(output.replace("\r", "\n").split("\n"))
     assert (report.step, report.max_steps, report.final) == (
         truth["step"],
         truth["max_steps"],
@@ -5629,18 +5617,8 @@ def test_lightnings_values_logged_on_step_and_on_epoch_run_for_real(tmp_path: Pa
     (tests/fixtures/logs/programs/lightning_step_and_epoch.py): the loss is the step's
     (``train_loss_step``), the eval loss the validation's result (``val_loss_epoch``), not its
     last batch's (``val_loss_step``); each other one is a custom metric."""
-    program = Path(__file__).parent / "fixtures" / "logs" / "programs"
-    truth_path = tmp_path / "truth.json"
-    done = subprocess.run(
-        [sys.executable, str(program / "lightning_step_and_epoch.py")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "TRUTH_PATH": str(truth_path)},
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout.decode()[-2000:]
-    truth = json.loads(truth_path.read_text())
-    report = _read_lines(done.stdout.decode().replace("\r", "\n").split("\n"))
+    output, truth = _run_program(tmp_path, "lightning_step_and_epoch")
+    report = _read_lines(output.replace("\r", "\n").split("\n"))
     assert report.step == truth["step"]
     assert report.loss == pytest.approx(truth["loss"], abs=5e-3)  # the bar rounds to 3 places
     assert report.eval_loss == pytest.approx(truth["eval_loss"], abs=5e-3)
