@@ -5124,8 +5124,11 @@ def test_starting_training_for_n_steps_and_python_loggings_cookbook_prefix() -> 
         ]
     )
     assert (read.step, read.max_steps, read.loss, read.eval_loss) == (17, 19073, 9.627371, 10.9522)
-    # The prefix is a logger's only with its level: " - val loss" is no logger named "val".
-    assert parse_message("2026-01-17 04:38:30 - val loss: 3.08", 0.0) == []
+    # " - val loss" is no logger named "val": the time alone is the head, and the message
+    # reads as it does bare, an eval loss (a train loss before 36287b6).
+    timed = parse_message("2026-01-17 04:38:30 - val loss: 3.08", 0.0)
+    assert [(r.report.loss, r.report.eval_loss) for r in timed] == [(None, 3.08)]
+    assert timed == parse_message("val loss: 3.08", 0.0)
 
 
 def test_lightnings_max_epochs_reached_after_a_complete_last_epoch_gives_the_steps() -> None:

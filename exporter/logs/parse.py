@@ -16,6 +16,7 @@ from .formats.pairs import plain_scalars
 from .formats.progress import CONTINUED
 from .formats.table import row_cells
 from .formats.tqdm import cut_frame, parse_bar, read_bar
+from .heads import split_head
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
 
 # The hints a line is scanned for: every format's, less those that hold a shorter one ("| loss"
@@ -154,12 +155,14 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
     return _prefix_key(bar.prefix), bar.total
 
 
+_GENERAL = frozenset({"progress", "lone"})  # the general readers (.formats): no tool's own
+
 # What a launcher puts before each line of its workers' output, never a tool's own text:
 # torchrun's --tee/--redirects ("[rank0]:", "[default0]:"; a role and its ranks under TorchX,
 # "[trainer0|0]:"), mpirun --tag-output ("[1,0]<stdout>:", the MPI Operator's and Horovod's
 # launchers), Ray's worker prefix ("(RayTrainWorker pid=1234) ", "(pid=1234, ip=10.0.0.1) "),
 # kubectl logs --prefix ("[pod/name/container] ") and --timestamps
-# ("2024-05-01T10:00:00.123456789Z ", as docker logs -t writes it too).
+# ("2024-05-01T10:00:00.123456789Z ", as docker logs -t writes it too), docker compose.
 _LAUNCHER = re.compile(
     r"^(?:\[(?:rank|default|trainer|worker)\d{1,6}(?:\|\d{1,6})?\]:"
     r"|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
@@ -168,7 +171,10 @@ _LAUNCHER = re.compile(
     # pid=14640)\x1b[0m "), and a log captured from it keeps the colour codes.
     r"|(?:\x1b\[[0-9;]{0,8}m)?\((?:[A-Za-z_][\w.:-]{0,64} )?pid=\d{1,10}(?:, ip=[\d.:a-f]{3,45})?\)"
     r"(?:\x1b\[[0-9;]{0,8}m)? ?"
-    r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] )"
+    r"|\[pod/[^\]\s/]{1,253}/[^\]\s/]{1,63}\] "
+    # docker compose's service and its index, padded to the longest ("trainer-1  | ", v1's
+    # "project_trainer_1  | "), coloured on a terminal
+    r"|(?:\x1b\[[0-9;]{0,8}m)?[A-Za-z0-9][\w.-]{0,62}[-_]\d{1,4} {1,64}\|(?:\x1b\[[0-9;]{0,8}m)? ?)"
 )
 # A script's own date and time with no space before its words ("2019-11-09 15:34:13iters:6000,
 # loss:0.2544", DeepLab-V1-PyTorch's log file): a space after it, as every reader expects.
@@ -188,7 +194,8 @@ _LABEL = re.compile(r"^\s{0,3}(?:\d{1,5}|[a-z][a-z0-9-]{0,62}-\d{1,5}|\d{1,3}(?:
 
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first, after a launcher's prefix
-    (:data:`_LAUNCHER`, :data:`_LABEL`)."""
+    (:data:`_LAUNCHER`, :data:`_LABEL`), and after a logger's head where the whole line
+    gives none (:func:`.heads.split_head`)."""
     if msg.endswith("\r"):
         msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
     if not msg.isascii():
@@ -204,7 +211,16 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         found = _parse_message(_without_launchers(msg[label.end() :]), now, extra)
         if found:
             return found
-    return _parse_message(msg, now, extra)
+    if (split := split_head(msg)) is None:
+        return _parse_message(msg, now, extra)
+    # A logger's head before the message (.heads): the message read as if printed bare, so
+    # the shapes read from a line's start read after it. The whole line only by a tool's own
+    # format, which may know its logger (AllenNLP's table, fairseq's end behind its name);
+    # the general readers read a message, never a head.
+    found = _parse_message(_without_launchers(split[1]), now, extra)
+    if found:
+        return found
+    return [r for r in _parse_message(msg, now, extra) if r.parser not in _GENERAL]
 
 
 def _without_launchers(msg: str) -> str:

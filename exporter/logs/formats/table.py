@@ -41,9 +41,11 @@ _CELL = (
 )
 ROW = re.compile(rf"^[ \t]*{_CELL}(?:[ \t]+{_CELL}){{1,{MAX_COLUMNS - 1}}}[ \t]*$")
 # A superset of ROW for a log's raw bytes (a CRI line's prefix before the message): a line
-# whose last word is a number. The quick scan looks at such lines only after a header.
+# whose last word is a number (then a colour's end, or the place Rich's logging handler
+# prints at the right: exporter.logs.heads). The quick scan looks at such lines only after a header.
 ROW_BYTES = re.compile(
-    rb"[ \t,]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*(?:\|[ \t]*)?\r?\n?$"
+    rb"[ \t,]\d[\d.:]*(?:[eE][-+]?\d+)?(?:ms|s|m|h|%)?[ \t]*(?:\|[ \t]*)?(?:\x1b\[[0-9;]{0,8}m)?"
+    rb"(?:\s{2,}[\w.-]{1,80}\.py:\d{1,6})?\r?\n?$"
 )
 _DATE_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[ T](?P<clock>\d\d:\d\d:\d\d)(?:[.,]\d{1,9})?\b")
 _TIMES = frozenset(
