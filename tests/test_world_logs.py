@@ -145,6 +145,12 @@ def test_a_loggers_head_on_every_line_changes_nothing(head: str, tail: str, tmp_
     assert {n for n in misread if not any(h in plain for h in HEAD_MISREADS.get(n, ()))} == set()
 
 
+def test_spaces_after_each_line_change_nothing(tmp_path: Path) -> None:
+    """Every excerpt with spaces after each line's last word (a terminal's copy, a script's
+    padding; a cut bar frame ``80/97 [08:32<`` among them) reads as its truth says."""
+    assert _misread_when(lambda text: re.sub(r"(\r?\n)", r"   \1", text), tmp_path) == {}
+
+
 def test_windows_line_ends_change_nothing(tmp_path: Path) -> None:
     """Every excerpt with CRLF line ends (a script written on Windows, a tool that prints
     them) reads as its truth says: the carriage return before the newline is no frame."""

@@ -196,8 +196,10 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
     """Every report in one message, oldest first, after a launcher's prefix
     (:data:`_LAUNCHER`, :data:`_LABEL`), and after a logger's head where the whole line
     gives none (:func:`.heads.split_head`)."""
-    if msg.endswith("\r"):
-        msg = msg.rstrip("\r")  # a CRLF line end, or a frame's: nothing follows it
+    if msg.endswith((" ", "\t", "\r")):
+        # A CRLF line end, or a frame's: nothing follows it; spaces a terminal's copy or a
+        # script's padding left after the line's last word, which no format reads.
+        msg = msg.rstrip(" \t\r")
     if not msg.isascii():
         msg = msg.translate(_FULL_WIDTH)
         if "当前" in msg:
