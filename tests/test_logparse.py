@@ -4778,6 +4778,27 @@ def test_ultralytics_own_bar_since_8_3_is_read_as_its_table_row() -> None:
     assert (read.step, read.max_steps) == (20, 40900)
 
 
+def test_yolov5s_validation_bar_is_no_training_bar() -> None:
+    """YOLOv5 before 7.0 (and YOLOv7) describe their validation bar with the table's header,
+    ``Class Images Labels P R mAP@.5 mAP@.5:.95``: the last lines of a run pasted without
+    its epoch rows (yolov5-150-epochs-end in the world corpus, its last three lines) gave
+    step 17 of 17, the validation batches. Now nothing; beside a training row, the row."""
+    val = (
+        "               Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95:"
+        " 100%|██████████| 17/17 [00:24<00:00,  1.47s/it]"
+    )
+    tail = [
+        val,
+        "                 all        657       2287      0.878      0.543      0.644      0.336",
+    ]
+    read = _read_lines([*tail, "Results saved to runs/train/exp2"])
+    assert (read.step, read.max_steps) == (None, None)
+    header = "     Epoch   gpu_mem       box       obj       cls    labels  img_size"
+    row = "   149/149     3.32G   0.03187   0.02706  0.005085        29       640: 100%|██████████| 213/213 [01:02<00:00,  3.40it/s]"
+    read = _read_lines([header, row, *tail])
+    assert (read.step, read.max_steps) == (31950, 31950)
+
+
 def test_a_plain_files_trainer_dicts_do_not_move_the_step_past_its_bar() -> None:
     """A log with no time of its own per line (a file read as it is: LLaMA-Factory's
     logs/train.out, Trainer's bar frames and each dict after them on one line) gives Trainer's

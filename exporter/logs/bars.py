@@ -52,12 +52,14 @@ _OTHER_WORK = re.compile(
 @lru_cache(maxsize=1024)
 def eval_bar(prefix: str) -> bool:
     """Whether a bar's description names an evaluation loop (or is Ultralytics' validation
-    table header, "Class Images Instances Box(P R mAP50 mAP50-95)") or other work that is
+    table header, "Class Images Instances Box(P R mAP50 mAP50-95)", YOLOv5's with "mAP@.5")
+    or other work that is
     not training steps (generation, loading, a dataset's preparation): such a bar never
     gives the step."""
     return bool(prefix) and (
         _EVAL_WORDS.search(prefix) is not None
         or "mAP50" in prefix
+        or "mAP@.5" in prefix  # YOLOv5 before 7.0's and YOLOv7's "Class Images Labels P R mAP@.5"
         or _OTHER_WORK.search(prefix) is not None
     )
 
