@@ -26,6 +26,8 @@ HEADS = [
     ("2024-05-01 10:00:00 | INFO | fairseq_cli.train | ", "epoch 001: 3200 / 160368 loss=10.278"),
     ("Dec 07 13:22:48 node-1 python3[1234]: ", "Epoch 1/10"),  # journald, syslog
     ("Dec 07 13:22:48 ", "Epoch 1/10"),  # moreutils ts
+    ("2022-07-21 04:20:03,677 - INFO: ", "===> Epoch 222 Complete: Avg. Loss: 0.013878"),  # MST
+    ("INFO: ", "`Trainer.fit` stopped: `max_epochs=3` reached."),  # Lightning 2's handler
     ("[2024-05-01 10:00:00] ", "iteration 10/100"),
     ("2024-05-01 10:00:00,123 - INFO - ", "  train_loss               = 0.5822"),  # indent kept
 ]
@@ -96,7 +98,7 @@ def _read(line: str) -> list[tuple[str, int | None, float | None, bool]]:
     ],
 )
 def test_a_line_behind_a_loggers_head_reads_as_the_bare_line(bare: str) -> None:
-    for head, _ in HEADS[:16]:
+    for head, _ in HEADS[:-1]:
         assert _read(head + bare) == _read(bare), head
 
 

@@ -36,9 +36,10 @@ _BRACKET = (
     r"|[^\[\]]{0,60}?(?:" + _TIME + "|" + _LEVEL + r"|\w\.py:\d)[^\[\]]{0,100})\]:?"
 )
 _FIRM = r"\s{0,8}[-|]\s{1,8}"  # " - ", " | ": between a time, a level and a name
+_LEVEL_FIELD = _LEVEL + r"(?::(?= ))?"  # "INFO", or "INFO:" before the message's space
 _GENERIC = (
-    r"(?:(?:\[" + _TIME + r"\]|" + _TIME + "|" + _LEVEL + "|" + _BRACKET + ")"
-    r"(?:(?:" + _FIRM + r"|\s{1,8}|(?<=\]))(?:" + _TIME + "|" + _LEVEL + "|" + _BRACKET + ")"
+    r"(?:(?:\[" + _TIME + r"\]|" + _TIME + "|" + _LEVEL_FIELD + "|" + _BRACKET + ")"
+    r"(?:(?:" + _FIRM + r"|\s{1,8}|(?<=\]))(?:" + _TIME + "|" + _LEVEL_FIELD + "|" + _BRACKET + ")"
     r"|" + _FIRM + _NAME + r"(?=" + _FIRM + r")){0,5})"
 )
 _HEAD = re.compile(
