@@ -155,7 +155,7 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
     return _prefix_key(bar.prefix), bar.total
 
 
-_GENERAL = frozenset({"progress", "lone"})  # the general readers (.formats): no tool's own
+_GENERAL = frozenset({"progress", "lone"})  # the formats that read any tool's lines (.formats)
 
 # What a launcher puts before each line of its workers' output, never a tool's own text:
 # torchrun's --tee/--redirects ("[rank0]:", "[default0]:"; a role and its ranks under TorchX,
@@ -194,8 +194,7 @@ _LABEL = re.compile(r"^\s{0,3}(?:\d{1,5}|[a-z][a-z0-9-]{0,62}-\d{1,5}|\d{1,3}(?:
 
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first, after a launcher's prefix
-    (:data:`_LAUNCHER`, :data:`_LABEL`), and after a logger's head where the whole line
-    gives none (:func:`.heads.split_head`)."""
+    (:data:`_LAUNCHER`, :data:`_LABEL`) and a logger's head (:func:`_read_message`)."""
     if msg.endswith((" ", "\t", "\r")):
         # A CRLF line end, or a frame's: nothing follows it; spaces a terminal's copy or a
         # script's padding left after the line's last word, which no format reads.
@@ -210,15 +209,20 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
     label = _LABEL.match(msg)
     if label is not None:
         # srun's label before torchrun's own prefix ("0: [rank0]:step 10 ...").
-        found = _parse_message(_without_launchers(msg[label.end() :]), now, extra)
+        found = _read_message(_without_launchers(msg[label.end() :]), now, extra)
         if found:
             return found
+    return _read_message(msg, now, extra)
+
+
+def _read_message(msg: str, now: float, extra: Extra) -> list[LineReport]:
+    """The reports of ``msg`` read after its logger's head where it has one
+    (:func:`.heads.split_head`), as if the message were printed bare: the shapes read from a
+    line's start (a Keras header, a table's rows, a tool's end) read behind a head. Where the
+    message alone gives none, the whole line, by a tool's own format only (one may know its
+    logger's name: AllenNLP's table, fairseq's end); the general readers read no head."""
     if (split := split_head(msg)) is None:
         return _parse_message(msg, now, extra)
-    # A logger's head before the message (.heads): the message read as if printed bare, so
-    # the shapes read from a line's start read after it. The whole line only by a tool's own
-    # format, which may know its logger (AllenNLP's table, fairseq's end behind its name);
-    # the general readers read a message, never a head.
     found = _parse_message(_without_launchers(split[1]), now, extra)
     if found:
         return found
