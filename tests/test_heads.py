@@ -122,3 +122,9 @@ def test_a_loops_batch_index_after_its_percent_is_its_step() -> None:
     """A GPT-2 script's loguru message ``[0.06%] batch_index=64 loss=11.0210`` (kevin00hu/GPT_2,
     log/train_log.txt): read bare as behind its head."""
     assert _read("[0.06%] batch_index=64 loss=11.0210") == [("progress", 64, 11.021, False)]
+
+
+def test_a_launchers_label_before_a_loggers_head_reads_through_both() -> None:
+    """srun's ``--label`` before a Keras header the script logged: the header, as bare."""
+    assert _read("0: 2024-05-01 10:00:00,123 - INFO - Epoch 3/10") == _read("Epoch 3/10")
+    assert _read("Epoch 3/10") == [("keras", None, None, False)]
