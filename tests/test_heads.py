@@ -18,6 +18,7 @@ HEADS = [
     ("[2024-05-01 10:00:00,123][__main__][INFO] - ", "Epoch 1/10"),  # Hydra
     ("[2024-05-01 10:00:00,123] [INFO] [engine.py:219:step] ", "step=10, skipped=0"),
     ("12/07 10:00:00 - mmengine - INFO - ", "Epoch(train) [1][10/100]  lr: 1e-4"),
+    ("2024/06/16 20:02:03 - mmengine - INFO - ", "Epoch(val) [10][4000/4809]    eta: 0:06:54"),
     ("[12/07 10:00:00 d2.utils.events]: ", " eta: 0:01:00  iter: 19  total_loss: 1.2"),
     ("[NeMo I 2024-05-01 10:00:00 nemo_logging:349] ", "Epoch 1"),
     ("[INFO|trainer.py:2128] 2024-05-01 10:00:00,123 >> ", "***** Running training *****"),

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 
 # A date and time as loggers write them: ISO (``2024-05-01 10:00:00,123``, with a zone),
-# mmengine's and detectron2's ``12/07 10:00:00``, vLLM's ``04-24 17:49:20``, a time alone,
-# syslog's and moreutils ts' ``Dec 07 13:22:48``.
+# mmengine's ``2024/06/16 20:02:03`` (its early versions' and detectron2's ``12/07
+# 10:00:00``), vLLM's ``04-24 17:49:20``, a time alone, syslog's and moreutils ts' ``Dec 07
+# 13:22:48``.
 _TIME = (
     r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d| UTC)?"
-    r"|\d\d/\d\d(?:/\d{2,4})? \d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
+    r"|(?:\d{4}/)?\d\d/\d\d(?:/\d{2,4})? \d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
     r"|\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
     r"|\d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)"
