@@ -53,9 +53,8 @@ _OTHER_WORK = re.compile(
 def eval_bar(prefix: str) -> bool:
     """Whether a bar's description names an evaluation loop (or is Ultralytics' validation
     table header, "Class Images Instances Box(P R mAP50 mAP50-95)", YOLOv5's with "mAP@.5")
-    or other work that is
-    not training steps (generation, loading, a dataset's preparation): such a bar never
-    gives the step."""
+    or other work that is not training steps (generation, loading, a dataset's
+    preparation): such a bar never gives the step."""
     return bool(prefix) and (
         _EVAL_WORDS.search(prefix) is not None
         or "mAP50" in prefix

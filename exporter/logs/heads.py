@@ -72,7 +72,7 @@ _COLOUR = re.compile(r"\x1b\[[0-9;]{0,16}m")  # a colour around a head's fields 
 # What a head holds at least once, so a name alone in brackets is no head.
 _MARK = re.compile(_TIME + "|" + _LEVEL + r"|\.py:\d|\d{4} \d\d:\d\d|:\d{1,6}\b")
 _LEVEL_IN = re.compile(_LEVEL)
-_STARTS = frozenset("0123456789[ADEFINSTWCJMOD")  # what a head's first character can be
+_STARTS = frozenset("0123456789[ACDEFIJMNOSTW")  # what a head's first character can be
 
 
 def split_head(msg: str) -> tuple[str, str] | None:
@@ -88,7 +88,7 @@ def split_head(msg: str) -> tuple[str, str] | None:
     if msg[0] not in _STARTS:
         return None
     head = _HEAD.match(msg)
-    if head is None or not head.end() or _MARK.search(head.group()) is None:
+    if head is None or _MARK.search(head.group()) is None:
         return None
     end = head.end()
     if "|" in head.group() and _LEVEL_IN.search(head.group()) is None:
