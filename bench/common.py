@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -23,9 +24,36 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
-    with socket.socket() as s:
+    """Return a loopback TCP port free now, below the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` comes from the ephemeral range, the same range
+    it takes outgoing connections' source ports from: between this call and the server's own
+    bind, a scrape or a gloo connection can take it (EADDRINUSE, seen in CI). A port below the
+    range is never given to a connection, so only another caller picking the same one at
+    random can collide, and the bind here checks that it is free now.
+    """
+    low = _ephemeral_low()
+    rng = random.Random()
+    for _ in range(64):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # the band is full: the kernel's choice, racy as it is
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    """Return the first port of the kernel's ephemeral range (32768 where it cannot be read)."""
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        return max(2048, int(text.split()[0]))
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def serve_bytes(

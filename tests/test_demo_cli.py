@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bench.common import free_port
 from exporter.commands.cli import _parser
 from exporter.commands.demo import RUNS, Demo
 from exporter.core.humanize import setting
@@ -108,12 +109,6 @@ def test_readme_names_the_demo_runs_and_their_states() -> None:
     shown = {state for r in RUNS for state in r.shows}
     assert shown == set(NAMES) - {"failed"}
     assert "failed" in section
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_http(url: str, timeout: float = 20) -> None:

@@ -9,7 +9,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.common import free_port
 from exporter.core.model import ProgressReport, RunKey
 from exporter.core.tracker import Tracker
 from exporter.daemon import persist
@@ -408,11 +408,9 @@ def test_sigterm_saves_what_arrived_since_the_last_interval(tmp_path: Path, free
     assert (run["step"], run["max_steps"], run["gpus"]) == (7, 70, 2)
 
 
-@pytest.fixture
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@pytest.fixture(name="free_port")
+def free_port_fixture() -> int:
+    return free_port()
 
 
 def _config(tmp_path: Path, text: str) -> Path:

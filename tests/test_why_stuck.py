@@ -15,7 +15,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -36,19 +35,13 @@ SCRIPT = Path(__file__).parent / "fixtures" / "stuck" / "stuck.py"
 STALL = 30 * 60.0  # the default stall threshold
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Stuck:
     """One stuck.py process tree, stopped (killed) after the test."""
 
     def __init__(self, mode: str, url: str, ranks: int, tmp: Path) -> None:
         args = [sys.executable, str(SCRIPT), mode, url]
         if mode == "collective":
-            args.append(str(_free_port()))
+            args.append(str(tmp / "rendezvous"))
         self.ranks = ranks
         self.proc = subprocess.Popen(
             args,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -24,6 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from bench.common import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = shutil.which("prometheus")
@@ -42,12 +43,6 @@ def require_binaries() -> None:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:

@@ -29,7 +29,7 @@ from exporter.daemon.app import Exporter
 from exporter.daemon.config import Config
 
 from ..conftest import get_json
-from .stack import Webhook, alertmanager, free_port, prometheus
+from .stack import Webhook, alertmanager, prometheus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.waits]
 
@@ -61,7 +61,7 @@ def test_the_stalled_alert_names_the_blocking_rank_its_frame_and_the_collective(
                 push = f"{exporter.url}/api/v1/namespaces/ml/runs/ddp/report"
                 output = stack_files.enter_context(open(tmp / "stuck.log", "wb"))
                 proc = subprocess.Popen(
-                    [sys.executable, str(SCRIPT), "collective", push, str(free_port())],
+                    [sys.executable, str(SCRIPT), "collective", push, str(tmp / "rendezvous")],
                     stdout=output,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
