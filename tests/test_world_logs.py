@@ -101,6 +101,22 @@ HEAD_MISREADS = {
 }
 
 
+# Structured loggers' JSON records around each line a logger could write: python-json-logger,
+# structlog, zap's "msg" (Kubernetes' JSON format too), Google Cloud Logging's (non-ASCII
+# escaped, as json.dumps writes by default).
+JSON_RECORDS: tuple[Callable[[str], str], ...] = (
+    lambda line: json.dumps(
+        {"asctime": "2024-05-01 10:00:00,123", "levelname": "INFO", "message": line},
+        ensure_ascii=False,
+    ),
+    lambda line: json.dumps(
+        {"event": line, "level": "info", "timestamp": "2024-05-01T10:00:00Z"}, ensure_ascii=False
+    ),
+    lambda line: json.dumps({"level": "info", "ts": 1714557600.1, "msg": line}, ensure_ascii=False),
+    lambda line: json.dumps({"severity": "INFO", "message": line, "time": "2024-05-01T10:00:00Z"}),
+)
+
+
 def _misread_when(
     change: Callable[[str], str], tmp: Path, share: Callable[[str], bool] = lambda _: True
 ) -> dict[str, list[str]]:
@@ -236,6 +252,30 @@ def test_printed_rates_checkpoints_and_eval_reach_their_series(
     assert value("training_eval_loss", "nanogpt-nan") == pytest.approx(4.0427)
     assert value("training_last_checkpoint_step", "nanogpt-nan") == 3000
     assert 'metric="tokens_per_second_per_gpu"' in body
+
+
+@pytest.mark.parametrize(
+    "index",
+    range(len(JSON_RECORDS)),
+    ids=["python-json-logger", "structlog", "zap", "cloud-logging"],
+)
+def test_a_json_loggers_record_around_every_line_changes_nothing(
+    index: int, tmp_path: Path
+) -> None:
+    """Every excerpt, each line of its own sent through a JSON logger (its message in a
+    record), reads as its truth says (each excerpt inside two of the four records)."""
+    record = JSON_RECORDS[index]
+
+    def logged(text: str) -> str:
+        lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+        return "".join(
+            line
+            if "\r" in line or "\b" in line or not line.strip()
+            else record(line.rstrip("\n")) + "\n"
+            for line in lines
+        )
+
+    assert _misread_when(logged, tmp_path, _share(index, len(JSON_RECORDS), (0, 2))) == {}
 
 
 def test_each_excerpt_is_read_behind_three_heads_and_three_prefixes() -> None:

@@ -5,6 +5,7 @@ name, and a bar's older frames read for their clock. Pure: one message in, repor
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from .formats.table import row_cells
 from .formats.tqdm import cut_frame, parse_bar, read_bar
 from .heads import split_head
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
+from .records import record_message
 
 # The hints a line is scanned for: every format's, less those that hold a shorter one ("| loss"
 # holds "oss"): a line with the longer has the shorter, and each alternative costs the scan
@@ -220,7 +222,23 @@ def _read_message(msg: str, now: float, extra: Extra) -> list[LineReport]:
     (:func:`.heads.split_head`), as if the message were printed bare: the shapes read from a
     line's start (a Keras header, a table's rows, a tool's end) read behind a head. Where the
     message alone gives none, the whole line, by a tool's own format only (one may know its
-    logger's name: AllenNLP's table, fairseq's end); the general readers read no head."""
+    logger's name: AllenNLP's table, fairseq's end); the general readers read no head.
+
+    A structured logger's JSON record (:func:`.records.record_message`) is read the same
+    way: its message, each of its lines as a line printed bare; where that gives nothing,
+    the record by the JSON reader alone (structlog's ``{"event": "train", "step": 10, ...}``
+    keeps its values beside the message)."""
+    if msg.startswith('{"') and (message := record_message(msg)) is not None:
+        found = [r for part in message.splitlines() for r in parse_message(part, now, extra)]
+        if found:
+            return found
+        # The record's other fields by the JSON reader, the named ones only: a logger's own
+        # numbers (lineno, process, thread) are no custom metrics of the run.
+        return [
+            r._replace(report=dataclasses.replace(r.report, metrics=()))
+            for r in _parse_message(msg, now, extra)
+            if r.parser == "jsonl"
+        ]
     if (split := split_head(msg)) is None:
         return _parse_message(msg, now, extra)
     found = _parse_message(_without_launchers(split[1]), now, extra)
