@@ -31,6 +31,13 @@ HEADS = [
     ("INFO: ", "`Trainer.fit` stopped: `max_epochs=3` reached."),  # Lightning 2's handler
     ("[2024-05-01 10:00:00] ", "iteration 10/100"),
     ("2024-05-01 10:00:00,123 - INFO - ", "  train_loss               = 0.5822"),  # indent kept
+    ("INFO     ", "Epoch 1/10"),  # "%(levelname)-8s %(message)s"
+    ("WARNING  ", "Epoch 1/10"),
+    ("2024-05-01 10:00:00,123 INFO ", "Epoch 1/10"),  # "%(asctime)s %(levelname)s ..."
+    ("2024-05-01 10:00:00,123:INFO:__main__:", "Epoch 1/10"),  # colons
+    ("2023-02-17 11:43:14,405:INFO:", "epoch: [1/10] step: [10/85], loss: 1.487435"),  # MindOCR
+    ("INFO transformers.trainer: ", "Epoch 1/10"),  # "%(levelname)s %(name)s: ..."
+    ("| INFO     | __main__:train:82 - ", "Epoch 1/10"),  # loguru's format without its time
 ]
 
 
@@ -81,6 +88,36 @@ def test_a_counter_after_a_level_is_no_loggers_name() -> None:
 def test_a_time_before_a_framed_tables_row_keeps_the_rows_frame() -> None:
     found = split_head("Dec 07 13:22:48 |    total_timesteps      | 3584        |")
     assert found is not None and found[1] == "|    total_timesteps      | 3584        |"
+
+
+def test_a_levels_padding_is_the_heads_and_an_indent_past_it_the_messages() -> None:
+    assert split_head("INFO     Epoch 1/10") == ("INFO     ", "Epoch 1/10")
+    assert split_head("INFO       train_loss = 0.58") == ("INFO     ", "  train_loss = 0.58")
+    # Fewer spaces than the padding: "%(levelname)s %(message)s" and the message's indent.
+    line = "2024-05-01 10:00:00,123 INFO   train_loss = 0.58"
+    assert split_head(line) == ("2024-05-01 10:00:00,123 INFO ", "  train_loss = 0.58")
+
+
+def test_a_bar_after_a_time_and_a_level_spaces_separate_is_the_messages_frame() -> None:
+    """The "|" is the row's: stable-baselines' table and the word language model's lines
+    after "%(asctime)s %(levelname)s "; loguru's and fairseq's heads keep theirs."""
+    line = "2024-05-01 10:00:00,123 INFO |    total_timesteps      | 3584        |"
+    assert split_head(line) == (
+        "2024-05-01 10:00:00,123 INFO ",
+        "|    total_timesteps      | 3584        |",
+    )
+    line = "2024-05-01 10:00:00,123 INFO | epoch   6 |   200/ 2983 batches | loss  4.67"
+    assert split_head(line)[1] == "| epoch   6 |   200/ 2983 batches | loss  4.67"  # type: ignore[index]
+    line = "2024-05-01 10:00:00 | INFO | fairseq_cli.train | done training"
+    assert split_head(line)[1] == "done training"  # type: ignore[index]
+
+
+def test_lightnings_and_deepspeeds_rank_labels_are_dropped() -> None:
+    """Lightning's rank_prefixed_message (``[rank: 0] ``) and DeepSpeed's log_dist
+    (``[Rank 0] `` after its head): the message after them reads as bare."""
+    assert _read("[rank: 0] Epoch 3/10") == _read("Epoch 3/10")
+    line = "[2024-05-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] Epoch 3/10"
+    assert _read(line) == _read("Epoch 3/10") == [("keras", None, None, False)]
 
 
 def _read(line: str) -> list[tuple[str, int | None, float | None, bool]]:

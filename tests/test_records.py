@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from exporter.logs.parse import parse_message
-from exporter.logs.records import MAX_RECORD, record_message
+from exporter.logs.records import MAX_RECORD, read_record
 
 from .worldlogs import read
 
@@ -61,9 +61,9 @@ def _record(form: str, message: str, ascii_only: bool = False) -> str:
 
 @pytest.mark.parametrize("form", RECORDS)
 def test_a_records_message_is_told_from_its_fields(form: str) -> None:
-    assert record_message(_record(form, "Epoch 1/10")) == "Epoch 1/10"
+    assert read_record(_record(form, "Epoch 1/10")).message == "Epoch 1/10"  # type: ignore[union-attr]
     # Line breaks in a message are kept: the caller reads each of its lines.
-    assert record_message(_record(form, "a\nb")) == "a\nb"
+    assert read_record(_record(form, "a\nb")).message == "a\nb"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_a_records_message_is_told_from_its_fields(form: str) -> None:
     ],
 )
 def test_what_is_no_loggers_record_has_no_message(line: str) -> None:
-    assert record_message(line) is None
+    assert read_record(line) is None
 
 
 def _read(line: str) -> list[tuple[str, int | None, int | None, float | None, bool]]:
@@ -148,3 +148,49 @@ def test_a_keras_run_logged_as_json_reads_as_printed(tmp_path: Path) -> None:
     path.write_text("".join(_record("structlog", line) + "\n" for line in lines))
     report = read(path)
     assert (report.step, report.max_steps, report.loss) == (2158, 3237, 0.1024)
+
+
+# logfmt as logrus' TextFormatter (no terminal), Go's slog TextHandler and Python's logfmter
+# write it: the message quoted where it holds a space, Go's escapes in it.
+LOGFMT = [
+    ('time="2024-05-01T10:00:00Z" level=info msg="Epoch 3/10"', "Epoch 3/10"),
+    ('time=2024-05-01T10:00:00.123Z level=INFO msg="Epoch 3/10" rank=0', "Epoch 3/10"),
+    ('at=INFO msg="step 10 loss 1.5"', "step 10 loss 1.5"),
+    ("level=info msg=starting", "starting"),
+    (
+        "time=2024-05-01T10:00:00Z level=INFO msg=\"{'loss': 2.0327, 'epoch': 0.02}\"",
+        "{'loss': 2.0327, 'epoch': 0.02}",
+    ),
+    ('level=info msg="say \\"hi\\"\\tthen\\nbye"', 'say "hi"\tthen\nbye'),
+    ('level=info msg="bad \\x41 escape \\"q\\""', 'bad \\x41 escape "q"'),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), LOGFMT, ids=[line for line, _ in LOGFMT])
+def test_a_logfmt_records_message_is_its_msg(line: str, message: str) -> None:
+    record = read_record(line)
+    assert record is not None and record.message == message and not record.is_json
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "time: 18.93s | valid loss 5.86",  # a key with a colon, no logfmt
+        "lr=0.001 msg=x",  # no logger's key first
+        "level=info step=10",  # no message
+        'time=1 level=info msg="unterminated',
+    ],
+)
+def test_what_is_no_logfmt_record_has_no_message(line: str) -> None:
+    assert read_record(line) is None
+
+
+def test_a_logfmt_line_inside_reads_as_bare_and_its_pairs_where_it_says_nothing() -> None:
+    for bare in ("Epoch 3/10", "     2           1.2814            7.82m"):
+        quoted = bare.replace("\\", "\\\\").replace('"', '\\"')
+        assert _read(f'time=2024-05-01T10:00:00Z level=info msg="{quoted}"') == _read(bare)
+    # slog's logger.Info("train", "step", 10, "loss", 1.25): the pairs, not the logger's own.
+    found = parse_message(
+        "time=2024-05-01T10:00:00Z level=INFO source=train.go:42 msg=train step=10 loss=1.25", 0.0
+    )
+    assert [(r.report.step, r.report.loss, r.report.metrics) for r in found] == [(10, 1.25, ())]

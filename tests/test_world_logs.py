@@ -71,6 +71,7 @@ LAUNCHER_PREFIXES = (
     "(TaskRunner pid=2213, ip=10.0.0.4) ",
     "trainer-1  | ",  # docker compose v2
     "\x1b[36mproject_trainer_1  |\x1b[0m ",  # docker compose v1, on a terminal
+    "[rank: 0] ",  # Lightning's rank_prefixed_message
 )
 # The heads loggers put before each line of a script's own output: logging.basicConfig's,
 # logging with a format, absl's, loguru's (plain and coloured), Hydra's, fairseq's, Rich's
@@ -90,12 +91,20 @@ LOGGER_HEADS = (
     ("[12/07/24 10:00:00] INFO     ", "                    train.py:42"),
     ("Dec 07 13:22:48 node-1 python3[1234]: ", ""),
     ("Dec 07 13:22:48 ", ""),
+    ("INFO     ", ""),  # "%(levelname)-8s %(message)s"
+    ("2024-05-01 10:00:00,123 INFO ", ""),  # "%(asctime)s %(levelname)s %(message)s"
+    ("2024-05-01 10:00:00,123:INFO:__main__:", ""),  # colons, MindSpore's without the name
+    ("| INFO     | __main__:train:82 - ", ""),  # loguru's format without its time
+    ("[2024-05-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] ", ""),  # DeepSpeed
 )
 # What a head makes the reader take otherwise, and why that is right: orbit's "train | step:
 # 141" after a level reads as fairseq's "| INFO | train | ..." (its logger's name, then the
-# message); DETR's log.txt is a JSON line an epoch the script writes, never through Rich.
+# message), and after "%(asctime)s %(levelname)s " its output dict's lines indented by four
+# lose four to the level's padding ("INFO" padded to eight and "INFO" then an indent of four
+# print the same); DETR's log.txt is a JSON line an epoch the script writes, never through
+# Rich.
 HEAD_MISREADS = {
-    "orbit-yt8m-readme": ("- INFO - ", "| INFO     | ", "[INFO] - ", "| INFO | "),
+    "orbit-yt8m-readme": ("- INFO - ", "| INFO     | ", "[INFO] - ", "| INFO | ", ",123 INFO "),
     "detr-log-txt-epoch-stats": ("] INFO     ",),
     "conditional-swin-detr-log-txt": ("] INFO     ",),
 }
@@ -114,6 +123,12 @@ JSON_RECORDS: tuple[Callable[[str], str], ...] = (
     ),
     lambda line: json.dumps({"level": "info", "ts": 1714557600.1, "msg": line}, ensure_ascii=False),
     lambda line: json.dumps({"severity": "INFO", "message": line, "time": "2024-05-01T10:00:00Z"}),
+    # logfmt, as logrus' TextFormatter and Go's slog quote a message
+    lambda line: (
+        'time="2024-05-01T10:00:00Z" level=info msg="'
+        + line.replace("\\", "\\\\").replace('"', '\\"')
+        + '"'
+    ),
 )
 
 
@@ -178,7 +193,7 @@ def test_a_loggers_head_on_every_line_changes_nothing(index: int, tmp_path: Path
         )
 
     plain = re.sub(r"\x1b\[[0-9;]*m", "", head)
-    misread = _misread_when(logged, tmp_path, _share(index, len(LOGGER_HEADS), (0, 3, 7)))
+    misread = _misread_when(logged, tmp_path, _share(index, len(LOGGER_HEADS), (0, 5, 10)))
     assert {n for n in misread if not any(h in plain for h in HEAD_MISREADS.get(n, ()))} == set()
 
 
@@ -257,13 +272,13 @@ def test_printed_rates_checkpoints_and_eval_reach_their_series(
 @pytest.mark.parametrize(
     "index",
     range(len(JSON_RECORDS)),
-    ids=["python-json-logger", "structlog", "zap", "cloud-logging"],
+    ids=["python-json-logger", "structlog", "zap", "cloud-logging", "logfmt"],
 )
 def test_a_json_loggers_record_around_every_line_changes_nothing(
     index: int, tmp_path: Path
 ) -> None:
     """Every excerpt, each line of its own sent through a JSON logger (its message in a
-    record), reads as its truth says (each excerpt inside two of the four records)."""
+    record), reads as its truth says (each excerpt inside two of the five records)."""
     record = JSON_RECORDS[index]
 
     def logged(text: str) -> str:
@@ -278,11 +293,16 @@ def test_a_json_loggers_record_around_every_line_changes_nothing(
     assert _misread_when(logged, tmp_path, _share(index, len(JSON_RECORDS), (0, 2))) == {}
 
 
-def test_each_excerpt_is_read_behind_three_heads_and_three_prefixes() -> None:
-    heads = [_share(i, len(LOGGER_HEADS), (0, 3, 7)) for i in range(len(LOGGER_HEADS))]
+def test_each_excerpt_is_read_behind_three_heads_three_prefixes_and_in_two_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("WORLD_LOGS_EVERY_CHANGE", raising=False)
+    heads = [_share(i, len(LOGGER_HEADS), (0, 5, 10)) for i in range(len(LOGGER_HEADS))]
     prefixes = [
         _share(i, len(LAUNCHER_PREFIXES), (0, 5, 10)) for i in range(len(LAUNCHER_PREFIXES))
     ]
+    records = [_share(i, len(JSON_RECORDS), (0, 2)) for i in range(len(JSON_RECORDS))]
     for excerpt in EXCERPTS:
         assert sum(share(excerpt.name) for share in heads) == 3, excerpt.name
         assert sum(share(excerpt.name) for share in prefixes) == 3, excerpt.name
+        assert sum(share(excerpt.name) for share in records) == 2, excerpt.name

@@ -43,12 +43,22 @@ _GENERIC = (
     r"(?:(?:" + _FIRM + r"|\s{1,8}|(?<=\]))(?:" + _TIME + "|" + _LEVEL_FIELD + "|" + _BRACKET + ")"
     r"|" + _FIRM + _NAME + r"(?=" + _FIRM + r")){0,5})"
 )
+# A module's name as loggers are named: "__main__", "root", "transformers.trainer".
+_MODULE = r"(?:__main__|root|[A-Za-z_][\w-]{0,80}(?:\.[\w-]{1,80}){1,8})"
 _HEAD = re.compile(
     r"^(?:"
     # glog and absl: "I0501 10:00:00.123456 140234 train.py:123] "
     r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6}\s{1,8}\d{1,10}\s[\w./<>-]{1,120}:\d{1,6}\]\s"
     # logging.basicConfig's default: "INFO:__main__:", "WARNING:root:"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.<>-]{0,80}:"
+    # the same after a time ("%(asctime)s:%(levelname)s:%(name)s:%(message)s"), the name
+    # optional and a module's (MindSpore's "%(asctime)s:%(levelname)s:%(message)s" has none:
+    # "...:INFO:epoch: [1/10]" is MindOCR's message)
+    r"|" + _TIME + r":(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:" + _MODULE + r":)?"
+    # "%(levelname)s %(name)s: %(message)s", the name a module's
+    r"|" + _LEVEL + r":?\s{1,8}" + _MODULE + r": "
+    # loguru's format without its time: "| INFO     | __main__:train:82 - "
+    r"|\|\s{1,8}" + _LEVEL + r"\s{0,8}\|\s{1,8}" + _NAME + r"\s{1,8}-\s"
     # syslog and journald: "Dec 07 13:22:48 node-1 python3[1234]: "
     r"|" + _TIME + r" [\w.-]{1,63} [\w./-]{1,64}\[\d{1,10}\]: "
     # vLLM: "INFO 04-24 17:49:20 __init__.py:183] ", "INFO 04-24 17:49:20 [loader.py:447] "
@@ -72,7 +82,9 @@ _COLOUR = re.compile(r"\x1b\[[0-9;]{0,16}m")  # a colour around a head's fields 
 # What a head holds at least once, so a name alone in brackets is no head.
 _MARK = re.compile(_TIME + "|" + _LEVEL + r"|\.py:\d|\d{4} \d\d:\d\d|:\d{1,6}\b")
 _LEVEL_IN = re.compile(_LEVEL)
-_STARTS = frozenset("0123456789[ACDEFIJMNOSTW")  # what a head's first character can be
+_STARTS = frozenset("0123456789[ACDEFIJMNOSTW|")  # what a head's first character can be
+# A level last in a head, before its one space: "%(levelname)-8s " pads it to eight.
+_PADDED_LEVEL = re.compile(_LEVEL + r" $")
 
 
 def split_head(msg: str) -> tuple[str, str] | None:
@@ -91,7 +103,22 @@ def split_head(msg: str) -> tuple[str, str] | None:
     if head is None or _MARK.search(head.group()) is None:
         return None
     end = head.end()
-    if "|" in head.group() and _LEVEL_IN.search(head.group()) is None:
-        end = head.group().index("|")  # a time, then a framed table's row: "| 1 | 2.93 |"
+    if (
+        (bar := head.group().find(" |") + 1) > 0
+        and head.group()[0] != "|"
+        and (_LEVEL_IN.search(head.group()) is None or _LEVEL_IN.search(head.group(), 0, bar))
+    ):
+        # A "|" after a time alone, or after a time and a level that spaces separate, is no
+        # separator of the head's ("2024-05-01 10:00:00 INFO |    total_timesteps | 3584 |"):
+        # the message is a framed row ("| 1 | 2.93 |", "| epoch   6 |   200/ 2983 batches").
+        # Loguru's and fairseq's heads put theirs between every field.
+        end = bar
+    elif (level := _PADDED_LEVEL.search(head.group())) is not None:
+        # "%(levelname)-8s %(message)s": spaces that pad the level to eight are the head's
+        # ("INFO     Epoch 1/10"), those past them the message's own indent; fewer are all
+        # the message's ("INFO   train_loss = 0.58" after "%(levelname)s ").
+        pad = 9 - len(level.group())
+        if msg[end : end + pad] == " " * pad:
+            end += pad
     rest = msg[end:]
     return (msg[:end], rest) if rest.strip() else None

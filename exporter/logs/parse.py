@@ -19,7 +19,7 @@ from .formats.table import row_cells
 from .formats.tqdm import cut_frame, parse_bar, read_bar
 from .heads import split_head
 from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
-from .records import record_message
+from .records import read_record
 
 # The hints a line is scanned for: every format's, less those that hold a shorter one ("| loss"
 # holds "oss"): a line with the longer has the shorter, and each alternative costs the scan
@@ -157,6 +157,7 @@ def bar_key(bar: Bar) -> tuple[str, int | None]:
     return _prefix_key(bar.prefix), bar.total
 
 
+_RECORD_STARTS = frozenset("{tla")  # a JSON record's brace, logfmt's time=, ts=, level=, at=
 _GENERAL = frozenset({"progress", "lone"})  # the formats that read any tool's lines (.formats)
 
 # What a launcher puts before each line of its workers' output, never a tool's own text:
@@ -167,6 +168,8 @@ _GENERAL = frozenset({"progress", "lone"})  # the formats that read any tool's l
 # ("2024-05-01T10:00:00.123456789Z ", as docker logs -t writes it too), docker compose.
 _LAUNCHER = re.compile(
     r"^(?:\[(?:rank|default|trainer|worker)\d{1,6}(?:\|\d{1,6})?\]:"
+    # Lightning's rank_prefixed_message ("[rank: 0] "), DeepSpeed's log_dist ("[Rank 0] ")
+    r"|\[[Rr]ank:? \d{1,6}\] "
     r"|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "
     # Ray colours its prefix when the driver's stdout is a terminal ("\x1b[36m(TaskRunner
@@ -224,14 +227,17 @@ def _read_message(msg: str, now: float, extra: Extra) -> list[LineReport]:
     message alone gives none, the whole line, by a tool's own format only (one may know its
     logger's name: AllenNLP's table, fairseq's end); the general readers read no head.
 
-    A structured logger's JSON record (:func:`.records.record_message`) is read the same
-    way: its message, each of its lines as a line printed bare; where that gives nothing,
-    the record by the JSON reader alone (structlog's ``{"event": "train", "step": 10, ...}``
-    keeps its values beside the message)."""
-    if msg.startswith('{"') and (message := record_message(msg)) is not None:
-        found = [r for part in message.splitlines() for r in parse_message(part, now, extra)]
+    A structured logger's record (:func:`.records.read_record`: JSON, logfmt) is read the
+    same way: its message, each of its lines as a line printed bare; where that gives
+    nothing, the record's other fields (structlog's ``{"event": "train", "step": 10, ...}``
+    keeps its values beside the message): JSON by the JSON reader alone, logfmt's pairs
+    without the logger's own."""
+    if msg[:1] in _RECORD_STARTS and (record := read_record(msg)) is not None:
+        found = [r for part in record.message.splitlines() for r in parse_message(part, now, extra)]
         if found:
             return found
+        if not record.is_json:
+            return _parse_message(record.fields, now, extra) if record.fields else []
         # The record's other fields by the JSON reader, the named ones only: a logger's own
         # numbers (lineno, process, thread) are no custom metrics of the run.
         return [
