@@ -1669,6 +1669,43 @@ def test_full_width_punctuation_reads_as_its_ascii(message: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("message", "step", "loss"),
+    [
+        ("\x1b[1;32mstep 100 | loss 0.5234\x1b[0m", 100, 0.5234),  # the whole line coloured
+        ("step \x1b[36m100\x1b[0m | loss \x1b[36m0.5234\x1b[0m", 100, 0.5234),  # its numbers
+        ("\x1b[33mstep\x1b[0m 100 | \x1b[33mloss\x1b[0m: 0.5234", 100, 0.5234),  # its keys
+        ("step\u00a0100 |\u00a0loss\u00a00.5234", 100, 0.5234),  # no-break spaces
+        # Trainer's dict copied from a page with no-break spaces: no hint of it was left to
+        # find in the line's bytes
+        (
+            "{'loss':\u00a01.2607,\u00a0'learning_rate':\u00a06.3e-06,\u00a0'epoch':\u00a00.03}",
+            None,
+            1.2607,
+        ),
+    ],
+)
+def test_colours_and_no_break_spaces_read_as_the_plain_line(
+    message: str, step: int | None, loss: float, tmp_path: Path
+) -> None:
+    from exporter.logs.inspect import read_log
+
+    log = tmp_path / "painted.log"
+    log.write_text(message + "\n", encoding="utf-8")
+    report = read_log(str(log), 1e9)[0].report()
+    assert (report.step, report.loss) == (step, loss)
+
+
+def test_a_coloured_keras_header_is_read_from_the_lines_start(tmp_path: Path) -> None:
+    """A header read only at a line's start, coloured: the colour is no part of the line."""
+    log = tmp_path / "keras.log"
+    log.write_text("\x1b[1mEpoch 2/3\x1b[0m\n1079/1079 - 10s - loss: \x1b[32m0.1024\x1b[0m\n")
+    from exporter.logs.inspect import read_log
+
+    report = read_log(str(log), 1e9)[0].report()
+    assert (report.step, report.max_steps, report.loss) == (2158, 3237, 0.1024)
+
+
+@pytest.mark.parametrize(
     ("message", "parser", "step"),
     [
         # NumPy 2's scalar repr in a dict of metrics, JAX's Array in an f-string, PyTorch's
@@ -4558,6 +4595,15 @@ def test_trainer_dicts_count_the_steps_after_the_last_one_printed() -> None:
     # The dict after the run's end (train_runtime, train_loss) is no step of its own.
     end = "{'train_runtime': 6311.5782, 'train_steps_per_second': 0.076, 'train_loss': 4.59, 'epoch': 0.65}"
     assert _read_lines([*saves, *after, end]).step == 180
+
+
+def test_deepspeeds_save_as_it_starts_gives_the_step_and_no_checkpoint() -> None:
+    """DeepSpeed's engines log ``create(tag)`` as a save starts (torch_checkpoint_engine.py):
+    the default tag ``global_stepN`` is the run's step, and nothing is saved yet; a tag of the
+    script's own says no step (CosyVoice's ``init``)."""
+    found = parse_message(_SAVE.format(100), NOW)
+    assert [(r.report.step, r.report.checkpoint_step) for r in found] == [(100, None)]
+    assert parse_message("[Rank 0] Checkpoint init is about to be saved!", NOW) == []
 
 
 def test_deepspeeds_launch_command_gives_epochs_times_steps_per_epoch() -> None:

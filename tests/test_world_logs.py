@@ -293,6 +293,33 @@ def test_a_json_loggers_record_around_every_line_changes_nothing(
     assert _misread_when(logged, tmp_path, _share(index, len(JSON_RECORDS), (0, 2))) == {}
 
 
+# What a terminal or a browser puts into the same text: colours around each line, around
+# each number (Rich, termcolor, colorama), no-break spaces for spaces (a page copied).
+PAINTS: tuple[Callable[[str], str], ...] = (
+    lambda line: "\x1b[1;32m" + line + "\x1b[0m",
+    lambda line: re.sub(r"(\d+(?:\.\d+)?)", "\x1b[36m\\1\x1b[0m", line),
+    lambda line: line.replace(" ", "\u00a0"),
+)
+
+
+@pytest.mark.parametrize("index", range(len(PAINTS)), ids=["line", "numbers", "no-break"])
+def test_colours_and_no_break_spaces_change_nothing(index: int, tmp_path: Path) -> None:
+    """Every excerpt with each line of its own coloured or its spaces no-break ones reads as
+    its truth says (each excerpt in two of the three)."""
+    paint = PAINTS[index]
+
+    def painted(text: str) -> str:
+        lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+        return "".join(
+            line
+            if "\r" in line or "\b" in line or not line.strip()
+            else paint(line.rstrip("\n")) + "\n"
+            for line in lines
+        )
+
+    assert _misread_when(painted, tmp_path, _share(index, len(PAINTS), (0, 1))) == {}
+
+
 def test_each_excerpt_is_read_behind_three_heads_three_prefixes_and_in_two_records(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -302,7 +329,9 @@ def test_each_excerpt_is_read_behind_three_heads_three_prefixes_and_in_two_recor
         _share(i, len(LAUNCHER_PREFIXES), (0, 5, 10)) for i in range(len(LAUNCHER_PREFIXES))
     ]
     records = [_share(i, len(JSON_RECORDS), (0, 2)) for i in range(len(JSON_RECORDS))]
+    paints = [_share(i, len(PAINTS), (0, 1)) for i in range(len(PAINTS))]
     for excerpt in EXCERPTS:
         assert sum(share(excerpt.name) for share in heads) == 3, excerpt.name
         assert sum(share(excerpt.name) for share in prefixes) == 3, excerpt.name
         assert sum(share(excerpt.name) for share in records) == 2, excerpt.name
+        assert sum(share(excerpt.name) for share in paints) == 2, excerpt.name

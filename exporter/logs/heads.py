@@ -44,7 +44,7 @@ _GENERIC = (
     r"|" + _FIRM + _NAME + r"(?=" + _FIRM + r")){0,5})"
 )
 # A module's name as loggers are named: "__main__", "root", "transformers.trainer".
-_MODULE = r"(?:__main__|root|[A-Za-z_][\w-]{0,80}(?:\.[\w-]{1,80}){1,8})"
+_MODULE = r"(?:__main__|root|[A-Za-z_][\w-]{0,80}+(?:\.[\w-]{1,80}+){1,8})"
 _HEAD = re.compile(
     r"^(?:"
     # glog and absl: "I0501 10:00:00.123456 140234 train.py:123] "
@@ -54,7 +54,7 @@ _HEAD = re.compile(
     # the same after a time ("%(asctime)s:%(levelname)s:%(name)s:%(message)s"), the name
     # optional and a module's (MindSpore's "%(asctime)s:%(levelname)s:%(message)s" has none:
     # "...:INFO:epoch: [1/10]" is MindOCR's message)
-    r"|" + _TIME + r":(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:" + _MODULE + r":)?"
+    r"|(?=\d)" + _TIME + r":(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:" + _MODULE + r":)?"
     # "%(levelname)s %(name)s: %(message)s", the name a module's
     r"|" + _LEVEL + r":?\s{1,8}" + _MODULE + r": "
     # loguru's format without its time: "| INFO     | __main__:train:82 - "
@@ -100,20 +100,20 @@ def split_head(msg: str) -> tuple[str, str] | None:
     if msg[0] not in _STARTS:
         return None
     head = _HEAD.match(msg)
-    if head is None or _MARK.search(head.group()) is None:
+    if head is None or _MARK.search(text := head.group()) is None:
         return None
     end = head.end()
     if (
-        (bar := head.group().find(" |") + 1) > 0
-        and head.group()[0] != "|"
-        and (_LEVEL_IN.search(head.group()) is None or _LEVEL_IN.search(head.group(), 0, bar))
+        (bar := text.find(" |") + 1) > 0
+        and text[0] != "|"
+        and (_LEVEL_IN.search(text) is None or _LEVEL_IN.search(text, 0, bar))
     ):
         # A "|" after a time alone, or after a time and a level that spaces separate, is no
         # separator of the head's ("2024-05-01 10:00:00 INFO |    total_timesteps | 3584 |"):
         # the message is a framed row ("| 1 | 2.93 |", "| epoch   6 |   200/ 2983 batches").
         # Loguru's and fairseq's heads put theirs between every field.
         end = bar
-    elif (level := _PADDED_LEVEL.search(head.group())) is not None:
+    elif msg[end : end + 1] == " " and (level := _PADDED_LEVEL.search(text)) is not None:
         # "%(levelname)-8s %(message)s": spaces that pad the level to eight are the head's
         # ("INFO     Epoch 1/10"), those past them the message's own indent; fewer are all
         # the message's ("INFO   train_loss = 0.58" after "%(levelname)s ").

@@ -45,7 +45,9 @@ def scan_part(hint: str) -> str:
     return hint
 
 
-_PARTS = tuple(dict.fromkeys(scan_part(h) for h in SCANNED_HINTS))
+# A colour's escape and a no-break space too: a coloured key ("\x1b[33mloss\x1b[0m: 0.5") or
+# "loss:\u00a00.5" hides its hint until parse_message takes them off.
+_PARTS = tuple(dict.fromkeys([*(scan_part(h) for h in SCANNED_HINTS), "\x1b[", "\u00a0"]))
 SCAN_PARTS = tuple(p for p in _PARTS if not any(o != p and o in p for o in _PARTS))
 
 
@@ -120,6 +122,7 @@ def _builtin(msg: str, now: float) -> LineReport | None:
 
 # Terminal control sequences (colours, cursor moves such as tqdm's "\x1b[A" for nested bars).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_COLOUR = re.compile(r"\x1b\[[0-9;]{0,32}m")  # colours and text attributes (SGR) alone
 
 
 def plain(msg: str) -> str:
@@ -188,6 +191,8 @@ _GLUED_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?
 # lr：1e-4", a README's indent of ideographic spaces): the ASCII the readers know.
 _FULL_WIDTH = str.maketrans(
     {"：": ":", "，": ",", "＝": "=", "（": "(", "）": ")", "｜": "|", "\u3000": " "}
+    # and no-break spaces, as a page copied from a browser or a script's padding has them
+    | {"\u00a0": " ", "\u202f": " "}
 )
 # Ray's log deduplication after the line: "... [repeated 3x across cluster]".
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
@@ -200,6 +205,10 @@ _LABEL = re.compile(r"^\s{0,3}(?:\d{1,5}|[a-z][a-z0-9-]{0,62}-\d{1,5}|\d{1,3}(?:
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first, after a launcher's prefix
     (:data:`_LAUNCHER`, :data:`_LABEL`) and a logger's head (:func:`_read_message`)."""
+    if "\x1b" in msg:
+        # Colours anywhere (a whole line, a key, a number, a head's fields): what they colour
+        # is read; cursor moves stay (a nested bar's "\x1b[A" marks it, plain() drops it).
+        msg = _COLOUR.sub("", msg)
     if msg.endswith((" ", "\t", "\r")):
         # A CRLF line end, or a frame's: nothing follows it; spaces a terminal's copy or a
         # script's padding left after the line's last word, which no format reads.

@@ -16,7 +16,8 @@
 * DeepSpeed: ``[Torch] Checkpoint global_step10 is ready now!``, printed once every file of
   the checkpoint is written (``torch_checkpoint_engine.py`` ``commit``; copied from a real
   run's log of DeepSpeed 0.10 published with its training script, which this machine cannot
-  run).
+  run); ``[Torch] Checkpoint global_step10 is about to be saved!`` (``create``, as the save
+  starts) is no save, but the default tag gives the run's step.
 
 * nanoGPT ``train.py``: ``saving checkpoint to out`` (no step: the run's, at the line);
 * Megatron-LM ``checkpointing.py``: ``successfully saved checkpoint from iteration     500 to
@@ -69,6 +70,11 @@ _KERAS = re.compile(
     r"(?P<value>\S{1,40}), )?(?:finished )?saving model to \S"
 )
 _DEEPSPEED = re.compile(r"\[Torch\] Checkpoint (\S{1,256}) is ready now!")
+# DeepSpeed's checkpoint engines' create(tag), logged as a save starts (torch_checkpoint_engine
+# "[Torch]", the async and DataStates engines): the default tag names the run's step then.
+_DS_STARTS = re.compile(
+    r"\[(?:Torch|AsyncTorch|DataStates)\] Checkpoint global_step(\d{1,15}) is about to be saved!"
+)
 _DS_STEP = re.compile(r"global_step(\d{1,15})$")
 _NANOGPT = re.compile(r"^saving checkpoint to \S")
 _MEGATRON = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d{1,15})\b")
@@ -108,6 +114,8 @@ def parse_checkpoint(msg: str, now: float) -> LineReport | None:
     keras: re.Match[str] | None = None
     if (m := _HF.search(msg)) is not None or (m := _LIGHTNING.search(msg)) is not None:
         step = int(m.group(1))
+    elif (m := _DS_STARTS.search(msg)) is not None:
+        return native({"step": int(m.group(1))}, now, "checkpoints")  # no save yet
     elif (m := _DEEPSPEED.search(msg)) is not None:
         tag = _DS_STEP.search(m.group(1))
         step = int(tag.group(1)) if tag else None
