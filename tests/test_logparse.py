@@ -4597,6 +4597,34 @@ def test_trainer_dicts_count_the_steps_after_the_last_one_printed() -> None:
     assert _read_lines([*saves, *after, end]).step == 180
 
 
+_OCP = "2024-08-08 13:41:34 (INFO): "
+
+
+def test_the_open_catalyst_projects_validation_is_an_eval_loss_and_its_runner_ends() -> None:
+    """OCP's trainers (GuGroup/Finetuner_OCP's README; ocpmodels' base_trainer.validate and
+    main.py): a training line is the general reader's; a validation's line (four decimals,
+    the epoch last, no lr or step) gives an eval loss, not a training loss; ``Total time
+    taken`` behind OCP's head ends the run, and nowhere else."""
+    train = (
+        "energy_mae: 1.66e+01, forces_mae: 8.61e-04, energy_forces_within_threshold: 0.00e+00,"
+        " loss: 1.68e+01, lr: 2.00e-05, epoch: 9.09e-01, step: 1.00e+01"
+    )
+    found = parse_message(_OCP + train, NOW)
+    assert [(r.parser, r.report.step, r.report.loss) for r in found] == [("progress", 10, 16.8)]
+    val = (
+        "energy_forces_within_threshold: 0.0000, energy_mae: 24.6883, forces_mae: 0.2271,"
+        " loss: 25.2326, epoch: 0.5882"
+    )
+    found = parse_message(_OCP + val, NOW)
+    assert [(r.parser, r.report.loss, r.report.eval_loss) for r in found] == [
+        ("ocp", None, 25.2326)
+    ]
+    end = parse_message(_OCP + "Total time taken: 16.31741714477539", NOW)
+    assert [(r.parser, r.report.final) for r in end] == [("ocp", True)]
+    assert parse_message("Total time taken: 16.31741714477539", NOW) == []
+    assert parse_message("2024-08-08 13:41:39 - INFO - Total time taken: 16.3", NOW) == []
+
+
 def test_deepspeeds_save_as_it_starts_gives_the_step_and_no_checkpoint() -> None:
     """DeepSpeed's engines log ``create(tag)`` as a save starts (torch_checkpoint_engine.py):
     the default tag ``global_stepN`` is the run's step, and nothing is saved yet; a tag of the
