@@ -44,7 +44,7 @@ _GENERIC = (
     r"|" + _FIRM + _NAME + r"(?=" + _FIRM + r")){0,5})"
 )
 # A module's name as loggers are named: "__main__", "root", "transformers.trainer".
-_MODULE = r"(?:__main__|root|[A-Za-z_][\w-]{0,80}+(?:\.[\w-]{1,80}+){1,8})"
+_MODULE = r"(?:__main__|root|[A-Za-z_][\w-]{0,80}(?:\.[\w-]{1,80}){1,8})"
 _HEAD = re.compile(
     r"^(?:"
     # glog and absl: "I0501 10:00:00.123456 140234 train.py:123] "
