@@ -160,6 +160,22 @@ def _share(index: int, count: int, offsets: tuple[int, ...]) -> Callable[[str], 
     return lambda name: (zlib.crc32(name.encode()) - index) % count in offsets
 
 
+def _each_logged_line(change: Callable[[str], str]) -> Callable[[str], str]:
+    """A text with ``change`` made to each line a logger could have written: not a bar's
+    frames (a carriage return or a backspace in it) and not a blank line."""
+
+    def logged(text: str) -> str:
+        lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+        return "".join(
+            line
+            if "\r" in line or "\b" in line or not line.strip()
+            else change(line.rstrip("\n")) + "\n"
+            for line in lines
+        )
+
+    return logged
+
+
 @pytest.mark.parametrize("index", range(len(LAUNCHER_PREFIXES)), ids=LAUNCHER_PREFIXES)
 def test_a_launchers_prefix_on_every_line_changes_nothing(index: int, tmp_path: Path) -> None:
     """Every excerpt, each line behind a launcher's prefix, reads as its truth says (each
@@ -182,15 +198,7 @@ def test_a_loggers_head_on_every_line_changes_nothing(index: int, tmp_path: Path
     epoch header, a table's header and rows, a tool's end) read after the head. A bar's
     frames and blank lines are no logger's. Each excerpt is read behind three of the heads."""
     head, tail = LOGGER_HEADS[index]
-
-    def logged(text: str) -> str:
-        lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
-        return "".join(
-            line
-            if "\r" in line or "\b" in line or not line.strip()
-            else head + line.rstrip("\n") + tail + "\n"
-            for line in lines
-        )
+    logged = _each_logged_line(lambda line: head + line + tail)
 
     plain = re.sub(r"\x1b\[[0-9;]*m", "", head)
     misread = _misread_when(logged, tmp_path, _share(index, len(LOGGER_HEADS), (0, 5, 10)))
@@ -279,17 +287,7 @@ def test_a_json_loggers_record_around_every_line_changes_nothing(
 ) -> None:
     """Every excerpt, each line of its own sent through a JSON logger (its message in a
     record), reads as its truth says (each excerpt inside two of the five records)."""
-    record = JSON_RECORDS[index]
-
-    def logged(text: str) -> str:
-        lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
-        return "".join(
-            line
-            if "\r" in line or "\b" in line or not line.strip()
-            else record(line.rstrip("\n")) + "\n"
-            for line in lines
-        )
-
+    logged = _each_logged_line(JSON_RECORDS[index])
     assert _misread_when(logged, tmp_path, _share(index, len(JSON_RECORDS), (0, 2))) == {}
 
 
@@ -306,17 +304,7 @@ PAINTS: tuple[Callable[[str], str], ...] = (
 def test_colours_and_no_break_spaces_change_nothing(index: int, tmp_path: Path) -> None:
     """Every excerpt with each line of its own coloured or its spaces no-break ones reads as
     its truth says (each excerpt in two of the three)."""
-    paint = PAINTS[index]
-
-    def painted(text: str) -> str:
-        lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
-        return "".join(
-            line
-            if "\r" in line or "\b" in line or not line.strip()
-            else paint(line.rstrip("\n")) + "\n"
-            for line in lines
-        )
-
+    painted = _each_logged_line(PAINTS[index])
     assert _misread_when(painted, tmp_path, _share(index, len(PAINTS), (0, 1))) == {}
 
 

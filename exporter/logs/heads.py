@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .lines import without_colours
+
 # A date and time as loggers write them: ISO (``2024-05-01 10:00:00,123``, with a zone),
 # mmengine's ``2024/06/16 20:02:03`` (its early versions' and detectron2's ``12/07
 # 10:00:00``), vLLM's ``04-24 17:49:20``, a time alone, syslog's and moreutils ts' ``Dec 07
@@ -78,7 +80,6 @@ _RICH = re.compile(
     r"^(?:\[" + _TIME + r"\] |\s{8,40})?(?=" + _LEVEL + r" {0,5} )[A-Z ]{8} (?P<message>.{1,4096}?)"
     r"\s{2,}[\w.-]{1,80}\.py:\d{1,6}\s*$"
 )
-_COLOUR = re.compile(r"\x1b\[[0-9;]{0,16}m")  # a colour around a head's fields (loguru's)
 # What a head holds at least once, so a name alone in brackets is no head.
 _MARK = re.compile(_TIME + "|" + _LEVEL + r"|\.py:\d|\d{4} \d\d:\d\d|:\d{1,6}\b")
 _LEVEL_IN = re.compile(_LEVEL)
@@ -91,8 +92,7 @@ def split_head(msg: str) -> tuple[str, str] | None:
     """``msg`` as its logger's head (:data:`_HEAD`; :data:`_RICH`'s with the place it prints
     at the right) and its message, colours taken off; None where it has no head or nothing
     follows it."""
-    if "\x1b" in msg:
-        msg = _COLOUR.sub("", msg)
+    msg = without_colours(msg)  # around a head's fields (loguru's); parse_message's are off
     if not msg or (msg[0] not in _STARTS and not msg[:8].isspace()):
         return None
     if (rich := _RICH.match(msg)) is not None:

@@ -17,6 +17,16 @@ MAX_COLUMNS = 16  # a training table's columns kept per line (LineReport.columns
 EMPTY = ProgressReport()  # longer messages are not progress lines; they are skipped unparsed
 
 
+# Colours and text attributes (SGR), not cursor moves: tqdm's "\x1b[A" marks a nested bar.
+_COLOUR = re.compile(r"\x1b\[[0-9;]{0,32}m")
+
+
+def without_colours(text: str) -> str:
+    """``text`` without its colours: what they colour is what a reader reads (a whole line,
+    a key, a number, a logger's head's fields); cursor moves stay."""
+    return _COLOUR.sub("", text) if "\x1b" in text else text
+
+
 class Bar(NamedTuple):
     """One progress-bar frame: ``n`` of ``total`` (None when the bar has no total). A named
     tuple: a log has millions of frames, and a frozen dataclass costs twice as much to make."""

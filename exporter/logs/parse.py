@@ -13,12 +13,13 @@ from functools import lru_cache
 from typing import AnyStr
 
 from .formats import FORMATS, HINTS
+from .formats.jsonl import parse_jsonl
 from .formats.pairs import plain_scalars
 from .formats.progress import CONTINUED
 from .formats.table import row_cells
 from .formats.tqdm import cut_frame, parse_bar, read_bar
 from .heads import split_head
-from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport
+from .lines import MAX_MESSAGE, NO_EXTRA, Bar, Extra, LineReport, without_colours
 from .records import read_record
 
 # The hints a line is scanned for: every format's, less those that hold a shorter one ("| loss"
@@ -122,7 +123,6 @@ def _builtin(msg: str, now: float) -> LineReport | None:
 
 # Terminal control sequences (colours, cursor moves such as tqdm's "\x1b[A" for nested bars).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_COLOUR = re.compile(r"\x1b\[[0-9;]{0,32}m")  # colours and text attributes (SGR) alone
 
 
 def plain(msg: str) -> str:
@@ -205,10 +205,7 @@ _LABEL = re.compile(r"^\s{0,3}(?:\d{1,5}|[a-z][a-z0-9-]{0,62}-\d{1,5}|\d{1,3}(?:
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first, after a launcher's prefix
     (:data:`_LAUNCHER`, :data:`_LABEL`) and a logger's head (:func:`_read_message`)."""
-    if "\x1b" in msg:
-        # Colours anywhere (a whole line, a key, a number, a head's fields): what they colour
-        # is read; cursor moves stay (a nested bar's "\x1b[A" marks it, plain() drops it).
-        msg = _COLOUR.sub("", msg)
+    msg = without_colours(msg)  # anywhere in the line; plain() drops the cursor moves later
     if msg.endswith((" ", "\t", "\r")):
         # A CRLF line end, or a frame's: nothing follows it; spaces a terminal's copy or a
         # script's padding left after the line's last word, which no format reads.
@@ -249,11 +246,10 @@ def _read_message(msg: str, now: float, extra: Extra) -> list[LineReport]:
             return _parse_message(record.fields, now, extra) if record.fields else []
         # The record's other fields by the JSON reader, the named ones only: a logger's own
         # numbers (lineno, process, thread) are no custom metrics of the run.
-        return [
-            r._replace(report=dataclasses.replace(r.report, metrics=()))
-            for r in _parse_message(msg, now, extra)
-            if r.parser == "jsonl"
-        ]
+        fields = parse_jsonl(msg, now)
+        if fields is None:
+            return []
+        return [fields._replace(report=dataclasses.replace(fields.report, metrics=()))]
     if (split := split_head(msg)) is None:
         return _parse_message(msg, now, extra)
     found = _parse_message(_without_launchers(split[1]), now, extra)
