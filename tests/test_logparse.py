@@ -7,6 +7,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -29,6 +30,8 @@ from exporter.logs.parse import (
     HINT_BYTES,
     SCAN_PARTS,
     SCANNED_HINTS,
+    TEMPLATES_KEPT,
+    QuickScan,
     parse_line,
     parse_message,
     plain,
@@ -1591,6 +1594,48 @@ def test_the_quick_scans_trie_finds_exactly_its_parts_and_every_hint(parts: list
     assert (HINT_BYTES.search(line.encode()) is not None) == found
     if any(h in line for h in SCANNED_HINTS):
         assert found
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(SCAN_PARTS),
+            st.sampled_from([h[:-1] for h in SCAN_PARTS if len(h) > 1]),
+            st.text(alphabet="0123456789", min_size=1, max_size=4),
+            st.text(max_size=12),
+        ),
+        max_size=6,
+    ),
+    st.lists(st.text(alphabet="0123456789", max_size=3), min_size=1, max_size=3),
+)
+def test_the_template_scan_finds_every_line_the_pattern_finds(
+    parts: list[str], renumbered: list[str]
+) -> None:
+    """The scan that remembers a template (the line without its digits) never passes over a
+    line :data:`HINT_BYTES` finds, whichever line of that template it saw first: the same
+    words with other numbers ("v1alpha1" and "v2alpha3") may differ only in being found."""
+    line = "".join(parts).encode()
+    scan = QuickScan()
+    for digits in renumbered:  # lines of the same template seen before this one
+        scan.hinted(re.sub(rb"[0-9]+", digits.encode() or b"7", line))
+    if HINT_BYTES.search(line) is not None:
+        assert scan.hinted(line)
+        assert QuickScan().hinted(b"2026-11-29T18:20:54Z stdout F " + line, 30)
+
+
+def test_the_template_scan_remembers_a_bounded_number_of_templates() -> None:
+    scan = QuickScan()
+    assert not scan.hinted(b"INFO worker 3 data shard 123 loaded in 0.123s")
+    assert not scan.hinted(b"INFO worker 5 data shard 99 loaded in 1.5s")  # the same template
+    assert scan.hinted(b"INFO worker 3 data shard 123 loaded, loss 0.5")
+    assert scan.hinted(b"[trainer.kubeflow.org/v1alpha1/trainjob/trainerStatus] {}")
+    assert scan.hinted(b"[trainer.kubeflow.org/v9alpha7/trainjob/trainerStatus] {}")  # more: fine
+    for i in range(TEMPLATES_KEPT + 10):
+        scan.hinted(b"x" * (i % 600) + b"-" + str(i).encode())
+    assert len(scan._seen) <= TEMPLATES_KEPT
+    assert scan.hinted(b"y" * 600 + b" loss 1")  # too long to keep, still scanned
+    assert not scan.hinted(b"y" * 600 + b" ok 1")
 
 
 def test_each_hint_is_scanned_for_as_a_part_of_it() -> None:

@@ -24,7 +24,7 @@ from .accumulate import LogAccumulator
 from .cri import CriJoiner, Message, cannot_be_partial, cri_head
 from .formats.table import ROW_BYTES
 from .lines import NO_EXTRA, Extra, Format
-from .parse import HINT_BYTES, parse_message
+from .parse import QuickScan, parse_message
 from .tail import FileTail
 
 
@@ -66,7 +66,11 @@ def messages(
     tail = FileTail(path, backfill=1 << 62, budget=4 << 20)  # the whole file, 4 MiB at a time
     joiner = CriJoiner()
     # Bound once: this loop runs for every line of the file, most of them passed over.
-    search, waits_on_stream, push_head = HINT_BYTES.search, joiner.waits_on_stream, joiner.push_head
+    hinted, waits_on_stream, push_head = (
+        QuickScan().hinted,
+        joiner.waits_on_stream,
+        joiner.push_head,
+    )
     try:
         while True:
             lines = tail.read()
@@ -84,7 +88,7 @@ def messages(
                         if stream
                         else cannot_be_partial(raw) and not joiner.waits_on(raw)
                     )
-                    and not search(raw, start)
+                    and not hinted(raw, start)
                     and not (rows and rows[0] and ROW_BYTES.search(raw))
                 ):
                     skipped[0] += 1

@@ -77,6 +77,42 @@ def _trie(words: Sequence[AnyStr]) -> AnyStr:
 HINT_BYTES = re.compile(_trie([h.encode() for h in SCAN_PARTS]))
 ANY_HINT = re.compile(_trie(list(SCAN_PARTS)))
 
+_DIGIT_BYTES = b"0123456789"
+# Each part with its digits taken out: a line that holds a part, with its digits taken out,
+# holds the part so (the characters between stay next to each other).
+_UNDIGITED_BYTES = re.compile(
+    _trie(list(dict.fromkeys(h.encode().translate(None, _DIGIT_BYTES) for h in SCAN_PARTS)))
+)
+TEMPLATES_KEPT = 4096
+_TEMPLATE_BYTES = 512
+
+
+class QuickScan:
+    """Whether a raw line may hold a hint, remembered per template: most of a log is a few
+    loggers' lines that differ only in their numbers (times, counts, ids), so a line with
+    its digits taken out has mostly been scanned before. The scan runs on that digitless
+    template, for the parts with their digits taken out: it finds every line
+    :data:`HINT_BYTES` finds (and a few more, which the formats then pass over), at a
+    dictionary's lookup for a template seen before instead of the pattern's pass over every
+    character (2.2 us on a 130-byte line). At most :data:`TEMPLATES_KEPT` templates of at most
+    512 bytes are kept; then they are forgotten and learned again."""
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, bool] = {}
+
+    def hinted(self, raw: bytes, start: int = 0) -> bool:
+        """True if ``raw`` from ``start`` on may hold one of :data:`SCAN_PARTS`."""
+        template = raw[start:].translate(None, _DIGIT_BYTES)
+        known = self._seen.get(template)
+        if known is not None:
+            return known
+        found = _UNDIGITED_BYTES.search(template) is not None
+        if len(template) <= _TEMPLATE_BYTES:
+            if len(self._seen) >= TEMPLATES_KEPT:
+                self._seen.clear()
+            self._seen[template] = found
+        return found
+
 
 def parse_line(msg: str, now: float, extra: Extra = NO_EXTRA) -> LineReport | None:
     """The first format that recognizes ``msg`` (one segment, no carriage return), or None
