@@ -1142,8 +1142,38 @@ def test_keras_train_on_n_samples_makes_bars_of_n_count_samples() -> None:
     ]
     report = _read_lines(lines)
     assert (report.step, report.max_steps, report.loss) == (None, None, 0.0024)
+    # Keras from 2.1 (and TensorFlow's) ends an epoch with its time per step.
+    timed = [*lines[1:3], "3523/3523 [=====] - 17s 5ms/step - loss: 0.0024 - val_loss: 0.00098"]
     for first in ("Train on 60000 samples", "Train for 3523 steps, validate for 186 steps"):
-        assert _read_lines([first, *lines[1:]]).step == 3523
+        assert _read_lines([first, *timed]).step == 3523
+
+
+def test_a_keras_bar_ended_without_a_time_per_step_gives_no_step() -> None:
+    """Keras before 2.1 ended an epoch's bar with its time alone (``- 0s - loss``), and
+    counted samples in ``fit`` (Keras 1 in ``fit_generator`` too), steps only in 2.0's
+    ``fit_generator``: the count is no step, the epochs still are (round 266: Stack Overflow
+    question 34673396's 1213 observations had read as 18 x 1213 steps). Keras 2.3's
+    ``verbose=2`` line (a count, no bar) counts steps."""
+    lines = []
+    for epoch, loss in ((1, "0.1760"), (2, "0.1840"), (3, "0.1816")):
+        lines += [
+            f"Epoch {epoch}/20",
+            f"1213/1213 [==============================] - 0s - loss: {loss}",
+        ]
+    report = _read_lines(
+        [*lines, "Epoch 4/20", " 600/1213 [=============>...] - ETA: 0s - loss: 0.19"]
+    )
+    assert (report.step, report.max_steps, report.loss) == (None, None, 0.19)
+    assert (report.epoch, report.max_epochs) == (pytest.approx(3 + 600 / 1213), 20.0)
+    timed = [line.replace("- 0s -", "- 0s 40us/step -") for line in lines]
+    assert _read_lines(timed).step == 3 * 1213
+    verbose2 = [
+        "Epoch 1/3",
+        "1079/1079 - 11s - loss: 0.1784",
+        "Epoch 2/3",
+        "1079/1079 - 10s - loss: 0.1024",
+    ]
+    assert (_read_lines(verbose2).step, _read_lines(verbose2).max_steps) == (2158, 3237)
 
 
 @pytest.mark.parametrize(
@@ -3043,6 +3073,12 @@ def test_composers_headers_by_the_unit_of_its_duration() -> None:
     )
     assert (evaluated.step, evaluated.max_steps, evaluated.loss) == (10, 100, 1.5)
     assert evaluated.eval_loss == 2.7
+    # The block quoted as a Markdown list (round 266: Composer's issue 2357).
+    bullets = _read_lines(
+        ["- Train memory/allocated_mem: 6.8051", "- Train loss/train/total: 11.6525"]
+    )
+    assert (bullets.step, bullets.loss) == (None, 11.6525)
+    assert _read_lines(["* Eval metrics/eval/LanguageCrossEntropy: 2.7"]).eval_loss == 2.7
     # A share of no total is none.
     assert _read_lines(["[token=5/0]:", loss]).progress is None
 
@@ -3081,11 +3117,22 @@ def test_timms_validation_result_and_its_end_are_read() -> None:
             "[10/02 12:00:01 d2.engine.hooks]: Total training time: 7:25:08 (0:06:01 on hooks)",
             False,
         ),
+        (
+            "2022-09-21 13:21:05,188 sagemaker-training-toolkit INFO     Reporting training SUCCESS",
+            True,
+        ),
+        ("Reporting training SUCCESS", True),
+        (
+            "2022-09-21 13:21:05,188 sagemaker-training-toolkit ERROR    Reporting training FAILURE",
+            False,
+        ),
+        ("Reporting training SUCCESS to the dashboard every 100 steps", False),
     ],
 )
 def test_the_tools_own_closing_lines_end_the_run(end: str, finished: bool) -> None:
     """Transformers' Trainer, fairseq-train, torchtitan and verl each log one sentence once their
-    loop is over (never on the way out of an exception): each ends the run; the same words
+    loop is over (never on the way out of an exception), SageMaker's training toolkit once the
+    entry point returned 0 (round 266): each ends the run; the same words
     under another logger, alone, or inside another sentence do not, nor does detectron2's
     "Total training time" (logged in a ``finally:``, after a crash too)."""
     step = "step:99 - actor/pg_loss:0.01 - training/global_step:99"

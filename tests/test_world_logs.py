@@ -52,8 +52,9 @@ def test_each_excerpt_reads_right_in_each_form(excerpt, form: str, tmp_path: Pat
 
 
 # What launchers put before each line of their workers' output: torchrun --tee, mpirun
-# --tag-output (the MPI Operator), srun --label, pdsh (DeepSpeed's multi-node launcher, by
-# host name and by address), kubectl logs --prefix and --timestamps (alone and before a
+# --tag-output (the MPI Operator; SageMaker's names rank and host), srun --label, pdsh
+# (DeepSpeed's multi-node launcher, by host name and by address), a pod's name (Argo's,
+# kubectl's multi-pod views), kubectl logs --prefix and --timestamps (alone and before a
 # launcher's), Ray's worker prefix, docker compose's service.
 LAUNCHER_PREFIXES = (
     "2024-05-01T10:00:00.123456789Z ",
@@ -62,10 +63,13 @@ LAUNCHER_PREFIXES = (
     "[default3]:",
     "[trainer0|0]:",
     "[1,0]<stdout>:",
+    "[1,mpirank:0,algo-1]<stdout>:",  # Open MPI under SageMaker, rank and host named
     "0: ",
     "  3: ",
     "worker-0: ",
     "10.0.0.12: ",
+    "train-job-x7k2p: ",  # a Job's pod, as kubectl's and Argo's multi-pod views name it
+    "my-wf-step-1234567890: ",  # an Argo workflow's pod (`argo logs`)
     "[pod/trainer-0/pytorch] ",
     "(RayTrainWorker pid=1234) ",
     "(TaskRunner pid=2213, ip=10.0.0.4) ",

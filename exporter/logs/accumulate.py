@@ -370,6 +370,8 @@ class LogAccumulator:
             (line.parser == "keras" and bar.total == self.keras_samples) or bar.items
         ):
             track.items = True
+        if bar.unit_unknown:
+            track.unit_unknown = True
         label, epochs = self._epoch(line, bar)
         if not track.frames and not track.evaluation:
             for other_key, other in self.bars.items():
@@ -551,6 +553,9 @@ class LogAccumulator:
                     values["epoch"] = epochs_done
                     if track.epochs is not None:
                         values["max_epochs"] = float(track.epochs)
+            elif track.unit_unknown and track.per_pass and "epoch" not in self.values:
+                # Its unit unknown, its passes are still the epochs: the fraction done.
+                values["epoch"] = track.epochs_done()
             elif (
                 self.structured_step
                 and track.step_known()

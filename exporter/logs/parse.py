@@ -209,7 +209,9 @@ _LAUNCHER = re.compile(
     r"^(?:\[(?:rank|default|trainer|worker)\d{1,6}(?:\|\d{1,6})?\]:"
     # Lightning's rank_prefixed_message ("[rank: 0] "), DeepSpeed's log_dist ("[Rank 0] ")
     r"|\[[Rr]ank:? \d{1,6}\] "
-    r"|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    # Open MPI's --tag-output, and with its rank and host named as SageMaker's MPI launcher
+    # runs it ("[1,mpirank:0,algo-1]<stdout>:")
+    r"|\[\d{1,6},(?:mpirank:)?\d{1,6}(?:,[\w.-]{1,63})?\]<std(?:out|err)>:"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "
     # Ray colours its prefix when the driver's stdout is a terminal ("\x1b[36m(TaskRunner
     # pid=14640)\x1b[0m "), and a log captured from it keeps the colour codes.
@@ -233,9 +235,15 @@ _FULL_WIDTH = str.maketrans(
 # Ray's log deduplication after the line: "... [repeated 3x across cluster]".
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
 # A label that may be a launcher's or the tool's own text: srun --label's task ("0: ",
-# "12: "), pdsh's host ("worker-0: ", "10.0.0.1: ", DeepSpeed's multi-node launcher). Darknet
-# starts its own lines with "957: ", so a line that says nothing without it is read with it.
-_LABEL = re.compile(r"^\s{0,3}(?:\d{1,5}|[a-z][a-z0-9-]{0,62}-\d{1,5}|\d{1,3}(?:\.\d{1,3}){3}): ")
+# "12: "), pdsh's host ("worker-0: ", "10.0.0.1: ", DeepSpeed's multi-node launcher), a pod's
+# name as `argo logs` and kubectl's multi-pod views print it (a Job's or ReplicaSet's pod ends
+# in five of Kubernetes' random characters, "train-x7k2p: "; Argo's in a node id's digits,
+# "wf-abc12-1234567890: "). Darknet starts its own lines with "957: ", so a line that says
+# nothing without it is read with it.
+_LABEL = re.compile(
+    r"^\s{0,3}(?:\d{1,5}|\d{1,3}(?:\.\d{1,3}){3}"
+    r"|[a-z][a-z0-9-]{0,62}-(?:\d{1,10}|[bcdfghjklmnpqrstvwxz2456789]{5})): "
+)
 
 
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:

@@ -17,7 +17,11 @@ import re
 from ..lines import Format, LineReport, native
 from .pairs import Pair, number, to_fields
 
-_LINE = re.compile(r"^\s+(?P<stage>Train|Eval) (?P<key>[\w/.@\-]{1,128}): (?P<value>\S{1,40})\s*$")
+# Indented; or a Markdown list's item, as people quote the block (round 266: "- Train
+# loss/train/total: 11.6525").
+_LINE = re.compile(
+    r"^(?:\s+|\s{0,3}[-*] )(?P<stage>Train|Eval) (?P<key>[\w/.@\-]{1,128}): (?P<value>\S{1,40})\s*$"
+)
 # What the block repeats of the clock.
 _SKIP = re.compile(r"^time/")
 # A duration in tokens or samples: its share done, no step.

@@ -28,6 +28,7 @@
     Minimum validation bpb: 0.8118
     training_seconds: 308.4                                         Karpathy's autoresearch
     total average iteration time: 2509.813786 ms                    llm.c's train_gpt2cu
+    ... sagemaker-training-toolkit INFO     Reporting training SUCCESS  SageMaker's toolkit
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -154,6 +155,10 @@ _BEST_CHECKPOINT_END = re.compile(r"^\s*Statistics on\s+val_best_checkpoint(?:\s
 # Keras 2 print "Epoch 2: early stopping", early Keras 2 "Epoch 00012: early stopping";
 # PaddlePaddle hapi's EarlyStopping prints "Epoch 6: Early stopping." as it stops the fit.
 _EARLY_STOPPING_END = re.compile(r"^\s*Epoch \d{1,9}: (?:early stopping|Early stopping\.)\s*$")
+# SageMaker's training toolkit (sagemaker_training/trainer.py) once the user's entry point
+# returned with 0 (a non-zero code raises and reports "training FAILURE"), under its logger:
+# "2022-09-21 13:21:05,188 sagemaker-training-toolkit INFO     Reporting training SUCCESS".
+_SAGEMAKER_END = re.compile(r"(?:^|\sINFO\s+)Reporting training SUCCESS\s*$")
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
     _GAUSSIAN_SPLATTING_END,
@@ -175,6 +180,7 @@ _BARE_ENDS = (
     _NANOCHAT_END,
     _AUTORESEARCH_END,
     _LLMC_END,
+    _SAGEMAKER_END,
 )
 
 
@@ -212,6 +218,7 @@ FORMAT = Format(
         "val_best_checkpoint",
         "save checkpoint at ",
         "stopping_early: wallclock_cap",
+        "Reporting training SUCCESS",
         ": early stopping",
         ": Early stopping.",
         "Minimum validation bpb: ",

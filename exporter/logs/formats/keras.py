@@ -26,6 +26,12 @@ _KERAS_METRIC = re.compile(r"(?:^|\s)-\s+([A-Za-z_][\w]*):\s+([-+\w.]+)")
 # "- 3s - 2ms/step" (Keras 3). Its inverse is the bar's rate: Keras 2 counted samples in
 # fit() on arrays ("60000/60000 ... 87us/step"), faster than any loop takes steps.
 _PER_STEP = re.compile(r"\b(\d+(?:\.\d+)?)(us|µs|ms|s)/step\b")
+# An epoch's last frame as Keras printed it before 2.1: its time and no time per step
+# ("1213/1213 [====] - 0s - loss: 0.1760"; 2.1 on print "- 0s 12us/step - loss"). Its count
+# may be samples or steps: Keras 1 counted samples in fit and fit_generator alike, Keras 2.0
+# samples in fit on arrays (Rasa Core's KerasPolicy, every MNIST tutorial of the time) and
+# steps in fit_generator only, and the line says neither. Such a bar never gives the step.
+_UNITLESS_EPOCH_END = re.compile(r"^-\s+\d+s(?:\s+-\s|\s*$)")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -79,7 +85,16 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
     per_step = _PER_STEP.search(rest)
     seconds = float(per_step[1]) * _SECONDS[per_step[2]] if per_step else 0.0
     rate = 1.0 / seconds if seconds > 0 else None
-    bar = Bar(n=n, total=total, rate=rate, remaining_seconds=remaining, prefix="keras")
+    # A drawn bar's only: verbose=2 printed a count from Keras 2.3 on, when fit counted steps.
+    drawn = "[" in frame[: m.start("rest")]
+    bar = Bar(
+        n=n,
+        total=total,
+        rate=rate,
+        remaining_seconds=remaining,
+        prefix="keras",
+        unit_unknown=drawn and per_step is None and _UNITLESS_EPOCH_END.match(rest) is not None,
+    )
     return native(doc, now, "keras", bar)
 
 
