@@ -1564,6 +1564,16 @@ def test_a_launchers_prefix_is_no_part_of_the_line(message: str, parser: str, st
     assert [(r.parser, r.report.step) for r in found] == [(parser, step)]
 
 
+def test_a_pods_name_before_a_line_is_never_read() -> None:
+    """A pod's or a host's name before a line (``argo logs``, pdsh) is taken off, and where
+    the rest says nothing, its words are not read instead: an Argo step named ``train-step``
+    is no step (only a number, Darknet's ``957: ``, may be the tool's own)."""
+    assert parse_message("my-wf-train-step-1234567890: [1] Train-accuracy=0.70", NOW) == []
+    assert parse_message("train-step-x7k2p: starting", NOW) == []
+    found = parse_message("train-job-x7k2p: step 12 | loss 0.5", NOW)
+    assert [(r.report.step, r.report.loss) for r in found] == [(12, 0.5)]
+
+
 def test_fairseqs_json_after_its_loggers_prefix() -> None:
     """fairseq since 0.10 logs its JSON through its logger: ``train_inner`` is training
     (``num_updates`` the step), ``valid`` an evaluation (its eval loss only), ``train`` the

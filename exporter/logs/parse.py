@@ -265,7 +265,9 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
     if label is not None:
         # srun's label before torchrun's own prefix ("0: [rank0]:step 10 ...").
         found = _read_message(_without_launchers(msg[label.end() :]), now, extra)
-        if found:
+        if found or not msg.lstrip()[:1].isdigit():
+            # A host's or a pod's name is never the tool's own text, and its words must not
+            # be read ("train-step-1234567890: [1] Train-accuracy=0.7" is no step 1).
             return found
     return _read_message(msg, now, extra)
 
