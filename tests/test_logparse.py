@@ -1148,6 +1148,23 @@ def test_keras_train_on_n_samples_makes_bars_of_n_count_samples() -> None:
         assert _read_lines([first, *timed]).step == 3523
 
 
+def test_a_keras_bar_timed_per_sample_counts_samples() -> None:
+    """TensorFlow 2.0 and 2.1's Keras named its unit on arrays: ``- 5s 80us/sample`` (its
+    Progbar's unit_name), and counted samples: no step, the epochs read (a notebook's output
+    without its ``Train on N samples`` line had read as 2 x 60000 steps)."""
+    lines = [
+        "Epoch 1/5",
+        "60000/60000 [==============================] - 5s 80us/sample - loss: 0.2942 - accuracy: 0.9140",
+        "Epoch 2/5",
+        " 1024/60000 [..............................] - ETA: 4s - loss: 0.1420",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss) == (None, None, 0.142)
+    assert (report.epoch, report.max_epochs) == (pytest.approx(1 + 1024 / 60000), 5.0)
+    per_step = _read_lines([lines[0], lines[1].replace("80us/sample", "2ms/step")])
+    assert (per_step.step, per_step.max_steps) == (60000, 300000)
+
+
 def test_a_keras_bar_ended_without_a_time_per_step_gives_no_step() -> None:
     """Keras before 2.1 ended an epoch's bar with its time alone (``- 0s - loss``), and
     counted samples in ``fit`` (Keras 1 in ``fit_generator`` too), steps only in 2.0's

@@ -366,12 +366,12 @@ class LogAccumulator:
                 # clock (again_at_end), a further pass does not.
                 if other is not track and other.ended:
                     other.other_after_end = True
-        if (bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE) or (
-            (line.parser == "keras" and bar.total == self.keras_samples) or bar.items
-        ):
+        if (
+            bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE
+        ) or bar.items:
             track.items = True
-        if bar.unit_unknown:
-            track.unit_unknown = True
+        if bar.not_steps or (line.parser == "keras" and bar.total == self.keras_samples):
+            track.not_steps = True  # Keras' "Train on N samples": its epochs' bars count them
         label, epochs = self._epoch(line, bar)
         if not track.frames and not track.evaluation:
             for other_key, other in self.bars.items():
@@ -553,8 +553,8 @@ class LogAccumulator:
                     values["epoch"] = epochs_done
                     if track.epochs is not None:
                         values["max_epochs"] = float(track.epochs)
-            elif track.unit_unknown and track.per_pass and "epoch" not in self.values:
-                # Its unit unknown, its passes are still the epochs: the fraction done.
+            elif track.not_steps and track.per_pass and "epoch" not in self.values:
+                # No steps, its passes are still the epochs: the fraction done.
                 values["epoch"] = track.epochs_done()
             elif (
                 self.structured_step

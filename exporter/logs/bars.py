@@ -107,7 +107,7 @@ class BarTrack:
     nested: bool = False  # drawn below another bar (see Bar.nested)
     evaluation: bool = False  # its description names an evaluation loop
     items: bool = False  # it ran faster than MAX_STEP_RATE: it counts items, not steps
-    unit_unknown: bool = False  # a frame said its count may be steps or samples (Bar)
+    not_steps: bool = False  # a frame said its count is no step (Bar.not_steps)
     last: Bar | None = None
     # Passes: the work of the bar's earlier passes (each a fresh bar: the next epoch),
     # how many there were, and the epoch its description names now (and the smallest one).
@@ -208,8 +208,8 @@ class BarTrack:
         to the steps left (``Epoch 2: 20/20`` after two epochs of 40). Nor for a bar seen
         only at its end, pass after pass (:attr:`repeated_at_end`), nor for a bare bar's passes
         since a resume (:attr:`resumed`)."""
-        if self.unit_unknown:
-            return False  # steps or samples: the log cannot tell (Keras before 2.1)
+        if self.not_steps:
+            return False  # samples, or steps or samples unsaid (Bar.not_steps)
         if self.counts_validation and self.pass_size is None and (self.passes or self.label):
             return False  # a later pass's length, less the validation it counts, is unknown
         if self.repeated_at_end:

@@ -41,9 +41,10 @@ class Bar(NamedTuple):
     # (an evaluation loop inside training), never after the outermost one.
     nested: bool = False
     items: bool = False  # its unit counts items, not steps ("examples/s": datasets' Map)
-    # Its count may be steps or samples and the line cannot tell (Keras before 2.1): it gives
-    # the epoch's fraction, never the step.
-    unit_unknown: bool = False
+    # Its count is no step, within passes that are the epochs: samples (TensorFlow 2.0's
+    # "80us/sample"), or steps or samples and the line cannot tell (Keras before 2.1). It
+    # gives the epoch's fraction, never the step.
+    not_steps: bool = False
 
 
 # The parts of a block a log prints over several lines (exporter.logs.blocks): a header that

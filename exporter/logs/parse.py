@@ -232,6 +232,7 @@ _FULL_WIDTH = str.maketrans(
     # and no-break spaces, as a page copied from a browser or a script's padding has them
     | {"\u00a0": " ", "\u202f": " "}
 )
+_FULL_WIDTH_CHARS = tuple(chr(c) for c in _FULL_WIDTH)
 # Ray's log deduplication after the line: "... [repeated 3x across cluster]".
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d{1,9}x across cluster\]$")
 # A label that may be a launcher's or the tool's own text: srun --label's task ("0: ",
@@ -255,7 +256,10 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         # script's padding left after the line's last word, which no format reads.
         msg = msg.rstrip(" \t\r")
     if not msg.isascii():
-        msg = msg.translate(_FULL_WIDTH)
+        if any(c in msg for c in _FULL_WIDTH_CHARS):
+            # Looked for first: translate() costs 60 ms on a 1 MB line of bar frames (CRI
+            # chunks joined), where each search is 1 ms.
+            msg = msg.translate(_FULL_WIDTH)
         if "当前" in msg:
             # "current", before a key ("当前Batch：10/6035 | 当前损失值：10.113"): it names
             # nothing, the key after it does.

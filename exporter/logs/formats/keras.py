@@ -32,6 +32,7 @@ _PER_STEP = re.compile(r"\b(\d+(?:\.\d+)?)(us|µs|ms|s)/step\b")
 # samples in fit on arrays (Rasa Core's KerasPolicy, every MNIST tutorial of the time) and
 # steps in fit_generator only, and the line says neither. Such a bar never gives the step.
 _UNITLESS_EPOCH_END = re.compile(r"^-\s+\d+s(?:\s+-\s|\s*$)")
+_PER_SAMPLE = re.compile(r"\b\d+(?:\.\d+)?(?:us|µs|ms|s)/sample\b")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -85,6 +86,8 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
     per_step = _PER_STEP.search(rest)
     seconds = float(per_step[1]) * _SECONDS[per_step[2]] if per_step else 0.0
     rate = 1.0 / seconds if seconds > 0 else None
+    # TensorFlow 2.0 and 2.1 named the unit on arrays: "60000/60000 [====] - 5s 80us/sample".
+    samples = per_step is None and _PER_SAMPLE.search(rest) is not None
     # A drawn bar's only: verbose=2 printed a count from Keras 2.3 on, when fit counted steps.
     drawn = "[" in frame[: m.start("rest")]
     bar = Bar(
@@ -93,7 +96,8 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
         rate=rate,
         remaining_seconds=remaining,
         prefix="keras",
-        unit_unknown=drawn and per_step is None and _UNITLESS_EPOCH_END.match(rest) is not None,
+        not_steps=samples
+        or (drawn and per_step is None and _UNITLESS_EPOCH_END.match(rest) is not None),
     )
     return native(doc, now, "keras", bar)
 
