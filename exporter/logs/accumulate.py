@@ -366,10 +366,7 @@ class LogAccumulator:
                 # clock (again_at_end), a further pass does not.
                 if other is not track and other.ended:
                     other.other_after_end = True
-        if (
-            bar.rate is not None and bar.rate > MAX_STEP_RATE and bar.n > MAX_STEP_RATE
-        ) or bar.items:
-            track.items = True
+        track.items |= bar.items or (bar.rate or 0.0) > MAX_STEP_RATE < bar.n  # faster than steps
         if bar.not_steps or (line.parser == "keras" and bar.total == self.keras_samples):
             track.not_steps = True  # Keras' "Train on N samples": its epochs' bars count them
         label, epochs = self._epoch(line, bar)
@@ -554,8 +551,7 @@ class LogAccumulator:
                     if track.epochs is not None:
                         values["max_epochs"] = float(track.epochs)
             elif track.not_steps and track.per_pass and "epoch" not in self.values:
-                # No steps, its passes are still the epochs: the fraction done.
-                values["epoch"] = track.epochs_done()
+                values["epoch"] = track.epochs_done()  # no steps; its passes are the epochs
             elif (
                 self.structured_step
                 and track.step_known()

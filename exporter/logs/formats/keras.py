@@ -87,7 +87,7 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
     seconds = float(per_step[1]) * _SECONDS[per_step[2]] if per_step else 0.0
     rate = 1.0 / seconds if seconds > 0 else None
     # TensorFlow 2.0 and 2.1 named the unit on arrays: "60000/60000 [====] - 5s 80us/sample".
-    samples = per_step is None and _PER_SAMPLE.search(rest) is not None
+    per_sample = per_step is None and _PER_SAMPLE.search(rest) is not None
     # A drawn bar's only: verbose=2 printed a count from Keras 2.3 on, when fit counted steps.
     drawn = "[" in frame[: m.start("rest")]
     bar = Bar(
@@ -96,7 +96,7 @@ def parse_keras(msg: str, now: float) -> LineReport | None:
         rate=rate,
         remaining_seconds=remaining,
         prefix="keras",
-        not_steps=samples
+        not_steps=per_sample
         or (drawn and per_step is None and _UNITLESS_EPOCH_END.match(rest) is not None),
     )
     return native(doc, now, "keras", bar)
