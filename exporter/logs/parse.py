@@ -72,14 +72,12 @@ def _trie(words: Sequence[AnyStr]) -> AnyStr:
     return "(?:" + "|".join(alternatives) + ")"
 
 
-# On raw bytes: a line without any of them need not even be decoded (UTF-8's bytes: "━" is
-# three of them).
-HINT_BYTES = re.compile(_trie([h.encode() for h in SCAN_PARTS]))
 ANY_HINT = re.compile(_trie(list(SCAN_PARTS)))
 
 _DIGIT_BYTES = b"0123456789"
-# Each part with its digits taken out: a line that holds a part, with its digits taken out,
-# holds the part so (the characters between stay next to each other).
+# On raw bytes (a line without any need not even be decoded; UTF-8's: "━" is three of
+# them), each part with its digits taken out: a line that holds a part, with its digits taken
+# out, holds the part so (the characters between stay next to each other).
 _UNDIGITED_BYTES = re.compile(
     _trie(list(dict.fromkeys(h.encode().translate(None, _DIGIT_BYTES) for h in SCAN_PARTS)))
 )
@@ -91,8 +89,8 @@ class QuickScan:
     """Whether a raw line may hold a hint, remembered per template: most of a log is a few
     loggers' lines that differ only in their numbers (times, counts, ids), so a line with
     its digits taken out has mostly been scanned before. The scan runs on that digitless
-    template, for the parts with their digits taken out: it finds every line
-    :data:`HINT_BYTES` finds (and a few more, which the formats then pass over), at a
+    template, for the parts with their digits taken out: it finds every line that holds a
+    part (and a few more, which the formats then pass over), at a
     dictionary's lookup for a template seen before instead of the pattern's pass over every
     character (2.2 us on a 130-byte line). At most :data:`TEMPLATES_KEPT` templates of at most
     512 bytes are kept; then they are forgotten and learned again."""
