@@ -3725,6 +3725,24 @@ def test_returnns_epoch_summary_is_the_loss_and_the_dev_sets() -> None:
     assert _read_lines(["epoch 3 score: ctc 1.2 ce 2.3 elapsed: 0:10:00"]).loss is None
 
 
+def test_espnets_epoch_results_give_the_iterations_and_both_losses() -> None:
+    """ESPnet2's ``Nepoch results: [train] ... [valid] ...`` (FunASR's trainer copies it):
+    ``[train]``'s ``total_count`` is the iterations over all epochs, the run's step; its loss
+    the training loss, ``[valid]``'s the eval loss; the epoch done is N. A section other than
+    those two is not read, nor a time in words."""
+    line = (
+        "[host-0] 2023-08-16 17:38:19,309 (trainer:334) INFO: 2epoch results: [train] "
+        "iter_time=6.271, loss_att=0.572, acc=0.875, loss=0.572, optim0_lr0=3.333e-09, "
+        "time=10.9 seconds, total_count=2046, [valid] loss_att=0.008, acc=1.000, "
+        "loss=0.0085, time=1.81 seconds, total_count=12, [att_plot] time=5.2 seconds"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.epoch, report.loss, report.eval_loss) == (2046, 2.0, 0.572, 0.0085)
+    assert dict(report.metrics)["acc"] == 0.875
+    only_valid = "3epoch results: [valid] loss=0.5, total_count=30"
+    assert (_read_lines([only_valid]).step, _read_lines([only_valid]).loss) == (None, None)
+
+
 def test_a_stage_header_makes_the_lone_values_under_it_its_own() -> None:
     """PyText prints ``Stage.EVAL``, the epoch, then ``loss: 1.219663`` alone: the
     evaluation's loss, never the training's; under ``Stage.TRAIN`` the training loss; under
