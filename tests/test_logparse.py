@@ -3725,6 +3725,19 @@ def test_returnns_epoch_summary_is_the_loss_and_the_dev_sets() -> None:
     assert _read_lines(["epoch 3 score: ctc 1.2 ce 2.3 elapsed: 0:10:00"]).loss is None
 
 
+def test_a_keras_header_right_under_another_heads_no_epoch() -> None:
+    """TensorFlow 2.1's fit printed its validation loop's own ``Epoch 1/2`` right under each
+    epoch's header (tensorflow/tensorflow#35815): passed over, the run is at epoch 2 of 2,
+    not back at epoch 1. A header after a bar is the run's: a second fit starts again."""
+    epoch = "1/1 [==============================] - 0s 1ms/step - loss: 0.5000"
+    last = epoch + " - val_loss: 0.4000"
+    nested = ["Epoch 1/2", "Epoch 1/2", epoch, last, "Epoch 2/2", "Epoch 1/2", epoch, last]
+    report = _read_lines(nested)
+    assert (report.step, report.max_steps, report.epoch) == (2, 2, 2.0)
+    again = _read_lines(["Epoch 1/2", epoch, last, "Epoch 2/2", epoch, last, "Epoch 1/2", epoch])
+    assert (again.step, again.epoch) == (1, 1.0)
+
+
 def test_espnets_epoch_results_give_the_iterations_and_both_losses() -> None:
     """ESPnet2's ``Nepoch results: [train] ... [valid] ...`` (FunASR's trainer copies it):
     ``[train]``'s ``total_count`` is the iterations over all epochs, the run's step; its loss

@@ -59,6 +59,7 @@ from .epoch_counter import EpochCounter, WithinEpoch
 from .evaluations import Evaluations, after_the_end
 from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
+from .keras_headers import KerasHeaders
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
 from .moves import advances, starts_over
 from .parse import bar_key
@@ -69,10 +70,9 @@ MAX_SAMPLES = 256  # value samples kept between two reports (the newest)
 _OBSERVED = ("loss", "eval_loss", "learning_rate", "grad_norm")  # a line with one is a sample
 EPOCH_MARKS = 32  # Trainer's dicts kept (time, epoch) until a bar chunk shows their step
 
-# What a log may say of the tokens trained on (Trainer's num_input_tokens_seen, torchtune's
-# tokens_per_second_per_gpu): kept like the other values, the newest wins.
-_TOKEN_FIELDS = ("tokens",)
-_KEPT_FIELDS = (*VALUE_FIELDS, *_TOKEN_FIELDS)  # a line's values the accumulator keeps
+# A line's values the accumulator keeps (the newest wins), with the tokens trained on a log
+# may say (Trainer's num_input_tokens_seen, torchtune's tokens_per_second_per_gpu).
+_KEPT_FIELDS = (*VALUE_FIELDS, "tokens")
 
 
 @dataclass
@@ -86,6 +86,7 @@ class LogAccumulator:
     structured_step: bool = False
     keras_epoch: tuple[int, int] | None = None
     keras_samples: int | None = None  # "Train on N samples": bars of N count samples
+    keras_headers: KerasHeaders = field(default_factory=KerasHeaders)  # a nested one's passed
     epoch_counter: EpochCounter = field(default_factory=EpochCounter)
     final: bool = False
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
@@ -108,9 +109,8 @@ class LogAccumulator:
     samples: deque[tuple[float, tuple[tuple[str, float], ...]]] = field(
         default_factory=lambda: deque(maxlen=MAX_SAMPLES)
     )
-    # A traceback's first line was read and no other parsed line since: its exception line
-    # is the crash (exporter.logs.formats.traceback). The crash stands until the log shows
-    # progress again after it.
+    # A traceback's first line was read and no other parsed line since: its exception line is
+    # the crash (formats.traceback), which stands until the log shows progress again after it.
     traceback_open: bool = False
     failure: str | None = None
     # The last line read was a counted progress line with no loss: a line of values with no
@@ -140,8 +140,8 @@ class LogAccumulator:
         taken = self.blocks.take(line)
         if taken is not None and taken.parser in ("table", "box-table"):
             taken = self.tables.take(taken)
-        if taken is None:
-            return False  # a row or a dict's entry under no header of its own: nobody's values
+        if taken is None or self.keras_headers.nested(taken):
+            return taken is not None  # no one's values, or a validation loop's own header
         if self.final:  # another Keras bar after the end is no training (.evaluations)
             taken = after_the_end(taken, self.training_bar())
         self._take(self.evaluations.take(taken), now, at)

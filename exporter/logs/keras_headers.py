@@ -1,0 +1,40 @@
+"""A Keras epoch header that heads none of the run's epochs: TensorFlow 2.1's validation
+loop printing its own.
+
+TensorFlow 2.1's ``fit`` validated through a loop of its own that printed an epoch header
+too, right under the run's (tensorflow/tensorflow#35815)::
+
+    Epoch 2/2
+    Epoch 1/2
+    1/1 [==============================] - 0s 1ms/step - loss: 0.0000e+00
+    1/1 [==============================] - 0s 5ms/step - loss: 0.0000e+00 - val_loss: 0.0000e+00
+
+A header that follows another with no other line between and names an epoch not after it
+is such a nested loop's: the run's epoch is still the first header's. A header after any
+other line is the run's (a second ``fit`` in one script starts at ``Epoch 1/N`` again after
+its bars: a new run, as the accumulator sees it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .lines import LineReport
+
+
+@dataclass
+class KerasHeaders:
+    """The epoch of the Keras header that was the last line taken, if it was one."""
+
+    last: int | None = None
+
+    def nested(self, line: LineReport) -> bool:
+        """Whether ``line`` is a header nested right under another's, to be passed over
+        (see the module docstring); every line taken goes through here."""
+        header = None
+        if line.parser == "keras" and line.bar is None and line.epoch_of is not None:
+            header = line.epoch_of[0]
+        if header is not None and self.last is not None and header <= self.last:
+            return True
+        self.last = header
+        return False
