@@ -24,8 +24,9 @@ from exporter.logs.cri import parse_cri
 from exporter.logs.formats import FORMATS, HINTS
 from exporter.logs.formats.pairs import find_pairs, number, to_fields
 from exporter.logs.formats.vocabulary import field_of
-from exporter.logs.lines import MAX_MESSAGE
+from exporter.logs.lines import MAX_MESSAGE, Extra
 from exporter.logs.parse import (
+    _BARE_FRAME,
     ANY_HINT,
     SCAN_PARTS,
     SCANNED_HINTS,
@@ -195,6 +196,42 @@ def test_every_format_reads_only_lines_its_hints_let_through() -> None:
                 assert any(h in msg for h in f.hints), (f.name, msg)
     # Each format read something: the check above is not vacuous for any of them.
     assert all(read.values()), read
+
+
+_BAR_CELLS = st.text(
+    alphabet=" #0123456789\u2588\u2589\u258a\u258b\u258c\u258d\u258e\u258f", max_size=30
+)
+_FRAME_TAIL = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=60)
+
+
+def _slow_way(msg: str) -> list[Any]:
+    """parse_message without its bare-frame shortcut: an Extra equal to the default but not
+    it takes the whole way (the shortcut is only for the default, identity-checked)."""
+    return parse_message(msg, NOW, Extra())
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 100), _BAR_CELLS, st.integers(0, 10**7), st.integers(0, 10**7), _FRAME_TAIL)
+@example(7, "\u2588", 70, 1000, "00:07<01:30,  9.90it/s, loss=0.52")
+@example(7, "\u2588", 70, 1000, "00:07<01:30,  9.90it/s, loss=np.float64(0.52)")
+@example(50, "#####", 5, 10, "00:01<00:01, 5.00it/s]extra words [x")
+def test_a_bare_frames_shortcut_reads_what_the_whole_way_reads(
+    pct: int, cells: str, n: int, total: int, tail: str
+) -> None:
+    """The shortcut parse_message takes for a bare tqdm frame (:data:`_BARE_FRAME`) gives
+    exactly what the whole way gives, for frames of any shape and tail it may match, and on
+    every frame of the world corpus and the captures."""
+    msg = f"{pct:3d}%|{cells}| {n}/{total} [{tail}]"
+    assert parse_message(msg, NOW) == _slow_way(msg)
+
+
+def test_the_bare_frame_shortcut_agrees_on_every_real_frame() -> None:
+    """Every segment of the world corpus and the captures the shortcut takes is read as the
+    whole way reads it (and there are such frames, so the check is not vacuous)."""
+    frames = [m for m in _captured_segments() + _world_segments() if _BARE_FRAME.fullmatch(m)]
+    assert len(frames) > 100
+    for msg in frames:
+        assert parse_message(msg, NOW) == _slow_way(msg), msg
 
 
 @settings(max_examples=300, deadline=None)

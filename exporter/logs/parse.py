@@ -245,6 +245,17 @@ _LABEL = re.compile(
 )
 
 
+# A bare tqdm frame, a bar with no description (Transformers' Trainer draws one): the
+# commonest progress line, a log's every line where each frame is written as a line of its
+# own. Nothing before its percentage may be a launcher's prefix, a label or a logger's head,
+# and nothing in it is what the rest of parse_message changes (colours and other controls,
+# full-width punctuation, numpy's scalars, a message glued after its "]", a dict): the bar's
+# parser alone reads it as the whole way would (tests/test_logparse.py checks it does).
+_BARE_FRAME = re.compile(
+    r" {0,3}\d{1,3}%\|[ #0-9\u2588-\u258f]{0,200}\| [^\]\x00-\x1f(`{}\x7f-\U0010ffff]{1,300}\]"
+)
+
+
 def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first, after a launcher's prefix
     (:data:`_LAUNCHER`, :data:`_LABEL`) and a logger's head (:func:`_read_message`)."""
@@ -253,6 +264,8 @@ def parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRep
         # A CRLF line end, or a frame's: nothing follows it; spaces a terminal's copy or a
         # script's padding left after the line's last word, which no format reads.
         msg = msg.rstrip(" \t\r")
+    if extra is NO_EXTRA and _BARE_FRAME.fullmatch(msg) and (frame := parse_bar(msg, now)):
+        return [frame]
     if not msg.isascii():
         if any(c in msg for c in _FULL_WIDTH_CHARS):
             # Looked for first: translate() costs 60 ms on a 1 MB line of bar frames (CRI
