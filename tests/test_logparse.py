@@ -3775,6 +3775,42 @@ def test_a_keras_header_right_under_another_heads_no_epoch() -> None:
     assert (again.step, again.epoch) == (1, 1.0)
 
 
+def test_frames_run_together_without_carriage_returns_give_the_last() -> None:
+    """A copy that lost the carriage returns between tqdm's frames runs them together on one
+    line (a PLSA homework's train.log, Colab's frames without the bar): the newest frame is
+    the last, never the first one the bar's pattern finds."""
+    glued = "".join(f"{p:3d}% {p}/100 [00:{p // 4:02d}<00:00,  4.12it/s]" for p in range(89, 101))
+    report = _read_lines([glued])
+    assert (report.step, report.max_steps) == (100, 100)
+    barred = "  50%|#####     | 5/10 [00:01<00:01,  4.00it/s] 60%|######    | 6/10 [00:01<00:01,  4.00it/s]"
+    assert _read_lines([barred]).step == 6
+
+
+def test_an_epoch_begin_line_heads_the_values_under_it() -> None:
+    """``Epoch 8 begin`` (Deep-learning-template's trainer) is an epoch's header like ``Epoch 8
+    started``: the loss printed under it with a batch count of no known size is read, no
+    step; without the header the same values are nobody's."""
+    lines = ["INFO:  Epoch 8 begin", "INFO: Train 100: loss:0.2852", "INFO: Train 200: loss:0.3940"]
+    report = _read_lines(lines)
+    assert (report.loss, report.step) == (0.394, None)
+    assert _read_lines(lines[1:]).loss is None
+
+
+def test_a_training_start_after_a_traceback_is_a_new_attempt() -> None:
+    """lightning-hydra-template logs ``Starting training!`` before ``trainer.fit``: after a
+    traceback (the first run crashed before training), the crash is an earlier attempt's,
+    not how the log ends; without the start, it stands."""
+    crash = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 72, in train',
+        "hydra.errors.InstantiationException: Error in call to target 'Net':",
+        "[2022-09-23 19:29:09,535][src.utils.utils][INFO] - Closing loggers...",
+    ]
+    assert _read_lines(crash).failure is not None
+    again = [*crash, "[2022-09-23 19:31:01,023][__main__][INFO] - Starting training!"]
+    assert _read_lines(again).failure is None
+
+
 def test_espnets_epoch_results_give_the_iterations_and_both_losses() -> None:
     """ESPnet2's ``Nepoch results: [train] ... [valid] ...`` (FunASR's trainer copies it):
     ``[train]``'s ``total_count`` is the iterations over all epochs, the run's step; its loss

@@ -61,7 +61,7 @@ from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
 from .keras_headers import KerasHeaders
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
-from .moves import advances, starts_over
+from .moves import after_a_crash, starts_over
 from .parse import bar_key
 from .table_rows import TableRows, row_total
 
@@ -177,8 +177,8 @@ class LogAccumulator:
         if total is not None:
             self.values["loss"] = total
         said = self.values.get("step")
-        if self.failure is not None and advances(line, said, self.bars):
-            self.failure = None  # it trained on after the traceback: not how it ended
+        if self.failure is not None and after_a_crash(line, said, self.bars):
+            self.failure = None  # it trained on, or started again, after the traceback
         if self.final and starts_over(line, said):
             self._start_over()  # a new attempt after the last one's end, in the same log
         if line.parser == "lightning":

@@ -17,6 +17,16 @@ from .lines import LineReport
 from .parse import bar_key
 
 
+def after_a_crash(
+    line: LineReport, said: object, bars: Mapping[tuple[str, int | None], BarTrack]
+) -> bool:
+    """Whether ``line`` shows the log went on past a traceback's failure: training beyond
+    what was read before it (:func:`advances`), or a training's start announced (a banner:
+    a new attempt, the script run again into the same log), after which the crash was an
+    earlier attempt's, not how the run ended."""
+    return line.parser == "banner" or advances(line, said, bars)
+
+
 def advances(
     line: LineReport, said: object, bars: Mapping[tuple[str, int | None], BarTrack]
 ) -> bool:

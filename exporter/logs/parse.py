@@ -335,6 +335,11 @@ def _without_launchers(msg: str) -> str:
     return msg
 
 
+# Where a frame's rate and bracket end and the next frame's percentage begins, with no
+# carriage return between (tqdm pads the percentage to three places: " 89%", "100%").
+_GLUED_FRAMES = re.compile(r"(?:(?<=it/s\])|(?<=s/it\]))(?= {0,3}\d{1,3}%[ |])")
+
+
 def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
     """Every report in one message, oldest first.
 
@@ -347,6 +352,10 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
     if "`Trainer.fit` stopped" in msg:
         # Lightning prints it right after its bar's last frame, on the same line.
         msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
+    if msg.count("it/s]") + msg.count("s/it]") > 1:
+        # Frames run together where a copy lost their carriage returns (a log pasted or kept
+        # by a tool that drops them: "...4.13it/s]100% 100/100 [..."): the newest is the last.
+        msg = _GLUED_FRAMES.sub("\r", msg)
     if "\r" not in msg:
         found = _parse_segment(msg, now, extra)
         if found is None:

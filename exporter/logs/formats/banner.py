@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 
 from ...core.model import ProgressReport
-from ..lines import Format, LineReport
+from ..lines import EMPTY, Format, LineReport
 
 _STEPS = re.compile(r"\bTotal (?:optimization )?steps = (?P<n>\d{1,3}(?:,\d{3})*|\d{1,15})\b")
 _KOHYA = re.compile(r"\btotal optimization steps / [^:=]{1,40}: (?P<n>\d{1,15})\b")
@@ -70,6 +70,9 @@ _START_STEPS = re.compile(
     r"(?:^|\s)Start(?:ing)? training for (?P<n>\d{1,3}(?:,\d{3})+|\d{1,15}) "
     r"(?:steps|iterations)\s*$"
 )
+# lightning-hydra-template's src/train.py: log.info("Starting training!") before
+# trainer.fit. No length: a start, which after a traceback is a new attempt's.
+_TEMPLATE_START = re.compile(r"(?:^|\s)Starting training!\s*$")
 # BasicSR's "Training statistics:" (basicsr/train.py, and the trainers built on it: pyiqa,
 # Real-ESRGAN, GFPGAN), its last line "\tTotal epochs: 100; iters: 11100.": the run's length.
 _BASICSR = re.compile(r"\bTotal epochs: (?P<e>\d{1,9}); iters: (?P<n>\d{1,15})\.")
@@ -208,7 +211,7 @@ def parse_banner(msg: str, now: float) -> LineReport | None:
     )
     epochs = _EPOCHS.search(msg) or _START_EPOCHS.search(msg)
     if steps is None and epochs is None:
-        return None
+        return LineReport("banner", EMPTY) if _TEMPLATE_START.search(msg) else None
     report = ProgressReport(
         max_steps=int(steps["n"].replace(",", "")) or None if steps else None,
         max_epochs=float(epochs["n"].replace(",", "")) or None if epochs else None,
@@ -232,6 +235,7 @@ FORMAT = Format(
         "Starting training..., iters: ",
         "Start training",
         "Starting training for ",
+        "Starting training!",
         "Total training steps: ",
         "; iters: ",
         " max iterations",

@@ -20,7 +20,7 @@ _HEADER = re.compile(
     r"^(?:\[(?:INFO|DEBUG|NOTICE)\]\s*|.{0,120}?\bINFO:\s+)?"
     r"[\s\-=*#>\[]*(?:Starting\s+)?(?:Epoch|epoch|EPOCH)(?::\s*|\s+)(?P<e>\d{1,6})"
     r"(?:\s*(?:/|\bof\b)\s*(?P<n>\d{1,6}))?(?:\s*/\s*Train\])?"
-    r"(?:\s+(?:started|starts|begins))?[\s\-=*#<:]*$"
+    r"(?:\s+(?:started|starts|begins|begin|start))?[\s\-=*#<:]*$"
 )
 
 
