@@ -352,7 +352,7 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
     if "`Trainer.fit` stopped" in msg:
         # Lightning prints it right after its bar's last frame, on the same line.
         msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
-    if msg.count("it/s]") + msg.count("s/it]") > 1:
+    if "\r" not in msg and msg.count("it/s]") + msg.count("s/it]") > 1:
         # Frames run together where a copy lost their carriage returns (a log pasted or kept
         # by a tool that drops them: "...4.13it/s]100% 100/100 [..."): the newest is the last.
         msg = _GLUED_FRAMES.sub("\r", msg)
