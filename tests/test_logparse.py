@@ -5947,3 +5947,38 @@ def test_lightnings_values_logged_on_step_and_on_epoch_run_for_real(tmp_path: Pa
     assert report.loss == pytest.approx(truth["loss"], abs=5e-3)  # the bar rounds to 3 places
     assert report.eval_loss == pytest.approx(truth["eval_loss"], abs=5e-3)
     assert {"train_loss_epoch", "val_loss_step"} <= dict(report.metrics).keys()
+
+
+def test_a_keras_bar_without_its_header_after_a_later_epoch_gives_no_step() -> None:
+    """``fit`` prints ``Epoch i/N`` before each epoch's bar when it runs more than one; a log
+    whose callbacks named epoch 1365 (ModelCheckpoint) and that shows no header ran ``fit``
+    with ``verbose=0``: the bar after it is ``evaluate``'s, its 26 batches no step (round 269
+    read step 1 of 26). A bar under a header, or with no later epoch named, still counts."""
+    checkpoint = "Epoch 1365: val_loss improved from 0.00010 to 0.00009, saving model to m.keras"
+    evaluation = " 26/26 ━━━━━━━━━━━━━━━━━━━━ 0s 3ms/step"
+    report = _read_lines([checkpoint, "Final Evaluation:", evaluation])
+    assert (report.step, report.max_steps, report.eval_loss) == (None, None, 0.00009)
+    assert _read_lines(["Final Evaluation:", evaluation]).step == 26
+    fit = " 26/26 ━━━━━━━━━━━━━━━━━━━━ 0s 3ms/step - loss: 0.2000"
+    assert _read_lines(["Epoch 2/3", fit, checkpoint.replace("1365", "2")]).step == 52
+
+
+def test_microwakewords_status_step_and_validation_lines_are_each_their_own() -> None:
+    """microWakeWord's train.py prints, after each batch with ``end="\\r"``, ``Validation Batch
+    #k: ...; Loss = x; Mini-Batch #n``: training's own loss, despite its words (round 269 read
+    it as the eval loss), statuses run together where the carriage returns were lost giving
+    the last. ``Step #N: rate r, ..., cross entropy x`` gives the step and the training loss;
+    ``Step N (nonstreaming): Validation ... loss = x`` the eval loss, never the training's."""
+    status = "Validation Batch #{}: Accuracy = 0.984; Recall = 0.60{}; Precision = 0.85; Loss = {}; Mini-Batch #{}"
+    glued = status.format(1, 3, "0.0547", 499) + status.format(2, 4, "0.0546", 0)
+    report = _read_lines([glued])
+    assert (report.step, report.loss, report.eval_loss) == (None, 0.0546, None)
+    assert dict(report.metrics)["recall"] == 0.604
+    step = "INFO:absl:Step #500: rate 0.001000, accuracy 98.40%, recall 60.40%, precision 85.00%, cross entropy 0.054600"
+    valid = (
+        "INFO:absl:Step 500 (nonstreaming): Validation accuracy = 98.10%, recall = 55.00%, "
+        "ambient false positives = 3, loss = 0.06100, auc = 0.95000,"
+    )
+    report = _read_lines([step, valid])
+    assert (report.step, report.loss, report.eval_loss) == (500, 0.0546, 0.061)
+    assert report.learning_rate == 0.001

@@ -23,12 +23,10 @@ Rules (docs/logs.md has the table of script shapes and what is read from each):
   for batch in tqdm(loader, leave=False)`` trains in the inner bar. Of the others, the
   training bar is the one that advanced most often within the last ``RECENT`` seconds (a
   download bar that finished before training stops counting).
-* Transformers' Trainer prints its log dicts (``{'loss': ..., 'epoch': '0.24'}``) on
-  stdout, each as soon as it logs, while its tqdm bar on stderr reaches the log only in
-  16 KiB chunks or when another line ends it (a minute apart and more). Once a chunk has
-  shown the step at the time of a dict, the steps per epoch are known, and every later
-  dict's epoch gives the step at its own time: the step advances with the dicts between
-  the bar's chunks (:meth:`LogAccumulator.epoch_step`).
+* Transformers' Trainer prints each log dict (``{'loss': ..., 'epoch': '0.24'}``) on stdout
+  as it logs, while its tqdm bar on stderr reaches the log in 16 KiB chunks, a minute apart
+  and more. Once a chunk has shown the step at a dict's time, the steps per epoch are known
+  and each later dict's epoch gives the step at its time (:meth:`LogAccumulator.epoch_step`).
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ from .epoch_counter import EpochCounter, WithinEpoch
 from .evaluations import Evaluations, after_the_end
 from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
-from .keras_headers import KerasHeaders
+from .keras_headers import KerasHeaders, bar_counts_no_step
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
 from .moves import after_a_crash, starts_over
 from .parse import bar_key
@@ -367,8 +365,10 @@ class LogAccumulator:
                 if other is not track and other.ended:
                     other.other_after_end = True
         track.items |= bar.items or (bar.rate or 0.0) > MAX_STEP_RATE < bar.n  # faster than steps
-        if bar.not_steps or (line.parser == "keras" and bar.total == self.keras_samples):
-            track.not_steps = True  # Keras' "Train on N samples": its epochs' bars count them
+        epoch = self.epoch_counter.header or self.values.get("epoch")  # any line's
+        keras = (bar.total, self.keras_samples, self.keras_epoch, epoch)
+        if bar.not_steps or (line.parser == "keras" and bar_counts_no_step(*keras)):
+            track.not_steps = True
         label, epochs = self._epoch(line, bar)
         if not track.frames and not track.evaluation:
             for other_key, other in self.bars.items():

@@ -13,6 +13,13 @@ A header that follows another with no other line between and names an epoch not 
 is such a nested loop's: the run's epoch is still the first header's. A header after any
 other line is the run's (a second ``fit`` in one script starts at ``Epoch 1/N`` again after
 its bars: a new run, as the accumulator sees it).
+
+``fit`` prints a header before each epoch's bar whenever it prints a bar and runs more than
+one epoch (``ProgbarLogger.on_epoch_begin``). A log that names an epoch after the first
+(ModelCheckpoint's ``Epoch 1365: val_loss improved from ...``, EarlyStopping's) and shows no
+header ran ``fit`` without its bar (``verbose=0``): a Keras bar in it is ``evaluate``'s or
+``predict``'s, whose count is no step; and a bar of ``fit``'s own seen without its header
+(a copy starting mid-epoch) counts within an epoch that is not the first: no step either.
 """
 
 from __future__ import annotations
@@ -20,6 +27,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .lines import LineReport
+
+
+def bar_counts_no_step(
+    total: int | None, samples: int | None, header: tuple[int, int] | None, epoch: object
+) -> bool:
+    """Whether a Keras bar of ``total`` counts no step: its total is the ``samples`` that
+    "Train on N samples" announced (fit on arrays before Keras 2.2 counted samples), or no
+    Keras ``header`` was seen and another line named an ``epoch`` after the first (see the
+    module docstring)."""
+    return (total is not None and total == samples) or (
+        header is None and isinstance(epoch, int | float) and epoch > 1
+    )
 
 
 @dataclass
