@@ -5982,3 +5982,51 @@ def test_microwakewords_status_step_and_validation_lines_are_each_their_own() ->
     report = _read_lines([step, valid])
     assert (report.step, report.loss, report.eval_loss) == (500, 0.0546, 0.061)
     assert report.learning_rate == 0.001
+
+
+def test_an_epoch_bars_closing_frame_counts_the_passes_a_copy_did_not_show() -> None:
+    """run_squad's loop draws ``trange(epochs, desc="Epoch")`` around ``tqdm(loader,
+    desc="Iteration")``; a copy of its log's end shows the last pass and the outer bar
+    closing at 5/5: five passes of 498 are done, not 498 (round 270 read 498)."""
+    frames = [
+        f"Iteration: {n * 100 // 498:3d}%|#####| {n}/498 [3:40:53<04:37, 25.27s/it]"
+        for n in (496, 497)
+    ]
+    closing = [
+        "Iteration: 100%|##########| 498/498 [3:45:36<00:00, 25.29s/it]",
+        "Epoch: 100%|##########| 5/5 [17:46:37<00:00, 12922.31s/it]",
+    ]
+    report = _read_lines([*frames, *closing])
+    assert (report.step, report.max_steps) == (2490, 2490)
+    assert _read_lines(frames).step == 497
+
+
+def test_a_test_named_as_the_logger_heads_last_field_is_the_test_sets() -> None:
+    """``%(asctime)s | %(levelname)s | %(message)s`` with a message of sections, ``TEST |
+    loss=0.3107 acc=0.8748`` after the epochs: the test set's loss, neither the training's
+    (round 270 read it as the loss) nor the eval loss; fairseq's ``| valid |`` stays its
+    evaluation's."""
+    epoch = "2026-03-03 16:31:19,048 | INFO | Epoch 10 | train_loss=0.2474 | val_loss=0.3103"
+    test = "2026-03-03 16:33:14,024 | INFO | TEST | loss=0.3107 acc=0.8748"
+    report = _read_lines([epoch, test])
+    assert (report.loss, report.eval_loss) == (0.2474, 0.3103)
+    assert dict(report.metrics)["test_loss"] == 0.3107
+    valid = "2020-07-01 10:00:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | num_updates 100"
+    assert (_read_lines([valid]).eval_loss, _read_lines([valid]).loss) == (9.1, None)
+
+
+def test_a_callbacks_last_loss_that_is_the_runs_mean_leaves_the_last_steps() -> None:
+    """A script's Trainer callback prints ``step=N | loss=x`` before each log dict, and at
+    the end ``loss=`` the run's mean, which Trainer's closing summary gives as
+    ``train_loss``: no step's loss; the last dict's stands (round 270 read the mean). A
+    last line whose loss is not the mean stands."""
+    lines = [
+        "step=610 | loss=0.381029 | lr=2.237694e-09",
+        "{'loss': '0.381', 'grad_norm': '0.1018', 'learning_rate': '2.238e-09', 'epoch': '0.9953'}",
+        "step=613 | loss=0.649056",
+        "{'train_runtime': '1360', 'train_steps_per_second': '0.451', 'train_loss': '0.6491', 'epoch': '1'}",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.final) == (613, 0.381, True)
+    other = [*lines[:2], "step=613 | loss=0.3702", lines[3]]
+    assert _read_lines(other).loss == 0.3702

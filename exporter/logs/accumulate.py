@@ -5,13 +5,11 @@ Pure and deterministic: lines go in with their time, a :class:`ProgressReport` c
 Rules (docs/logs.md has the table of script shapes and what is read from each):
 
 * Structured lines (Kubeflow marker, JSON lines, Transformers dicts, DeepSpeed, Katib, the
-  general reader's progress lines, formats users add) set every field they carry; once one
-  has given a step, bars never set the step again, and a total a line printed beats a
-  bar's length.
-* Bars are grouped by their prefix (digits removed, so ``epoch 3`` and ``epoch 4``, or
-  ``Epoch 1/8`` and ``Epoch 2/8``, are one bar) and total. A bar that starts over is the
-  next pass of the same loop (the next epoch): its count is *cumulative*, the work of every
-  pass so far, so the step never goes back while the script draws a fresh bar per epoch.
+  general reader's progress lines, users' formats) set every field they carry; once one gave
+  a step, bars never set it again, and a total a line printed beats a bar's length.
+* Bars are grouped by their prefix, digits removed (``Epoch 1/8`` and ``Epoch 2/8`` are one
+  bar), and total. A bar that starts over is the next pass of the same loop (the next
+  epoch): its count is *cumulative*, every pass's work, so the step never goes back.
 * A bar's total is the run's only where the log says so: ``Epoch i/N`` (or Keras'
   ``Epoch i/N`` line, or Lightning's Rich ``Epoch i/last``) times the bar's total, or a bar
   that is the whole loop (it never started over, names no epoch, and no other bar ran after
@@ -21,8 +19,7 @@ Rules (docs/logs.md has the table of script shapes and what is read from each):
   the training bar, nor is a bar tqdm drew below another (nested, see ``Bar.nested``) while
   an outer one exists, unless the outer bar counts its passes: ``for epoch in trange(8):
   for batch in tqdm(loader, leave=False)`` trains in the inner bar. Of the others, the
-  training bar is the one that advanced most often within the last ``RECENT`` seconds (a
-  download bar that finished before training stops counting).
+  training bar advanced most often in the last ``RECENT`` seconds (a finished download's not).
 * Transformers' Trainer prints each log dict (``{'loss': ..., 'epoch': '0.24'}``) on stdout
   as it logs, while its tqdm bar on stderr reaches the log in 16 KiB chunks, a minute apart
   and more. Once a chunk has shown the step at a dict's time, the steps per epoch are known
@@ -222,11 +219,14 @@ class LogAccumulator:
             ):
                 self.samples.append((now if at is None else at, r.values()))
             if line.parser == "transformers" and r.epoch is not None and r.loss is not None:
+                self.dict_steps.loss = None if r.final else r.loss
                 if at is not None:  # no time of its own (a plain file): no time beside the bar's
                     self._epoch_mark(at, r.epoch)
                 counted = None if r.final or r.step is not None else self.dict_steps.dict_seen()
                 if counted is not None and self.training_bar() is None:  # a bar counts them
                     self.values["step"] = counted
+            elif r.final and (kept := self.dict_steps.mean_repeated(r.metrics, self.values)):
+                self.values["loss"] = kept  # a line read since repeated the run's mean
             elif (printed := r.checkpoint_step if r.step is None else r.step) is not None:
                 self.dict_steps.printed(printed)
         if line.epoch_of is not None and line.bar is None and line.parser == "keras":
@@ -475,12 +475,10 @@ class LogAccumulator:
 
     def _epoch_bar(self, track: BarTrack) -> BarTrack | None:
         """The bar that counts the passes of ``track`` (``for epoch in trange(N)`` around
-        it): an outer bar that is not itself per pass, at no more than the passes so far
-        plus one (the outer bar is drawn first, at 0). Around a nested bar (tqdm draws an
-        inner bar below the outer one), one that advanced; before it advances (the first
-        pass under way), or around a bar a copy of the log did not mark nested, one whose
-        description is "Epoch" (sentence-transformers' ``trange(epochs, desc="Epoch")``):
-        the inner bar's total is then no run's."""
+        it), not per pass itself: around a nested bar, one that advanced, at no more than the
+        passes so far plus one (drawn first, at 0); or one whose description is "Epoch", its
+        count the passes done though a copy may show fewer (run_squad's closing ``Epoch:
+        100%| 5/5`` under the last pass): the inner bar's total is then no run's."""
         for other in self.bars.values():
             if (
                 other is not track
@@ -488,8 +486,10 @@ class LogAccumulator:
                 and not other.evaluation
                 and not other.per_pass
                 and other.total
-                and other.last_n <= track.passes + 1
-                and ((track.nested and other.advances > 0) or counts_epochs(other))
+                and (
+                    (other.last_n <= track.passes + 1 and track.nested and other.advances > 0)
+                    or counts_epochs(other)
+                )
             ):
                 return other
         return None

@@ -6,10 +6,16 @@ redirected, ``disable_tqdm``) may still print the step elsewhere, as DeepSpeed's
 global_step450 is about to be saved!`` every ``save_steps``. Between two such steps the dicts
 come evenly: 5 between 400 and 450 is one every 10 steps, so three after 450 are at 480. The
 count is only trusted where two gaps measured it alike; otherwise the step printed stands.
+
+The dicts' last loss is kept too: Trainer's closing summary (``{'train_runtime': ...,
+'train_loss': 0.6491, ...}``) gives the run's mean, and a script's callback may print that
+mean as its last line's loss (``step=613 | loss=0.649056``): no step's loss, so the last
+dict's stands.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -20,6 +26,17 @@ class DictSteps:
     anchor: int | None = None  # the last step printed by another line
     since: int = 0  # training dicts read since it
     gaps: list[int] = field(default_factory=list)  # steps per dict, each gap's
+    loss: float | None = None  # the last training dict's loss
+
+    def mean_repeated(
+        self, closing: tuple[tuple[str, float], ...], values: dict[str, object]
+    ) -> float | None:
+        """The last dict's loss where the loss in ``values``, read since, is the run's mean
+        the ``closing`` summary's metrics give (to its four places); else None."""
+        mean, now = dict(closing).get("train_loss"), values.get("loss")
+        if mean is None or self.loss is None or not isinstance(now, float) or now == self.loss:
+            return None
+        return self.loss if math.isclose(now, mean, rel_tol=5e-4) else None
 
     def printed(self, step: int) -> None:
         """A step printed by a line other than a dict: a new anchor, and where dicts came

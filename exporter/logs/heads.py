@@ -86,6 +86,11 @@ _LEVEL_IN = re.compile(_LEVEL)
 _STARTS = frozenset("0123456789[ACDEFIJMNOSTW|")  # what a head's first character can be
 # A level last in a head, before its one space: "%(levelname)-8s " pads it to eight.
 _PADDED_LEVEL = re.compile(_LEVEL + r" $")
+# The head's last field, after a level, a test's or an evaluation's name ("| INFO | TEST | ").
+_PHASE_FIELD = re.compile(
+    _LEVEL + r"\s{0,8}\|\s{1,8}(?P<phase>(?i:test(?:ing)?|eval(?:uation)?|valid(?:ation)?|val))"
+    r"\s{0,8}\|\s$"
+)
 
 
 def split_head(msg: str) -> tuple[str, str] | None:
@@ -120,5 +125,9 @@ def split_head(msg: str) -> tuple[str, str] | None:
         pad = 9 - len(level.group())
         if msg[end : end + pad] == " " * pad:
             end += pad
+    elif (phase := _PHASE_FIELD.search(text)) is not None:
+        # A test's or an evaluation's name as the head's last field ("... | INFO | TEST |
+        # loss=0.3107", fairseq's "| valid | "): the message's, which says what it is.
+        end = phase.start("phase")
     rest = msg[end:]
     return (msg[:end], rest) if rest.strip() else None

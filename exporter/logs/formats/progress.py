@@ -96,7 +96,7 @@ _EPOCH_NUMBER = re.compile(rf"(?i)(?<![\w/]){_EP}(?P<e>\d{{1,9}})(?![\d/.])")
 # "Saving dict for global step 93: ..., loss = 1.04", which it writes only after evaluating).
 _EVAL_PHRASE = re.compile(
     r"(?i)(?:valid on|saving dict for global step|\bvalidat(?:e|ion|ing)(?:\b|(?-i:(?=[A-Z])))"
-    r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?:|\btest set\b|"
+    r"|\bevaluat(?:ion|ing)(?:\b|(?-i:(?=[A-Z])))|\btest(?:ing)?\s*[:|]|\btest set\b|"
     r"[\[(](?:val|valid|eval|test)[\])]|\b(?:eval|val|test) epoch|\beval\b)"
 )
 _FRACTION = re.compile(r"\d\s*/\s*\d")
@@ -130,6 +130,10 @@ def _said_evaluation(before: str, head: str) -> bool:
 # 2023 "... at the end of training for test data"): another evaluation than the one the
 # run watches, so its loss is the test loss, never the eval loss.
 _MEGATRON_TEST_SET = re.compile(r"validation loss at .{0,80}\b(?:on test set|for test data)\b")
+# A script's test of the set held out, its own section of a line of sections ("TEST |
+# loss=0.3107 acc=0.8748" after the last epoch's "Epoch 10 | train_loss=... | val_loss=..."):
+# the test loss too (timm's "Test: [ 78/78]" is its validation, and says so with a colon).
+_TEST_SECTION = re.compile(r"(?i)\btest(?:ing)?\s*\|")
 # MACE's report after each evaluation: "Epoch 1: head: default, loss=  0.0001,
 # RMSE_E_per_atom=    33.7 meV, RMSE_F= ..." (mace/tools/train.py log_errors), the
 # validation set's loss beside its errors per atom and on forces: an evaluation's line.
@@ -305,7 +309,8 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         run_step = count.step if _FOR_STEP.search(msg[max(0, start - 30) : start + 5]) else None
         count = Count()
         values = {k: v for k, v in values.items() if k in ("eval_loss", "step")}
-        if "eval_loss" in values and _MEGATRON_TEST_SET.search(msg):
+        tested_set = _MEGATRON_TEST_SET.search(msg) or _TEST_SECTION.search(msg[:start] + head)
+        if "eval_loss" in values and tested_set:
             tested = {TEST_LOSS: values.pop("eval_loss")}
             tested.update({f"test_{k}": v for k, v in fields.metrics.items()})
             return native({"metrics": tested}, now, "progress")
