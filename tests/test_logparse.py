@@ -6030,3 +6030,43 @@ def test_a_callbacks_last_loss_that_is_the_runs_mean_leaves_the_last_steps() -> 
     assert (report.step, report.loss, report.final) == (613, 0.381, True)
     other = [*lines[:2], "step=613 | loss=0.3702", lines[3]]
     assert _read_lines(other).loss == 0.3702
+
+
+def test_frames_run_together_with_their_descriptions_give_the_last() -> None:
+    """A copy that lost the carriage returns between tqdm frames whose description comes
+    first (OpenJERE's losses and ``epoch: 0/50:``, YOLOv7's row) runs them into one line;
+    each frame ends with its bracket of times and rate: the newest is the last (round 271
+    read the second of twenty)."""
+    frame = "L: {0}, L_crf: 7.0, epoch: 0/50::  22%|██▏       | {1}/1419 [02:0{2}<07:08,  2.59it/s]"
+    line = "".join(frame.format(7.5 + n / 100, n, n % 10) for n in range(308, 319))
+    report = _read_lines([line])
+    assert (report.step, report.max_steps) == (318, 50 * 1419)
+
+
+def test_a_logging_record_run_into_the_line_before_keeps_that_lines_values() -> None:
+    """``g_loss: 0.69223416WARNING:tensorflow:From ...``: a copy lost the newline before
+    TensorFlow's warning; the value is whole and the line's two losses stay two (round 271
+    read the other as the loss). DCGAN-tensorflow's ``Epoch: [e/E] [i/n]`` counts the 0-based
+    epoch and the batch's index: the batches done."""
+    line = (
+        "[     393 Epoch:[ 1/25] [ 119/ 273] time: 299.8392, d_loss: 1.39557624, g_loss: "
+        "0.69223416WARNING:tensorflow:From /x/saver.py:963: remove_checkpoint is deprecated."
+    )
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (393, 6825, None)
+    assert dict(report.metrics)["g_loss"] == 0.69223416
+    original = "Epoch: [ 0] [ 271/ 273] time: 12.0, d_loss: 1.2, g_loss: 0.7"
+    assert _read_lines([original]).step == 272
+
+
+def test_yolo_rows_without_their_header_are_placed_by_the_epochs_completed() -> None:
+    """YOLOv5's and YOLOv7's rows print the 0-based epoch of epochs - 1 (``299/299`` is the
+    300th), Ultralytics' the 1-based (``300/300``); without the header the row cannot tell,
+    and ``300 epochs completed in 2.874 hours.`` does (round 271 read 299 epochs)."""
+    row = "   {0}/{0}     11.8G   0.02137   0.01309         0   0.03446        12       640: 100%|██████████| 38/38 [00:30<00:00,  1.25it/s]"
+    end = "300 epochs completed in 2.874 hours."
+    assert (
+        _read_lines([row.format(299), end]).step,
+        _read_lines([row.format(299), end]).max_steps,
+    ) == (11400, 11400)
+    assert _read_lines([row.format(300), end]).step == 11400

@@ -86,8 +86,7 @@ class LogAccumulator:
     final: bool = False
     lightning: bool = False  # a line only Lightning prints was read (its epochs count from 0)
     start_time: float | None = None  # the log rewritten from its start: a new attempt from then
-    # Trainer's training log dicts: (time, epoch) of the newest (EPOCH_MARKS), and the
-    # newest step an epoch gave with its time (see the module docstring).
+    # Trainer's log dicts: (time, epoch) of the newest, the newest step an epoch gave, its time.
     epoch_marks: deque[tuple[float, float]] = field(
         default_factory=lambda: deque(maxlen=EPOCH_MARKS)
     )
@@ -99,8 +98,7 @@ class LogAccumulator:
     steps_per_epoch: float | None = None
     rows_from_zero: bool = False  # YOLOv5's header ("0/249" the first); Ultralytics' from 1
     row_columns: tuple[str, ...] = ()  # the training table's header, where one was read
-    # The values each structured line carried, with the line's own time, since the last
-    # take_samples(): every logged loss is an observation (Katib's), not only the latest.
+    # Each structured line's values and time since take_samples(): every loss an observation.
     samples: deque[tuple[float, tuple[tuple[str, float], ...]]] = field(
         default_factory=lambda: deque(maxlen=MAX_SAMPLES)
     )
@@ -213,6 +211,8 @@ class LogAccumulator:
             if r.metrics:
                 self.metrics.update(r.metrics)
             self.final = self.final or r.final
+            if line.parser == "ends" and r.max_epochs and (chosen := self.training_bar()):
+                chosen[1].from_zero(int(r.max_epochs))  # YOLO rows seen without their header
             # A line that is not a bar frame (frames repeat their postfix): one observation.
             if line.bar is None and (
                 r.metrics or any(getattr(r, n) is not None for n in _OBSERVED)

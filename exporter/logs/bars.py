@@ -180,6 +180,12 @@ class BarTrack:
             return max(0, self.label - first) * size + min(n, size)
         return self.base + n
 
+    def from_zero(self, epochs: int) -> None:
+        """Rows read as 1-based (YOLOv7's ``299/299`` without its header) that a line naming
+        the ``epochs`` done showed 0-based (``300 epochs completed``): each epoch one on."""
+        if self.epochs == epochs - 1 and self.label is not None and self.first_label is not None:
+            self.label, self.first_label, self.epochs = self.label + 1, self.first_label + 1, epochs
+
     def epochs_done(self) -> float | None:
         """The epochs the cumulative count stands for (fractional), where a pass's length is
         known: passes of one length, or those since a :class:`Handover` on top of the

@@ -335,9 +335,14 @@ def _without_launchers(msg: str) -> str:
     return msg
 
 
-# Where a frame's rate and bracket end and the next frame's percentage begins, with no
-# carriage return between (tqdm pads the percentage to three places: " 89%", "100%").
-_GLUED_FRAMES = re.compile(r"(?:(?<=it/s\])|(?<=s/it\]))(?= {0,3}\d{1,3}%[ |])")
+# The default head of Python's logging ("%(levelname)s:%(name)s:"), right after a number.
+_GLUED_RECORD = re.compile(r"(?<=\d)(?:WARNING|INFO):[\w.]{1,64}:")
+# A frame's bracket of times and rate (a postfix after it), where more follows with no
+# carriage return between: the next frame (its description first: "...1.21it/s]   299/299
+# 11.8G ... 640:  92%|"), or a line printed over the bar ("...1.74s/it]{'loss': ...}").
+_GLUED_FRAMES = re.compile(
+    r"(\[\d[\d:]*(?:<[\d:?]+)?, +[^\]\[\n]{1,200}?(?:it/s|s/it)[^\]\[\n]{0,200}\])(?=.)"
+)
 
 
 def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineReport]:
@@ -352,10 +357,14 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
     if "`Trainer.fit` stopped" in msg:
         # Lightning prints it right after its bar's last frame, on the same line.
         msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
+    if ("WARNING:" in msg or "INFO:" in msg) and (glued := _GLUED_RECORD.search(msg)):
+        # A logging record run into the line before it where a copy lost the newline
+        # ("g_loss: 0.69223416WARNING:tensorflow:From ..."): two lines, the value kept whole.
+        msg = msg[: glued.start()] + "\r" + msg[glued.start() :]
     if "\r" not in msg and msg.count("it/s]") + msg.count("s/it]") > 1:
         # Frames run together where a copy lost their carriage returns (a log pasted or kept
         # by a tool that drops them: "...4.13it/s]100% 100/100 [..."): the newest is the last.
-        msg = _GLUED_FRAMES.sub("\r", msg)
+        msg = _GLUED_FRAMES.sub("\\1\r", msg)
     if "\r" not in msg:
         found = _parse_segment(msg, now, extra)
         if found is None:

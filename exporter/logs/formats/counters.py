@@ -21,6 +21,7 @@ from .counts import (
     clu,
     cntk,
     composer_epoch,
+    dcgan,
     epoch_batches,
     epoch_of_n,
     epoch_summary,
@@ -261,6 +262,15 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
         ),
         swin,
+    ),
+    # DCGAN-tensorflow's "Epoch: [ 1/25] [ 119/ 273] time: 299.8392, d_loss: ..., g_loss: ..."
+    # (a copy may print its counter before it: "[     393 Epoch:[ 1/25] ...").
+    (
+        re.compile(
+            r"\bEpoch: ?\[\s*(?P<e>\d{1,9})(?:/\s*(?P<E>\d{1,9}))?\] \[\s*(?P<i>\d{1,12})/\s*"
+            r"(?P<n>\d{1,12})\](?= time: [\d.]+, [dg]_loss: )"
+        ),
+        dcgan,
     ),
     (
         re.compile(

@@ -124,6 +124,14 @@ def swin(m: re.Match[str]) -> Count:
     return _epoch_relative(int(m["e"]), int(m["i"]), int(m["n"]), int(m["E"]))
 
 
+def dcgan(m: re.Match[str]) -> Count:
+    """DCGAN-tensorflow and its many copies (model.py ``train``): ``Epoch: [e/E] [i/n] time:
+    ..., d_loss: ..., g_loss: ...`` (``[e]`` alone in most), the epoch from
+    ``range(config.epoch)`` (0-based) and the batch's index from ``range(batch_idxs)``: the
+    batches done, ``e * n + i + 1``."""
+    return _epoch_relative(int(m["e"]), int(m["i"]) + 1, int(m["n"]), _int(m["E"]))
+
+
 def epoch_of_n(m: re.Match[str]) -> Count:
     """``epoch e/E`` and ``iter i/n`` (or ``step``) on one line: YOLOX (``epoch: 36/300,
     iter: 1040/1849``, yolox/core/trainer.py: ``self.epoch + 1``, ``self.iter + 1``), the

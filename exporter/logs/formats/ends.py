@@ -104,7 +104,7 @@ _WALLCLOCK_STOP = re.compile(
 
 _GAUSSIAN_SPLATTING_END = re.compile(r"^\s*Training complete\. \[\d\d/\d\d \d\d:\d\d:\d\d\]\s*$")
 
-_YOLO_END = re.compile(r"^\s*[1-9]\d{0,6} epochs completed in \d{1,9}\.\d{3} hours\.\s*$")
+_YOLO_END = re.compile(r"^\s*(?P<n>[1-9]\d{0,6}) epochs completed in \d{1,9}\.\d{3} hours\.\s*$")
 
 _EZPZ_LAUNCH_END = re.compile(
     r"\[ezpz/launch(?::\d{1,6}:\w{1,64})?\]\s*Execution finished with 0\.\s*$"
@@ -162,7 +162,6 @@ _SAGEMAKER_END = re.compile(r"(?:^|\sINFO\s+)Reporting training SUCCESS\s*$")
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
     _GAUSSIAN_SPLATTING_END,
-    _YOLO_END,
     _EZPZ_LAUNCH_END,
     _MEGATRON_END,
     _TIMM_END,
@@ -185,6 +184,11 @@ _BARE_ENDS = (
 
 
 def parse_ends(msg: str, now: float) -> LineReport | None:
+    if (yolo := _YOLO_END.match(msg)) is not None:
+        # The number of epochs done: YOLOv5's and YOLOv7's rows print "299/299" at the 300th
+        # (0-based), Ultralytics' "300/300"; read without the header, the line tells which.
+        epochs = float(yolo["n"])
+        return LineReport("ends", ProgressReport(final=True, max_epochs=epochs))
     if any(end.search(msg) for end in _BARE_ENDS):
         return LineReport("ends", ProgressReport(final=True))
     if (end := _WORD_LM_END.match(msg)) is not None:
