@@ -6070,3 +6070,17 @@ def test_yolo_rows_without_their_header_are_placed_by_the_epochs_completed() -> 
         _read_lines([row.format(299), end]).max_steps,
     ) == (11400, 11400)
     assert _read_lines([row.format(300), end]).step == 11400
+
+
+def test_a_finished_stages_epoch_bar_does_not_count_a_later_bars_passes() -> None:
+    """An ``Epoch`` bar that ran to its end before another bar began (a pretraining stage's
+    five epochs, then a fine-tune's ``Iteration`` bar) counts none of the later bar's passes:
+    its step is its own count, not five passes of it."""
+    stage = [
+        "Epoch:  80%|########  | 4/5 [10:00<02:30, 150.0s/it]",
+        "Epoch: 100%|##########| 5/5 [12:30<00:00, 150.0s/it]",
+    ]
+    later = [
+        f"Iteration:  {n}%|#    | {n}/100 [00:0{n % 10}<01:00,  1.60it/s]" for n in (10, 11, 12)
+    ]
+    assert _read_lines([*stage, *later]).step == 12

@@ -474,11 +474,10 @@ class LogAccumulator:
         return chosen
 
     def _epoch_bar(self, track: BarTrack) -> BarTrack | None:
-        """The bar that counts the passes of ``track`` (``for epoch in trange(N)`` around
-        it), not per pass itself: around a nested bar, one that advanced, at no more than the
-        passes so far plus one (drawn first, at 0); or one whose description is "Epoch", its
-        count the passes done though a copy may show fewer (run_squad's closing ``Epoch:
-        100%| 5/5`` under the last pass): the inner bar's total is then no run's."""
+        """The bar counting the passes of ``track`` (``for epoch in trange(N)`` around it),
+        not per pass itself: around a nested bar, one that advanced, at most the passes so far
+        plus one; or one described "Epoch", so bounded or with no bar run after its end (a
+        copy may show fewer passes: run_squad's ``Epoch: 100%| 5/5``; not a finished stage's)."""
         for other in self.bars.values():
             if (
                 other is not track
@@ -488,7 +487,8 @@ class LogAccumulator:
                 and other.total
                 and (
                     (other.last_n <= track.passes + 1 and track.nested and other.advances > 0)
-                    or counts_epochs(other)
+                    or (counts_epochs(other) and not other.other_after_end)
+                    or (counts_epochs(other) and other.last_n <= track.passes + 1)
                 )
             ):
                 return other
