@@ -6084,3 +6084,11 @@ def test_a_finished_stages_epoch_bar_does_not_count_a_later_bars_passes() -> Non
         f"Iteration:  {n}%|#    | {n}/100 [00:0{n % 10}<01:00,  1.60it/s]" for n in (10, 11, 12)
     ]
     assert _read_lines([*stage, *later]).step == 12
+
+
+def test_frames_with_a_postfix_run_together_give_the_last() -> None:
+    """tqdm's postfix sits inside the frame's bracket (``[00:01<00:09, 4.1it/s, loss=0.7]``);
+    frames with one, run together where a copy lost their carriage returns, end there too."""
+    frame = "{0}%|#         | {0}/100 [00:{0:02d}<01:00,  4.10it/s, loss=0.{0}]"
+    report = _read_lines(["".join(frame.format(n) for n in (11, 12, 13))])
+    assert (report.step, report.max_steps, report.loss) == (13, 100, 0.13)

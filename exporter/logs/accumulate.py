@@ -479,6 +479,7 @@ class LogAccumulator:
         plus one; or one described "Epoch", so bounded or with no bar run after its end (a
         copy may show fewer passes: run_squad's ``Epoch: 100%| 5/5``; not a finished stage's)."""
         for other in self.bars.values():
+            bounded = other.last_n <= track.passes + 1  # the outer bar is drawn first, at 0
             if (
                 other is not track
                 and not other.nested
@@ -486,9 +487,8 @@ class LogAccumulator:
                 and not other.per_pass
                 and other.total
                 and (
-                    (other.last_n <= track.passes + 1 and track.nested and other.advances > 0)
-                    or (counts_epochs(other) and not other.other_after_end)
-                    or (counts_epochs(other) and other.last_n <= track.passes + 1)
+                    (bounded and track.nested and other.advances > 0)
+                    or (counts_epochs(other) and (bounded or not other.other_after_end))
                 )
             ):
                 return other

@@ -357,14 +357,14 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
     if "`Trainer.fit` stopped" in msg:
         # Lightning prints it right after its bar's last frame, on the same line.
         msg = msg.replace("`Trainer.fit` stopped", "\r`Trainer.fit` stopped")
+    if "\r" not in msg and msg.count("it/s") + msg.count("s/it") > 1:
+        # Frames run together where a copy lost their carriage returns (a log pasted or kept
+        # by a tool that drops them: "...4.13it/s]100% 100/100 [..."): the newest is the last.
+        msg = _GLUED_FRAMES.sub("\\1\r", msg)
     if ("WARNING:" in msg or "INFO:" in msg) and (glued := _GLUED_RECORD.search(msg)):
         # A logging record run into the line before it where a copy lost the newline
         # ("g_loss: 0.69223416WARNING:tensorflow:From ..."): two lines, the value kept whole.
         msg = msg[: glued.start()] + "\r" + msg[glued.start() :]
-    if "\r" not in msg and msg.count("it/s]") + msg.count("s/it]") > 1:
-        # Frames run together where a copy lost their carriage returns (a log pasted or kept
-        # by a tool that drops them: "...4.13it/s]100% 100/100 [..."): the newest is the last.
-        msg = _GLUED_FRAMES.sub("\\1\r", msg)
     if "\r" not in msg:
         found = _parse_segment(msg, now, extra)
         if found is None:
