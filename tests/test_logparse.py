@@ -6092,3 +6092,16 @@ def test_frames_with_a_postfix_run_together_give_the_last() -> None:
     frame = "{0}%|#         | {0}/100 [00:{0:02d}<01:00,  4.10it/s, loss=0.{0}]"
     report = _read_lines(["".join(frame.format(n) for n in (11, 12, 13))])
     assert (report.step, report.max_steps, report.loss) == (13, 100, 0.13)
+
+
+def test_evaluates_bar_after_a_headless_fit_gives_no_training_loss() -> None:
+    """Keras 3's ``fit(verbose=0)`` with ModelCheckpoint's messages, then ``evaluate``
+    (``verbose=1``): its bar's loss is the evaluation's on the data it was given, no training
+    loss (a real run read 2.8893 as the loss); the checkpoint's val_loss stays the eval loss."""
+    lines = [
+        "Epoch 4: val_loss improved from 3.70943 to 3.41870, saving model to /tmp/best.keras",
+        "Final Evaluation:",
+        "20/20 ━━━━━━━━━━━━━━━━━━━━ 0s 2ms/step - loss: 2.8893",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss) == (None, None, 3.4187)

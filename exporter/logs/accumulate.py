@@ -54,7 +54,7 @@ from .epoch_counter import EpochCounter, WithinEpoch
 from .evaluations import Evaluations, after_the_end
 from .formats.tqdm import yolov6_row
 from .formats.traceback import cause
-from .keras_headers import KerasHeaders, bar_counts_no_step
+from .keras_headers import KerasHeaders, headless_bar
 from .lines import EMPTY, EVAL_BLOCK, Bar, LineReport
 from .moves import after_a_crash, starts_over
 from .parse import bar_key
@@ -106,8 +106,7 @@ class LogAccumulator:
     # the crash (formats.traceback), which stands until the log shows progress again after it.
     traceback_open: bool = False
     failure: str | None = None
-    # The last line read was a counted progress line with no loss: a line of values with no
-    # counter right after it (LineReport.part "continued") is the rest of the same message.
+    # A counted progress line with no loss was the last read: a "continued" line is its rest.
     awaits_loss: bool = False
     # An epoch's header on a line of its own was the last line read, or only lines of values
     # since (chemprop's "Epoch 25", then "Loss = 3.77e-01, PNorm = 37.1, ..."): such lines
@@ -137,6 +136,9 @@ class LogAccumulator:
             return taken is not None  # no one's values, or a validation loop's own header
         if self.final:  # another Keras bar after the end is no training (.evaluations)
             taken = after_the_end(taken, self.training_bar())
+        if taken.parser == "keras":  # fit's bar drawn with no header (.keras_headers)
+            epoch = self.epoch_counter.header or self.values.get("epoch")  # any line's
+            taken = headless_bar(taken, self.keras_epoch, epoch)
         self._take(self.evaluations.take(taken), now, at)
         return True
 
@@ -365,10 +367,8 @@ class LogAccumulator:
                 if other is not track and other.ended:
                     other.other_after_end = True
         track.items |= bar.items or (bar.rate or 0.0) > MAX_STEP_RATE < bar.n  # faster than steps
-        epoch = self.epoch_counter.header or self.values.get("epoch")  # any line's
-        keras = (bar.total, self.keras_samples, self.keras_epoch, epoch)
-        if bar.not_steps or (line.parser == "keras" and bar_counts_no_step(*keras)):
-            track.not_steps = True
+        if bar.not_steps or (line.parser == "keras" and bar.total == self.keras_samples):
+            track.not_steps = True  # Keras' "Train on N samples": its epochs' bars count them
         label, epochs = self._epoch(line, bar)
         if not track.frames and not track.evaluation:
             for other_key, other in self.bars.items():

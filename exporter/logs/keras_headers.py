@@ -20,25 +20,28 @@ one epoch (``ProgbarLogger.on_epoch_begin``). A log that names an epoch after th
 header ran ``fit`` without its bar (``verbose=0``): a Keras bar in it is ``evaluate``'s or
 ``predict``'s, whose count is no step; and a bar of ``fit``'s own seen without its header
 (a copy starting mid-epoch) counts within an epoch that is not the first: no step either.
+Nor is either bar's loss the training's: ``evaluate``'s is the evaluation's, and the other
+cannot be told from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .lines import LineReport
 
 
-def bar_counts_no_step(
-    total: int | None, samples: int | None, header: tuple[int, int] | None, epoch: object
-) -> bool:
-    """Whether a Keras bar of ``total`` counts no step: its total is the ``samples`` that
-    "Train on N samples" announced (fit on arrays before Keras 2.2 counted samples), or no
-    Keras ``header`` was seen and another line named an ``epoch`` after the first (see the
-    module docstring)."""
-    return (total is not None and total == samples) or (
-        header is None and isinstance(epoch, int | float) and epoch > 1
-    )
+def headless_bar(line: LineReport, header: tuple[int, int] | None, epoch: object) -> LineReport:
+    """``line`` as the accumulator takes it: a Keras bar where no ``header`` was seen and
+    another line named an ``epoch`` after the first (see the module docstring) counts no step,
+    and its loss is no training's (``evaluate``'s, or a copy's from mid-epoch that cannot
+    say); any other line as it is."""
+    bar = line.bar
+    if bar is None or line.parser != "keras" or header is not None:
+        return line
+    if not (isinstance(epoch, int | float) and epoch > 1):
+        return line
+    return line._replace(bar=bar._replace(not_steps=True), report=replace(line.report, loss=None))
 
 
 @dataclass
