@@ -6105,3 +6105,13 @@ def test_evaluates_bar_after_a_headless_fit_gives_no_training_loss() -> None:
     ]
     report = _read_lines(lines)
     assert (report.step, report.loss, report.eval_loss) == (None, None, 3.4187)
+
+
+def test_dcgan_tensorflows_lines_without_the_number_of_epochs_count_the_batches_done() -> None:
+    """DCGAN-tensorflow before its PR #272 printed ``Epoch: [24] [1092/1093] time: ...,
+    d_loss: ..., g_loss: ...`` (carpedm20/DCGAN-tensorflow#39, the last line of a run of 25
+    epochs): the batch's index once it is done, 25 x 1093 batches, not MetricLogger's index
+    of the shape alike (27324 before); a GAN's two losses, no one loss."""
+    line = "Epoch: [24] [1092/1093] time: 2298.4984, d_loss: 1.39633536, g_loss: 0.64348722"
+    report = _read_lines([line])
+    assert (report.step, report.loss) == (25 * 1093, None)

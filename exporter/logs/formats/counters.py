@@ -135,6 +135,16 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         ),
         epoch_of_n,
     ),
+    # DCGAN-tensorflow's "Epoch: [ 1/25] [ 119/ 273] time: 299.8392, d_loss: ..., g_loss: ..."
+    # ("[24] [1092/1093]" before its PR #272; a copy may print its counter first: "[     393
+    # Epoch:[ 1/25] ..."): before MetricLogger's shape, as it prints once the batch is done.
+    (
+        re.compile(
+            r"\bEpoch: ?\[\s*(?P<e>\d{1,9})(?:/\s*(?P<E>\d{1,9}))?\] \[\s*(?P<i>\d{1,12})/\s*"
+            r"(?P<n>\d{1,12})\](?= time: [\d.]+, [dg]_loss: )"
+        ),
+        dcgan,
+    ),
     # LAVIS' iteration-based runner: "Train: data epoch: [0]; inner epoch [3]  [24/25]", the
     # MetricLogger of each 0-based inner epoch of iters_per_inner_epoch iterations.
     (
@@ -262,15 +272,6 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"\bTrain: \[(?P<e>\d{1,9})/(?P<E>\d{1,9})\]\[\s*(?P<i>\d{1,12})/(?P<n>\d{1,12})\]"
         ),
         swin,
-    ),
-    # DCGAN-tensorflow's "Epoch: [ 1/25] [ 119/ 273] time: 299.8392, d_loss: ..., g_loss: ..."
-    # (a copy may print its counter before it: "[     393 Epoch:[ 1/25] ...").
-    (
-        re.compile(
-            r"\bEpoch: ?\[\s*(?P<e>\d{1,9})(?:/\s*(?P<E>\d{1,9}))?\] \[\s*(?P<i>\d{1,12})/\s*"
-            r"(?P<n>\d{1,12})\](?= time: [\d.]+, [dg]_loss: )"
-        ),
-        dcgan,
     ),
     (
         re.compile(
