@@ -6115,3 +6115,55 @@ def test_dcgan_tensorflows_lines_without_the_number_of_epochs_count_the_batches_
     line = "Epoch: [24] [1092/1093] time: 2298.4984, d_loss: 1.39633536, g_loss: 0.64348722"
     report = _read_lines([line])
     assert (report.step, report.loss) == (25 * 1093, None)
+
+
+def test_a_bar_in_epochs_counts_the_passes_of_the_batch_bar_beside_it() -> None:
+    """tqdm writes ``s/epoch`` where an epochs bar is slower than one a second; beside a
+    batch bar (both written through logging, so no nesting shows), its count is the passes
+    done: 10 x 171 steps of 10 x 171 (a Pokémon classifier's log read 171, no total)."""
+    frame = "INFO - {0}%|#########| {1}/171 [00:25<00:01, 6.54batch/s, loss=0.125]"
+    lines = [frame.format(95, 170), frame.format(100, 171)]
+    lines.append("INFO - 100%|##########| 10/10 [05:49<00:00, 31.42s/epoch, loss=0.125]")
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps) == (1710, 1710)
+
+
+def test_an_epochs_bar_alone_gives_epochs_not_steps() -> None:
+    """Rasa's DIET draws one bar over its epochs (``Epochs: 29/100``, 231 s each): its count
+    is the epochs done and its total theirs, never the run's step (read as step 29 of 100;
+    its restart at 0 on a line of its own as step 100)."""
+    frame = "Epochs:  {0}%|██▉       | {0}/100 [1:38:39<4:33:22, 231.03s/it, t_loss=4.{1}]"
+    report = _read_lines([frame.format(28, 17), frame.format(29, 11)])
+    assert (report.step, report.epoch, report.max_epochs, report.loss) == (None, 29, 100, 4.11)
+    report = _read_lines([frame.format(29, 11), "Epochs:   0%|          | 0/100 [00:00<?, ?it/s]"])
+    assert (report.step, report.loss) == (None, 4.11)
+
+
+def test_a_bar_started_again_in_the_same_line_keeps_the_values_before() -> None:
+    """Frames in one line whose newest starts the bar again (``0/100``, no values yet): the
+    frame before it is read whole, as a line of its own would be, so its loss stands (the
+    loss was lost where the frames were one line)."""
+    line = (
+        "Epochs:  29%|██▉       | 29/100 [1:38:39<4:33:22, 231.03s/it, t_loss=4.11]\r"
+        "Epochs:   0%|          | 0/100 [00:00<?, ?it/s]"
+    )
+    assert _read_lines([line]).loss == 4.11
+
+
+def test_a_line_opening_with_a_validation_value_gives_its_loss_as_the_eval_loss() -> None:
+    """``[Epoch: 05] Valid acc: 0.2988 | loss: 2.0462`` after the epoch's ``Train acc``
+    line: the bare loss is the validation's (it was read as the training loss)."""
+    lines = [
+        "18:00:47 [Epoch: 05] Train acc: 0.2490 | loss: 2.2274",
+        "18:02:35 [Epoch: 05] Valid acc: 0.2988 | loss: 2.0462",
+    ]
+    report = _read_lines(lines)
+    assert (report.loss, report.eval_loss) == (2.2274, 2.0462)
+
+
+def test_t_loss_and_v_loss_are_the_loss_and_the_eval_loss() -> None:
+    """``T_Loss`` beside ``V_Loss`` (a script's training and validation losses) and Rasa's
+    ``t_loss`` (its total loss) are the vocabulary's."""
+    line = "Epoch:   3 | T_Loss 12.66 | T_acc  0.06 | V_Loss   9.87 | V_acc.   0.1 | 🕒 6521.794"
+    report = _read_lines([line])
+    assert (report.loss, report.eval_loss) == (12.66, 9.87)

@@ -520,11 +520,9 @@ class LogAccumulator:
             if total is None and track.per_pass and track.total and isinstance(said, float):
                 total = int(said) * track.total  # the number of epochs, said in another line
             if total is None and outer is not None and outer.total and track.total:
-                # The inner loop of an epoch bar: the outer bar says how many passes.
-                total = outer.total * track.total
+                total = outer.total * track.total  # an epoch bar's inner loop: its passes
             if not self.structured_step and track.step_known():
-                # Under an epoch bar, its count is the passes done: an inner bar closed with
-                # leave=False may never draw its last frame.
+                # Under an epoch bar, its count is the passes done (leave=False: no last frame).
                 done = outer.last_n * track.total if outer is not None and track.total else 0
                 bar_step = max(track.work(), done)
                 step_samples = list(track.samples)
@@ -552,6 +550,8 @@ class LogAccumulator:
                         values["max_epochs"] = float(track.epochs)
             elif track.not_steps and track.per_pass and "epoch" not in self.values:
                 values["epoch"] = track.epochs_done()  # no steps; its passes are the epochs
+            elif counts_epochs(track) and track.total and "epoch" not in self.values:
+                values["epoch"], values["max_epochs"] = float(bar.n), float(track.total)
             elif (
                 self.structured_step
                 and track.step_known()

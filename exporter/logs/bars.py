@@ -80,10 +80,10 @@ _EPOCHS_BAR = re.compile(r"(?i)^\s*epochs?\s*:?\s*$")
 
 
 def counts_epochs(track: BarTrack) -> bool:
-    """Whether a bar's description is the word "Epoch" alone: an outer bar over the epochs,
-    whose total is their number."""
+    """Whether a bar's description is the word "Epoch" alone, or its unit the epoch: a bar
+    over the epochs, whose total is their number."""
     last = track.last
-    return last is not None and _EPOCHS_BAR.match(last.prefix) is not None
+    return last is not None and (last.epochs or _EPOCHS_BAR.match(last.prefix) is not None)
 
 
 class Handover(NamedTuple):
@@ -214,8 +214,8 @@ class BarTrack:
         to the steps left (``Epoch 2: 20/20`` after two epochs of 40). Nor for a bar seen
         only at its end, pass after pass (:attr:`repeated_at_end`), nor for a bare bar's passes
         since a resume (:attr:`resumed`)."""
-        if self.not_steps:
-            return False  # samples, or steps or samples unsaid (Bar.not_steps)
+        if self.not_steps or counts_epochs(self):
+            return False  # samples, steps or samples unsaid (Bar.not_steps), or the epochs
         if self.counts_validation and self.pass_size is None and (self.passes or self.label):
             return False  # a later pass's length, less the validation it counts, is unknown
         if self.repeated_at_end:

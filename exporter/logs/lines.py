@@ -41,6 +41,7 @@ class Bar(NamedTuple):
     # (an evaluation loop inside training), never after the outermost one.
     nested: bool = False
     items: bool = False  # its unit counts items, not steps ("examples/s": datasets' Map)
+    epochs: bool = False  # its unit is the epoch ("31.42s/epoch"): its count is epochs done
     # Its count is no step, within passes that are the epochs: samples (TensorFlow 2.0's
     # "80us/sample"), or steps or samples and the line cannot tell (Keras before 2.1). It
     # gives the epoch's fraction, never the step.

@@ -377,6 +377,9 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
     parsed = 0
     oldest: str | None = None  # the oldest bar frame passed over once every bar had its ticks
     full = False  # every bar found has its ticks (checked every 32 segments)
+    # Bars whose newest frame printed no values (a new pass at 0): their frame before it is
+    # read whole once, as a line of its own would be (Rasa's last "t_loss=4.11" before "0/100").
+    wanting: set[tuple[str, int | None]] = set()
     for segment in reversed(msg.split("\r")):
         if not segment.strip():
             continue
@@ -388,6 +391,8 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
         if full and ("%|" in segment or "it [" in segment):
             oldest = segment
             continue
+        if wanting and (said := _said_before(segment, wanting, now, extra)) is not None:
+            out.append(said)
         if frames and _older_frame(segment, frames, firsts):
             continue
         if parsed == 1 and cut_frame(segment):
@@ -402,6 +407,8 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
                     frames[key].append((found.bar.elapsed_seconds, found.bar.n))
                 continue
             frames[key] = []
+            if found.report.loss is None and not found.report.metrics:
+                wanting.add(key)
             if (beside := _beside(found, segment, now, extra)) is not None:
                 out.append(beside)  # newest first: after the frame once reversed
         out.append(found)
@@ -409,6 +416,20 @@ def _parse_message(msg: str, now: float, extra: Extra = NO_EXTRA) -> list[LineRe
         _older_frame(oldest, frames, firsts)
     out.reverse()
     return [_with_frames(r, frames, firsts) for r in out]
+
+
+def _said_before(
+    segment: str, wanting: set[tuple[str, int | None]], now: float, extra: Extra
+) -> LineReport | None:
+    """``segment`` read whole where it is the frame just before the newest of a bar in
+    ``wanting`` and printed a loss or metrics; None otherwise. Each bar is looked at once."""
+    if "%|" not in segment and "it [" not in segment:
+        return None
+    found = _parse_segment(segment, now, extra)
+    if found is None or found.bar is None or (key := bar_key(found.bar)) not in wanting:
+        return None
+    wanting.discard(key)
+    return found if found.report.loss is not None or found.report.metrics else None
 
 
 def _beside(found: LineReport, segment: str, now: float, extra: Extra) -> LineReport | None:

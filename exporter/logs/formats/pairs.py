@@ -240,12 +240,22 @@ def validation_twins(pairs: list[Pair]) -> list[Pair]:
     """``pairs`` with a short ``v_`` prefix read as the validation's where the line prints
     its values in twins, each ``v_x`` beside its ``x`` (TMR's ``v_recons ... recons ...
     v_loss 2.128 loss 0.3056 v_kl ... kl``): two twins at least, since a lone ``v_loss``
-    beside a ``loss`` is a policy's value loss elsewhere (PPO)."""
+    beside a ``loss`` is a policy's value loss elsewhere (PPO); or ``v_x`` beside ``t_x``."""
     keys = {p.key for p in pairs}
     twins = {k for k in keys if k.startswith("v_") and k[2:] in keys}
-    if len(twins) < 2:
+    if len(twins) >= 2:
+        return [replace(p, key="val_" + p.key[2:]) if p.key in twins else p for p in pairs]
+    # "T_Loss 11.06 | T_acc 0.11 | V_Loss 9.87 | V_acc. 0.1": each value as the training's
+    # and the validation's, by their initials.
+    names = {p.key.lower().rstrip("."): p.key for p in pairs}
+    split = {n[2:] for n in names if n.startswith("v_") and "t_" + n[2:] in names}
+    if not split:
         return pairs
-    return [replace(p, key="val_" + p.key[2:]) if p.key in twins else p for p in pairs]
+    initial = {names[f"{side}_{n}"]: f"{word}_{n}" for n in split for side, word in _SIDES}
+    return [replace(p, key=initial[p.key]) if p.key in initial else p for p in pairs]
+
+
+_SIDES = (("t", "train"), ("v", "val"))
 
 
 @dataclass

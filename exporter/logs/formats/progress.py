@@ -134,6 +134,9 @@ _MEGATRON_TEST_SET = re.compile(r"validation loss at .{0,80}\b(?:on test set|for
 # loss=0.3107 acc=0.8748" after the last epoch's "Epoch 10 | train_loss=... | val_loss=..."):
 # the test loss too (timm's "Test: [ 78/78]" is its validation, and says so with a colon).
 _TEST_SECTION = re.compile(r"(?i)\btest(?:ing)?\s*\|")
+# A line whose first value is a validation's by its name ("[Epoch: 05] Valid acc: 0.2988 |
+# loss: 2.0462" beside "[Epoch: 05] Train acc: ... | loss: ..."): its bare loss is that set's.
+_EVAL_FIRST_KEY = re.compile(r"(?i)(?:val|valid|validation|eval)\s+(?!loss)\w")
 # MACE's report after each evaluation: "Epoch 1: head: default, loss=  0.0001,
 # RMSE_E_per_atom=    33.7 meV, RMSE_F= ..." (mace/tools/train.py log_errors), the
 # validation set's loss beside its errors per atom and on forces: an evaluation's line.
@@ -278,6 +281,7 @@ def read_progress(msg: str, now: float) -> LineReport | None:
         count.evaluation
         or _said_evaluation(msg[:start], head)
         or any(_ERROR_REPORT.fullmatch(p.key) for p in pairs)
+        or (bool(after) and _EVAL_FIRST_KEY.match(after[0].key) is not None)
     )
     if evaluation and _FRACTION.search(head):
         last = _LAST_BATCH.search(head)

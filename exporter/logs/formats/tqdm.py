@@ -16,7 +16,7 @@ from .vocabulary import field_of
 _BAR = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<pct>\d+)%(?:\|[^|]*\||\s)\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[\d:]+)<(?P<remaining>[\d:]+|\?)(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it|"
-    r"(?P<items>[A-Za-z]{1,12})/s))?"
+    r"(?P<items>[A-Za-z]{1,12})/s|s/(?P<per>[A-Za-z]{1,12})))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
 )
 # tqdm's right part alone, the frame's start: "| 0/950 [00:00<?, ?it/s]" (a bar drawn with
@@ -36,6 +36,8 @@ _BAR_NO_BRACKET = re.compile(_FRAME_HEAD + r"\s+(?P<elapsed>\d{1,6}:\d{2}(?::\d{
 # A bar's own unit other than tqdm's "it" (``tqdm(unit="examples")``): what it counts. These
 # count the loop's steps; any other (examples, samples, B, tokens, files) counts items.
 _STEP_UNITS = frozenset({"step", "steps", "batch", "batches", "ba", "iter", "iters"})
+# tqdm writes "s/<unit>" below one per second; a bar in these units counts the epochs.
+_EPOCH_UNITS = frozenset({"epoch", "epochs", "ep"})
 _BAR_NO_TOTAL = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<n>\d+)it\s*\[(?P<elapsed>[\d:]+)(?:,\s*(?P<rate>[\d.]+)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
@@ -132,7 +134,7 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
     text, unit = m["rate"], m["unit"]
     if text is not None and text != "?":
         value = float(text)
-        rate = value if unit != "s/it" else (1 / value if value else None)
+        rate = value if not unit.startswith("s/") else (1 / value if value else None)
     prefix = m["prefix"].strip()
     if not prefix and frame[: m.start()].endswith("||"):
         prefix = frame[: m.start()].strip()  # AllenNLP's description ends with "||"
@@ -144,7 +146,10 @@ def read_bar(msg: str) -> tuple[Bar, dict[str, float]] | None:
         if opening >= 0 and "]" not in before[opening:]:
             prefix = (before[opening:] + m["prefix"]).strip()
     bar = Bar(int(m["n"]), total, rate, remaining, prefix, clock(m["elapsed"]))
-    if m.groupdict().get("items") and m["items"].lower() not in _STEP_UNITS:
+    unit_name = (m.groupdict().get("items") or m.groupdict().get("per") or "").lower()
+    if unit_name in _EPOCH_UNITS:
+        bar = bar._replace(epochs=True)  # "10/10 [05:49<00:00, 31.42s/epoch]": epochs done
+    elif unit_name and unit_name not in _STEP_UNITS:
         bar = bar._replace(items=True)  # datasets' "Map: ... 7914.76 examples/s": no steps
     postfix = m["postfix"]
     return bar, (_postfix(postfix) if postfix else {})

@@ -87,6 +87,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train_loss_per_sample",  # CNTK 1 ("TrainLossPerSample =  5.87155566;")
         "cost",  # Marian ("Cost 3.89087892"), the TensorFlow tutorials' "cost="
         "main/loss",  # Chainer's reporter: the optimizer's target link, observed as "main"
+        "t_loss",  # Rasa's DIET and TED bars: their total loss
         # Chinese, as scripts print it: "训练损失" (training loss), "损失" (loss).
         "训练损失",
         "损失",
