@@ -6167,3 +6167,17 @@ def test_t_loss_and_v_loss_are_the_loss_and_the_eval_loss() -> None:
     line = "Epoch:   3 | T_Loss 12.66 | T_acc  0.06 | V_Loss   9.87 | V_acc.   0.1 | 🕒 6521.794"
     report = _read_lines([line])
     assert (report.loss, report.eval_loss) == (12.66, 9.87)
+
+
+def test_retrains_final_test_accuracy_ends_the_run() -> None:
+    """TensorFlow's retrain.py tests the trained model once its step loop is over, then
+    writes the graph: ``Final test accuracy = 92.0%`` (``(N=362)`` since 2017, under
+    tf.logging's prefix too) is its end; the words with anything else after them are not."""
+    steps = ["2017-04-09 05:47:13.587401: Step 1499: Cross entropy = 0.568483"]
+    for end in (
+        "Final test accuracy = 92.0%",
+        "INFO:tensorflow:Final test accuracy = 92.3% (N=362)",
+    ):
+        report = _read_lines([*steps, end])
+        assert (report.step, report.loss, report.final) == (1499, 0.568483, True)
+    assert not _read_lines([*steps, "Final test accuracy = 92.0% on fold 1"]).final

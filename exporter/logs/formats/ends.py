@@ -29,6 +29,7 @@
     training_seconds: 308.4                                         Karpathy's autoresearch
     total average iteration time: 2509.813786 ms                    llm.c's train_gpt2cu
     ... sagemaker-training-toolkit INFO     Reporting training SUCCESS  SageMaker's toolkit
+    Final test accuracy = 92.0% (N=362)                             TensorFlow's retrain.py
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -159,6 +160,12 @@ _EARLY_STOPPING_END = re.compile(r"^\s*Epoch \d{1,9}: (?:early stopping|Early st
 # returned with 0 (a non-zero code raises and reports "training FAILURE"), under its logger:
 # "2022-09-21 13:21:05,188 sagemaker-training-toolkit INFO     Reporting training SUCCESS".
 _SAGEMAKER_END = re.compile(r"(?:^|\sINFO\s+)Reporting training SUCCESS\s*$")
+# TensorFlow's retrain.py (image_retraining, then TF Hub's) and speech_commands' train.py
+# test the trained model once their step loop is over, then write the graph and return:
+# "Final test accuracy = 92.0%", since 2017 with "(N=362)", under tf.logging's prefix too.
+_RETRAIN_END = re.compile(
+    r"(?:^|INFO:tensorflow:|\] )Final test accuracy = \d{1,3}\.\d%(?: \(N=\d{1,9}\))?\s*$"
+)
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
     _GAUSSIAN_SPLATTING_END,
@@ -180,6 +187,7 @@ _BARE_ENDS = (
     _AUTORESEARCH_END,
     _LLMC_END,
     _SAGEMAKER_END,
+    _RETRAIN_END,
 )
 
 
@@ -228,6 +236,7 @@ FORMAT = Format(
         "Minimum validation bpb: ",
         "training_seconds: ",
         "total average iteration time: ",
+        "Final test accuracy = ",
     ),
     parse_ends,
 )
