@@ -6181,3 +6181,11 @@ def test_retrains_final_test_accuracy_ends_the_run() -> None:
         report = _read_lines([*steps, end])
         assert (report.step, report.loss, report.final) == (1499, 0.568483, True)
     assert not _read_lines([*steps, "Final test accuracy = 92.0% on fold 1"]).final
+
+
+def test_pycharms_exit_code_zero_ends_the_run_and_another_does_not() -> None:
+    """PyCharm's run console prints ``Process finished with exit code N`` once the process
+    it ran has exited: 0 ends the run, another code is no end (the traceback says why)."""
+    steps = ["[50]\ttrain's binary_logloss: 0.0762624\tvalid's binary_logloss: 0.0903136"]
+    assert _read_lines([*steps, "", "Process finished with exit code 0"]).final
+    assert not _read_lines([*steps, "", "Process finished with exit code 1"]).final

@@ -30,6 +30,7 @@
     total average iteration time: 2509.813786 ms                    llm.c's train_gpt2cu
     ... sagemaker-training-toolkit INFO     Reporting training SUCCESS  SageMaker's toolkit
     Final test accuracy = 92.0% (N=362)                             TensorFlow's retrain.py
+    Process finished with exit code 0                               PyCharm's run console
 
 The sentence names the steps it reached: the step and the total, and the end of the run (a
 tool's own end marker, so it may finish the run). "Stopping training" must follow and end
@@ -166,6 +167,9 @@ _SAGEMAKER_END = re.compile(r"(?:^|\sINFO\s+)Reporting training SUCCESS\s*$")
 _RETRAIN_END = re.compile(
     r"(?:^|INFO:tensorflow:|\] )Final test accuracy = \d{1,3}\.\d%(?: \(N=\d{1,9}\))?\s*$"
 )
+# PyCharm's run console once the process it started has exited ("\nProcess finished with exit
+# code 0"): the run is over with 0; any other code is no end.
+_PYCHARM_END = re.compile(r"^Process finished with exit code 0\s*$")
 # The lines that end a run and say nothing else.
 _BARE_ENDS = (
     _GAUSSIAN_SPLATTING_END,
@@ -188,6 +192,7 @@ _BARE_ENDS = (
     _LLMC_END,
     _SAGEMAKER_END,
     _RETRAIN_END,
+    _PYCHARM_END,
 )
 
 
@@ -237,6 +242,7 @@ FORMAT = Format(
         "training_seconds: ",
         "total average iteration time: ",
         "Final test accuracy = ",
+        "Process finished with exit code 0",
     ),
     parse_ends,
 )
