@@ -6189,3 +6189,37 @@ def test_pycharms_exit_code_zero_ends_the_run_and_another_does_not() -> None:
     steps = ["[50]\ttrain's binary_logloss: 0.0762624\tvalid's binary_logloss: 0.0903136"]
     assert _read_lines([*steps, "", "Process finished with exit code 0"]).final
     assert not _read_lines([*steps, "", "Process finished with exit code 1"]).final
+
+
+def test_an_evaluation_bars_running_loss_is_no_training_loss() -> None:
+    """``eval: 15%| 2/13 [..., loss=0.4628, lp_real=0.6998]`` before training (a tqdm bar
+    described as an evaluation and nothing else): its postfix loss is the evaluation's so
+    far, not the training's (it was read as the loss); diffusers' ``Loading pipeline
+    components`` bar is no training either (read as step 7)."""
+    lines = [
+        "Loading pipeline components...: 100%|██████████| 7/7 [00:40<00:00, 10.01s/it]",
+        "eval:   8%|▊         | 1/13 [00:33<06:45, 33.82s/it, loss=0.4751, lp_real=0.6959]",
+        "eval:  15%|█▌        | 2/13 [01:06<06:02, 32.98s/it, loss=0.4628, lp_real=0.6998]",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss) == (None, None, None)
+
+
+def test_chinesener_splits_its_global_step_by_the_epoch() -> None:
+    """zjy-ucas' ChineseNER logs ``iteration:{step // n + 1} step:{step % n}/{n}``: the
+    global step is ``(iteration - 1) * n + step`` (read as 8, with the epoch's size as the
+    run's total)."""
+    line = "2018-10-20 15:49:05,469 - log\\train.log - INFO - iteration:7 step:8/652, NER loss: 1.525563"
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (3920, None, 1.525563)
+
+
+def test_alphazero_gobangs_self_play_batches_are_its_steps() -> None:
+    """AlphaZero_Gobang prints ``batch i:{i + 1}, episode_len:{n}`` after each self-play
+    batch and the policy update's ``kl:..., loss:...`` on the next line (nothing was read)."""
+    lines = [
+        "2025-06-05 13:25:33, batch i:3000, episode_len:12",
+        "kl:0.02390,lr_multiplier:0.444,loss:2.208883762359619,entropy:1.881327509880066",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss) == (3000, 2.208883762359619)

@@ -36,13 +36,14 @@ _EVAL_WORDS = re.compile(
 # A description that names work beside training, drawn as bars in the same log: vLLM's and
 # SGLang's generation ("Processed prompts", "Capturing CUDA graph shapes") in RL trainers
 # such as OpenRLHF and verl, loading and saving ("Loading checkpoint shards", Transformers 5's
-# "Loading weights" and "Writing model shards" at each save), and datasets' preparation
+# "Loading weights" and "Writing model shards" at each save; diffusers' "Loading pipeline
+# components"), and datasets' preparation
 # ("Map", "Filter", "Tokenizing"), and the Hugging Face Hub's downloads, one bar per file
 # ("model.safetensors", "tokenizer_config.json"). Their counts are requests, shards, rows or
 # bytes, never steps.
 _OTHER_WORK = re.compile(
-    r"(?i)^\s*(?:processed prompts|capturing cuda graph|loading (?:checkpoint|safetensors|weights)"
-    r"|writing model shards"
+    r"(?i)^\s*(?:processed prompts|capturing cuda graph"
+    r"|loading (?:checkpoint|safetensors|weights|pipeline components)|writing model shards"
     r"|map\b|filter\b|tokeniz|running tokenizer|downloading|fetching \d+ files"
     r"|[\w./-]+\.(?:json|jsonl|safetensors|bin|model|txt|pt|pth|ckpt|gguf|msgpack|h5|onnx"
     r"|parquet|arrow|tar|gz|zip|py|yaml|md|tiktoken)\s*$)"

@@ -42,6 +42,7 @@ from .counts import (
     one_based_epoch,
     onmt_epoch,
     pcdet,
+    split_step,
     step_header,
     step_of,
     step_unknown,
@@ -144,6 +145,17 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
             r"(?P<n>\d{1,12})\](?= time: [\d.]+, [dg]_loss: )"
         ),
         dcgan,
+    ),
+    # AlphaZero_Gobang and its forks (train.py): "batch i:3000, episode_len:12" with i + 1 after
+    # each self-play batch, then the policy update's "kl:..., loss:..." on the next line.
+    (re.compile(r"\bbatch i:(?P<i>\d{1,12})(?=, episode_len:\d)"), step_of),
+    # zjy-ucas' ChineseNER and its many forks (main.py): "iteration:7 step:8/652, NER loss:
+    # 1.525563", the global step split as step // steps_per_epoch + 1 and step % steps_per_epoch.
+    (
+        re.compile(
+            r"\biteration:(?P<e>\d{1,9}) step:(?P<i>\d{1,12})/(?P<n>\d{1,12})(?=, NER loss:)"
+        ),
+        split_step,
     ),
     # LAVIS' iteration-based runner: "Train: data epoch: [0]; inner epoch [3]  [24/25]", the
     # MetricLogger of each 0-based inner epoch of iters_per_inner_epoch iterations.

@@ -132,6 +132,12 @@ def dcgan(m: re.Match[str]) -> Count:
     return _epoch_relative(int(m["e"]), int(m["i"]) + 1, int(m["n"]), _int(m["E"]))
 
 
+def split_step(m: re.Match[str]) -> Count:
+    """A global step printed split in two, ``step // n + 1`` and ``step % n`` (zjy-ucas'
+    ChineseNER: ``iteration:7 step:8/652``): ``(e - 1) * n + i``, the step run_step returned."""
+    return _epoch_relative(int(m["e"]) - 1, int(m["i"]), int(m["n"]), None)
+
+
 def epoch_of_n(m: re.Match[str]) -> Count:
     """``epoch e/E`` and ``iter i/n`` (or ``step``) on one line: YOLOX (``epoch: 36/300,
     iter: 1040/1849``, yolox/core/trainer.py: ``self.epoch + 1``, ``self.iter + 1``), the

@@ -52,6 +52,7 @@ HINTS = (
     "poch",
     "POCH",
     "batch=",
+    "batch i:",  # AlphaZero_Gobang (formats.counters)
     "num_updates",
     "| loss",
     "Train:",
@@ -151,8 +152,8 @@ _FOR_STEP = re.compile(
 # Every counter and every step key has one of these: a line without is no progress line,
 # found with one scan instead of one per counter (most lines a hint lets through are not).
 _MAYBE = re.compile(
-    r"(?i)step|iter|epoch|\bep\s*:\s*\d|batch=|batch:? ?\d|batch_i(?:nde?x|dx)\b|train:|\btest\b|"
-    r"num_updates|"
+    r"(?i)step|iter|epoch|\bep\s*:\s*\d|batch=|batch(?::? ?| i:)\d|batch_i(?:nde?x|dx)\b|train:|"
+    r"\btest\b|num_updates|"
     r"^\s*\d+\s+\||\bUp\.|"
     r"loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
     r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] |"

@@ -253,6 +253,8 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
             doc["loss"] = postfix.pop(key)
     fields = to_fields(Pair(k, v) for k, v in postfix.items())
     step = fields.values.pop("step", None)
+    if _EVALUATION_ALONE.match(bar.prefix):
+        fields.values.pop("loss", None)  # an evaluation's running loss: no training's, no result
     doc.update(fields.values)
     rounded = step is not None and _ROUNDED_STEP.search(msg) is not None
     if step is not None and step >= 0 and step == int(step) and not rounded:
@@ -266,6 +268,9 @@ def parse_bar(msg: str, now: float) -> LineReport | None:
     return found_report._replace(moved_on=True) if found_report and rounded else found_report
 
 
+# A bar described as an evaluation and nothing else ("eval", "Validation DataLoader 0",
+# "Evaluating"): the loss in its postfix is the evaluation's so far, not the training's.
+_EVALUATION_ALONE = re.compile(r"(?i)^\s*(?:eval\w*|valid\w*|val|test\w*)\b[^=:]*$")
 _DESCRIBED_FIELDS = ("step", "max_steps", "loss", "eval_loss", "learning_rate", "grad_norm")
 _DESCRIBED_VALUES = _DESCRIBED_FIELDS[2:]
 _DIGITS = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
