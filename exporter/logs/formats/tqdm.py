@@ -37,7 +37,7 @@ _BAR_NO_BRACKET = re.compile(_FRAME_HEAD + r"\s+(?P<elapsed>\d{1,6}:\d{2}(?::\d{
 # count the loop's steps; any other (examples, samples, B, tokens, files) counts items.
 _STEP_UNITS = frozenset({"step", "steps", "batch", "batches", "ba", "iter", "iters"})
 # tqdm writes "s/<unit>" below one per second; a bar in these units counts the epochs.
-_EPOCH_UNITS = frozenset({"epoch", "epochs", "ep"})
+_EPOCH_UNITS = frozenset({"epoch", "epochs"})  # not "ep": RL loops count episodes so
 _BAR_NO_TOTAL = re.compile(
     r"(?P<prefix>[^|\r]*?):?\s*(?P<n>\d+)it\s*\[(?P<elapsed>[\d:]+)(?:,\s*(?P<rate>[\d.]+)\s*(?P<unit>it/s|s/it))?"
     r"(?:,\s*(?P<postfix>[^\]]*))?\]"
