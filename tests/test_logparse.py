@@ -6223,3 +6223,40 @@ def test_alphazero_gobangs_self_play_batches_are_its_steps() -> None:
     ]
     report = _read_lines(lines)
     assert (report.step, report.loss) == (3000, 2.208883762359619)
+
+
+def test_a_ppo_loops_pg_loss_is_its_loss_beside_v_loss() -> None:
+    """A CleanRL-style update line prints ``pg_loss`` (the policy's) beside ``v_loss`` (the
+    value function's): two loss-named parts gave no loss; the policy's is the loss."""
+    line = "=== upd  488/488 | step  999424 | mean_ep_len  343.3 | pg_loss -0.021 | v_loss 23.728 | ent 2.519 ==="
+    report = _read_lines([line])
+    assert (report.step, report.loss) == (999424, -0.021)
+
+
+def test_a_summary_dicts_total_steps_are_the_steps_done() -> None:
+    """A summary once training is over, ``{'total_steps': 24, 'avg_loss': ..., 'final_loss':
+    ...}``: 24 steps done (it was read as the run's length, no step), the final loss the loss
+    (the average was read)."""
+    line = (
+        "INFO - GRPO: {'epochs': 9, 'total_steps': 24, 'avg_loss': -0.0831, 'final_loss': -0.1177}"
+    )
+    report = _read_lines([line])
+    assert (report.step, report.max_steps, report.loss) == (24, None, -0.1177)
+
+
+def test_lightning_25s_results_table_names_its_stage_on_a_row_of_its_own() -> None:
+    """Lightning 2.5 heads ``trainer.validate()``'s table with ``┃ Runningstage.validating ┃``
+    above ``┃ metric ┃ DataLoader 0 ┃``: its loss row is the eval loss (nothing was read), the
+    test table's the test loss."""
+    table = [
+        "┏━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━┓",
+        "┃  Runningstage.{stage}  ┃                           ┃",
+        "┃          metric           ┃       DataLoader 0        ┃",
+        "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━┩",
+        "│         {split}/loss          │    {value}     │",
+        "└───────────────────────────┴───────────────────────────┘",
+    ]
+    validating = [r.format(stage="validating", split="val", value="0.9092") for r in table]
+    testing = [r.format(stage="testing", split="test", value="3.3688") for r in table]
+    report = _read_lines(validating + testing)
+    assert (report.eval_loss, dict(report.metrics).get("test_loss")) == (0.9092, 3.3688)

@@ -15,7 +15,8 @@ it with the last header (:mod:`exporter.logs.table_rows`); this module is pure.
 Lightning prints the results of ``trainer.validate()`` and ``trainer.test()`` as such a table
 when ``rich`` is installed (``_EvaluationLoop._print_results``): a header in heavy bars,
 ``┃ Validate metric ┃ DataLoader 0 ┃`` (``Test metric``), then a row a metric,
-``│ val_loss │ 5.576150417327881 │``. Under the validation's header a loss is the eval loss;
+``│ val_loss │ 5.576150417327881 │`` (2.5: ``┃ Runningstage.validating ┃ ┃`` above ``┃ metric ┃
+DataLoader 0 ┃``). Under the validation's header a loss is the eval loss;
 under the test's, the ``test_loss`` metric (the validation set is what training watches).
 """
 
@@ -35,7 +36,11 @@ _TRAIN = frozenset({"train", "training"})
 _VALIDATION = frozenset({"vali", "val", "valid", "validation", "dev"})
 _SPLITS = _TRAIN | _VALIDATION | {"test"}
 _HEAVY_LINE = re.compile(r"^\s*┃(.{1,600})┃\s*$")
-_RESULTS = re.compile(r"(?i)^(?P<stage>validate|test) metric$")
+# Lightning 2.5's header names the stage by its enum's repr on a row of its own, above
+# "┃ metric ┃ DataLoader 0 ┃" ("┃ Runningstage.validating ┃ ┃"): that row is the header.
+_RESULTS = re.compile(
+    r"(?i)^(?:(?P<stage>validate|test) metric|runningstage\.(?P<running>validat|test)ing)$"
+)
 _DATALOADER = re.compile(r"^DataLoader \d{1,3}$")
 
 
@@ -44,7 +49,9 @@ def parse_box_table(msg: str, now: float) -> LineReport | None:
     name, then numbers): its cells, a row's as ``part`` "row"; else None."""
     if (heavy := _HEAVY_LINE.match(msg)) is not None:
         cells = tuple(c.strip() for c in heavy.group(1).split("┃"))
-        if _RESULTS.match(cells[0]) and all(_DATALOADER.match(c) for c in cells[1:]):
+        if (found := _RESULTS.match(cells[0])) and all(
+            _DATALOADER.match(c) or (found["running"] and not c) for c in cells[1:]
+        ):
             return LineReport("box-table", EMPTY, columns=cells)  # Lightning's results
         return None
     m = _LINE.match(msg)
@@ -65,7 +72,8 @@ def read_row(header: tuple[str, ...], cells: tuple[str, ...]) -> ProgressReport 
     """What a split's row under ``header`` says: the train row's loss, or the validation
     row's as the eval loss; None for any other row, or one that does not fit the header."""
     if header and (results := _RESULTS.match(header[0])) is not None:
-        return _result(results["stage"].lower(), cells)
+        stage = results["stage"] or results["running"].lower().replace("validat", "validate")
+        return _result(stage.lower(), cells)
     if len(cells) != len(header) or "loss" not in header[1:]:
         return None
     value = number(cells[header.index("loss")])

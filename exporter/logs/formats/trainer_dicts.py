@@ -111,6 +111,10 @@ def parse_transformers(msg: str, now: float) -> LineReport | None:
         known["step"] = int(step)
     elif (said := step_of_max(value.get(STEP_OF_MAX_KEY))) is not None:
         known["step"], known["max_steps"] = said  # ms-swift's dicts on stdout
+    elif "final_loss" in value and isinstance(done := value.get("total_steps"), int):
+        # A summary once training is over ({'total_steps': 24, 'avg_loss': ..., 'final_loss':
+        # ...}): its total is the steps done, no length planned.
+        known["step"], step_key = done, "total_steps"
     rest = {
         k: v
         for k, v in value.items()

@@ -69,6 +69,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "loss/policy_avg",  # TRL's PPOTrainer and RLOOTrainer: the policy's loss
         "ppo/loss/total",  # TRL's PPOTrainer before 0.11
         "policy_loss",  # OpenRLHF's PPO bar postfix
+        "pg_loss",  # PPO loops' policy-gradient loss beside their v_loss ("pg_loss -0.021")
         "pg",  # OpenRLHF's earlier short bar status ("pg=-0.156, rm=0.25, ...")
         "actor_loss",  # RLHF loops: the policy's loss
         "act_loss",  # DeepSpeed-Chat step 3 ("act_loss: 30.92|cri_loss: ...")
@@ -79,6 +80,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "train/crossentropyloss",  # OLMo ("train/CrossEntropyLoss=12.18")
         "cross_entropy_loss",  # pith-train ("cross-entropy-loss 2.6636")
         "avr_loss",  # kohya-ss sd-scripts' bar postfix, the loss it shows
+        "final_loss",  # a run's summary: {'avg_loss': ..., 'final_loss': ...}, the last one
         "avg_loss",  # fastText ("avg.loss: 0.5431"): the loss averaged since the start
         "closs",  # LLaMA2-Accessory and its SPHINX / LLaMA-Adapter kin: the cross-entropy loss
         "train_cross_entropy",  # MXNet's Speedometer ("Train-cross-entropy=0.1274")
@@ -102,6 +104,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "validation_loss",
         "eval_epoch_loss",  # llama-recipes and PEFT's examples ("eval_epoch_loss=tensor(6.88)")
         "val/loss",
+        "test/loss",  # as "test_loss": a test set's (Lightning's test table: the test loss metric)
         "eval/loss",
         "loss_val",
         "test_loss",
