@@ -6260,3 +6260,16 @@ def test_lightning_25s_results_table_names_its_stage_on_a_row_of_its_own() -> No
     testing = [r.format(stage="testing", split="test", value="3.3688") for r in table]
     report = _read_lines(validating + testing)
     assert (report.eval_loss, dict(report.metrics).get("test_loss")) == (0.9092, 3.3688)
+
+
+def test_a_step_named_after_an_rl_episode_is_counted_within_it() -> None:
+    """A DQN's ``Episode 600 Step 238: Training Loss ...``: the step starts over with each
+    episode (348, 90, 119 in turn), so it is no step of the run (it gave step 238); the
+    training loss is still the loss."""
+    lines = [
+        "Episode 598 Step 119: Training Loss 2.7157673835754395, Return 371.0",
+        "Episode 599 Step 372: Training Loss 2.231835126876831, Return 404.0",
+        "Episode 600 Step 238: Training Loss 2.1800668239593506, Return 457.0",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss) == (None, 2.1800668239593506)

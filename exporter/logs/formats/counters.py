@@ -441,6 +441,13 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"(?i)(?<![\w/])step\s*[:=#]?\s*\d{1,4}(?:\.\d{1,3})?[KMBGT](?![\w/])"),
         moved_on,
     ),
+    # An RL loop's "Episode 600 Step 238: Training Loss ..." (a DQN's print per episode): a
+    # step named right after the episode is counted within it (it goes down from one episode
+    # to the next), no run's step; the line's values are read.
+    (
+        re.compile(r"(?i)(?<![\w/])episode\s*[:=#]?\s*\d{1,9}[\s,;|]+steps?\s*[:=#]?\s*\d"),
+        step_unknown,
+    ),
     # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |", nanoT5's
     # "Step 53050 out of 80000 |"
     (
