@@ -6273,3 +6273,53 @@ def test_a_step_named_after_an_rl_episode_is_counted_within_it() -> None:
     ]
     report = _read_lines(lines)
     assert (report.step, report.loss) == (None, 2.1800668239593506)
+
+
+def _frames(total: int, counts: tuple[int, ...]) -> str:
+    """One tqdm bar's frames on one line, as a file keeps them (carriage returns between)."""
+    return "\r".join(
+        f"{100 * n // total:3d}%|{'#' * (10 * n // total):<10}| {n}/{total} [00:0{i}<00:00, 31.80it/s]"
+        for i, n in enumerate(counts)
+    )
+
+
+def test_a_bar_drawn_twice_from_one_epochs_summary_to_the_next_counts_no_epochs() -> None:
+    """A loop drawing one undescribed bar over an epoch's training batches and again over
+    its test batches (one length), each followed by the epoch's summary (``Epoch 18
+    training loss: ...``, ``Epoch 18 test loss: ...``): its passes are no epochs (it gave
+    step 628, four passes of 157, for two epochs); the losses are read."""
+    lines = []
+    for epoch in (18, 19):
+        lines += [
+            _frames(157, (0, 40, 80, 120, 157)),
+            f"Epoch {epoch} training loss: 5.94{epoch}",
+            f"Epoch {epoch} training acc : 0.969700",
+            _frames(157, (0, 60, 120, 157)),
+            f"Epoch {epoch} test loss: 5.93{epoch}",
+            f"Epoch {epoch} test acc : 0.973400",
+        ]
+    report = _read_lines(lines)
+    assert (report.step, report.loss, report.eval_loss) == (None, 5.9419, 5.9319)
+
+
+def test_a_keras_bar_of_another_length_under_fits_last_header_is_evaluates() -> None:
+    """Keras 3's ``evaluate`` after a ``fit`` that stopped short of its epochs (no early
+    stopping message): its bar of 4 after epoch 2 of 3's bar of 10 is no training (its loss
+    was taken for the training loss); the step is fit's."""
+    frame = "{n}/{t} ━━━━━━━━━━━━━━━━━━━━ 0s 47ms/step - accuracy: 0.97 - loss: {loss}"
+    lines = [
+        "Epoch 2/3",
+        "\r".join(frame.format(n=n, t=10, loss=f"0.06{n}") for n in (1, 5, 10))
+        + " - val_accuracy: 0.95 - val_loss: 0.1462",
+        "",
+        "EVALUATION",
+        "\r".join(frame.format(n=n, t=4, loss="0.1440") for n in (1, 2, 4)),
+        "Test Accuracy: 95.48%",
+    ]
+    report = _read_lines(lines)
+    assert (report.step, report.max_steps, report.loss, report.eval_loss) == (
+        20,
+        30,
+        0.0610,
+        0.1462,
+    )

@@ -136,9 +136,9 @@ class LogAccumulator:
             return taken is not None  # no one's values, or a validation loop's own header
         if self.final:  # another Keras bar after the end is no training (.evaluations)
             taken = after_the_end(taken, self.training_bar())
-        if taken.parser == "keras":  # fit's bar drawn with no header (.keras_headers)
+        if taken.parser == "keras":  # fit's bar with no header, or evaluate's (.keras_headers)
             epoch = self.epoch_counter.header or self.values.get("epoch")  # any line's
-            taken = headless_bar(taken, self.keras_epoch, epoch)
+            taken = self.keras_headers.evaluating(headless_bar(taken, self.keras_epoch, epoch))
         self._take(self.evaluations.take(taken), now, at)
         return True
 

@@ -155,6 +155,10 @@ class BarTrack:
     # Epochs' summaries numbered as its count (or one past it), at each count they matched:
     # a bar over the epochs (``for epoch in tqdm(range(100))``), whose count is no step.
     epoch_counts: set[int] = field(default_factory=set)
+    # (epoch, passes) at the first summary of the newest epoch summarised: two passes or more
+    # from one epoch's summary to the next's, and the bar runs more than once an epoch (a
+    # training pass and a test pass of one length, neither described): no pass is an epoch.
+    summarised: tuple[int, int] | None = None
     resumed: bool = False  # first drawn after a resume: the epochs before it are not here
 
     @property
@@ -371,7 +375,12 @@ def inner_loop(track: BarTrack, outer: Sequence[tuple[object, BarTrack]]) -> boo
 def summary_beside(track: BarTrack, epoch: int) -> None:
     """An epoch's summary (``Epoch 61, Training loss: ...``) read while ``track`` is the
     training bar: numbered as its count or one past it at two counts or more, the bar counts
-    the epochs (each frame, then the epoch's line), and so counts no steps (:attr:`items`)."""
+    the epochs (each frame, then the epoch's line), and so counts no steps (:attr:`items`);
+    so too where it ran twice or more from one epoch's summary to the next's."""
+    if track.summarised is None or track.summarised[0] != epoch:
+        if track.summarised and epoch == track.summarised[0] + 1:
+            track.items |= track.passes - track.summarised[1] >= 2
+        track.summarised = (epoch, track.passes)
     if track.last_n in (epoch, epoch - 1) and track.last_n > 0:
         track.epoch_counts.add(track.last_n)
         if len(track.epoch_counts) >= 2:

@@ -22,6 +22,11 @@ header ran ``fit`` without its bar (``verbose=0``): a Keras bar in it is ``evalu
 (a copy starting mid-epoch) counts within an epoch that is not the first: no step either.
 Nor is either bar's loss the training's: ``evaluate``'s is the evaluation's, and the other
 cannot be told from it.
+
+Under a header ``fit`` draws one bar, the epoch's; another bar of another length before the
+next header is ``evaluate``'s or ``predict``'s after ``fit`` stopped short of its epochs (an
+early stop that printed nothing, a script's own banner between): no step, and its loss is
+no training's (Keras 3's ``209/209 ... loss: 0.1440`` after ``Epoch 14/15``'s bar of 972).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .lines import LineReport
+from .parse import bar_key
 
 
 def headless_bar(line: LineReport, header: tuple[int, int] | None, epoch: object) -> LineReport:
@@ -49,6 +55,8 @@ class KerasHeaders:
     """The epoch of the Keras header that was the last line taken, if it was one."""
 
     last: int | None = None
+    headed: bool = False  # a run's header was taken
+    opened: tuple[str, int | None] | None = None  # the bar drawn first under the newest header
 
     def nested(self, line: LineReport) -> bool:
         """Whether ``line`` is a header nested right under another's, to be passed over
@@ -59,4 +67,20 @@ class KerasHeaders:
         if header is not None and self.last is not None and header <= self.last:
             return True
         self.last = header
+        if header is not None:
+            self.headed, self.opened = True, None
         return False
+
+    def evaluating(self, line: LineReport) -> LineReport:
+        """``line`` as the accumulator takes it: a Keras bar other than the one drawn first
+        under the newest header (see the module docstring) counts no step and gives no
+        training loss; any other line as it is."""
+        if line.parser != "keras" or line.bar is None or not self.headed:
+            return line
+        key = bar_key(line.bar)
+        if self.opened is None or self.opened == key:
+            self.opened = key
+            return line
+        return line._replace(
+            bar=line.bar._replace(not_steps=True), report=replace(line.report, loss=None)
+        )
