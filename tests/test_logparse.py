@@ -6323,3 +6323,30 @@ def test_a_keras_bar_of_another_length_under_fits_last_header_is_evaluates() -> 
         0.0610,
         0.1462,
     )
+
+
+def test_a_bare_bars_first_summary_past_its_passes_shows_a_log_begun_mid_run() -> None:
+    """A log read from the middle of a run (a rotated file): one pass of an undescribed bar
+    of 625 after ``Epoch 14/15 | ...``, then ``Epoch 15/15 | trn_loss: ...``: fifteen epochs
+    are done where one pass was drawn, so the passes are not the run's (it gave step 625 of
+    9375 done); the losses are read. A bar over the whole run, summarised as it goes, keeps
+    its count."""
+    summary = "Epoch {e}/15 | trn_loss: 0.20{e}  trn_logloss: 0.2429 | val_loss: 0.1262  val_logloss: 0.0190"
+    mid_run = [summary.format(e=14), "Train: " + _frames(625, (0, 300, 625)), summary.format(e=15)]
+    report = _read_lines(mid_run)
+    assert (report.step, report.loss, report.eval_loss) == (None, 0.2015, 0.1262)
+    whole = []
+    for e in (1, 2, 3):
+        whole += [
+            "Train: " + _frames(300, (100 * (e - 1), 100 * e - 50, 100 * e)),
+            summary.format(e=e),
+        ]
+    assert _read_lines(whole).step == 300
+
+
+def test_a_line_led_by_its_rl_episode_gives_its_values_and_no_step() -> None:
+    """A DQN's ``Episode 3000, Avg Loss: 0.0011`` every ten episodes: an episode is no step,
+    and the line's loss is read (no counter was found, so nothing was)."""
+    lines = [f"Episode {e}, Avg Loss: 0.00{e // 10 % 10}1" for e in range(2980, 3010, 10)]
+    report = _read_lines([*lines, "Saved q_net.pt"])
+    assert (report.step, report.loss) == (None, 0.0001)

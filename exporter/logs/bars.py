@@ -159,6 +159,9 @@ class BarTrack:
     # from one epoch's summary to the next's, and the bar runs more than once an epoch (a
     # training pass and a test pass of one length, neither described): no pass is an epoch.
     summarised: tuple[int, int] | None = None
+    # The first summary after a bare pass's end named more epochs done than passes drawn
+    # here: the log began mid-run (a rotated file, a late tail), its passes are not the run's.
+    mid_run: bool = False
     resumed: bool = False  # first drawn after a resume: the epochs before it are not here
 
     @property
@@ -218,12 +221,12 @@ class BarTrack:
         epoch without that count: Lightning stopped by ``max_steps`` draws each epoch's bar
         to the steps left (``Epoch 2: 20/20`` after two epochs of 40). Nor for a bar seen
         only at its end, pass after pass (:attr:`repeated_at_end`), nor for a bare bar's passes
-        since a resume (:attr:`resumed`)."""
+        since a resume (:attr:`resumed`) or in a log begun mid-run (:attr:`mid_run`)."""
         if self.not_steps or counts_epochs(self):
             return False  # samples, steps or samples unsaid (Bar.not_steps), or the epochs
         if self.counts_validation and self.pass_size is None and (self.passes or self.label):
             return False  # a later pass's length, less the validation it counts, is unknown
-        if self.repeated_at_end:
+        if self.repeated_at_end or self.mid_run:
             return False
         if self.carried is not None:
             return True  # the earlier bar's steps were the run's when this one took over
@@ -376,7 +379,10 @@ def summary_beside(track: BarTrack, epoch: int) -> None:
     """An epoch's summary (``Epoch 61, Training loss: ...``) read while ``track`` is the
     training bar: numbered as its count or one past it at two counts or more, the bar counts
     the epochs (each frame, then the epoch's line), and so counts no steps (:attr:`items`);
-    so too where it ran twice or more from one epoch's summary to the next's."""
+    so too where it ran twice or more from one epoch's summary to the next's. A first summary
+    after a bare pass's end numbered past the passes drawn shows a log begun mid-run."""
+    if track.summarised is None and track.label is None and 0 < (track.total or 0) <= track.last_n:
+        track.mid_run = epoch > track.passes + 1
     if track.summarised is None or track.summarised[0] != epoch:
         if track.summarised and epoch == track.summarised[0] + 1:
             track.items |= track.passes - track.summarised[1] >= 2

@@ -448,6 +448,9 @@ COUNTERS: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Count]], ...] =
         re.compile(r"(?i)(?<![\w/])episode\s*[:=#]?\s*\d{1,9}[\s,;|]+steps?\s*[:=#]?\s*\d"),
         step_unknown,
     ),
+    # A line led by its RL episode, no step named on it ("Episode 3000, Avg Loss: 0.0011", a
+    # DQN's print every ten episodes): an episode is no step; the line's values are read.
+    (re.compile(r"(?i)^\s*episode\s*[:=#]?\s*\d{1,9}\b(?![^\n]*step)"), step_unknown),
     # "step 10/100", "Step 2250/200000;", "Step: 10 of 100", "step    1/74 |", nanoT5's
     # "Step 53050 out of 80000 |"
     (

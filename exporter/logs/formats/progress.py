@@ -157,7 +157,7 @@ _MAYBE = re.compile(
     r"^\s*\d+\s+\||\bUp\.|"
     r"loss value:|Progress \[|\[\d{1,15}\] |\[Train\]\(|Instance: \d|"
     r"^\s*\[\d{1,9},\s*\d{1,12}\] loss:|\bEP \d{1,9} \(|\[(?:val|valid|eval)\] |"
-    r"^\s*\[\d{1,12}/\d{1,12}\] |^\s*Train \d{1,9}(?:/\d{1,9})?, loss: "
+    r"^\s*\[\d{1,12}/\d{1,12}\] |^\s*Train \d{1,9}(?:/\d{1,9})?, loss: |^\s*episode\s*[:=#]?\s*\d"
 )
 
 
